@@ -1,0 +1,172 @@
+//! The storage interface: byte values under string keys, with etcd3 semantics.
+//!
+//! Invariants every backend keeps (and `tests/conformance` checks):
+//! - every successful write gets the next global revision, strictly increasing;
+//!   the revision is the object's `resourceVersion` above this layer;
+//! - each key carries `create_revision`, `mod_revision` and `version` (writes since
+//!   creation, starting at 1);
+//! - updates and conditional deletes are compare-and-swap on `mod_revision`;
+//! - a list is consistent at one revision and may be paged with `continue_from`;
+//! - a watch delivers every change after its start revision, in revision order,
+//!   with the previous value, and fails with [`StorageError::Compacted`] when the
+//!   start revision has been compacted away.
+//!
+//! Where to look next: `embedded/` and `etcd.rs` implement this trait,
+//! `update.rs` builds the retry loop on top of it, `slot.rs` hands it out.
+
+use std::pin::Pin;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures::Stream;
+
+/// A global storage revision. `0` means "none" / "latest" where an option allows it.
+pub type Revision = i64;
+
+/// One key at one revision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyValue {
+    pub key: String,
+    pub value: Bytes,
+    pub create_revision: Revision,
+    pub mod_revision: Revision,
+    /// Number of writes since the key was (re)created; 1 after create.
+    pub version: i64,
+}
+
+/// A page of a list, read at one revision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListPage {
+    pub kvs: Vec<KeyValue>,
+    /// The revision the whole list (every page of it) is consistent at.
+    pub revision: Revision,
+    /// Whether keys remain after this page.
+    pub more: bool,
+    /// How many keys remain after this page (exact).
+    pub remaining: i64,
+}
+
+/// What a list asks for.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListOptions {
+    /// Read at this revision; `None` reads at the current one.
+    pub revision: Option<Revision>,
+    /// At most this many keys; `0` means no limit.
+    pub limit: usize,
+    /// Start at this key (inclusive); it must lie under the prefix.
+    pub continue_from: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventKind {
+    Put,
+    Delete,
+}
+
+/// One change. For a delete, `kv.value` is empty and `kv.mod_revision` is the
+/// revision of the delete.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    pub kind: EventKind,
+    pub kv: KeyValue,
+    pub prev: Option<KeyValue>,
+}
+
+impl Event {
+    pub fn revision(&self) -> Revision {
+        self.kv.mod_revision
+    }
+
+    /// A put whose key did not exist before (create revision is this write).
+    pub fn is_create(&self) -> bool {
+        self.kind == EventKind::Put && self.kv.create_revision == self.kv.mod_revision
+    }
+}
+
+/// What a watch stream yields.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WatchMessage {
+    /// Changes in revision order, none skipped.
+    Events(Vec<Event>),
+    /// Nothing changed under the prefix up to this revision.
+    Progress(Revision),
+}
+
+pub type WatchStream = Pin<Box<dyn Stream<Item = Result<WatchMessage, StorageError>> + Send>>;
+
+/// The result of a successful delete.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Deleted {
+    /// The value that was deleted.
+    pub prev: KeyValue,
+    /// The revision of the delete.
+    pub revision: Revision,
+}
+
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum StorageError {
+    #[error("key {key:?} not found")]
+    NotFound { key: String },
+    #[error("key {key:?} already exists")]
+    AlreadyExists { key: String },
+    /// The key's mod revision was not the expected one; `current` is what is there now.
+    #[error("key {key:?} was modified (conflict)")]
+    Conflict {
+        key: String,
+        current: Option<Box<KeyValue>>,
+    },
+    #[error("required revision {requested} has been compacted (compacted at {compacted})")]
+    Compacted {
+        requested: Revision,
+        compacted: Revision,
+    },
+    #[error("required revision {requested} is a future revision (current {current})")]
+    FutureRevision {
+        requested: Revision,
+        current: Revision,
+    },
+    #[error("storage unavailable: {0}")]
+    Unavailable(String),
+    #[error("storage error: {0}")]
+    Internal(String),
+}
+
+pub type Result<T, E = StorageError> = std::result::Result<T, E>;
+
+/// The storage interface every backend implements.
+#[async_trait]
+pub trait Backend: Send + Sync + 'static {
+    /// The latest value of `key`, or its value at `revision`.
+    async fn get(&self, key: &str, revision: Option<Revision>) -> Result<Option<KeyValue>>;
+
+    /// Keys under `prefix`, consistent at one revision.
+    async fn list(&self, prefix: &str, opts: ListOptions) -> Result<ListPage>;
+
+    /// How many keys lie under `prefix` now.
+    async fn count(&self, prefix: &str) -> Result<i64>;
+
+    /// Create `key`; fails with `AlreadyExists` when it exists. Returns the new revision.
+    async fn create(&self, key: &str, value: Bytes) -> Result<KeyValue>;
+
+    /// Replace `key` if its mod revision is `expected`; `Conflict` otherwise,
+    /// `NotFound` when it does not exist.
+    async fn update(&self, key: &str, value: Bytes, expected: Revision) -> Result<KeyValue>;
+
+    /// Delete `key`, if `expected` is given only when its mod revision matches.
+    async fn delete(&self, key: &str, expected: Option<Revision>) -> Result<Deleted>;
+
+    /// Every change under `prefix` after `after` (0: from now on).
+    async fn watch(&self, prefix: &str, after: Revision) -> Result<WatchStream>;
+
+    /// Forget history at and before `revision`.
+    async fn compact(&self, revision: Revision) -> Result<()>;
+
+    /// The revision of the last write.
+    async fn current_revision(&self) -> Result<Revision>;
+
+    /// A cheap round trip proving the backend answers.
+    async fn health(&self) -> Result<()>;
+
+    /// A short name for logs and health checks.
+    fn name(&self) -> &'static str;
+}

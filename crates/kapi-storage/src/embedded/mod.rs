@@ -1,0 +1,267 @@
+//! The embedded backend: an in-memory MVCC index made durable by a write-ahead log
+//! with group commit, and periodic snapshots that bound the log.
+//!
+//! Reads take the index's read lock and never touch the disk. Writes go to the
+//! committer thread (`committer.rs`), which answers only after fsync. Watches
+//! (`watch.rs`) replay the index's event log, then follow the live broadcast.
+//! On-disk format and recovery: `wal.rs` and `docs/storage.md`.
+
+mod committer;
+mod index;
+mod wal;
+mod watch;
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use tokio::sync::{broadcast, oneshot};
+
+use crate::backend::{
+    Backend, Deleted, Event, KeyValue, ListOptions, ListPage, Result, Revision, StorageError,
+    WatchStream,
+};
+use committer::{Command, Committer, Op, Written};
+use index::Index;
+
+/// Settings of the embedded backend.
+#[derive(Debug, Clone)]
+pub struct EmbeddedConfig {
+    pub dir: PathBuf,
+    /// How often an idle watch reports progress.
+    pub progress_interval: Duration,
+    /// Take a snapshot and start a new WAL once the WAL is this large.
+    pub snapshot_after_bytes: u64,
+}
+
+impl EmbeddedConfig {
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        EmbeddedConfig {
+            dir: dir.into(),
+            progress_interval: Duration::from_secs(5),
+            snapshot_after_bytes: 64 << 20,
+        }
+    }
+}
+
+/// State shared by the handle, the committer and the watchers.
+pub(crate) struct Shared {
+    pub index: RwLock<Index>,
+    pub events: broadcast::Sender<Arc<Vec<Event>>>,
+    failed: Mutex<Option<String>>,
+    progress_interval: Duration,
+}
+
+impl Shared {
+    pub fn poisoned(&self) -> Option<String> {
+        self.failed.lock().expect("poison lock").clone()
+    }
+
+    pub fn poison(&self, reason: String) {
+        tracing::error!(%reason, "embedded store failed; restart required");
+        *self.failed.lock().expect("poison lock") = Some(reason);
+    }
+}
+
+/// A cheap handle to an open embedded store.
+#[derive(Clone)]
+pub struct EmbeddedBackend {
+    shared: Arc<Shared>,
+    commands: mpsc::Sender<Command>,
+    /// Held for the life of the store: one process per data directory.
+    _lock: Arc<File>,
+}
+
+impl EmbeddedBackend {
+    /// Open (or create) the store in `config.dir`, recovering from the snapshot and WAL.
+    pub fn open(config: EmbeddedConfig) -> Result<Self> {
+        let io = |what: &str, e: std::io::Error| {
+            StorageError::Internal(format!("{what} {}: {e}", config.dir.display()))
+        };
+        std::fs::create_dir_all(&config.dir).map_err(|e| io("creating", e))?;
+        let lock = File::create(config.dir.join("LOCK")).map_err(|e| io("locking", e))?;
+        lock.try_lock().map_err(|_| {
+            StorageError::Internal(format!(
+                "data directory {} is in use by another process",
+                config.dir.display()
+            ))
+        })?;
+        let (index, wal_path) = recover(&config.dir).map_err(|e| io("recovering", e))?;
+        let wal = wal::open_append(&wal_path).map_err(|e| io("opening WAL in", e))?;
+        let wal_len = wal.metadata().map_err(|e| io("reading", e))?.len();
+        wal::sync_dir(&config.dir).map_err(|e| io("syncing", e))?;
+        let (events, _) = broadcast::channel(1024);
+        let shared = Arc::new(Shared {
+            index: RwLock::new(index),
+            events,
+            failed: Mutex::new(None),
+            progress_interval: config.progress_interval,
+        });
+        let committer = Committer {
+            dir: config.dir.clone(),
+            shared: shared.clone(),
+            wal,
+            wal_len,
+            snapshot_after_bytes: config.snapshot_after_bytes,
+        };
+        let (tx, rx) = mpsc::channel();
+        std::thread::Builder::new()
+            .name("kapi-committer".into())
+            .spawn(move || committer.run(rx))
+            .map_err(|e| StorageError::Internal(format!("starting committer: {e}")))?;
+        Ok(EmbeddedBackend {
+            shared,
+            commands: tx,
+            _lock: Arc::new(lock),
+        })
+    }
+
+    async fn write(&self, op: Op) -> Result<Written> {
+        let (tx, rx) = oneshot::channel();
+        self.commands
+            .send(Command::Write(op, tx))
+            .map_err(|_| StorageError::Unavailable("committer stopped".into()))?;
+        rx.await
+            .map_err(|_| StorageError::Unavailable("committer stopped".into()))?
+    }
+
+    /// How many keys (live or with retained history) the index holds.
+    pub fn key_count(&self) -> usize {
+        self.shared.index.read().expect("index lock").key_count()
+    }
+}
+
+/// Rebuild the index from the newest snapshot and the WALs; returns the WAL to append to.
+fn recover(dir: &Path) -> std::io::Result<(Index, PathBuf)> {
+    let mut index = Index::default();
+    if let Some((_, records)) = wal::read_latest_snapshot(dir)? {
+        for r in records {
+            index.apply(r);
+        }
+    }
+    let wals = wal::numbered(dir, "wal-", ".log")?;
+    let last = wals.len().saturating_sub(1);
+    for (i, (_, path)) in wals.iter().enumerate() {
+        let data = wal::read_file(path)?;
+        let (records, valid) = wal::decode_all(&data);
+        if valid < data.len() {
+            if i != last {
+                return Err(std::io::Error::other(format!(
+                    "corrupt frame at byte {valid} of {}",
+                    path.display()
+                )));
+            }
+            tracing::warn!(file = %path.display(), at = valid, "cutting torn WAL tail");
+            let f = std::fs::OpenOptions::new().write(true).open(path)?;
+            f.set_len(valid as u64)?;
+            f.sync_all()?;
+        }
+        for r in records {
+            if record_revision(&r) > index.revision {
+                index.apply(r);
+            }
+        }
+    }
+    let wal_path = match wals.last() {
+        Some((_, p)) => p.clone(),
+        None => wal::wal_path(dir, index.revision + 1),
+    };
+    Ok((index, wal_path))
+}
+
+fn record_revision(r: &index::Record) -> Revision {
+    match r {
+        index::Record::Put { revision, .. }
+        | index::Record::Delete { revision, .. }
+        | index::Record::Meta { revision, .. } => *revision,
+    }
+}
+
+#[async_trait]
+impl Backend for EmbeddedBackend {
+    async fn get(&self, key: &str, revision: Option<Revision>) -> Result<Option<KeyValue>> {
+        self.shared
+            .index
+            .read()
+            .expect("index lock")
+            .get(key, revision)
+    }
+
+    async fn list(&self, prefix: &str, opts: ListOptions) -> Result<ListPage> {
+        self.shared
+            .index
+            .read()
+            .expect("index lock")
+            .list(prefix, &opts)
+    }
+
+    async fn count(&self, prefix: &str) -> Result<i64> {
+        Ok(self.shared.index.read().expect("index lock").count(prefix))
+    }
+
+    async fn create(&self, key: &str, value: Bytes) -> Result<KeyValue> {
+        let op = Op::Create {
+            key: key.to_owned(),
+            value,
+        };
+        match self.write(op).await? {
+            Written::Put(kv) => Ok(kv),
+            Written::Deleted(_) => Err(StorageError::Internal("create deleted".into())),
+        }
+    }
+
+    async fn update(&self, key: &str, value: Bytes, expected: Revision) -> Result<KeyValue> {
+        let op = Op::Update {
+            key: key.to_owned(),
+            value,
+            expected,
+        };
+        match self.write(op).await? {
+            Written::Put(kv) => Ok(kv),
+            Written::Deleted(_) => Err(StorageError::Internal("update deleted".into())),
+        }
+    }
+
+    async fn delete(&self, key: &str, expected: Option<Revision>) -> Result<Deleted> {
+        let op = Op::Delete {
+            key: key.to_owned(),
+            expected,
+        };
+        match self.write(op).await? {
+            Written::Deleted(d) => Ok(d),
+            Written::Put(_) => Err(StorageError::Internal("delete wrote".into())),
+        }
+    }
+
+    async fn watch(&self, prefix: &str, after: Revision) -> Result<WatchStream> {
+        watch::start(self.shared.clone(), prefix.to_owned(), after)
+    }
+
+    async fn compact(&self, revision: Revision) -> Result<()> {
+        let (tx, rx) = oneshot::channel();
+        self.commands
+            .send(Command::Compact(revision, tx))
+            .map_err(|_| StorageError::Unavailable("committer stopped".into()))?;
+        rx.await
+            .map_err(|_| StorageError::Unavailable("committer stopped".into()))?
+    }
+
+    async fn current_revision(&self) -> Result<Revision> {
+        Ok(self.shared.index.read().expect("index lock").revision)
+    }
+
+    async fn health(&self) -> Result<()> {
+        match self.shared.poisoned() {
+            Some(reason) => Err(StorageError::Internal(reason)),
+            None => Ok(()),
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        "embedded"
+    }
+}

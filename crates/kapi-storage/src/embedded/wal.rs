@@ -1,0 +1,226 @@
+//! The on-disk format: a write-ahead log of records, and snapshots.
+//!
+//! A frame is `len: u32 LE | crc32(payload): u32 LE | payload`. A payload is
+//! `tag: u8` then fields, integers little-endian, strings and bytes as
+//! `len: u32 | data`:
+//! - `1` Put: revision i64, create_revision i64, version i64, key, value
+//! - `2` Delete: revision i64, key
+//! - `3` Meta: revision i64, compacted i64 (first frame of a snapshot)
+//!
+//! Files in the data directory (see `docs/storage.md`):
+//! - `wal-<first revision, 20 digits>.log`: frames appended and fsynced by the
+//!   committer before any write is acknowledged or made visible;
+//! - `snapshot-<revision, 20 digits>.snap`: the whole index, written to a temp
+//!   file, fsynced, renamed; a snapshot ends with a frame-less 8-byte trailer
+//!   `KAPIEND\0` so a half-written one is never taken for whole.
+//!
+//! Recovery: load the newest complete snapshot, then replay every WAL frame with a
+//! revision above it. A torn frame at the tail of the newest WAL (a crash during
+//! append) is cut off; a bad frame anywhere else is corruption and fails the open.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+use bytes::Bytes;
+
+use super::index::Record;
+use crate::backend::Revision;
+
+const SNAPSHOT_TRAILER: &[u8; 8] = b"KAPIEND\0";
+/// Upper bound of one frame; larger lengths can only come from corruption.
+const MAX_FRAME: usize = 1 << 30;
+
+pub(crate) fn encode(record: &Record, out: &mut Vec<u8>) {
+    let start = out.len();
+    out.extend_from_slice(&[0u8; 8]);
+    match record {
+        Record::Put {
+            revision,
+            create_revision,
+            version,
+            key,
+            value,
+        } => {
+            out.push(1);
+            for n in [revision, create_revision, version] {
+                out.extend_from_slice(&n.to_le_bytes());
+            }
+            put_bytes(out, key.as_bytes());
+            put_bytes(out, value);
+        }
+        Record::Delete { revision, key } => {
+            out.push(2);
+            out.extend_from_slice(&revision.to_le_bytes());
+            put_bytes(out, key.as_bytes());
+        }
+        Record::Meta {
+            revision,
+            compacted,
+        } => {
+            out.push(3);
+            out.extend_from_slice(&revision.to_le_bytes());
+            out.extend_from_slice(&compacted.to_le_bytes());
+        }
+    }
+    let payload_len = (out.len() - start - 8) as u32;
+    let crc = crc32fast::hash(&out[start + 8..]);
+    out[start..start + 4].copy_from_slice(&payload_len.to_le_bytes());
+    out[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
+}
+
+fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+    out.extend_from_slice(b);
+}
+
+struct Cursor<'a>(&'a [u8]);
+
+impl Cursor<'_> {
+    fn take(&mut self, n: usize) -> Option<&[u8]> {
+        if self.0.len() < n {
+            return None;
+        }
+        let (head, tail) = self.0.split_at(n);
+        self.0 = tail;
+        Some(head)
+    }
+    fn i64(&mut self) -> Option<i64> {
+        Some(i64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+    fn bytes(&mut self) -> Option<&[u8]> {
+        let n = u32::from_le_bytes(self.take(4)?.try_into().ok()?) as usize;
+        self.take(n)
+    }
+    fn string(&mut self) -> Option<String> {
+        String::from_utf8(self.bytes()?.to_vec()).ok()
+    }
+}
+
+fn decode_payload(payload: &[u8]) -> Option<Record> {
+    let mut c = Cursor(payload);
+    let record = match c.take(1)?[0] {
+        1 => Record::Put {
+            revision: c.i64()?,
+            create_revision: c.i64()?,
+            version: c.i64()?,
+            key: c.string()?,
+            value: Bytes::copy_from_slice(c.bytes()?),
+        },
+        2 => Record::Delete {
+            revision: c.i64()?,
+            key: c.string()?,
+        },
+        3 => Record::Meta {
+            revision: c.i64()?,
+            compacted: c.i64()?,
+        },
+        _ => return None,
+    };
+    c.0.is_empty().then_some(record)
+}
+
+/// Frames decoded from `data`, and the length of the valid prefix.
+pub(crate) fn decode_all(data: &[u8]) -> (Vec<Record>, usize) {
+    let mut records = Vec::new();
+    let mut pos = 0;
+    while data.len() - pos >= 8 {
+        let len = u32::from_le_bytes(data[pos..pos + 4].try_into().expect("4 bytes")) as usize;
+        let crc = u32::from_le_bytes(data[pos + 4..pos + 8].try_into().expect("4 bytes"));
+        if len > MAX_FRAME || data.len() - pos - 8 < len {
+            break;
+        }
+        let payload = &data[pos + 8..pos + 8 + len];
+        if crc32fast::hash(payload) != crc {
+            break;
+        }
+        match decode_payload(payload) {
+            Some(r) => records.push(r),
+            None => break,
+        }
+        pos += 8 + len;
+    }
+    (records, pos)
+}
+
+pub(crate) fn wal_path(dir: &Path, first: Revision) -> PathBuf {
+    dir.join(format!("wal-{first:020}.log"))
+}
+
+fn snapshot_path(dir: &Path, rev: Revision) -> PathBuf {
+    dir.join(format!("snapshot-{rev:020}.snap"))
+}
+
+/// Files named `<prefix><revision><suffix>`, sorted by revision.
+pub(crate) fn numbered(
+    dir: &Path,
+    prefix: &str,
+    suffix: &str,
+) -> io::Result<Vec<(Revision, PathBuf)>> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir(dir)? {
+        let path = entry?.path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if let Some(num) = name
+            .strip_prefix(prefix)
+            .and_then(|n| n.strip_suffix(suffix))
+        {
+            if let Ok(rev) = num.parse::<Revision>() {
+                out.push((rev, path));
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+/// Write the snapshot atomically; returns its path.
+pub(crate) fn write_snapshot(dir: &Path, rev: Revision, records: &[Record]) -> io::Result<PathBuf> {
+    let tmp = dir.join("snapshot.tmp");
+    let mut w = BufWriter::new(File::create(&tmp)?);
+    let mut buf = Vec::with_capacity(64 * 1024);
+    for r in records {
+        encode(r, &mut buf);
+        if buf.len() >= 64 * 1024 {
+            w.write_all(&buf)?;
+            buf.clear();
+        }
+    }
+    buf.extend_from_slice(SNAPSHOT_TRAILER);
+    w.write_all(&buf)?;
+    let file = w.into_inner().map_err(|e| e.into_error())?;
+    file.sync_all()?;
+    let path = snapshot_path(dir, rev);
+    fs::rename(&tmp, &path)?;
+    sync_dir(dir)?;
+    Ok(path)
+}
+
+/// The newest complete snapshot's records, if any.
+pub(crate) fn read_latest_snapshot(dir: &Path) -> io::Result<Option<(Revision, Vec<Record>)>> {
+    for (rev, path) in numbered(dir, "snapshot-", ".snap")?.into_iter().rev() {
+        let data = fs::read(&path)?;
+        let Some(body) = data.strip_suffix(SNAPSHOT_TRAILER) else {
+            continue;
+        };
+        let (records, valid) = decode_all(body);
+        if valid == body.len() {
+            return Ok(Some((rev, records)));
+        }
+    }
+    Ok(None)
+}
+
+pub(crate) fn read_file(path: &Path) -> io::Result<Vec<u8>> {
+    let mut data = Vec::new();
+    File::open(path)?.read_to_end(&mut data)?;
+    Ok(data)
+}
+
+pub(crate) fn open_append(path: &Path) -> io::Result<File> {
+    OpenOptions::new().create(true).append(true).open(path)
+}

@@ -1,0 +1,427 @@
+//! The etcd backend: real etcd v3 over gRPC (`etcd-client`).
+//!
+//! Every key is stored under `prefix` (default `/registry`, as kube-apiserver).
+//! Creates, updates and conditional deletes are single transactions comparing
+//! `create_revision` / `mod_revision`, whose else-branch reads the current value so
+//! a conflict carries it back (no second round trip). Watches ask for previous
+//! values and request progress every `progress_interval`, so an idle watch still
+//! learns the current revision. Compaction is etcd's own.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use etcd_client::{
+    Client, Compare, CompareOp, ConnectOptions, EventType, GetOptions, Txn, TxnOp, TxnOpResponse,
+    TxnResponse, WatchOptions,
+};
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+
+use crate::backend::{
+    Backend, Deleted, Event, EventKind, KeyValue, ListOptions, ListPage, Result, Revision,
+    StorageError, WatchMessage, WatchStream,
+};
+
+/// How to reach etcd.
+#[derive(Debug, Clone)]
+pub struct EtcdConfig {
+    pub endpoints: Vec<String>,
+    pub prefix: String,
+    /// PEM files: the CA that signed etcd's certificate, and our client pair.
+    pub ca_file: Option<String>,
+    pub cert_file: Option<String>,
+    pub key_file: Option<String>,
+    pub request_timeout: Duration,
+    pub progress_interval: Duration,
+}
+
+impl EtcdConfig {
+    pub fn new(endpoints: Vec<String>) -> Self {
+        EtcdConfig {
+            endpoints,
+            prefix: "/registry".into(),
+            ca_file: None,
+            cert_file: None,
+            key_file: None,
+            request_timeout: Duration::from_secs(10),
+            progress_interval: Duration::from_secs(5),
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct EtcdBackend {
+    client: Client,
+    prefix: String,
+    progress_interval: Duration,
+}
+
+fn map_err(e: etcd_client::Error) -> StorageError {
+    let text = e.to_string();
+    if text.contains("required revision has been compacted") {
+        return StorageError::Compacted {
+            requested: 0,
+            compacted: 0,
+        };
+    }
+    if text.contains("future revision") {
+        return StorageError::FutureRevision {
+            requested: 0,
+            current: 0,
+        };
+    }
+    StorageError::Unavailable(format!("etcd: {text}"))
+}
+
+fn tls_options(cfg: &EtcdConfig) -> Result<Option<etcd_client::TlsOptions>> {
+    if cfg.ca_file.is_none() && cfg.cert_file.is_none() {
+        return Ok(None);
+    }
+    let read =
+        |p: &str| std::fs::read(p).map_err(|e| StorageError::Internal(format!("reading {p}: {e}")));
+    let mut tls = etcd_client::TlsOptions::new();
+    if let Some(ca) = &cfg.ca_file {
+        tls = tls.ca_certificate(etcd_client::Certificate::from_pem(read(ca)?));
+    }
+    if let (Some(cert), Some(key)) = (&cfg.cert_file, &cfg.key_file) {
+        tls = tls.identity(etcd_client::Identity::from_pem(read(cert)?, read(key)?));
+    }
+    Ok(Some(tls))
+}
+
+impl EtcdBackend {
+    /// Connect and prove the connection with one read.
+    pub async fn connect(cfg: &EtcdConfig) -> Result<Self> {
+        let mut opts = ConnectOptions::new()
+            .with_connect_timeout(Duration::from_secs(2))
+            .with_timeout(cfg.request_timeout)
+            .with_keep_alive(Duration::from_secs(10), Duration::from_secs(5));
+        if let Some(tls) = tls_options(cfg)? {
+            opts = opts.with_tls(tls);
+        }
+        let client = Client::connect(&cfg.endpoints, Some(opts))
+            .await
+            .map_err(map_err)?;
+        let backend = EtcdBackend {
+            client,
+            prefix: cfg.prefix.trim_end_matches('/').to_owned(),
+            progress_interval: cfg.progress_interval,
+        };
+        backend.current_revision().await?;
+        Ok(backend)
+    }
+
+    fn full(&self, key: &str) -> String {
+        format!("{}{key}", self.prefix)
+    }
+
+    fn convert(&self, kv: &etcd_client::KeyValue) -> KeyValue {
+        let key = String::from_utf8_lossy(kv.key());
+        KeyValue {
+            key: key.strip_prefix(&self.prefix).unwrap_or(&key).to_owned(),
+            value: Bytes::copy_from_slice(kv.value()),
+            create_revision: kv.create_revision(),
+            mod_revision: kv.mod_revision(),
+            version: kv.version(),
+        }
+    }
+
+    async fn txn(&self, txn: Txn) -> Result<TxnResponse> {
+        self.client.kv_client().txn(txn).await.map_err(map_err)
+    }
+
+    /// The value the else-branch `get` of a failed transaction read.
+    fn current_from(&self, resp: &TxnResponse) -> Option<KeyValue> {
+        resp.op_responses().into_iter().find_map(|r| match r {
+            TxnOpResponse::Get(g) => g.kvs().first().map(|kv| self.convert(kv)),
+            _ => None,
+        })
+    }
+
+    fn revision_of(resp: &TxnResponse) -> Revision {
+        resp.header().map_or(0, |h| h.revision())
+    }
+
+    /// Why a compare-and-swap failed: the key is gone, or it changed.
+    fn cas_failure(&self, key: &str, resp: &TxnResponse) -> StorageError {
+        match self.current_from(resp) {
+            None => StorageError::NotFound { key: key.into() },
+            Some(kv) => StorageError::Conflict {
+                key: key.into(),
+                current: Some(Box::new(kv)),
+            },
+        }
+    }
+}
+
+/// The first key after every key that starts with `prefix`.
+fn prefix_end(prefix: &str) -> Vec<u8> {
+    let mut end = prefix.as_bytes().to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    vec![0]
+}
+
+#[async_trait]
+impl Backend for EtcdBackend {
+    async fn get(&self, key: &str, revision: Option<Revision>) -> Result<Option<KeyValue>> {
+        let mut opts = GetOptions::new();
+        if let Some(rev) = revision.filter(|r| *r > 0) {
+            opts = opts.with_revision(rev);
+        }
+        let resp = self
+            .client
+            .kv_client()
+            .get(self.full(key), Some(opts))
+            .await
+            .map_err(map_err)?;
+        Ok(resp.kvs().first().map(|kv| self.convert(kv)))
+    }
+
+    async fn list(&self, prefix: &str, opts: ListOptions) -> Result<ListPage> {
+        let full_prefix = self.full(prefix);
+        let start = match &opts.continue_from {
+            Some(k) if k.as_str() > prefix => self.full(k),
+            _ => full_prefix.clone(),
+        };
+        let mut get = GetOptions::new().with_range(prefix_end(&full_prefix));
+        if opts.limit > 0 {
+            get = get.with_limit(opts.limit as i64);
+        }
+        if let Some(rev) = opts.revision.filter(|r| *r > 0) {
+            get = get.with_revision(rev);
+        }
+        let resp = self
+            .client
+            .kv_client()
+            .get(start, Some(get))
+            .await
+            .map_err(map_err)?;
+        let kvs: Vec<KeyValue> = resp.kvs().iter().map(|kv| self.convert(kv)).collect();
+        let revision = opts
+            .revision
+            .filter(|r| *r > 0)
+            .unwrap_or_else(|| resp.header().map_or(0, |h| h.revision()));
+        let remaining = (resp.count() - kvs.len() as i64).max(0);
+        Ok(ListPage {
+            more: resp.more(),
+            remaining,
+            kvs,
+            revision,
+        })
+    }
+
+    async fn count(&self, prefix: &str) -> Result<i64> {
+        let full = self.full(prefix);
+        let opts = GetOptions::new()
+            .with_range(prefix_end(&full))
+            .with_count_only();
+        let resp = self
+            .client
+            .kv_client()
+            .get(full, Some(opts))
+            .await
+            .map_err(map_err)?;
+        Ok(resp.count())
+    }
+
+    async fn create(&self, key: &str, value: Bytes) -> Result<KeyValue> {
+        let full = self.full(key);
+        let txn = Txn::new()
+            .when([Compare::create_revision(full.clone(), CompareOp::Equal, 0)])
+            .and_then([TxnOp::put(full, value.to_vec(), None)]);
+        let resp = self.txn(txn).await?;
+        if !resp.succeeded() {
+            return Err(StorageError::AlreadyExists { key: key.into() });
+        }
+        let rev = Self::revision_of(&resp);
+        Ok(KeyValue {
+            key: key.into(),
+            value,
+            create_revision: rev,
+            mod_revision: rev,
+            version: 1,
+        })
+    }
+
+    async fn update(&self, key: &str, value: Bytes, expected: Revision) -> Result<KeyValue> {
+        let full = self.full(key);
+        let txn = Txn::new()
+            .when([Compare::mod_revision(
+                full.clone(),
+                CompareOp::Equal,
+                expected,
+            )])
+            .and_then([
+                TxnOp::put(full.clone(), value.to_vec(), None),
+                TxnOp::get(full.clone(), None),
+            ])
+            .or_else([TxnOp::get(full, None)]);
+        let resp = self.txn(txn).await?;
+        if !resp.succeeded() {
+            return Err(self.cas_failure(key, &resp));
+        }
+        self.current_from(&resp)
+            .ok_or_else(|| StorageError::Internal("etcd: updated key vanished".into()))
+    }
+
+    async fn delete(&self, key: &str, expected: Option<Revision>) -> Result<Deleted> {
+        let full = self.full(key);
+        let opts = etcd_client::DeleteOptions::new().with_prev_key();
+        let compare = match expected {
+            Some(rev) => Compare::mod_revision(full.clone(), CompareOp::Equal, rev),
+            None => Compare::create_revision(full.clone(), CompareOp::Greater, 0),
+        };
+        let txn = Txn::new()
+            .when([compare])
+            .and_then([TxnOp::delete(full.clone(), Some(opts))])
+            .or_else([TxnOp::get(full, None)]);
+        let resp = self.txn(txn).await?;
+        if !resp.succeeded() {
+            return Err(self.cas_failure(key, &resp));
+        }
+        let prev = resp.op_responses().into_iter().find_map(|r| match r {
+            TxnOpResponse::Delete(d) => d.prev_kvs().first().map(|kv| self.convert(kv)),
+            _ => None,
+        });
+        let prev = prev.ok_or_else(|| StorageError::NotFound { key: key.into() })?;
+        Ok(Deleted {
+            prev,
+            revision: Self::revision_of(&resp),
+        })
+    }
+
+    async fn watch(&self, prefix: &str, after: Revision) -> Result<WatchStream> {
+        let full = self.full(prefix);
+        let mut opts = WatchOptions::new()
+            .with_range(prefix_end(&full))
+            .with_prev_key()
+            .with_progress_notify();
+        if after > 0 {
+            opts = opts.with_start_revision(after + 1);
+        }
+        let stream = self
+            .client
+            .watch_client()
+            .watch(full, Some(opts))
+            .await
+            .map_err(map_err)?;
+        let (tx, rx) = mpsc::channel(256);
+        let pump = WatchPump {
+            backend: self.clone(),
+            requested: after + 1,
+            tx,
+        };
+        tokio::spawn(pump.run(stream));
+        Ok(Box::pin(ReceiverStream::new(rx)))
+    }
+
+    async fn compact(&self, revision: Revision) -> Result<()> {
+        self.client
+            .kv_client()
+            .compact(revision, None)
+            .await
+            .map_err(map_err)?;
+        Ok(())
+    }
+
+    async fn current_revision(&self) -> Result<Revision> {
+        let resp = self
+            .client
+            .kv_client()
+            .get(self.full("/"), Some(GetOptions::new().with_count_only()))
+            .await
+            .map_err(map_err)?;
+        Ok(resp.header().map_or(0, |h| h.revision()))
+    }
+
+    async fn health(&self) -> Result<()> {
+        let probe = self.current_revision();
+        match tokio::time::timeout(Duration::from_secs(2), probe).await {
+            Ok(r) => r.map(|_| ()),
+            Err(_) => Err(StorageError::Unavailable(
+                "etcd: health probe timed out".into(),
+            )),
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        "etcd"
+    }
+}
+
+/// Moves one etcd watch into a channel, translating responses, and asks etcd
+/// for progress when the watch is idle.
+struct WatchPump {
+    backend: EtcdBackend,
+    requested: Revision,
+    tx: mpsc::Sender<Result<WatchMessage>>,
+}
+
+impl WatchPump {
+    async fn run(self, mut stream: etcd_client::WatchStream) {
+        let mut ticker = tokio::time::interval(self.backend.progress_interval);
+        ticker.tick().await;
+        loop {
+            let msg = tokio::select! {
+                m = stream.message() => m,
+                _ = ticker.tick() => {
+                    if stream.request_progress().await.is_err() { return; }
+                    continue;
+                }
+                _ = self.tx.closed() => return,
+            };
+            let out = match msg {
+                Ok(Some(resp)) => match self.translate(&resp) {
+                    Some(out) => out,
+                    None => continue,
+                },
+                Ok(None) => Err(StorageError::Unavailable("etcd: watch closed".into())),
+                Err(e) => Err(map_err(e)),
+            };
+            let last = out.is_err();
+            if self.tx.send(out).await.is_err() || last {
+                return;
+            }
+        }
+    }
+
+    fn translate(&self, resp: &etcd_client::WatchResponse) -> Option<Result<WatchMessage>> {
+        if resp.canceled() {
+            if resp.compact_revision() > 0 {
+                return Some(Err(StorageError::Compacted {
+                    requested: self.requested,
+                    compacted: resp.compact_revision(),
+                }));
+            }
+            let reason = format!("etcd: watch canceled: {}", resp.cancel_reason());
+            return Some(Err(StorageError::Unavailable(reason)));
+        }
+        if resp.created() && resp.events().is_empty() {
+            return None;
+        }
+        if resp.events().is_empty() {
+            let rev = resp.header().map_or(0, |h| h.revision());
+            return Some(Ok(WatchMessage::Progress(rev)));
+        }
+        let events = resp
+            .events()
+            .iter()
+            .filter_map(|e| {
+                let kv = self.backend.convert(e.kv()?);
+                let prev = e.prev_kv().map(|p| self.backend.convert(p));
+                let kind = match e.event_type() {
+                    EventType::Put => EventKind::Put,
+                    EventType::Delete => EventKind::Delete,
+                };
+                Some(Event { kind, kv, prev })
+            })
+            .collect();
+        Some(Ok(WatchMessage::Events(events)))
+    }
+}
