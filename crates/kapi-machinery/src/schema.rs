@@ -78,6 +78,12 @@ pub trait SchemaNav: Send + Sync {
     /// unknown (callers then treat the value as unstructured).
     fn field(&self, ty: &TypeRef, name: &str) -> Option<FieldInfo>;
 
+    /// Whether `ty` is an object type with a fixed set of properties (so a field
+    /// `field` does not know is an unknown field, not free-form data).
+    fn is_struct(&self, _ty: &TypeRef) -> bool {
+        false
+    }
+
     /// The element type of a map-valued type (`additionalProperties`), if `ty` is a map.
     fn map_value(&self, _ty: &TypeRef) -> Option<TypeRef> {
         None

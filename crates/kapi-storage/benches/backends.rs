@@ -3,7 +3,7 @@
 //! `cargo bench -p kapi-storage --bench backends` (add `-- --quick` for a short
 //! run). Prints a Markdown table: durable creates/s at 1, 16 and 64 concurrent
 //! writers (1 KiB values), gets/s at 64 readers, one list of 10k keys, and the
-//! time to deliver 1,000 writes to each of 100 watchers. etcd is Debian's, started
+//! time to deliver 1,024 writes to each of 100 watchers. etcd is Debian's, started
 //! on a loopback port with default durability (fsync on every commit).
 
 use std::sync::Arc;
@@ -72,7 +72,9 @@ async fn list_10k(b: &Arc<dyn Backend>) -> Duration {
             let value = value.clone();
             tokio::spawn(async move {
                 for i in 0..10_000 / 64 + 1 {
-                    let _ = b.create(&format!("/list/{w:02}/{i:05}"), value.clone()).await;
+                    let _ = b
+                        .create(&format!("/list/{w:02}/{i:05}"), value.clone())
+                        .await;
                 }
             })
         })
@@ -113,7 +115,9 @@ async fn watch_fanout(b: &Arc<dyn Backend>, watchers: usize, writes: usize) -> D
             let value = value.clone();
             tokio::spawn(async move {
                 for i in 0..writes / 16 {
-                    b.create(&format!("/fan/{w}/{i}"), value.clone()).await.unwrap();
+                    b.create(&format!("/fan/{w}/{i}"), value.clone())
+                        .await
+                        .unwrap();
                 }
             })
         })
@@ -129,11 +133,20 @@ async fn run(b: Arc<dyn Backend>, quick: bool) -> Vec<String> {
     let mut out = Vec::new();
     for (writers, total) in [(1, 200 * scale), (16, 1_000 * scale), (64, 2_000 * scale)] {
         let rate = creates(&b, writers, total, &format!("c{writers}")).await;
+        eprintln!("{}: creates with {writers} writers: {rate:.0}/s", b.name());
         out.push(format!("{rate:.0}/s"));
     }
-    out.push(format!("{:.0}/s", gets(&b, 64, 20_000 * scale, "c64").await));
+    out.push(format!(
+        "{:.0}/s",
+        gets(&b, 64, 20_000 * scale, "c64").await
+    ));
+    eprintln!("{}: gets done", b.name());
     out.push(format!("{:.0} ms", list_10k(&b).await.as_secs_f64() * 1e3));
-    out.push(format!("{:.0} ms", watch_fanout(&b, 100, 1_000).await.as_secs_f64() * 1e3));
+    eprintln!("{}: list done", b.name());
+    out.push(format!(
+        "{:.0} ms",
+        watch_fanout(&b, 100, 1_024).await.as_secs_f64() * 1e3
+    ));
     out
 }
 
@@ -145,7 +158,9 @@ fn main() {
         let embedded: Arc<dyn Backend> =
             Arc::new(EmbeddedBackend::open(EmbeddedConfig::new(dir.path())).unwrap());
         let e = run(embedded, quick).await;
-        let etcd_proc = tokio::task::spawn_blocking(kapi_testkit::Etcd::start).await.unwrap();
+        let etcd_proc = tokio::task::spawn_blocking(kapi_testkit::Etcd::start)
+            .await
+            .unwrap();
         let cfg = EtcdConfig::new(vec![etcd_proc.client_url.clone()]);
         let etcd: Arc<dyn Backend> = Arc::new(EtcdBackend::connect(&cfg).await.unwrap());
         let c = run(etcd, quick).await;
@@ -155,12 +170,16 @@ fn main() {
             "durable creates, 64 writers",
             "gets, 64 readers",
             "list 10k keys (1 KiB values)",
-            "1,000 writes to 100 watchers",
+            "1,024 writes to 100 watchers",
         ];
         let rows: Vec<Row> = names
             .iter()
             .zip(e.into_iter().zip(c))
-            .map(|(name, (embedded, etcd))| Row { name, embedded, etcd })
+            .map(|(name, (embedded, etcd))| Row {
+                name,
+                embedded,
+                etcd,
+            })
             .collect();
         println!("| figure | embedded | etcd 3.4 |\n|---|---|---|");
         for r in rows {

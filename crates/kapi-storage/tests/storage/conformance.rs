@@ -12,7 +12,6 @@ use kapi_storage::{
     WatchMessage, WatchStream,
 };
 
-
 fn b(s: &str) -> Bytes {
     Bytes::copy_from_slice(s.as_bytes())
 }
@@ -326,4 +325,35 @@ suite!(
     watch_reports_progress,
     too_old_after_compaction,
     guaranteed_update_loses_nothing,
+    many_watchers_see_everything,
 );
+
+pub async fn many_watchers_see_everything(s: Arc<dyn Backend>) {
+    s.create("/t/first", b("0")).await.unwrap();
+    let rev = s.current_revision().await.unwrap();
+    let mut streams = Vec::new();
+    for _ in 0..50 {
+        streams.push(s.watch("/fan/", rev).await.unwrap());
+    }
+    let writes = 400;
+    let readers: Vec<_> = streams
+        .into_iter()
+        .map(|mut w| tokio::spawn(async move { next_events(&mut w, writes).await.len() }))
+        .collect();
+    let writers: Vec<_> = (0..16)
+        .map(|t| {
+            let s = s.clone();
+            tokio::spawn(async move {
+                for i in 0..writes / 16 {
+                    s.create(&format!("/fan/{t}/{i}"), b("v")).await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.await.unwrap();
+    }
+    for r in readers {
+        assert_eq!(r.await.unwrap(), writes);
+    }
+}

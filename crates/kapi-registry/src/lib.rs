@@ -1,0 +1,15 @@
+//! kapi-registry: the generic registry store and everything a resource plugs into
+//! it — its declaration ([`ResourceDef`]), its policy ([`Strategy`]) — plus the
+//! metadata helpers the store and the handlers share.
+//!
+//! Where to look next: `kapi-resources` declares the built-in resources;
+//! `kapi-server` installs handlers for them.
+
+pub mod meta;
+pub mod resource;
+pub mod store;
+pub mod strategy;
+
+pub use resource::{ResourceDef, Subresource, Verb};
+pub use store::Store;
+pub use strategy::{Column, DefaultStrategy, Strategy};

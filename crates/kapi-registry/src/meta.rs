@@ -1,0 +1,112 @@
+//! Object metadata helpers over `serde_json::Value`: reading and writing the
+//! fields of `metadata` the store manages, timestamps, names and uids.
+
+use serde_json::{Map, Value};
+
+pub fn meta(obj: &Value) -> Option<&Map<String, Value>> {
+    obj.get("metadata")?.as_object()
+}
+
+/// `metadata`, created (and made an object) if needed.
+pub fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
+    let root = obj.as_object_mut().expect("objects are JSON objects");
+    let m = root
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !m.is_object() {
+        *m = Value::Object(Map::new());
+    }
+    m.as_object_mut().expect("just made an object")
+}
+
+pub fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
+    meta(obj)?.get(field)?.as_str()
+}
+
+pub fn name(obj: &Value) -> &str {
+    meta_str(obj, "name").unwrap_or("")
+}
+
+pub fn namespace(obj: &Value) -> Option<&str> {
+    meta_str(obj, "namespace").filter(|s| !s.is_empty())
+}
+
+pub fn resource_version(obj: &Value) -> Option<&str> {
+    meta_str(obj, "resourceVersion").filter(|s| !s.is_empty())
+}
+
+pub fn uid(obj: &Value) -> Option<&str> {
+    meta_str(obj, "uid").filter(|s| !s.is_empty())
+}
+
+pub fn set_str(obj: &mut Value, field: &str, value: &str) {
+    meta_mut(obj).insert(field.into(), Value::String(value.into()));
+}
+
+pub fn remove(obj: &mut Value, field: &str) -> Option<Value> {
+    meta_mut(obj).remove(field)
+}
+
+pub fn finalizers(obj: &Value) -> Vec<String> {
+    meta(obj)
+        .and_then(|m| m.get("finalizers"))
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+pub fn is_deleting(obj: &Value) -> bool {
+    meta(obj).is_some_and(|m| m.get("deletionTimestamp").is_some_and(|v| !v.is_null()))
+}
+
+/// Now, as upstream formats `metav1.Time` (RFC 3339, seconds, UTC).
+pub fn now_rfc3339() -> String {
+    let now = time::OffsetDateTime::now_utc();
+    let f = time::macros::format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]Z");
+    now.format(&f).expect("formattable time")
+}
+
+/// `now_rfc3339` plus `seconds`.
+pub fn rfc3339_after(seconds: i64) -> String {
+    let t = time::OffsetDateTime::now_utc() + time::Duration::seconds(seconds);
+    let f = time::macros::format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]Z");
+    t.format(&f).expect("formattable time")
+}
+
+pub fn new_uid() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+/// Upstream's `SimpleNameGenerator`: five characters from an alphabet without
+/// vowels or look-alikes, appended to the (truncated) prefix.
+pub fn generate_name(prefix: &str) -> String {
+    use rand::Rng;
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    const MAX_PREFIX: usize = 63 - 5;
+    let prefix = if prefix.len() > MAX_PREFIX {
+        &prefix[..MAX_PREFIX]
+    } else {
+        prefix
+    };
+    let mut rng = rand::rng();
+    let suffix: String = (0..5)
+        .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
+        .collect();
+    format!("{prefix}{suffix}")
+}
+
+/// Everything but `metadata` and `status`: what `generation` counts.
+pub fn spec_part(obj: &Value) -> Map<String, Value> {
+    obj.as_object()
+        .map(|m| {
+            m.iter()
+                .filter(|(k, _)| !matches!(k.as_str(), "metadata" | "status"))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        })
+        .unwrap_or_default()
+}

@@ -1,0 +1,104 @@
+//! Delete: preconditions, then either remove the object, or — when finalizers or
+//! a graceful termination must run first — mark it with `deletionTimestamp` and
+//! leave it for whoever removes the last finalizer (see `update.rs`).
+
+use kapi_machinery::status::ApiError;
+use kapi_storage::{guaranteed_update, Decision, KeyValue, Outcome, UpdateError};
+use serde_json::Value;
+
+use super::options::{DeleteOptions, Preconditions};
+use super::Store;
+use crate::meta;
+
+/// What a delete did.
+#[derive(Debug, Clone)]
+pub enum DeleteOutcome {
+    /// Gone; the object as it was last.
+    Deleted(Value),
+    /// Marked for deletion; waiting on finalizers or graceful termination.
+    Pending(Value),
+}
+
+impl Store {
+    pub async fn delete(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> Result<DeleteOutcome, ApiError> {
+        let key = self.def.key(namespace, name);
+        let mut result: Option<DeleteOutcome> = None;
+        let decide = |kv: Option<&KeyValue>| -> Result<Decision, ApiError> {
+            let Some(kv) = kv else {
+                return Err(self.not_found(name));
+            };
+            let current = self.decode(kv)?;
+            self.check_delete_preconditions(&current, &opts.preconditions)?;
+            let (decision, outcome) = self.decide_delete(current, opts);
+            result = Some(outcome);
+            Ok(if opts.dry_run {
+                Decision::Unchanged
+            } else {
+                decision
+            })
+        };
+        let outcome = guaranteed_update(self.backend.as_ref(), &key, decide).await;
+        let planned = result;
+        match outcome {
+            Ok(_) if opts.dry_run => Ok(planned.expect("decided")),
+            Ok(Outcome::Deleted { prev, .. }) => Ok(DeleteOutcome::Deleted(self.decode(&prev)?)),
+            Ok(Outcome::Written(kv)) => Ok(DeleteOutcome::Pending(self.decode(&kv)?)),
+            Ok(Outcome::Unchanged(Some(kv))) => Ok(DeleteOutcome::Pending(self.decode(&kv)?)),
+            Ok(Outcome::Unchanged(None)) => Err(self.not_found(name)),
+            Err(UpdateError::Rejected(e)) => Err(e),
+            Err(UpdateError::Storage(e)) => Err(self.storage_error(e, name)),
+        }
+    }
+
+    fn check_delete_preconditions(&self, obj: &Value, pre: &Preconditions) -> Result<(), ApiError> {
+        let gr = self.def.group_resource();
+        let name = meta::name(obj);
+        if let Some(uid) = &pre.uid {
+            let actual = meta::uid(obj).unwrap_or("");
+            if uid != actual {
+                let msg = format!(
+                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {actual}"
+                );
+                return Err(ApiError::conflict(gr, name, msg));
+            }
+        }
+        if let Some(rv) = &pre.resource_version {
+            let actual = meta::resource_version(obj).unwrap_or("");
+            if rv != actual {
+                let msg = format!(
+                    "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in meta: {actual}"
+                );
+                return Err(ApiError::conflict(gr, name, msg));
+            }
+        }
+        Ok(())
+    }
+
+    fn decide_delete(&self, mut obj: Value, opts: &DeleteOptions) -> (Decision, DeleteOutcome) {
+        let has_finalizers = !meta::finalizers(&obj).is_empty();
+        if meta::is_deleting(&obj) {
+            if has_finalizers || self.def.strategy.begin_delete(&mut obj.clone()) {
+                return (Decision::Unchanged, DeleteOutcome::Pending(obj));
+            }
+            return (Decision::Delete, DeleteOutcome::Deleted(obj));
+        }
+        let grace = opts.grace_period.unwrap_or(0).max(0);
+        let graceful = grace > 0 && !self.def.strategy.delete_immediately(&obj);
+        let marked = self.def.strategy.begin_delete(&mut obj);
+        if !(has_finalizers || graceful || marked) {
+            return (Decision::Delete, DeleteOutcome::Deleted(obj));
+        }
+        let wait = if graceful { grace } else { 0 };
+        meta::set_str(&mut obj, "deletionTimestamp", &meta::rfc3339_after(wait));
+        meta::meta_mut(&mut obj).insert("deletionGracePeriodSeconds".into(), wait.into());
+        (
+            Decision::Write(Self::encode(&obj)),
+            DeleteOutcome::Pending(obj),
+        )
+    }
+}

@@ -1,0 +1,176 @@
+//! List: a consistent, paged read at one revision, filtered by label and field
+//! selectors, with upstream's `resourceVersion` / `resourceVersionMatch` rules and
+//! continue tokens (base64 JSON of the revision and the next key, as upstream).
+//! With selectors, pages are read from storage until `limit` objects match.
+
+use base64::Engine;
+use kapi_machinery::status::ApiError;
+use kapi_storage::{ListOptions as BackendList, StorageError};
+use serde_json::{json, Value};
+
+use super::options::{ListOptions, RvMatch};
+use super::{parse_rv, Store};
+use crate::meta;
+
+/// A list page.
+#[derive(Debug, Clone, Default)]
+pub struct ListResult {
+    pub items: Vec<Value>,
+    pub resource_version: String,
+    pub continue_token: Option<String>,
+    pub remaining: Option<i64>,
+}
+
+const TOKEN_EXPIRED: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
+
+fn encode_token(rv: i64, start: &str) -> String {
+    let body = json!({"v": "meta.k8s.io/v1", "rv": rv, "start": start});
+    base64::engine::general_purpose::STANDARD.encode(body.to_string())
+}
+
+fn decode_token(token: &str) -> Result<(i64, String), ApiError> {
+    let bad = || ApiError::bad_request(format!("continue key is not valid: {token}"));
+    let raw = base64::engine::general_purpose::STANDARD
+        .decode(token)
+        .map_err(|_| bad())?;
+    let v: Value = serde_json::from_slice(&raw).map_err(|_| bad())?;
+    let rv = v.get("rv").and_then(Value::as_i64).ok_or_else(bad)?;
+    let start = v.get("start").and_then(Value::as_str).ok_or_else(bad)?;
+    if start.contains("..") || start.starts_with('/') {
+        return Err(bad());
+    }
+    Ok((rv, start.to_owned()))
+}
+
+impl Store {
+    pub async fn list(
+        &self,
+        namespace: Option<&str>,
+        opts: &ListOptions,
+    ) -> Result<ListResult, ApiError> {
+        let prefix = self.def.list_prefix(namespace);
+        let (mut revision, mut start) = (None, None);
+        if let Some(token) = opts.continue_token.as_deref().filter(|t| !t.is_empty()) {
+            let (rv, key) = decode_token(token)?;
+            revision = Some(rv);
+            start = Some(format!("{prefix}{key}"));
+        } else {
+            revision = self.list_revision(opts).await?.or(revision);
+        }
+        let filtered = !opts.label.is_empty() || !opts.field.is_empty();
+        let mut out = ListResult::default();
+        loop {
+            let req = BackendList {
+                revision,
+                limit: if opts.limit == 0 {
+                    0
+                } else {
+                    opts.limit.max(1)
+                },
+                continue_from: start.clone(),
+            };
+            let page = self.backend.list(&prefix, req).await.map_err(|e| match e {
+                StorageError::Compacted { .. } if opts.continue_token.is_some() => {
+                    ApiError::resource_expired(TOKEN_EXPIRED)
+                }
+                e => self.storage_error(e, ""),
+            })?;
+            revision = Some(page.revision);
+            let last_key = page.kvs.last().map(|kv| kv.key.clone());
+            for kv in &page.kvs {
+                let obj = self.decode(kv)?;
+                if self.matches(&obj, opts) {
+                    out.items.push(obj);
+                }
+            }
+            let full = opts.limit > 0 && out.items.len() >= opts.limit;
+            match last_key {
+                Some(last) if page.more => {
+                    if full || !filtered {
+                        let next = format!("{last}\0");
+                        let rel = next.strip_prefix(&prefix).unwrap_or(&next).to_owned();
+                        out.continue_token = Some(encode_token(page.revision, &rel));
+                        out.remaining = (!filtered).then_some(page.remaining);
+                        break;
+                    }
+                    start = Some(format!("{last}\0"));
+                }
+                _ => break,
+            }
+        }
+        out.resource_version = revision.unwrap_or(0).to_string();
+        Ok(out)
+    }
+
+    /// The revision a list reads at: `None` for the current one.
+    async fn list_revision(&self, opts: &ListOptions) -> Result<Option<i64>, ApiError> {
+        let rv = match opts.resource_version.as_deref() {
+            None | Some("") => {
+                if opts.rv_match != RvMatch::Unset {
+                    return Err(ApiError::bad_request(
+                        "resourceVersionMatch is forbidden unless resourceVersion is provided",
+                    ));
+                }
+                return Ok(None);
+            }
+            Some(rv) => parse_rv(rv)?,
+        };
+        match opts.rv_match {
+            RvMatch::Exact if rv == 0 => Err(ApiError::bad_request(
+                "resourceVersionMatch \"Exact\" is forbidden for resourceVersion \"0\"",
+            )),
+            RvMatch::Exact => Ok(Some(rv)),
+            RvMatch::Unset | RvMatch::NotOlderThan => {
+                self.wait_for_revision(rv).await?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// Not-older-than reads: wait (briefly) until storage has seen `rv`.
+    pub(crate) async fn wait_for_revision(&self, rv: i64) -> Result<(), ApiError> {
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(3);
+        loop {
+            let current = self
+                .backend
+                .current_revision()
+                .await
+                .map_err(|e| self.storage_error(e, ""))?;
+            if current >= rv {
+                return Ok(());
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(ApiError::timeout(
+                    format!("Too large resource version: {rv}, current: {current}"),
+                    1,
+                ));
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Whether `obj` passes the list's label and field selectors.
+    pub fn matches(&self, obj: &Value, opts: &ListOptions) -> bool {
+        opts.label.matches_object(obj) && opts.field.matches(|field| self.field_value(obj, field))
+    }
+
+    pub fn field_value(&self, obj: &Value, field: &str) -> Option<String> {
+        match field {
+            "metadata.name" => Some(meta::name(obj).to_owned()),
+            "metadata.namespace" => Some(meta::namespace(obj).unwrap_or("").to_owned()),
+            f => self.def.strategy.field_value(obj, f),
+        }
+    }
+
+    /// Reject field selectors on fields this resource does not support.
+    pub fn check_field_selector(
+        &self,
+        field: &kapi_machinery::fields::FieldSelector,
+    ) -> Result<(), ApiError> {
+        let mut supported = vec!["metadata.name", "metadata.namespace"];
+        supported.extend(self.def.strategy.selectable_fields());
+        field
+            .validate_fields(&supported)
+            .map_err(|e| ApiError::bad_request(e.message().to_owned()))
+    }
+}

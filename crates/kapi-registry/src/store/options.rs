@@ -1,0 +1,63 @@
+//! The options of store operations, already parsed from the query string by the
+//! handler (selectors parsed, booleans decoded).
+
+use kapi_machinery::fields::FieldSelector;
+use kapi_machinery::labels::LabelSelector;
+
+/// `resourceVersionMatch`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RvMatch {
+    #[default]
+    Unset,
+    NotOlderThan,
+    Exact,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ListOptions {
+    pub label: LabelSelector,
+    pub field: FieldSelector,
+    pub limit: usize,
+    pub continue_token: Option<String>,
+    pub resource_version: Option<String>,
+    pub rv_match: RvMatch,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct WriteOptions {
+    pub dry_run: bool,
+    pub field_manager: Option<String>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Preconditions {
+    pub uid: Option<String>,
+    pub resource_version: Option<String>,
+}
+
+/// `propagationPolicy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Propagation {
+    Orphan,
+    #[default]
+    Background,
+    Foreground,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct DeleteOptions {
+    pub dry_run: bool,
+    pub grace_period: Option<i64>,
+    pub propagation: Option<Propagation>,
+    pub preconditions: Preconditions,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct WatchOptions {
+    pub label: LabelSelector,
+    pub field: FieldSelector,
+    pub resource_version: Option<String>,
+    pub rv_match: RvMatch,
+    pub allow_bookmarks: bool,
+    pub send_initial_events: Option<bool>,
+}

@@ -1,0 +1,229 @@
+//! Update (PUT and PATCH): a compare-and-swap loop around a function that turns
+//! the current object into the desired one (the PUT body, or the patch applied to
+//! the current object). The store then carries over what clients may not change,
+//! checks optimistic concurrency, defaults, bumps `generation`, validates, and
+//! decides: write, delete (a deleting object lost its last finalizer), or nothing
+//! (no change).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use kapi_machinery::status::ApiError;
+use kapi_machinery::validation::{validate_object_meta_update, FieldPath};
+use kapi_storage::{guaranteed_update, Decision, KeyValue, Outcome, UpdateError};
+use serde_json::Value;
+
+use super::options::WriteOptions;
+use super::Store;
+use crate::meta;
+
+/// Which part of the object an update may change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpdateTarget {
+    /// The main resource: everything but `status` (when there is a status subresource).
+    Main,
+    /// The `status` subresource: only `status`.
+    Status,
+}
+
+/// What the update produced: the object, and whether it was created.
+pub type Updated = (Value, bool);
+
+impl Store {
+    /// Update `name` to what `desired` makes of the current object.
+    /// `create_if_missing` lets PUT (or apply) create it.
+    pub async fn update_with<F>(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        target: UpdateTarget,
+        opts: &WriteOptions,
+        create_if_missing: bool,
+        mut desired: F,
+    ) -> Result<Updated, ApiError>
+    where
+        F: FnMut(Option<&Value>) -> Result<Value, ApiError> + Send,
+    {
+        let key = self.def.key(namespace, name);
+        let created = AtomicBool::new(false);
+        let mut last_new: Option<Value> = None;
+        let decide = |kv: Option<&KeyValue>| -> Result<Decision, ApiError> {
+            let current = kv.map(|kv| self.decode(kv)).transpose()?;
+            let (decision, new) = match current {
+                None if !create_if_missing => return Err(self.not_found(name)),
+                None => {
+                    let mut new = desired(None)?;
+                    self.prepare_create(&mut new)?;
+                    self.validate_create(&new)?;
+                    created.store(true, Ordering::Relaxed);
+                    (Decision::Write(Self::encode(&new)), new)
+                }
+                Some(old) => {
+                    created.store(false, Ordering::Relaxed);
+                    let new = self.prepare_update(desired(Some(&old))?, &old, target)?;
+                    (self.decide_update(&new, &old), new)
+                }
+            };
+            last_new = Some(new);
+            if opts.dry_run {
+                return Ok(Decision::Unchanged);
+            }
+            Ok(decision)
+        };
+        let outcome = guaranteed_update(self.backend.as_ref(), &key, decide).await;
+        let was_created = created.load(Ordering::Relaxed);
+        match outcome {
+            Ok(_) if opts.dry_run => Ok((last_new.expect("decided"), was_created)),
+            Ok(Outcome::Written(kv)) => Ok((self.decode(&kv)?, was_created)),
+            Ok(Outcome::Unchanged(Some(kv))) => Ok((self.decode(&kv)?, false)),
+            Ok(Outcome::Unchanged(None)) => Err(self.not_found(name)),
+            Ok(Outcome::Deleted { revision, .. }) => {
+                let mut gone = last_new.expect("decided");
+                meta::set_str(&mut gone, "resourceVersion", &revision.to_string());
+                Ok((gone, false))
+            }
+            Err(UpdateError::Rejected(e)) => Err(e),
+            Err(UpdateError::Storage(e)) => Err(self.storage_error(e, name)),
+        }
+    }
+
+    /// Turn the client's object into the one to store, given the current one.
+    fn prepare_update(
+        &self,
+        mut new: Value,
+        old: &Value,
+        target: UpdateTarget,
+    ) -> Result<Value, ApiError> {
+        if !new.is_object() {
+            return Err(ApiError::bad_request(
+                "the body of the request was not an object",
+            ));
+        }
+        self.check_preconditions(&new, old)?;
+        if target == UpdateTarget::Status {
+            let status = new.get("status").cloned();
+            new = old.clone();
+            let root = new.as_object_mut().expect("stored objects are objects");
+            match status {
+                Some(s) => root.insert("status".into(), s),
+                None => root.remove("status"),
+            };
+        }
+        let root = new.as_object_mut().expect("checked");
+        root.insert("apiVersion".into(), self.def.api_version().into());
+        root.insert("kind".into(), self.def.kind.clone().into());
+        if target == UpdateTarget::Main && self.def.has_status() {
+            match old.get("status") {
+                Some(s) => root.insert("status".into(), s.clone()),
+                None => root.remove("status"),
+            };
+        }
+        carry_system_metadata(&mut new, old);
+        if target == UpdateTarget::Main {
+            self.def.strategy.prepare_for_update(&mut new, old);
+        }
+        self.def.strategy.default(&mut new);
+        if self.def.strategy.tracks_generation() && meta::spec_part(&new) != meta::spec_part(old) {
+            let gen = meta::meta(old)
+                .and_then(|m| m.get("generation"))
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
+            meta::meta_mut(&mut new).insert("generation".into(), (gen + 1).into());
+        }
+        self.validate_update(&new, old)?;
+        Ok(new)
+    }
+
+    /// Optimistic concurrency and uid checks.
+    fn check_preconditions(&self, new: &Value, old: &Value) -> Result<(), ApiError> {
+        let name = meta::name(old);
+        match meta::resource_version(new) {
+            Some(rv) if Some(rv) != meta::resource_version(old) => {
+                return Err(ApiError::optimistic_lock_conflict(
+                    self.def.group_resource(),
+                    name,
+                ))
+            }
+            None if !self.def.strategy.allow_unconditional_update() => {
+                let errs = vec![kapi_machinery::validation::FieldError::invalid(
+                    &FieldPath::new("metadata").child("resourceVersion"),
+                    Value::String(String::new()),
+                    "must be specified for an update",
+                )];
+                return Err(ApiError::invalid(self.def.group_kind(), name, &errs));
+            }
+            _ => {}
+        }
+        if let (Some(new_uid), Some(old_uid)) = (meta::uid(new), meta::uid(old)) {
+            if new_uid != old_uid {
+                let msg = format!(
+                    "Precondition failed: UID in precondition: {new_uid}, UID in object meta: {old_uid}"
+                );
+                return Err(ApiError::conflict(self.def.group_resource(), name, msg));
+            }
+        }
+        Ok(())
+    }
+
+    fn validate_update(&self, new: &Value, old: &Value) -> Result<(), ApiError> {
+        let empty = Value::Object(Default::default());
+        let mut errs = validate_object_meta_update(
+            new.get("metadata").unwrap_or(&empty),
+            old.get("metadata").unwrap_or(&empty),
+            &FieldPath::new("metadata"),
+        );
+        errs.extend(self.def.strategy.validate_update(new, old));
+        if errs.is_empty() {
+            Ok(())
+        } else {
+            Err(ApiError::invalid(
+                self.def.group_kind(),
+                meta::name(new),
+                &errs,
+            ))
+        }
+    }
+
+    fn decide_update(&self, new: &Value, old: &Value) -> Decision {
+        if meta::is_deleting(new) && meta::finalizers(new).is_empty() {
+            return Decision::Delete;
+        }
+        if same_object(new, old) {
+            return Decision::Unchanged;
+        }
+        Decision::Write(Self::encode(new))
+    }
+}
+
+/// Fields of `metadata` only the server sets.
+fn carry_system_metadata(new: &mut Value, old: &Value) {
+    let Some(old_meta) = meta::meta(old) else {
+        return;
+    };
+    let fields = [
+        "uid",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "generation",
+        "namespace",
+        "name",
+    ];
+    let old_meta = old_meta.clone();
+    let m = meta::meta_mut(new);
+    for f in fields {
+        match old_meta.get(f) {
+            Some(v) => m.insert(f.into(), v.clone()),
+            None => m.remove(f),
+        };
+    }
+}
+
+/// Equal but for `resourceVersion`.
+fn same_object(a: &Value, b: &Value) -> bool {
+    let strip = |v: &Value| {
+        let mut v = v.clone();
+        meta::remove(&mut v, "resourceVersion");
+        v
+    };
+    strip(a) == strip(b)
+}

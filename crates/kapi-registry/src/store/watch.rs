@@ -1,0 +1,205 @@
+//! Watch: a stream of ADDED / MODIFIED / DELETED / BOOKMARK / ERROR events after a
+//! resource version, following upstream's rules:
+//! - no `resourceVersion` or `"0"`: synthetic ADDED events for the current
+//!   objects first, then changes after them;
+//! - `sendInitialEvents=true` (WatchList): the same, closed by a BOOKMARK carrying
+//!   the `k8s.io/initial-events-end` annotation;
+//! - `resourceVersion=N`: changes after N; a compacted N yields one ERROR event
+//!   with a 410 Expired Status.
+//!
+//! Selectors apply to the old and the new object, so an object leaving the
+//! selection is a DELETED event for this watcher and one entering it is ADDED.
+
+use futures::StreamExt;
+use kapi_machinery::status::ApiError;
+use kapi_storage::{Event, EventKind, StorageError, WatchMessage};
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+use super::options::{ListOptions, RvMatch, WatchOptions};
+use super::{parse_rv, Store};
+use crate::meta;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WatchEventType {
+    Added,
+    Modified,
+    Deleted,
+    Bookmark,
+    Error,
+}
+
+impl WatchEventType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WatchEventType::Added => "ADDED",
+            WatchEventType::Modified => "MODIFIED",
+            WatchEventType::Deleted => "DELETED",
+            WatchEventType::Bookmark => "BOOKMARK",
+            WatchEventType::Error => "ERROR",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct WatchEvent {
+    pub kind: WatchEventType,
+    pub object: Value,
+}
+
+pub type WatchReceiver = mpsc::Receiver<WatchEvent>;
+
+impl Store {
+    /// Start a watch; events arrive on the returned channel until it is dropped.
+    pub async fn watch(
+        &self,
+        namespace: Option<&str>,
+        opts: &WatchOptions,
+    ) -> Result<WatchReceiver, ApiError> {
+        let initial = opts.send_initial_events == Some(true);
+        if initial && (!opts.allow_bookmarks || opts.rv_match != RvMatch::NotOlderThan) {
+            return Err(ApiError::bad_request(
+                "sendInitialEvents requires allowWatchBookmarks=true and resourceVersionMatch=NotOlderThan",
+            ));
+        }
+        let list_opts = ListOptions {
+            label: opts.label.clone(),
+            field: opts.field.clone(),
+            ..Default::default()
+        };
+        let rv = match opts.resource_version.as_deref() {
+            None | Some("") | Some("0") => None,
+            Some(rv) => Some(parse_rv(rv)?),
+        };
+        let (start, snapshot) = match (rv, initial || rv.is_none()) {
+            (Some(rv), false) => (rv, Vec::new()),
+            (rv, _) => {
+                if let Some(rv) = rv {
+                    self.wait_for_revision(rv).await?;
+                }
+                let list = self.list(namespace, &list_opts).await?;
+                (parse_rv(&list.resource_version)?, list.items)
+            }
+        };
+        let prefix = self.def.list_prefix(namespace);
+        let (tx, rx) = mpsc::channel(256);
+        let stream = self.backend.watch(&prefix, start).await;
+        let pump = Pump {
+            store: self.clone(),
+            opts: list_opts,
+            bookmarks: opts.allow_bookmarks,
+            tx,
+        };
+        tokio::spawn(pump.run(stream, snapshot, initial.then_some(start)));
+        Ok(rx)
+    }
+
+    fn bookmark(&self, rv: i64, initial_end: bool) -> Value {
+        let mut m = json!({"resourceVersion": rv.to_string()});
+        if initial_end {
+            m["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+        }
+        json!({"kind": self.def.kind, "apiVersion": self.def.api_version(), "metadata": m})
+    }
+}
+
+struct Pump {
+    store: Store,
+    opts: ListOptions,
+    bookmarks: bool,
+    tx: mpsc::Sender<WatchEvent>,
+}
+
+impl Pump {
+    async fn send(&self, kind: WatchEventType, object: Value) -> bool {
+        self.tx.send(WatchEvent { kind, object }).await.is_ok()
+    }
+
+    async fn run(
+        self,
+        stream: Result<kapi_storage::WatchStream, StorageError>,
+        snapshot: Vec<Value>,
+        initial_end: Option<i64>,
+    ) {
+        for obj in snapshot {
+            if !self.send(WatchEventType::Added, obj).await {
+                return;
+            }
+        }
+        if let Some(rv) = initial_end {
+            if !self
+                .send(WatchEventType::Bookmark, self.store.bookmark(rv, true))
+                .await
+            {
+                return;
+            }
+        }
+        let mut stream = match stream {
+            Ok(s) => s,
+            Err(e) => return self.fail(e).await,
+        };
+        loop {
+            let msg = tokio::select! {
+                m = stream.next() => m,
+                _ = self.tx.closed() => return,
+            };
+            match msg {
+                None => return,
+                Some(Err(e)) => return self.fail(e).await,
+                Some(Ok(WatchMessage::Progress(rev))) => {
+                    if self.bookmarks
+                        && !self
+                            .send(WatchEventType::Bookmark, self.store.bookmark(rev, false))
+                            .await
+                    {
+                        return;
+                    }
+                }
+                Some(Ok(WatchMessage::Events(events))) => {
+                    for e in events {
+                        if let Some((kind, obj)) = self.translate(&e) {
+                            if !self.send(kind, obj).await {
+                                return;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    async fn fail(&self, e: StorageError) {
+        let err = match e {
+            StorageError::Compacted { requested, .. } => ApiError::resource_expired(format!(
+                "too old resource version: {requested} (compacted)"
+            )),
+            e => self.store.storage_error(e, ""),
+        };
+        let _ = self.send(WatchEventType::Error, err.to_status()).await;
+    }
+
+    fn translate(&self, e: &Event) -> Option<(WatchEventType, Value)> {
+        let decode = |kv| self.store.decode(kv).ok();
+        let old = e.prev.as_ref().and_then(decode);
+        let old_match = old
+            .as_ref()
+            .is_some_and(|o| self.store.matches(o, &self.opts));
+        match e.kind {
+            EventKind::Delete => {
+                let mut obj = old?;
+                meta::set_str(&mut obj, "resourceVersion", &e.revision().to_string());
+                old_match.then_some((WatchEventType::Deleted, obj))
+            }
+            EventKind::Put => {
+                let new = decode(&e.kv)?;
+                let new_match = self.store.matches(&new, &self.opts);
+                match (old_match, new_match) {
+                    (_, true) if old.is_none() || !old_match => Some((WatchEventType::Added, new)),
+                    (true, true) => Some((WatchEventType::Modified, new)),
+                    (true, false) => Some((WatchEventType::Deleted, new)),
+                    _ => None,
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,152 @@
+//! The strategy: every per-resource policy the generic store consults.
+//!
+//! A resource contributes only what varies — defaulting, validation, what clients
+//! may not set, immutable fields, field selectors, table columns. Every method
+//! has the upstream-generic default, so a strategy overrides just its own rules.
+//! Strategies are pure: no I/O, no storage access (allocation of cluster IPs and
+//! similar side effects belong to admission, see `admission.rs`).
+
+use kapi_machinery::validation::{name_is_dns_subdomain, ErrorList, ValidateNameFn};
+use serde_json::Value;
+
+/// One column of the server-side table (`as=Table`), as `metav1.TableColumnDefinition`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Column {
+    pub name: &'static str,
+    /// `string`, `integer`, `number`, `boolean`, `date`.
+    pub type_: &'static str,
+    pub format: &'static str,
+    pub description: &'static str,
+    /// 0: always shown; 1: only with `-o wide`.
+    pub priority: i32,
+}
+
+impl Column {
+    pub const fn new(name: &'static str, type_: &'static str, description: &'static str) -> Self {
+        Column {
+            name,
+            type_,
+            format: "",
+            description,
+            priority: 0,
+        }
+    }
+
+    pub const fn format(mut self, format: &'static str) -> Self {
+        self.format = format;
+        self
+    }
+
+    pub const fn wide(mut self) -> Self {
+        self.priority = 1;
+        self
+    }
+}
+
+/// The generic table: what upstream's default table convertor shows.
+pub fn default_columns() -> Vec<Column> {
+    vec![
+        Column::new("Name", "string", "Name must be unique within a namespace.").format("name"),
+        Column::new(
+            "Created At",
+            "date",
+            "CreationTimestamp is a timestamp representing the server time when this object was created.",
+        ),
+    ]
+}
+
+/// The cells of the generic table for one object.
+pub fn default_cells(obj: &Value) -> Vec<Value> {
+    vec![
+        obj.pointer("/metadata/name")
+            .cloned()
+            .unwrap_or(Value::Null),
+        obj.pointer("/metadata/creationTimestamp")
+            .cloned()
+            .unwrap_or(Value::Null),
+    ]
+}
+
+pub trait Strategy: Send + Sync + 'static {
+    /// Upstream defaulting; runs on every create and update (and patch result).
+    fn default(&self, _obj: &mut Value) {}
+
+    /// Clear what a client may not set on create (beyond the generic metadata
+    /// reset the store does itself; status is dropped generically when the
+    /// resource has a status subresource).
+    fn prepare_for_create(&self, _obj: &mut Value) {}
+
+    /// Carry over or clear fields on update of the main resource.
+    fn prepare_for_update(&self, _new: &mut Value, _old: &Value) {}
+
+    /// Validation of a new object (metadata is validated generically).
+    fn validate(&self, _obj: &Value) -> ErrorList {
+        Vec::new()
+    }
+
+    /// Validation of an update, including immutable fields.
+    fn validate_update(&self, new: &Value, _old: &Value) -> ErrorList {
+        self.validate(new)
+    }
+
+    /// How names are checked (`metadata.name`, `generateName`).
+    fn name_rule(&self) -> ValidateNameFn {
+        name_is_dns_subdomain
+    }
+
+    /// Whether `metadata.generation` counts spec changes.
+    fn tracks_generation(&self) -> bool {
+        false
+    }
+
+    /// Whether PUT to a missing object creates it.
+    fn allow_create_on_update(&self) -> bool {
+        false
+    }
+
+    /// Whether PUT without `metadata.resourceVersion` is allowed.
+    fn allow_unconditional_update(&self) -> bool {
+        true
+    }
+
+    /// Field selector fields beyond `metadata.name` and `metadata.namespace`.
+    fn selectable_fields(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// The value of a selectable field of `obj` (called only for listed fields).
+    fn field_value(&self, obj: &Value, field: &str) -> Option<String> {
+        let pointer = format!("/{}", field.replace('.', "/"));
+        obj.pointer(&pointer).map(|v| match v {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
+    }
+
+    /// Whether a graceful delete of `obj` completes at once (no kubelet to wait for).
+    fn delete_immediately(&self, _obj: &Value) -> bool {
+        true
+    }
+
+    /// Called when a delete finds no finalizers: return true to mark the object
+    /// deleting (after changing it, e.g. a namespace's phase) instead of removing
+    /// it — for objects some controller must finish, like namespaces.
+    fn begin_delete(&self, _obj: &mut Value) -> bool {
+        false
+    }
+
+    /// Table columns for `as=Table`.
+    fn columns(&self) -> Vec<Column> {
+        default_columns()
+    }
+
+    /// Table cells of one object, in `columns()` order.
+    fn cells(&self, obj: &Value) -> Vec<Value> {
+        default_cells(obj)
+    }
+}
+
+/// The strategy of a resource with no rules of its own.
+pub struct DefaultStrategy;
+
+impl Strategy for DefaultStrategy {}

@@ -1,0 +1,269 @@
+//! core/v1 Events: upstream's legacy event validation (namespace must match the
+//! involved object; new-style events need reportingComponent, reportingInstance,
+//! action and reason), create-on-update, the involvedObject / reason / source / type
+//! field selectors, and the `LAST SEEN TYPE REASON OBJECT MESSAGE` table.
+//!
+//! Where to look next: `table.rs` for the time columns.
+
+use kapi_machinery::validation::{
+    is_dns1123_subdomain, is_qualified_name, ErrorList, FieldError, FieldPath,
+};
+use kapi_registry::{Column, Strategy};
+use serde_json::{json, Value};
+
+use super::table::{since, string_column, NAME_DOC};
+use super::util::{i64_at, present, str_at};
+
+pub struct EventStrategy;
+
+const SELECTABLE: &[&str] = &[
+    "involvedObject.kind",
+    "involvedObject.namespace",
+    "involvedObject.name",
+    "involvedObject.uid",
+    "involvedObject.apiVersion",
+    "involvedObject.resourceVersion",
+    "involvedObject.fieldPath",
+    "reason",
+    "reportingComponent",
+    "source",
+    "type",
+];
+
+impl Strategy for EventStrategy {
+    fn validate(&self, obj: &Value) -> ErrorList {
+        let mut errs = ErrorList::new();
+        let ns = str_at(obj, "/metadata/namespace");
+        let involved_ns = str_at(obj, "/involvedObject/namespace");
+        let mismatch = |errs: &mut ErrorList| {
+            let path = FieldPath::new("involvedObject").child("namespace");
+            errs.push(FieldError::invalid(
+                &path,
+                involved_ns,
+                "does not match event.namespace",
+            ));
+        };
+        if present(obj, "/eventTime").is_none() {
+            if (involved_ns.is_empty() && !ns.is_empty() && ns != "default")
+                || (!involved_ns.is_empty() && ns != involved_ns)
+            {
+                mismatch(&mut errs);
+            }
+        } else {
+            if involved_ns.is_empty() && ns != "default" && ns != "kube-system" {
+                mismatch(&mut errs);
+            }
+            errs.extend(new_style_errors(obj));
+        }
+        for msg in is_dns1123_subdomain(ns) {
+            errs.push(FieldError::invalid(&FieldPath::new("namespace"), ns, msg));
+        }
+        errs
+    }
+
+    fn validate_update(&self, new: &Value, _old: &Value) -> ErrorList {
+        self.validate(new)
+    }
+
+    fn allow_create_on_update(&self) -> bool {
+        true
+    }
+
+    fn selectable_fields(&self) -> &'static [&'static str] {
+        SELECTABLE
+    }
+
+    fn field_value(&self, obj: &Value, field: &str) -> Option<String> {
+        let value = match field {
+            "source" => match str_at(obj, "/source/component") {
+                "" => str_at(obj, "/reportingComponent"),
+                s => s,
+            },
+            f if SELECTABLE.contains(&f) => str_at(obj, &format!("/{}", f.replace('.', "/"))),
+            _ => return None,
+        };
+        Some(value.to_string())
+    }
+
+    fn columns(&self) -> Vec<Column> {
+        vec![
+            string_column("Last Seen", "The time at which the most recent occurrence of this event was recorded."),
+            string_column("Type", "Type of this event (Normal, Warning), new types could be added in the future"),
+            string_column("Reason", "This should be a short, machine understandable string that gives the reason for the transition into the object's current status."),
+            string_column("Object", "The object that this event is about."),
+            string_column("Subobject", "If referring to a piece of an object instead of an entire object, this string should contain a valid JSON/Go field access statement, such as desiredState.manifest.containers[2].").wide(),
+            string_column("Source", "The component reporting this event. Should be a short machine understandable string.").wide(),
+            string_column("Message", "A human-readable description of the status of this operation."),
+            string_column("First Seen", "The time at which the event was first recorded. (Time of server receipt is in TypeMeta.)").wide(),
+            string_column("Count", "The number of times this event has occurred.").wide(),
+            string_column("Name", NAME_DOC).format("name").wide(),
+        ]
+    }
+
+    fn cells(&self, obj: &Value) -> Vec<Value> {
+        let first = match present(obj, "/firstTimestamp") {
+            Some(_) => since(obj, "/firstTimestamp"),
+            None => since(obj, "/eventTime"),
+        };
+        let mut last = match present(obj, "/lastTimestamp") {
+            Some(_) => since(obj, "/lastTimestamp"),
+            None => first.clone(),
+        };
+        let mut count = i64_at(obj, "/count").unwrap_or(0);
+        if present(obj, "/series").is_some() {
+            last = since(obj, "/series/lastObservedTime");
+            count = i64_at(obj, "/series/count").unwrap_or(0);
+        } else if count == 0 {
+            count = 1;
+        }
+        let kind = str_at(obj, "/involvedObject/kind").to_lowercase();
+        let target = match str_at(obj, "/involvedObject/name") {
+            "" => kind,
+            name => format!("{kind}/{name}"),
+        };
+        let source = match (
+            first_non_empty(obj, "/source/component", "/reportingComponent"),
+            first_non_empty(obj, "/source/host", "/reportingInstance"),
+        ) {
+            (c, "") => c.to_string(),
+            (c, i) => format!("{c}, {i}"),
+        };
+        vec![
+            json!(last),
+            json!(str_at(obj, "/type")),
+            json!(str_at(obj, "/reason")),
+            json!(target),
+            json!(str_at(obj, "/involvedObject/fieldPath")),
+            json!(source),
+            json!(str_at(obj, "/message").trim()),
+            json!(first),
+            json!(count),
+            obj.pointer("/metadata/name").cloned().unwrap_or(json!("")),
+        ]
+    }
+}
+
+fn first_non_empty<'a>(obj: &'a Value, a: &str, b: &str) -> &'a str {
+    match str_at(obj, a) {
+        "" => str_at(obj, b),
+        s => s,
+    }
+}
+
+/// The rules upstream applies to events that carry `eventTime`.
+fn new_style_errors(obj: &Value) -> ErrorList {
+    let mut errs = ErrorList::new();
+    let controller = str_at(obj, "/reportingComponent");
+    let path = FieldPath::new("reportingComponent");
+    if controller.is_empty() {
+        errs.push(FieldError::required(&path, ""));
+    }
+    errs.extend(
+        is_qualified_name(controller)
+            .into_iter()
+            .map(|m| FieldError::invalid(&path, controller, m)),
+    );
+    let limits = [("reportingInstance", 128), ("action", 128), ("reason", 128)];
+    for (field, max) in limits {
+        let value = str_at(obj, &format!("/{field}"));
+        if value.is_empty() {
+            errs.push(FieldError::required(&FieldPath::new(field), ""));
+        }
+        if value.len() > max {
+            let msg = format!("can have at most {max} characters");
+            errs.push(FieldError::invalid(&FieldPath::new(field), "", msg));
+        }
+    }
+    if str_at(obj, "/message").len() > 1024 {
+        errs.push(FieldError::invalid(
+            &FieldPath::new("message"),
+            "",
+            "can have at most 1024 characters",
+        ));
+    }
+    errs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event() -> Value {
+        json!({
+            "metadata": {"name": "p.1", "namespace": "default"},
+            "involvedObject": {"kind": "Pod", "namespace": "default", "name": "p", "uid": "u1",
+                "apiVersion": "v1", "resourceVersion": "7", "fieldPath": "spec.containers{c}"},
+            "reason": "Pulled", "message": " done \n", "type": "Normal",
+            "source": {"component": "kubelet", "host": "node-1"}, "count": 3,
+            "firstTimestamp": "2020-01-01T00:00:00Z", "lastTimestamp": "2020-01-01T00:00:00Z"
+        })
+    }
+
+    #[test]
+    fn namespace_must_match_involved_object() {
+        assert!(EventStrategy.validate(&event()).is_empty());
+        let mut e = event();
+        e["involvedObject"]["namespace"] = json!("other");
+        let errs: Vec<String> = EventStrategy
+            .validate(&e)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(errs, vec!["involvedObject.namespace: Invalid value: \"other\": does not match event.namespace"]);
+        e["involvedObject"]["namespace"] = json!("default");
+        e["eventTime"] = json!("2020-01-01T00:00:00.000000Z");
+        let errs: Vec<String> = EventStrategy
+            .validate(&e)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert!(
+            errs.contains(&"reportingComponent: Required value".to_string()),
+            "{errs:?}"
+        );
+        assert!(errs.contains(&"action: Required value".to_string()));
+    }
+
+    #[test]
+    fn field_values() {
+        let e = event();
+        let expect = [
+            ("involvedObject.kind", "Pod"),
+            ("involvedObject.namespace", "default"),
+            ("involvedObject.name", "p"),
+            ("involvedObject.uid", "u1"),
+            ("involvedObject.apiVersion", "v1"),
+            ("involvedObject.resourceVersion", "7"),
+            ("involvedObject.fieldPath", "spec.containers{c}"),
+            ("reason", "Pulled"),
+            ("reportingComponent", ""),
+            ("source", "kubelet"),
+            ("type", "Normal"),
+        ];
+        for (field, want) in expect {
+            assert_eq!(
+                EventStrategy.field_value(&e, field).unwrap(),
+                want,
+                "{field}"
+            );
+        }
+        let mut e2 = event();
+        e2["source"] = json!({});
+        e2["reportingComponent"] = json!("ctrl");
+        assert_eq!(EventStrategy.field_value(&e2, "source").unwrap(), "ctrl");
+    }
+
+    #[test]
+    fn table_cells() {
+        let cells = EventStrategy.cells(&event());
+        assert_eq!(cells.len(), EventStrategy.columns().len());
+        assert_eq!(cells[1], "Normal");
+        assert_eq!(cells[2], "Pulled");
+        assert_eq!(cells[3], "pod/p");
+        assert_eq!(cells[4], "spec.containers{c}");
+        assert_eq!(cells[5], "kubelet, node-1");
+        assert_eq!(cells[6], "done");
+        assert_eq!(cells[8], 3);
+        assert_eq!(cells[9], "p.1");
+    }
+}

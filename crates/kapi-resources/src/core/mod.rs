@@ -1,0 +1,36 @@
+//! The core (`""`, `v1`) group: one strategy per kind — namespaces, configmaps,
+//! secrets, pods, services, endpoints, events, serviceaccounts, nodes.
+//!
+//! Layout: each kind has its own file; `podspec.rs` / `podspec_validation.rs` hold the
+//! `PodSpec` rules that pods and every workload template share; `table.rs` the table
+//! helpers (`human_duration`, AGE cells); `util.rs` JSON helpers; `quantity.rs` enough
+//! of `resource.Quantity` to compare values.
+//!
+//! Where to look next: `registry.rs` binds these strategies to resource declarations;
+//! `apps/` reuses `podspec*` for workload templates.
+
+pub mod configmap;
+pub mod endpoints;
+pub mod event;
+pub mod namespace;
+pub mod node;
+pub mod pod;
+mod pod_table;
+pub mod podspec;
+pub mod podspec_validation;
+pub mod quantity;
+pub mod secret;
+pub mod service;
+pub mod serviceaccount;
+pub mod table;
+pub mod util;
+
+pub use configmap::ConfigMapStrategy;
+pub use endpoints::EndpointsStrategy;
+pub use event::EventStrategy;
+pub use namespace::NamespaceStrategy;
+pub use node::NodeStrategy;
+pub use pod::PodStrategy;
+pub use secret::SecretStrategy;
+pub use service::ServiceStrategy;
+pub use serviceaccount::ServiceAccountStrategy;

@@ -1,0 +1,10 @@
+//! kapi-resources: the built-in API of Kubernetes as data — which resources exist
+//! (`registry.rs`), their strategies (`core/`, `apps/`), their schemas and the
+//! OpenAPI documents built from them (`openapi/`), and the table of patch and
+//! list semantics those schemas drop (`patchmeta.rs`).
+
+pub mod apps;
+pub mod core;
+pub mod openapi;
+pub mod patchmeta;
+pub mod registry;

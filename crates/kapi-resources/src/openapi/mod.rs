@@ -1,0 +1,271 @@
+//! The OpenAPI documents of the served API: `GET /openapi/v2` (swagger 2.0, one
+//! document) and `GET /openapi/v3` (an index) plus `GET /openapi/v3/<key>` (one
+//! OpenAPI 3.0.0 document per group-version, and discovery documents for `api`,
+//! `apis` and `apis/<group>`), as kube-apiserver serves them. kubectl reads them
+//! for `--validate` (it sends `fieldValidation` only when a PATCH operation of the
+//! kind declares it), `kubectl explain`, and strategic-merge patch metadata.
+//!
+//! What this module owns: turning the served `ResourceDef`s into documents.
+//! Definitions come from k8s-openapi's schemars schemas (`kinds.rs`, `defs.rs`)
+//! plus the fact table of [`crate::patchmeta`]; paths from `paths.rs` and
+//! `params.rs`; the 3.0 form from `v3.rs`.
+//!
+//! Invariants: [`OpenApi::build`] is deterministic (same resources → same bytes →
+//! same hashes); every `$ref` of every document resolves inside it; a document's
+//! hash is upstream's ETag: the upper-case hex SHA-512 of its bytes
+//! (`kube-openapi/pkg/handler3`). Documents are rendered once at build time and
+//! shared (`Arc`), so serving them costs a clone of a pointer.
+//! Where to look next: `kapi-server` (the HTTP handlers), `patchmeta.rs`.
+
+pub mod defs;
+pub mod kinds;
+pub mod params;
+pub mod paths;
+pub mod v3;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use kapi_registry::ResourceDef;
+use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha512};
+
+use defs::Defs;
+use paths::{GroupVersion, Target};
+
+/// A rendered document and its hash.
+#[derive(Clone)]
+struct Doc {
+    bytes: Arc<[u8]>,
+    hash: String,
+}
+
+impl Doc {
+    fn new(value: &Value) -> Doc {
+        let bytes = serde_json::to_vec(value).expect("a JSON value always serializes");
+        let hash = hash(&bytes);
+        Doc {
+            bytes: bytes.into(),
+            hash,
+        }
+    }
+}
+
+/// Upstream's document hash: upper-case hex SHA-512.
+pub fn hash(bytes: &[u8]) -> String {
+    Sha512::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02X}"))
+        .collect()
+}
+
+struct Inner {
+    v2: Doc,
+    v3: BTreeMap<String, Doc>,
+}
+
+/// The OpenAPI documents of one set of served resources; cheap to clone.
+#[derive(Clone)]
+pub struct OpenApi {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for OpenApi {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let keys: Vec<&String> = self.inner.v3.keys().collect();
+        f.debug_struct("OpenApi").field("v3", &keys).finish()
+    }
+}
+
+impl OpenApi {
+    /// Renders every document for `resources`.
+    pub fn build(resources: &[ResourceDef]) -> OpenApi {
+        let base = defs::base();
+        let mut extra = Defs::new();
+        let mut by_gv: BTreeMap<(&str, &str), Vec<&ResourceDef>> = BTreeMap::new();
+        for r in resources {
+            by_gv.entry((&r.group, &r.version)).or_default().push(r);
+        }
+        let served: Vec<(&str, &str)> = by_gv.keys().copied().collect();
+        let mut all_paths = Map::new();
+        let mut v3 = BTreeMap::new();
+        for ((group, version), list) in &by_gv {
+            let gv = GroupVersion::new(group, version);
+            let mut gv_paths = Map::new();
+            paths::resources_discovery(&mut gv_paths, &gv);
+            for r in list {
+                paths::resource(&mut gv_paths, &gv, &target(r, &mut extra));
+            }
+            let doc_defs = document_defs(&gv_paths, &base, &extra, &served);
+            v3.insert(gv.doc_key(), Doc::new(&v3::document(&gv_paths, &doc_defs)));
+            all_paths.extend(gv_paths);
+        }
+        for (key, path_item) in discovery_items(&by_gv) {
+            let single: Map<String, Value> = [path_item.clone()].into_iter().collect();
+            let doc_defs = document_defs(&single, &base, &extra, &served);
+            v3.insert(key, Doc::new(&v3::document(&single, &doc_defs)));
+            all_paths.insert(path_item.0, path_item.1);
+        }
+        let v2_defs = document_defs(&all_paths, &base, &extra, &served);
+        let v2 = Doc::new(&swagger(all_paths, v2_defs));
+        OpenApi {
+            inner: Arc::new(Inner { v2, v3 }),
+        }
+    }
+
+    /// `GET /openapi/v2`: the swagger 2.0 document and its ETag.
+    pub fn v2_json(&self) -> (Vec<u8>, String) {
+        let (bytes, etag) = self.v2_shared();
+        (bytes.to_vec(), etag.to_string())
+    }
+
+    /// Like [`Self::v2_json`], without copying the bytes.
+    pub fn v2_shared(&self) -> (Arc<[u8]>, &str) {
+        (self.inner.v2.bytes.clone(), &self.inner.v2.hash)
+    }
+
+    /// `GET /openapi/v3`: every document key with its hash-pinned URL.
+    pub fn v3_index(&self) -> Value {
+        let paths: Map<String, Value> = self
+            .inner
+            .v3
+            .iter()
+            .map(|(key, doc)| {
+                let url = format!("/openapi/v3/{key}?hash={}", doc.hash);
+                (key.clone(), json!({"serverRelativeURL": url}))
+            })
+            .collect();
+        json!({"paths": paths})
+    }
+
+    /// `GET /openapi/v3/<key>` (`api/v1`, `apis/apps/v1`, `api`, `apis`,
+    /// `apis/apps`): the document and its hash; `None` for unknown keys.
+    pub fn v3_document(&self, path: &str) -> Option<(Vec<u8>, String)> {
+        let (bytes, hash) = self.v3_shared(path)?;
+        Some((bytes.to_vec(), hash.to_string()))
+    }
+
+    /// Like [`Self::v3_document`], without copying the bytes.
+    pub fn v3_shared(&self, path: &str) -> Option<(Arc<[u8]>, &str)> {
+        let key = path.trim_start_matches('/').trim_end_matches('/');
+        let doc = self.inner.v3.get(key)?;
+        Some((doc.bytes.clone(), &doc.hash))
+    }
+
+    /// The keys of the v3 documents, sorted.
+    pub fn v3_keys(&self) -> impl Iterator<Item = &str> {
+        self.inner.v3.keys().map(String::as_str)
+    }
+}
+
+/// The definitions of a kind and its list; unknown kinds get a generic schema
+/// (recorded in `extra`).
+fn target<'a>(r: &'a ResourceDef, extra: &mut Defs) -> Target<'a> {
+    let (group, version) = (r.group.as_str(), r.version.as_str());
+    let def = match kinds::find(group, version, &r.kind) {
+        Some(entry) => entry.def_name(),
+        None => {
+            let name = defs::generic_name(group, version, &r.kind);
+            extra.insert(name.clone(), defs::generic_def(group, version, &r.kind));
+            name
+        }
+    };
+    let list_def = match def.strip_suffix(r.kind.as_str()) {
+        Some(prefix) => format!("{prefix}{}", r.list_kind),
+        None => format!("{def}List"),
+    };
+    let base = defs::base();
+    if !base.contains_key(&list_def) && !extra.contains_key(&list_def) {
+        let list = defs::list_def(&def, group, version, &r.list_kind);
+        extra.insert(list_def.clone(), list);
+    }
+    Target {
+        res: r,
+        def,
+        list_def,
+    }
+}
+
+/// The definitions reachable from `paths`, with the multi-group kinds
+/// (`DeleteOptions`, `WatchEvent`) listing every served group-version.
+fn document_defs(
+    paths: &Map<String, Value>,
+    base: &Defs,
+    extra: &Defs,
+    served: &[(&str, &str)],
+) -> Defs {
+    let mut out = defs::closure(paths.values(), base, extra);
+    for (name, kind) in kinds::MULTI_GV_KINDS {
+        if let Some(Value::Object(def)) = out.get_mut(*name) {
+            let list: Vec<Value> = served.iter().map(|(g, v)| defs::gvk(g, v, kind)).collect();
+            def.insert(defs::GVK.into(), Value::Array(list));
+        }
+    }
+    out
+}
+
+/// The discovery documents: `api`, `apis` and `apis/<group>`.
+fn discovery_items(
+    by_gv: &BTreeMap<(&str, &str), Vec<&ResourceDef>>,
+) -> Vec<(String, (String, Value))> {
+    const META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.";
+    let mut items = vec![
+        (
+            "api".to_string(),
+            paths::discovery(
+                "/api/",
+                "getCoreAPIVersions",
+                "core",
+                &format!("{META}APIVersions"),
+            ),
+        ),
+        (
+            "apis".to_string(),
+            paths::discovery(
+                "/apis/",
+                "getAPIVersions",
+                "apis",
+                &format!("{META}APIGroupList"),
+            ),
+        ),
+    ];
+    let mut groups: Vec<&str> = by_gv
+        .keys()
+        .map(|(g, _)| *g)
+        .filter(|g| !g.is_empty())
+        .collect();
+    groups.dedup();
+    for group in groups {
+        let gv = GroupVersion::new(group, "");
+        let op_id = format!("get{}APIGroup", gv.group_word);
+        let item = paths::discovery(
+            &format!("/apis/{group}/"),
+            &op_id,
+            &gv.tag_group,
+            &format!("{META}APIGroup"),
+        );
+        items.push((format!("apis/{group}"), item));
+    }
+    items
+}
+
+fn swagger(paths: Map<String, Value>, definitions: Defs) -> Value {
+    json!({
+        "definitions": definitions,
+        "info": {"title": "Kubernetes", "version": "unversioned"},
+        "paths": paths,
+        "security": [{"BearerToken": []}],
+        "securityDefinitions": {
+            "BearerToken": {
+                "description": "Bearer Token authentication",
+                "in": "header",
+                "name": "authorization",
+                "type": "apiKey",
+            },
+        },
+        "swagger": "2.0",
+    })
+}
+
+#[cfg(test)]
+mod tests;

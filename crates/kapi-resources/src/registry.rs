@@ -1,0 +1,259 @@
+//! The built-in resources of this milestone as data: for each, its names, scope,
+//! verbs, subresources, short names, categories, storage key prefix and strategy.
+//!
+//! Invariants: names, short names, categories and verbs are upstream's (as served by
+//! kube-apiserver 1.33 discovery); key prefixes follow upstream's etcd layout, which
+//! keeps two historical names (`/services/specs` with `/services/endpoints`, and
+//! `/minions` for nodes). Namespaces have no `deletecollection`, as upstream.
+//!
+//! Where to look next: `core/` and `apps/` for the strategies; `kapi-server` installs
+//! handlers and discovery from these declarations.
+
+use std::sync::Arc;
+
+use kapi_registry::{ResourceDef, Strategy, Subresource, Verb};
+
+use crate::apps::{DaemonSetStrategy, DeploymentStrategy, ReplicaSetStrategy, StatefulSetStrategy};
+use crate::core::{
+    ConfigMapStrategy, EndpointsStrategy, EventStrategy, NamespaceStrategy, NodeStrategy,
+    PodStrategy, SecretStrategy, ServiceAccountStrategy, ServiceStrategy,
+};
+
+/// The scale subresource of a workload whose replicas live at the usual places.
+pub const WORKLOAD_SCALE: Subresource = Subresource::Scale {
+    spec_replicas: "/spec/replicas",
+    status_replicas: "/status/replicas",
+    label_selector: "/spec/selector",
+};
+
+/// What varies between declarations; everything else is derived.
+struct Decl {
+    group: &'static str,
+    plural: &'static str,
+    kind: &'static str,
+    namespaced: bool,
+    short_names: &'static [&'static str],
+    in_all: bool,
+    subresources: Vec<Subresource>,
+    key_prefix: &'static str,
+    strategy: Arc<dyn Strategy>,
+}
+
+impl Decl {
+    fn new(
+        group: &'static str,
+        plural: &'static str,
+        kind: &'static str,
+        strategy: Arc<dyn Strategy>,
+    ) -> Self {
+        Decl {
+            group,
+            plural,
+            kind,
+            namespaced: true,
+            short_names: &[],
+            in_all: false,
+            subresources: Vec::new(),
+            key_prefix: "",
+            strategy,
+        }
+    }
+
+    fn cluster_scoped(mut self) -> Self {
+        self.namespaced = false;
+        self
+    }
+
+    fn short(mut self, names: &'static [&'static str]) -> Self {
+        self.short_names = names;
+        self
+    }
+
+    fn in_all(mut self) -> Self {
+        self.in_all = true;
+        self
+    }
+
+    fn sub(mut self, subresources: Vec<Subresource>) -> Self {
+        self.subresources = subresources;
+        self
+    }
+
+    fn key(mut self, prefix: &'static str) -> Self {
+        self.key_prefix = prefix;
+        self
+    }
+
+    fn build(self) -> ResourceDef {
+        let verbs = if self.plural == "namespaces" {
+            Verb::ALL
+                .iter()
+                .copied()
+                .filter(|v| *v != Verb::DeleteCollection)
+                .collect()
+        } else {
+            Verb::ALL.to_vec()
+        };
+        let key_prefix = match self.key_prefix {
+            "" => format!("/{}", self.plural),
+            custom => custom.to_string(),
+        };
+        ResourceDef {
+            group: self.group.to_string(),
+            version: "v1".to_string(),
+            resource: self.plural.to_string(),
+            singular: self.kind.to_lowercase(),
+            kind: self.kind.to_string(),
+            list_kind: format!("{}List", self.kind),
+            namespaced: self.namespaced,
+            verbs,
+            subresources: self.subresources,
+            short_names: self.short_names.iter().map(|s| s.to_string()).collect(),
+            categories: if self.in_all {
+                vec!["all".to_string()]
+            } else {
+                Vec::new()
+            },
+            strategy: self.strategy,
+            key_prefix,
+        }
+    }
+}
+
+/// Every built-in resource of this milestone: the core group, then `apps/v1`.
+pub fn builtin_resources() -> Vec<ResourceDef> {
+    let status = || vec![Subresource::Status];
+    let workload = || vec![Subresource::Status, WORKLOAD_SCALE];
+    vec![
+        Decl::new("", "namespaces", "Namespace", Arc::new(NamespaceStrategy))
+            .cluster_scoped()
+            .short(&["ns"])
+            .sub(status()),
+        Decl::new("", "configmaps", "ConfigMap", Arc::new(ConfigMapStrategy)).short(&["cm"]),
+        Decl::new("", "secrets", "Secret", Arc::new(SecretStrategy)),
+        Decl::new("", "pods", "Pod", Arc::new(PodStrategy))
+            .short(&["po"])
+            .in_all()
+            .sub(status()),
+        Decl::new("", "services", "Service", Arc::new(ServiceStrategy))
+            .short(&["svc"])
+            .in_all()
+            .sub(status())
+            .key("/services/specs"),
+        Decl::new("", "endpoints", "Endpoints", Arc::new(EndpointsStrategy))
+            .short(&["ep"])
+            .key("/services/endpoints"),
+        Decl::new("", "events", "Event", Arc::new(EventStrategy)).short(&["ev"]),
+        Decl::new(
+            "",
+            "serviceaccounts",
+            "ServiceAccount",
+            Arc::new(ServiceAccountStrategy),
+        )
+        .short(&["sa"]),
+        Decl::new("", "nodes", "Node", Arc::new(NodeStrategy))
+            .cluster_scoped()
+            .short(&["no"])
+            .sub(status())
+            .key("/minions"),
+        Decl::new(
+            "apps",
+            "deployments",
+            "Deployment",
+            Arc::new(DeploymentStrategy),
+        )
+        .short(&["deploy"])
+        .in_all()
+        .sub(workload()),
+        Decl::new(
+            "apps",
+            "replicasets",
+            "ReplicaSet",
+            Arc::new(ReplicaSetStrategy),
+        )
+        .short(&["rs"])
+        .in_all()
+        .sub(workload()),
+        Decl::new(
+            "apps",
+            "statefulsets",
+            "StatefulSet",
+            Arc::new(StatefulSetStrategy),
+        )
+        .short(&["sts"])
+        .in_all()
+        .sub(workload()),
+        Decl::new(
+            "apps",
+            "daemonsets",
+            "DaemonSet",
+            Arc::new(DaemonSetStrategy),
+        )
+        .short(&["ds"])
+        .in_all()
+        .sub(status()),
+    ]
+    .into_iter()
+    .map(Decl::build)
+    .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn find(resource: &str) -> ResourceDef {
+        builtin_resources()
+            .into_iter()
+            .find(|r| r.resource == resource)
+            .unwrap()
+    }
+
+    #[test]
+    fn declarations() {
+        let all = builtin_resources();
+        assert_eq!(all.len(), 13);
+        let pods = find("pods");
+        assert_eq!(
+            (
+                pods.api_version(),
+                pods.kind.as_str(),
+                pods.list_kind.as_str()
+            ),
+            ("v1".to_string(), "Pod", "PodList")
+        );
+        assert_eq!(pods.singular, "pod");
+        assert_eq!(pods.short_names, vec!["po"]);
+        assert_eq!(pods.categories, vec!["all"]);
+        assert!(pods.has_status());
+        assert_eq!(pods.verbs.len(), 8);
+        assert_eq!(find("endpoints").singular, "endpoints");
+        assert_eq!(find("deployments").api_version(), "apps/v1");
+        assert_eq!(
+            find("deployments").subresource("scale"),
+            Some(&WORKLOAD_SCALE)
+        );
+        assert!(find("daemonsets").subresource("scale").is_none());
+        assert!(find("configmaps").categories.is_empty());
+    }
+
+    #[test]
+    fn scope_verbs_and_keys() {
+        let ns = find("namespaces");
+        assert!(
+            !ns.namespaced && !ns.supports(Verb::DeleteCollection) && ns.supports(Verb::Create)
+        );
+        assert_eq!(ns.key(None, "default"), "/namespaces/default");
+        assert_eq!(
+            find("services").key(Some("default"), "kubernetes"),
+            "/services/specs/default/kubernetes"
+        );
+        assert_eq!(
+            find("endpoints").list_prefix(Some("a")),
+            "/services/endpoints/a/"
+        );
+        assert_eq!(find("nodes").key(None, "n1"), "/minions/n1");
+        assert_eq!(find("configmaps").key(Some("a"), "b"), "/configmaps/a/b");
+        assert_eq!(find("statefulsets").short_names, vec!["sts"]);
+    }
+}

@@ -1,0 +1,234 @@
+//! Admission for creates: NamespaceLifecycle (a namespaced object needs an
+//! existing namespace that is not terminating) and the service allocators
+//! (ClusterIP from `--service-cluster-ip-range`, NodePort from 30000–32767).
+//!
+//! Allocation reads the services that exist and remembers what it handed out
+//! recently (under one lock), so concurrent creates never get the same address.
+
+use std::collections::HashSet;
+use std::net::Ipv4Addr;
+use std::sync::Mutex;
+
+use kapi_machinery::status::{ApiError, GroupResource};
+use kapi_machinery::validation::{FieldError, FieldPath};
+use kapi_registry::meta;
+use kapi_registry::store::options::{ListOptions, WriteOptions};
+use serde_json::{json, Value};
+
+use crate::handlers::Ctx;
+use crate::Server;
+
+/// An IPv4 range (`10.0.0.0/24`).
+#[derive(Debug, Clone, Copy)]
+pub struct Cidr {
+    pub base: u32,
+    pub bits: u8,
+}
+
+impl Cidr {
+    pub fn parse(s: &str) -> Result<Cidr, String> {
+        let (ip, bits) = s
+            .split_once('/')
+            .ok_or_else(|| format!("{s:?} is not a CIDR"))?;
+        let ip: Ipv4Addr = ip.parse().map_err(|_| format!("{s:?}: bad IPv4 address"))?;
+        let bits: u8 = bits
+            .parse()
+            .ok()
+            .filter(|b| *b <= 30)
+            .ok_or_else(|| format!("{s:?}: bad prefix length"))?;
+        let mask = u32::MAX.checked_shl(32 - u32::from(bits)).unwrap_or(0);
+        Ok(Cidr {
+            base: u32::from(ip) & mask,
+            bits,
+        })
+    }
+
+    fn size(&self) -> u32 {
+        1u32 << (32 - u32::from(self.bits))
+    }
+
+    /// The n-th address (1 = the first usable, the `kubernetes` service's).
+    pub fn nth(&self, n: u32) -> Ipv4Addr {
+        Ipv4Addr::from(self.base + n)
+    }
+
+    fn contains(&self, ip: Ipv4Addr) -> bool {
+        let ip = u32::from(ip);
+        ip > self.base && ip < self.base + self.size() - 1
+    }
+}
+
+#[derive(Default)]
+pub struct Allocations {
+    ips: Mutex<HashSet<Ipv4Addr>>,
+    ports: Mutex<HashSet<i64>>,
+}
+
+fn invalid(ctx: &Ctx, path: FieldPath, value: Value, detail: &str) -> ApiError {
+    let errs = vec![FieldError::invalid(&path, value, detail)];
+    ApiError::invalid(ctx.entry.def.group_kind(), ctx.name(), &errs)
+}
+
+impl Server {
+    pub async fn admit_create(
+        &self,
+        ctx: &Ctx,
+        obj: &mut Value,
+        opts: &WriteOptions,
+    ) -> Result<(), ApiError> {
+        if ctx.entry.def.namespaced {
+            self.check_namespace(ctx.namespace().unwrap_or("")).await?;
+        }
+        if ctx.entry.def.group.is_empty() && ctx.entry.def.resource == "services" {
+            self.allocate_service(ctx, obj, opts).await?;
+        }
+        Ok(())
+    }
+
+    async fn check_namespace(&self, ns: &str) -> Result<(), ApiError> {
+        let Some(namespaces) = self.apis.lookup("", "v1", "namespaces") else {
+            return Ok(());
+        };
+        let obj = namespaces.store.get(None, ns, None).await?;
+        if meta::is_deleting(&obj) {
+            return Err(ApiError::forbidden(
+                GroupResource::new("", "namespaces"),
+                ns,
+                format!(
+                    "unable to create new content in namespace {ns} because it is being terminated"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    async fn used_by_services(&self) -> Result<(HashSet<Ipv4Addr>, HashSet<i64>), ApiError> {
+        let services = self
+            .apis
+            .lookup("", "v1", "services")
+            .expect("services served");
+        let all = services.store.list(None, &ListOptions::default()).await?;
+        let mut ips = HashSet::new();
+        let mut ports = HashSet::new();
+        for s in &all.items {
+            if let Some(ip) = s
+                .pointer("/spec/clusterIP")
+                .and_then(Value::as_str)
+                .and_then(|i| i.parse().ok())
+            {
+                ips.insert(ip);
+            }
+            for p in s
+                .pointer("/spec/ports")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                if let Some(n) = p.get("nodePort").and_then(Value::as_i64) {
+                    ports.insert(n);
+                }
+            }
+        }
+        Ok((ips, ports))
+    }
+
+    async fn allocate_service(
+        &self,
+        ctx: &Ctx,
+        obj: &mut Value,
+        opts: &WriteOptions,
+    ) -> Result<(), ApiError> {
+        let (mut used_ips, mut used_ports) = self.used_by_services().await?;
+        let spec_type = obj
+            .pointer("/spec/type")
+            .and_then(Value::as_str)
+            .unwrap_or("ClusterIP")
+            .to_owned();
+        if spec_type == "ExternalName" {
+            return Ok(());
+        }
+        let range = self.config.service_cidr;
+        {
+            let mut recent = self.allocations.ips.lock().expect("lock");
+            used_ips.extend(recent.iter().copied());
+            let requested = obj
+                .pointer("/spec/clusterIP")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let ip = match requested {
+                "None" => None,
+                "" => Some(self.free_ip(&range, &used_ips).ok_or_else(|| {
+                    ApiError::internal("failed to allocate a serviceIP: range is full")
+                })?),
+                s => {
+                    let path = FieldPath::new("spec").child("clusterIP");
+                    let ip: Ipv4Addr = s.parse().map_err(|_| {
+                        invalid(ctx, path.clone(), json!(s), "must be a valid IP address")
+                    })?;
+                    if !range.contains(ip) {
+                        return Err(invalid(ctx, path, json!(s), &format!("provided IP is not in the valid range. The range of valid IPs is {}/{}", range.nth(0), range.bits)));
+                    }
+                    if used_ips.contains(&ip) {
+                        return Err(invalid(
+                            ctx,
+                            path,
+                            json!(s),
+                            "provided IP is already allocated",
+                        ));
+                    }
+                    Some(ip)
+                }
+            };
+            if let Some(ip) = ip {
+                let spec = obj
+                    .get_mut("spec")
+                    .and_then(Value::as_object_mut)
+                    .ok_or_else(|| ApiError::bad_request("spec is required"))?;
+                spec.insert("clusterIP".into(), json!(ip.to_string()));
+                spec.insert("clusterIPs".into(), json!([ip.to_string()]));
+                if !opts.dry_run {
+                    recent.insert(ip);
+                }
+            }
+        }
+        if spec_type == "NodePort" || spec_type == "LoadBalancer" {
+            let mut recent = self.allocations.ports.lock().expect("lock");
+            used_ports.extend(recent.iter().copied());
+            for p in obj
+                .pointer_mut("/spec/ports")
+                .and_then(Value::as_array_mut)
+                .into_iter()
+                .flatten()
+            {
+                if p.get("nodePort").and_then(Value::as_i64).is_some() {
+                    continue;
+                }
+                let port = (30000..=32767)
+                    .find(|n| !used_ports.contains(n))
+                    .ok_or_else(|| ApiError::internal("node port range is full"))?;
+                used_ports.insert(port);
+                if !opts.dry_run {
+                    recent.insert(port);
+                }
+                p["nodePort"] = json!(port);
+            }
+        }
+        Ok(())
+    }
+
+    fn free_ip(&self, range: &Cidr, used: &HashSet<Ipv4Addr>) -> Option<Ipv4Addr> {
+        let usable = range.size().saturating_sub(2);
+        let start = rand_start(usable);
+        (0..usable)
+            .map(|i| range.nth(2 + (start + i) % usable.saturating_sub(1).max(1)))
+            .find(|ip| !used.contains(ip) && range.contains(*ip))
+    }
+}
+
+fn rand_start(n: u32) -> u32 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    nanos % n.max(1)
+}

@@ -1,0 +1,146 @@
+//! The served resources: every installed `ResourceDef` with its store, looked up
+//! by group, version and resource. Built-ins are installed at start; custom
+//! resources will come and go at run time, hence the lock. Discovery, OpenAPI and
+//! the handlers all read this one table, so they cannot disagree.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, RwLock};
+
+use kapi_registry::{ResourceDef, Store};
+use kapi_storage::Backend;
+
+/// One served resource.
+pub struct Entry {
+    pub def: Arc<ResourceDef>,
+    pub store: Store,
+}
+
+type Gvr = (String, String, String);
+
+#[derive(Default)]
+struct State {
+    by_gvr: HashMap<Gvr, Arc<Entry>>,
+    /// Installation order, which is discovery order.
+    order: Vec<Arc<Entry>>,
+}
+
+#[derive(Default)]
+pub struct Apis {
+    state: RwLock<State>,
+}
+
+/// One API group with its versions, preferred first.
+#[derive(Debug, Clone)]
+pub struct GroupInfo {
+    pub name: String,
+    pub versions: Vec<String>,
+}
+
+impl Apis {
+    pub fn new(defs: Vec<ResourceDef>, backend: Arc<dyn Backend>) -> Apis {
+        let apis = Apis::default();
+        for def in defs {
+            apis.install(def, backend.clone());
+        }
+        apis
+    }
+
+    pub fn install(&self, def: ResourceDef, backend: Arc<dyn Backend>) {
+        let def = Arc::new(def);
+        let entry = Arc::new(Entry {
+            store: Store::new(def.clone(), backend),
+            def: def.clone(),
+        });
+        let gvr = (def.group.clone(), def.version.clone(), def.resource.clone());
+        let mut st = self.state.write().expect("apis lock");
+        st.order.retain(|e| {
+            (
+                e.def.group.as_str(),
+                e.def.version.as_str(),
+                e.def.resource.as_str(),
+            ) != (gvr.0.as_str(), gvr.1.as_str(), gvr.2.as_str())
+        });
+        st.order.push(entry.clone());
+        st.by_gvr.insert(gvr, entry);
+    }
+
+    pub fn lookup(&self, group: &str, version: &str, resource: &str) -> Option<Arc<Entry>> {
+        let st = self.state.read().expect("apis lock");
+        st.by_gvr
+            .get(&(group.to_owned(), version.to_owned(), resource.to_owned()))
+            .cloned()
+    }
+
+    pub fn all(&self) -> Vec<Arc<Entry>> {
+        self.state.read().expect("apis lock").order.clone()
+    }
+
+    pub fn defs(&self) -> Vec<ResourceDef> {
+        self.all().iter().map(|e| (*e.def).clone()).collect()
+    }
+
+    /// Groups other than core, in installation order; versions preferred first
+    /// (GA before beta before alpha, then newest).
+    pub fn groups(&self) -> Vec<GroupInfo> {
+        let mut out: Vec<GroupInfo> = Vec::new();
+        for e in self.all() {
+            if e.def.group.is_empty() {
+                continue;
+            }
+            match out.iter_mut().find(|g| g.name == e.def.group) {
+                Some(g) if !g.versions.contains(&e.def.version) => {
+                    g.versions.push(e.def.version.clone())
+                }
+                Some(_) => {}
+                None => out.push(GroupInfo {
+                    name: e.def.group.clone(),
+                    versions: vec![e.def.version.clone()],
+                }),
+            }
+        }
+        for g in &mut out {
+            g.versions
+                .sort_by_key(|v| std::cmp::Reverse(version_priority(v)));
+        }
+        out
+    }
+
+    /// Resources of one group-version, in installation order.
+    pub fn resources_of(&self, group: &str, version: &str) -> Vec<Arc<Entry>> {
+        self.all()
+            .into_iter()
+            .filter(|e| e.def.group == group && e.def.version == version)
+            .collect()
+    }
+
+    /// Entries by group-version, for discovery.
+    pub fn by_group_version(&self) -> BTreeMap<(String, String), Vec<Arc<Entry>>> {
+        let mut map: BTreeMap<(String, String), Vec<Arc<Entry>>> = BTreeMap::new();
+        for e in self.all() {
+            map.entry((e.def.group.clone(), e.def.version.clone()))
+                .or_default()
+                .push(e);
+        }
+        map
+    }
+}
+
+/// Upstream's version ordering: GA > beta > alpha, higher numbers first.
+pub fn version_priority(v: &str) -> (u8, u32, u32) {
+    let Some(rest) = v.strip_prefix('v') else {
+        return (0, 0, 0);
+    };
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    let major = digits.parse().unwrap_or(0);
+    let tail = &rest[digits.len()..];
+    let (level, minor) = if tail.is_empty() {
+        (3, 0)
+    } else if let Some(n) = tail.strip_prefix("beta") {
+        (2, n.parse().unwrap_or(0))
+    } else if let Some(n) = tail.strip_prefix("alpha") {
+        (1, n.parse().unwrap_or(0))
+    } else {
+        (0, 0)
+    };
+    (level, major, minor)
+}

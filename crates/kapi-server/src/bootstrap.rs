@@ -1,0 +1,43 @@
+//! First-start objects, as kube-apiserver creates them: the namespaces `default`,
+//! `kube-system`, `kube-public`, `kube-node-lease`, and the `default/kubernetes`
+//! Service on the first address of the service range. Idempotent: existing
+//! objects are left alone.
+
+use kapi_machinery::status::ApiError;
+use kapi_registry::store::options::WriteOptions;
+use serde_json::json;
+
+use crate::Server;
+
+pub async fn run(srv: &Server) -> Result<(), ApiError> {
+    let namespaces = srv
+        .apis
+        .lookup("", "v1", "namespaces")
+        .expect("namespaces served");
+    for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+        let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+        ignore_exists(namespaces.store.create(obj, &WriteOptions::default()).await)?;
+    }
+    let services = srv
+        .apis
+        .lookup("", "v1", "services")
+        .expect("services served");
+    let ip = srv.config.service_cidr.nth(1).to_string();
+    let svc = json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "kubernetes", "namespace": "default",
+                     "labels": {"component": "apiserver", "provider": "kubernetes"}},
+        "spec": {"type": "ClusterIP", "clusterIP": ip, "clusterIPs": [ip], "sessionAffinity": "None",
+                 "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": srv.config.port}]},
+    });
+    ignore_exists(services.store.create(svc, &WriteOptions::default()).await)?;
+    Ok(())
+}
+
+fn ignore_exists<T>(r: Result<T, ApiError>) -> Result<(), ApiError> {
+    match r {
+        Ok(_) => Ok(()),
+        Err(e) if e.is_already_exists() => Ok(()),
+        Err(e) => Err(e),
+    }
+}

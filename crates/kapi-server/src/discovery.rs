@@ -1,0 +1,215 @@
+//! Discovery: `/api`, `/apis`, `/apis/{group}`, the per-group-version resource
+//! lists, and aggregated discovery (`apidiscovery.k8s.io` v2 and v2beta1, chosen by
+//! the `Accept` header). Everything is derived from the served resources' one
+//! declaration (`apis.rs`), the same one the handlers check verbs against.
+
+use std::sync::Arc;
+
+use axum::extract::{Path, Request, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::Response;
+use serde_json::{json, Value};
+
+use crate::apis::Entry;
+use crate::negotiate::{self, error_response, Format};
+use crate::Server;
+
+fn resource_json(e: &Entry) -> Vec<Value> {
+    let d = &e.def;
+    let verbs: Vec<&str> = d.verbs.iter().map(|v| v.as_str()).collect();
+    let mut main = json!({
+        "name": d.resource, "singularName": d.singular, "namespaced": d.namespaced,
+        "kind": d.kind, "verbs": verbs,
+    });
+    if !d.short_names.is_empty() {
+        main["shortNames"] = json!(d.short_names);
+    }
+    if !d.categories.is_empty() {
+        main["categories"] = json!(d.categories);
+    }
+    let mut out = vec![main];
+    for s in &d.subresources {
+        let verbs: Vec<&str> = s.verbs().iter().map(|v| v.as_str()).collect();
+        let mut r = json!({"name": format!("{}/{}", d.resource, s.name()), "singularName": "",
+                           "namespaced": d.namespaced, "kind": d.kind, "verbs": verbs});
+        if s.name() == "scale" {
+            r["group"] = json!("autoscaling");
+            r["version"] = json!("v1");
+            r["kind"] = json!("Scale");
+        }
+        out.push(r);
+    }
+    out
+}
+
+fn resource_list(srv: &Server, group: &str, version: &str) -> Option<Value> {
+    let entries = srv.apis.resources_of(group, version);
+    if entries.is_empty() {
+        return None;
+    }
+    let gv = if group.is_empty() {
+        version.to_owned()
+    } else {
+        format!("{group}/{version}")
+    };
+    let resources: Vec<Value> = entries.iter().flat_map(|e| resource_json(e)).collect();
+    Some(
+        json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}),
+    )
+}
+
+fn group_json(name: &str, versions: &[String]) -> Value {
+    let vs: Vec<Value> = versions
+        .iter()
+        .map(|v| json!({"groupVersion": format!("{name}/{v}"), "version": v}))
+        .collect();
+    json!({"name": name, "versions": vs, "preferredVersion": vs[0].clone()})
+}
+
+/// Which aggregated discovery version the client accepts, if any.
+fn aggregated(req: &Request) -> Option<&'static str> {
+    let accept = req.headers().get(header::ACCEPT)?.to_str().ok()?;
+    for item in accept.split(',') {
+        let item = item.replace(' ', "");
+        if !item.contains("g=apidiscovery.k8s.io") || !item.contains("as=APIGroupDiscoveryList") {
+            continue;
+        }
+        if item.contains("v=v2beta1") {
+            return Some("v2beta1");
+        }
+        if item.contains("v=v2") {
+            return Some("v2");
+        }
+    }
+    None
+}
+
+fn discovery_resource(e: &Entry) -> Value {
+    let d = &e.def;
+    let verbs: Vec<&str> = d.verbs.iter().map(|v| v.as_str()).collect();
+    let subs: Vec<Value> = d
+        .subresources
+        .iter()
+        .map(|s| {
+            let kind = if s.name() == "scale" {
+                json!({"group": "autoscaling", "version": "v1", "kind": "Scale"})
+            } else {
+                json!({"group": d.group, "version": d.version, "kind": d.kind})
+            };
+            let verbs: Vec<&str> = s.verbs().iter().map(|v| v.as_str()).collect();
+            json!({"subresource": s.name(), "responseKind": kind, "verbs": verbs})
+        })
+        .collect();
+    let mut r = json!({
+        "resource": d.resource,
+        "responseKind": {"group": d.group, "version": d.version, "kind": d.kind},
+        "scope": if d.namespaced { "Namespaced" } else { "Cluster" },
+        "singularResource": d.singular,
+        "verbs": verbs,
+    });
+    if !d.short_names.is_empty() {
+        r["shortNames"] = json!(d.short_names);
+    }
+    if !d.categories.is_empty() {
+        r["categories"] = json!(d.categories);
+    }
+    if !subs.is_empty() {
+        r["subresources"] = json!(subs);
+    }
+    r
+}
+
+fn aggregated_list(srv: &Server, core: bool, version: &str) -> Value {
+    let by_gv = srv.apis.by_group_version();
+    let mut items = Vec::new();
+    let groups: Vec<(String, Vec<String>)> = if core {
+        vec![(String::new(), vec!["v1".to_owned()])]
+    } else {
+        srv.apis
+            .groups()
+            .into_iter()
+            .map(|g| (g.name, g.versions))
+            .collect()
+    };
+    for (group, versions) in groups {
+        let vs: Vec<Value> = versions
+            .iter()
+            .filter_map(|v| by_gv.get(&(group.clone(), v.clone())).map(|es| (v, es)))
+            .map(|(v, es)| {
+                let rs: Vec<Value> = es.iter().map(|e| discovery_resource(e)).collect();
+                json!({"version": v, "resources": rs, "freshness": "Current"})
+            })
+            .collect();
+        let meta = if group.is_empty() {
+            json!({"creationTimestamp": null})
+        } else {
+            json!({"name": group, "creationTimestamp": null})
+        };
+        items.push(json!({"metadata": meta, "versions": vs}));
+    }
+    json!({"kind": "APIGroupDiscoveryList", "apiVersion": format!("apidiscovery.k8s.io/{version}"), "metadata": {}, "items": items})
+}
+
+fn aggregated_response(body: &Value, version: &str) -> Response {
+    let mut resp = negotiate::respond(StatusCode::OK, body, Format::Json);
+    let ct = format!("application/json;g=apidiscovery.k8s.io;v={version};as=APIGroupDiscoveryList");
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_str(&ct).expect("ascii"),
+    );
+    resp.headers_mut()
+        .insert(header::VARY, HeaderValue::from_static("Accept"));
+    resp
+}
+
+pub async fn api(State(srv): State<Arc<Server>>, req: Request) -> Response {
+    if let Some(v) = aggregated(&req) {
+        return aggregated_response(&aggregated_list(&srv, true, v), v);
+    }
+    let body = json!({"kind": "APIVersions", "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": srv.config.advertise_address}]});
+    negotiate::respond(StatusCode::OK, &body, Format::Json)
+}
+
+pub async fn apis(State(srv): State<Arc<Server>>, req: Request) -> Response {
+    if let Some(v) = aggregated(&req) {
+        return aggregated_response(&aggregated_list(&srv, false, v), v);
+    }
+    let groups: Vec<Value> = srv
+        .apis
+        .groups()
+        .iter()
+        .map(|g| group_json(&g.name, &g.versions))
+        .collect();
+    let body = json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups});
+    negotiate::respond(StatusCode::OK, &body, Format::Json)
+}
+
+pub async fn group(State(srv): State<Arc<Server>>, Path(group): Path<String>) -> Response {
+    match srv.apis.groups().into_iter().find(|g| g.name == group) {
+        Some(g) => {
+            let mut body = group_json(&g.name, &g.versions);
+            body["kind"] = json!("APIGroup");
+            body["apiVersion"] = json!("v1");
+            negotiate::respond(StatusCode::OK, &body, Format::Json)
+        }
+        None => error_response(&crate::handlers::not_found()),
+    }
+}
+
+pub async fn core_v1(State(srv): State<Arc<Server>>) -> Response {
+    match resource_list(&srv, "", "v1") {
+        Some(body) => negotiate::respond(StatusCode::OK, &body, Format::Json),
+        None => error_response(&crate::handlers::not_found()),
+    }
+}
+
+pub async fn group_version(
+    State(srv): State<Arc<Server>>,
+    Path((group, version)): Path<(String, String)>,
+) -> Response {
+    match resource_list(&srv, &group, &version) {
+        Some(body) => negotiate::respond(StatusCode::OK, &body, Format::Json),
+        None => error_response(&crate::handlers::not_found()),
+    }
+}

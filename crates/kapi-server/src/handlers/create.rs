@@ -1,0 +1,22 @@
+//! POST: decode, check identity against the URL, admit, create.
+
+use axum::body::Body;
+use axum::http::StatusCode;
+use axum::response::Response;
+use kapi_machinery::status::ApiError;
+
+use super::{check_identity, read_body, Ctx};
+use crate::negotiate;
+
+pub async fn create(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {
+    let bytes = read_body(body).await?;
+    let mut obj = negotiate::decode_body(ctx.content_type(), &bytes)?;
+    check_identity(ctx, &mut obj, false)?;
+    let opts = ctx.write_options()?;
+    let warnings = ctx.srv.check_fields(ctx, &obj)?;
+    ctx.srv.admit_create(ctx, &mut obj, &opts).await?;
+    let created = ctx.entry.store.create(obj, &opts).await?;
+    let mut resp = super::get::respond_object(ctx, StatusCode::CREATED, &created)?;
+    crate::fieldcheck::add_warnings(&mut resp, &warnings);
+    Ok(resp)
+}

@@ -1,0 +1,49 @@
+//! GET of one object (or its status subresource, which shows the whole object as upstream).
+
+use axum::http::StatusCode;
+use axum::response::Response;
+use kapi_machinery::status::ApiError;
+use serde_json::Map;
+
+use super::Ctx;
+use crate::negotiate::{self, IncludeObject, View};
+
+pub async fn get(ctx: &Ctx) -> Result<Response, ApiError> {
+    let obj = ctx
+        .entry
+        .store
+        .get(
+            ctx.namespace(),
+            ctx.name(),
+            ctx.query.get("resourceVersion"),
+        )
+        .await?;
+    Ok(respond_object(ctx, StatusCode::OK, &obj)?)
+}
+
+/// One object in the representation the client asked for.
+pub fn respond_object(
+    ctx: &Ctx,
+    code: StatusCode,
+    obj: &serde_json::Value,
+) -> Result<Response, ApiError> {
+    let body = match ctx.accept.view {
+        View::Object => obj.clone(),
+        View::PartialMetadata => negotiate::partial(obj),
+        View::Table => {
+            let include = IncludeObject::parse(ctx.query.get("includeObject"))?;
+            let mut meta = Map::new();
+            if let Some(rv) = kapi_registry::meta::resource_version(obj) {
+                meta.insert("resourceVersion".into(), rv.into());
+            }
+            negotiate::table(
+                &ctx.entry.def,
+                std::slice::from_ref(obj),
+                meta,
+                include,
+                true,
+            )
+        }
+    };
+    Ok(negotiate::respond(code, &body, ctx.accept.format))
+}

@@ -1,0 +1,89 @@
+//! LIST: parse selectors and paging, read through the store, answer a `<Kind>List`,
+//! a Table or a `PartialObjectMetadataList`.
+
+use axum::http::StatusCode;
+use axum::response::Response;
+use kapi_machinery::status::ApiError;
+use kapi_machinery::{fields, labels};
+use kapi_registry::store::options::{ListOptions, RvMatch};
+use serde_json::{json, Map, Value};
+
+use super::Ctx;
+use crate::negotiate::{self, IncludeObject, View};
+use crate::request::Query;
+
+pub fn parse_selectors(
+    ctx: &Ctx,
+) -> Result<(labels::LabelSelector, fields::FieldSelector), ApiError> {
+    let label = match ctx.query.non_empty("labelSelector") {
+        Some(s) => labels::parse(s).map_err(|e| ApiError::bad_request(e.message().to_owned()))?,
+        None => labels::LabelSelector::everything(),
+    };
+    let field = match ctx.query.non_empty("fieldSelector") {
+        Some(s) => fields::parse(s).map_err(|e| ApiError::bad_request(e.message().to_owned()))?,
+        None => fields::FieldSelector::everything(),
+    };
+    ctx.entry.store.check_field_selector(&field)?;
+    Ok((label, field))
+}
+
+pub fn parse_rv_match(q: &Query) -> Result<RvMatch, ApiError> {
+    match q.get("resourceVersionMatch") {
+        None | Some("") => Ok(RvMatch::Unset),
+        Some("NotOlderThan") => Ok(RvMatch::NotOlderThan),
+        Some("Exact") => Ok(RvMatch::Exact),
+        Some(other) => Err(ApiError::bad_request(format!(
+            "resourceVersionMatch: Unsupported value: \"{other}\": supported values: \"Exact\", \"NotOlderThan\""
+        ))),
+    }
+}
+
+pub fn list_options(ctx: &Ctx) -> Result<ListOptions, ApiError> {
+    let (label, field) = parse_selectors(ctx)?;
+    let limit = match ctx.query.non_empty("limit") {
+        None => 0,
+        Some(l) => l
+            .parse::<i64>()
+            .map_err(|_| ApiError::bad_request(format!("invalid limit: {l:?}")))?
+            .max(0) as usize,
+    };
+    Ok(ListOptions {
+        label,
+        field,
+        limit,
+        continue_token: ctx.query.non_empty("continue").map(str::to_owned),
+        resource_version: ctx.query.get("resourceVersion").map(str::to_owned),
+        rv_match: parse_rv_match(&ctx.query)?,
+    })
+}
+
+pub async fn list(ctx: &Ctx) -> Result<Response, ApiError> {
+    let opts = list_options(ctx)?;
+    let result = ctx.entry.store.list(ctx.namespace(), &opts).await?;
+    let mut meta = Map::new();
+    meta.insert(
+        "resourceVersion".into(),
+        result.resource_version.clone().into(),
+    );
+    if let Some(c) = &result.continue_token {
+        meta.insert("continue".into(), c.clone().into());
+    }
+    if let Some(n) = result.remaining {
+        meta.insert("remainingItemCount".into(), n.into());
+    }
+    let def = &ctx.entry.def;
+    let body: Value = match ctx.accept.view {
+        View::Object => json!({
+            "kind": def.list_kind,
+            "apiVersion": def.api_version(),
+            "metadata": meta,
+            "items": result.items,
+        }),
+        View::PartialMetadata => negotiate::partial_list(&result.items, meta),
+        View::Table => {
+            let include = IncludeObject::parse(ctx.query.get("includeObject"))?;
+            negotiate::table(def, &result.items, meta, include, true)
+        }
+    };
+    Ok(negotiate::respond(StatusCode::OK, &body, ctx.accept.format))
+}

@@ -1,0 +1,240 @@
+//! The handler installer: one dispatcher for every resource URL. It resolves the
+//! request to a resource, checks the verb against what the resource declares
+//! (`ResourceDef::verbs` and its subresources — the same declaration discovery
+//! reads), and hands over to the verb's handler, one per file.
+
+mod create;
+mod delete;
+mod get;
+mod list;
+mod patch;
+mod scale;
+mod update;
+mod watch;
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{request::Parts, HeaderMap};
+use axum::response::Response;
+use kapi_machinery::status::ApiError;
+use kapi_registry::store::options::WriteOptions;
+use kapi_registry::{Subresource, Verb};
+use serde_json::Value;
+
+use crate::apis::Entry;
+use crate::negotiate::{self, Accept};
+use crate::request::{self, Query, RequestInfo};
+use crate::Server;
+
+/// Request bodies above this are refused with 413, as upstream's 3 MiB limit.
+pub const MAX_BODY: usize = 3 * 1024 * 1024;
+
+/// Everything a verb handler needs.
+pub struct Ctx {
+    pub srv: Arc<Server>,
+    pub entry: Arc<Entry>,
+    pub info: RequestInfo,
+    pub query: Query,
+    pub accept: Accept,
+    pub headers: HeaderMap,
+}
+
+impl Ctx {
+    pub fn namespace(&self) -> Option<&str> {
+        self.info.namespace.as_deref()
+    }
+
+    pub fn name(&self) -> &str {
+        self.info.name.as_deref().unwrap_or("")
+    }
+
+    pub fn write_options(&self) -> Result<WriteOptions, ApiError> {
+        Ok(WriteOptions {
+            dry_run: dry_run(&self.query)?,
+            field_manager: self.query.non_empty("fieldManager").map(str::to_owned),
+        })
+    }
+
+    pub fn content_type(&self) -> Option<&str> {
+        self.headers
+            .get(axum::http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+    }
+}
+
+pub fn dry_run(q: &Query) -> Result<bool, ApiError> {
+    match q.get("dryRun") {
+        None | Some("") => Ok(false),
+        Some("All") => Ok(true),
+        Some(other) => Err(ApiError::bad_request(format!(
+            "dryRun: Unsupported value: \"{other}\": supported values: \"All\""
+        ))),
+    }
+}
+
+pub async fn read_body(body: Body) -> Result<bytes::Bytes, ApiError> {
+    axum::body::to_bytes(body, MAX_BODY)
+        .await
+        .map_err(|_| ApiError::request_entity_too_large(format!("limit is {MAX_BODY}")))
+}
+
+pub async fn dispatch(State(srv): State<Arc<Server>>, req: Request) -> Response {
+    let (parts, body) = req.into_parts();
+    let query = Query::parse(parts.uri.query());
+    let Some(info) = request::parse(&parts.method, parts.uri.path(), &query) else {
+        return negotiate::error_response(&not_found());
+    };
+    match handle(srv, info, query, parts, body).await {
+        Ok(resp) => resp,
+        Err(e) => negotiate::error_response(&e),
+    }
+}
+
+pub fn not_found() -> ApiError {
+    ApiError::new(
+        404,
+        kapi_machinery::status::Reason::NotFound,
+        "the server could not find the requested resource",
+    )
+}
+
+async fn handle(
+    srv: Arc<Server>,
+    info: RequestInfo,
+    query: Query,
+    parts: Parts,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let entry = srv
+        .apis
+        .lookup(&info.group, &info.version, &info.resource)
+        .ok_or_else(not_found)?;
+    let def = &entry.def;
+    if !def.namespaced && info.namespace.is_some() {
+        return Err(not_found());
+    }
+    if def.namespaced && info.namespace.is_none() && info.name.is_some() {
+        return Err(not_found());
+    }
+    let sub = match info.subresource.as_deref() {
+        None => None,
+        Some(s) => Some(def.subresource(s).cloned().ok_or_else(not_found)?),
+    };
+    let verb = parse_verb(info.verb)?;
+    let allowed = match &sub {
+        None => def.supports(verb),
+        Some(s) => s.verbs().contains(&verb),
+    };
+    if !allowed {
+        return Err(ApiError::method_not_supported(
+            def.group_resource(),
+            info.verb,
+        ));
+    }
+    let accept_header = parts.headers.get(axum::http::header::ACCEPT);
+    let accept = negotiate::negotiate(accept_header.and_then(|v| v.to_str().ok()))?;
+    let ctx = Ctx {
+        srv,
+        entry: entry.clone(),
+        info,
+        query,
+        accept,
+        headers: parts.headers,
+    };
+    match (verb, sub) {
+        (Verb::Get, None) => get::get(&ctx).await,
+        (Verb::List, None) => list::list(&ctx).await,
+        (Verb::Watch, None) => watch::watch(ctx).await,
+        (Verb::Create, None) => create::create(&ctx, body).await,
+        (Verb::Update, None) => update::update(&ctx, body, false).await,
+        (Verb::Patch, None) => patch::patch(&ctx, body, false).await,
+        (Verb::Delete, None) => delete::delete(&ctx, body).await,
+        (Verb::DeleteCollection, None) => delete::delete_collection(&ctx, body).await,
+        (Verb::Get, Some(Subresource::Status)) => get::get(&ctx).await,
+        (Verb::Update, Some(Subresource::Status)) => update::update(&ctx, body, true).await,
+        (Verb::Patch, Some(Subresource::Status)) => patch::patch(&ctx, body, true).await,
+        (verb, Some(sub @ Subresource::Scale { .. })) => scale::scale(&ctx, verb, &sub, body).await,
+        _ => Err(ApiError::method_not_supported(
+            ctx.entry.def.group_resource(),
+            ctx.info.verb,
+        )),
+    }
+}
+
+fn parse_verb(v: &str) -> Result<Verb, ApiError> {
+    Ok(match v {
+        "get" => Verb::Get,
+        "list" => Verb::List,
+        "watch" => Verb::Watch,
+        "create" => Verb::Create,
+        "update" => Verb::Update,
+        "patch" => Verb::Patch,
+        "delete" => Verb::Delete,
+        "deletecollection" => Verb::DeleteCollection,
+        _ => {
+            return Err(ApiError::new(
+                405,
+                kapi_machinery::status::Reason::MethodNotAllowed,
+                "the server does not allow this method on the requested resource",
+            ))
+        }
+    })
+}
+
+/// Check a body's `apiVersion`, `kind`, namespace and name against the URL,
+/// filling what the client left out.
+pub fn check_identity(ctx: &Ctx, obj: &mut Value, name_from_url: bool) -> Result<(), ApiError> {
+    let def = &ctx.entry.def;
+    let Some(root) = obj.as_object_mut() else {
+        return Err(ApiError::bad_request(
+            "the body of the request must be a JSON object",
+        ));
+    };
+    let expected_av = def.api_version();
+    match root.get("apiVersion").and_then(Value::as_str) {
+        Some(av) if av != expected_av => {
+            return Err(ApiError::bad_request(format!(
+                "the API version in the data ({av}) does not match the expected API version ({expected_av})"
+            )))
+        }
+        _ => {}
+    }
+    match root.get("kind").and_then(Value::as_str) {
+        Some(k) if k != def.kind => {
+            return Err(ApiError::bad_request(format!(
+                "the kind in the data ({k}) does not match the expected kind ({})",
+                def.kind
+            )))
+        }
+        _ => {}
+    }
+    let meta = kapi_registry::meta::meta_mut(obj);
+    if let Some(ns) = ctx.namespace() {
+        match meta.get("namespace").and_then(Value::as_str) {
+            Some(body_ns) if !body_ns.is_empty() && body_ns != ns => {
+                return Err(ApiError::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                ))
+            }
+            _ => {
+                meta.insert("namespace".into(), ns.into());
+            }
+        }
+    }
+    if name_from_url {
+        let url_name = ctx.name();
+        match meta.get("name").and_then(Value::as_str) {
+            Some(n) if n != url_name => {
+                return Err(ApiError::bad_request(format!(
+                    "the name of the object ({n}) does not match the name on the URL ({url_name})"
+                )))
+            }
+            _ => {
+                meta.insert("name".into(), url_name.into());
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,129 @@
+//! The `scale` subresource: an `autoscaling/v1` Scale view of an object's replicas.
+//! GET builds the view; PUT and PATCH change the view and write `spec.replicas`
+//! back through the store's update loop (a PATCH re-applies on conflict).
+
+use axum::body::Body;
+use axum::http::StatusCode;
+use axum::response::Response;
+use kapi_machinery::labels;
+use kapi_machinery::status::ApiError;
+use kapi_registry::store::options::WriteOptions;
+use kapi_registry::store::UpdateTarget;
+use kapi_registry::{meta, Subresource, Verb};
+use serde_json::{json, Value};
+
+use super::{read_body, Ctx};
+use crate::negotiate;
+
+fn scale_view(obj: &Value, sub: &Subresource) -> Value {
+    let Subresource::Scale {
+        spec_replicas,
+        status_replicas,
+        label_selector,
+    } = sub
+    else {
+        return Value::Null;
+    };
+    let selector = obj
+        .pointer(label_selector)
+        .and_then(|s| labels::from_label_selector_json(s).ok())
+        .map(|s| s.to_string())
+        .unwrap_or_default();
+    let m = meta::meta(obj).cloned().unwrap_or_default();
+    let pick = |k: &str| m.get(k).cloned().unwrap_or(Value::Null);
+    json!({
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": {
+            "name": pick("name"), "namespace": pick("namespace"), "uid": pick("uid"),
+            "resourceVersion": pick("resourceVersion"), "creationTimestamp": pick("creationTimestamp"),
+        },
+        "spec": {"replicas": obj.pointer(spec_replicas).cloned().unwrap_or(json!(0))},
+        "status": {
+            "replicas": obj.pointer(status_replicas).cloned().unwrap_or(json!(0)),
+            "selector": selector,
+        },
+    })
+}
+
+pub async fn scale(
+    ctx: &Ctx,
+    verb: Verb,
+    sub: &Subresource,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let store = &ctx.entry.store;
+    if verb == Verb::Get {
+        let obj = store.get(ctx.namespace(), ctx.name(), None).await?;
+        let view = scale_view(&obj, sub);
+        return Ok(negotiate::respond(StatusCode::OK, &view, ctx.accept.format));
+    }
+    let bytes = read_body(body).await?;
+    let input = if verb == Verb::Patch {
+        negotiate::decode_json(&bytes)?
+    } else {
+        negotiate::decode_body(ctx.content_type(), &bytes)?
+    };
+    let patch_kind = ctx.content_type().unwrap_or("").to_owned();
+    let opts: WriteOptions = ctx.write_options()?;
+    let Subresource::Scale { spec_replicas, .. } = sub else {
+        return Err(super::not_found());
+    };
+    let (out, _) = store
+        .update_with(
+            ctx.namespace(),
+            ctx.name(),
+            UpdateTarget::Main,
+            &opts,
+            false,
+            |current| {
+                let current = current.expect("scale never creates");
+                let view = scale_view(current, sub);
+                let wanted = if verb == Verb::Patch {
+                    apply_scale_patch(&patch_kind, &view, &input)?
+                } else {
+                    input.clone()
+                };
+                if let Some(rv) = wanted
+                    .pointer("/metadata/resourceVersion")
+                    .and_then(Value::as_str)
+                {
+                    if !rv.is_empty() && Some(rv) != meta::resource_version(current) {
+                        return Err(ApiError::optimistic_lock_conflict(
+                            ctx.entry.def.group_resource(),
+                            ctx.name(),
+                        ));
+                    }
+                }
+                let replicas = wanted
+                    .pointer("/spec/replicas")
+                    .and_then(Value::as_i64)
+                    .ok_or_else(|| ApiError::bad_request("spec.replicas must be an integer"))?;
+                let mut next = current.clone();
+                if let Some(slot) = next.pointer_mut(spec_replicas) {
+                    *slot = json!(replicas);
+                } else if let Some(spec) = next.get_mut("spec").and_then(Value::as_object_mut) {
+                    spec.insert("replicas".into(), json!(replicas));
+                }
+                Ok(next)
+            },
+        )
+        .await?;
+    Ok(negotiate::respond(
+        StatusCode::OK,
+        &scale_view(&out, sub),
+        ctx.accept.format,
+    ))
+}
+
+fn apply_scale_patch(content_type: &str, view: &Value, patch: &Value) -> Result<Value, ApiError> {
+    let mut doc = view.clone();
+    if content_type.starts_with("application/json-patch+json") {
+        let ops: json_patch::Patch = serde_json::from_value(patch.clone())
+            .map_err(|e| ApiError::bad_request(format!("invalid JSON patch: {e}")))?;
+        json_patch::patch(&mut doc, &ops).map_err(|e| ApiError::bad_request(e.to_string()))?;
+    } else {
+        json_patch::merge(&mut doc, patch);
+    }
+    Ok(doc)
+}

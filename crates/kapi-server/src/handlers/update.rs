@@ -1,0 +1,40 @@
+//! PUT of the main resource or its status: the body replaces the object, subject
+//! to the store's concurrency and carry-over rules.
+
+use axum::body::Body;
+use axum::http::StatusCode;
+use axum::response::Response;
+use kapi_machinery::status::ApiError;
+use kapi_registry::store::UpdateTarget;
+
+use super::{check_identity, read_body, Ctx};
+use crate::negotiate;
+
+pub async fn update(ctx: &Ctx, body: Body, status: bool) -> Result<Response, ApiError> {
+    let bytes = read_body(body).await?;
+    let mut obj = negotiate::decode_body(ctx.content_type(), &bytes)?;
+    check_identity(ctx, &mut obj, true)?;
+    let opts = ctx.write_options()?;
+    let warnings = ctx.srv.check_fields(ctx, &obj)?;
+    let target = if status {
+        UpdateTarget::Status
+    } else {
+        UpdateTarget::Main
+    };
+    let create = !status && ctx.entry.def.strategy.allow_create_on_update();
+    let (out, created) = ctx
+        .entry
+        .store
+        .update_with(ctx.namespace(), ctx.name(), target, &opts, create, |_| {
+            Ok(obj.clone())
+        })
+        .await?;
+    let code = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    let mut resp = super::get::respond_object(ctx, code, &out)?;
+    crate::fieldcheck::add_warnings(&mut resp, &warnings);
+    Ok(resp)
+}

@@ -1,0 +1,86 @@
+//! WATCH: newline-delimited `WatchEvent` JSON over a chunked response. Events come
+//! from the store's watch; with `as=Table` each object becomes a one-row Table
+//! (column definitions on the first), as kubectl `get -w` expects. The stream
+//! ends after `timeoutSeconds` (default: 30 minutes, upstream's order of magnitude).
+
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::Response;
+use futures::StreamExt;
+use kapi_machinery::status::ApiError;
+use kapi_registry::store::options::WatchOptions;
+use kapi_registry::store::{WatchEvent, WatchEventType};
+use serde_json::{json, Map};
+use tokio_stream::wrappers::ReceiverStream;
+
+use super::list::{parse_rv_match, parse_selectors};
+use super::Ctx;
+use crate::negotiate::{self, IncludeObject, View};
+
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
+
+pub async fn watch(ctx: Ctx) -> Result<Response, ApiError> {
+    let (label, field) = parse_selectors(&ctx)?;
+    let send_initial_events = match ctx.query.get("sendInitialEvents") {
+        None | Some("") => None,
+        Some(v) => Some(matches!(v, "true" | "1")),
+    };
+    let opts = WatchOptions {
+        label,
+        field,
+        resource_version: ctx.query.get("resourceVersion").map(str::to_owned),
+        rv_match: parse_rv_match(&ctx.query)?,
+        allow_bookmarks: ctx.query.flag("allowWatchBookmarks"),
+        send_initial_events,
+    };
+    let timeout = ctx
+        .query
+        .non_empty("timeoutSeconds")
+        .and_then(|t| t.parse::<u64>().ok())
+        .map_or(DEFAULT_TIMEOUT, Duration::from_secs);
+    let include = IncludeObject::parse(ctx.query.get("includeObject"))?;
+    let rx = ctx.entry.store.watch(ctx.namespace(), &opts).await?;
+    let def = ctx.entry.def.clone();
+    let view = ctx.accept.view;
+    let mut first = true;
+    let lines = ReceiverStream::new(rx).map(move |ev: WatchEvent| {
+        let object = match (view, ev.kind) {
+            (
+                View::Table,
+                WatchEventType::Added | WatchEventType::Modified | WatchEventType::Deleted,
+            ) => {
+                let mut meta = Map::new();
+                if let Some(rv) = kapi_registry::meta::resource_version(&ev.object) {
+                    meta.insert("resourceVersion".into(), rv.into());
+                }
+                let t =
+                    negotiate::table(&def, std::slice::from_ref(&ev.object), meta, include, first);
+                first = false;
+                t
+            }
+            (
+                View::PartialMetadata,
+                WatchEventType::Added | WatchEventType::Modified | WatchEventType::Deleted,
+            ) => negotiate::partial(&ev.object),
+            _ => ev.object,
+        };
+        let mut line = serde_json::to_vec(&json!({"type": ev.kind.as_str(), "object": object}))
+            .expect("JSON values serialize");
+        line.push(b'\n');
+        Ok::<_, std::convert::Infallible>(bytes::Bytes::from(line))
+    });
+    let stream = lines.take_until(tokio::time::sleep(timeout));
+    let mut resp = Response::new(Body::from_stream(stream));
+    *resp.status_mut() = StatusCode::OK;
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    resp.headers_mut().insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("no-cache, private"),
+    );
+    Ok(resp)
+}

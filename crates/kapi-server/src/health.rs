@@ -1,0 +1,156 @@
+//! `/healthz`, `/livez`, `/readyz` with `?verbose`, `?exclude=` and per-check
+//! paths, and `/version`. The storage check is named `etcd`, as upstream, whatever
+//! the backend. `/livez` leaves storage out: a storage outage makes the server
+//! unready, not dead (restarting it would not help).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+use crate::Server;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Endpoint {
+    Healthz,
+    Livez,
+    Readyz,
+}
+
+impl Endpoint {
+    fn name(self) -> &'static str {
+        match self {
+            Endpoint::Healthz => "healthz",
+            Endpoint::Livez => "livez",
+            Endpoint::Readyz => "readyz",
+        }
+    }
+
+    fn checks(self) -> &'static [&'static str] {
+        match self {
+            Endpoint::Livez => &["ping", "log"],
+            Endpoint::Healthz | Endpoint::Readyz => &["ping", "log", "etcd"],
+        }
+    }
+}
+
+async fn run_check(srv: &Server, name: &str) -> Result<(), String> {
+    match name {
+        "etcd" => srv.slot.check(Duration::from_secs(2)).await,
+        _ => Ok(()),
+    }
+}
+
+fn text(code: StatusCode, body: String) -> Response {
+    let mut resp = (code, body).into_response();
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    resp.headers_mut().insert(
+        "X-Content-Type-Options",
+        HeaderValue::from_static("nosniff"),
+    );
+    resp
+}
+
+pub async fn all(srv: Arc<Server>, ep: Endpoint, query: Option<String>) -> Response {
+    let q = crate::request::Query::parse(query.as_deref());
+    let verbose = q.0.contains_key("verbose");
+    let excluded: Vec<&str> = query
+        .as_deref()
+        .unwrap_or("")
+        .split('&')
+        .filter_map(|kv| kv.strip_prefix("exclude="))
+        .collect();
+    let mut lines = String::new();
+    let mut failed = false;
+    for name in ep.checks() {
+        if excluded.contains(name) {
+            lines.push_str(&format!("[+]{name} excluded: ok\n"));
+            continue;
+        }
+        match run_check(&srv, name).await {
+            Ok(()) => lines.push_str(&format!("[+]{name} ok\n")),
+            Err(e) => {
+                failed = true;
+                tracing::warn!(check = name, error = %e, "{} check failed", ep.name());
+                lines.push_str(&format!("[-]{name} failed: reason withheld\n"));
+            }
+        }
+    }
+    if failed {
+        lines.push_str(&format!("{} check failed\n", ep.name()));
+        return text(StatusCode::INTERNAL_SERVER_ERROR, lines);
+    }
+    if verbose {
+        lines.push_str(&format!("{} check passed\n", ep.name()));
+        return text(StatusCode::OK, lines);
+    }
+    text(StatusCode::OK, "ok".into())
+}
+
+pub async fn one(srv: Arc<Server>, ep: Endpoint, check: String) -> Response {
+    if !ep.checks().contains(&check.as_str()) {
+        return text(StatusCode::NOT_FOUND, "404 page not found\n".into());
+    }
+    match run_check(&srv, &check).await {
+        Ok(()) => text(StatusCode::OK, "ok".into()),
+        Err(e) => text(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("internal server error: {e}\n"),
+        ),
+    }
+}
+
+pub async fn healthz(State(s): State<Arc<Server>>, RawQuery(q): RawQuery) -> Response {
+    all(s, Endpoint::Healthz, q).await
+}
+pub async fn livez(State(s): State<Arc<Server>>, RawQuery(q): RawQuery) -> Response {
+    all(s, Endpoint::Livez, q).await
+}
+pub async fn readyz(State(s): State<Arc<Server>>, RawQuery(q): RawQuery) -> Response {
+    all(s, Endpoint::Readyz, q).await
+}
+pub async fn healthz_one(State(s): State<Arc<Server>>, Path(c): Path<String>) -> Response {
+    one(s, Endpoint::Healthz, c).await
+}
+pub async fn livez_one(State(s): State<Arc<Server>>, Path(c): Path<String>) -> Response {
+    one(s, Endpoint::Livez, c).await
+}
+pub async fn readyz_one(State(s): State<Arc<Server>>, Path(c): Path<String>) -> Response {
+    one(s, Endpoint::Readyz, c).await
+}
+
+/// The Kubernetes version kapi serves; kubectl's dispatcher picks its binary by the minor.
+pub const GIT_VERSION: &str = concat!("v1.33.0-kapi.", env!("CARGO_PKG_VERSION_MINOR"));
+
+pub async fn version() -> Response {
+    let body = json!({
+        "major": "1",
+        "minor": "33",
+        "emulationMajor": "1",
+        "emulationMinor": "33",
+        "minCompatibilityMajor": "1",
+        "minCompatibilityMinor": "32",
+        "gitVersion": GIT_VERSION,
+        "gitCommit": option_env!("KAPI_GIT_COMMIT").unwrap_or("unknown"),
+        "gitTreeState": "clean",
+        "buildDate": "1970-01-01T00:00:00Z",
+        "goVersion": "n/a (rust)",
+        "compiler": "rustc",
+        "platform": format!("{}/{}", std::env::consts::OS, arch()),
+    });
+    crate::negotiate::respond(StatusCode::OK, &body, crate::negotiate::Format::Json)
+}
+
+fn arch() -> &'static str {
+    match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        other => other,
+    }
+}

@@ -1,0 +1,160 @@
+//! kapi-server: the HTTP layer. A request meets, in order: the filters
+//! (`filters.rs`: panic recovery, authentication, authorization), then the
+//! routes — health and version (`health.rs`), discovery (`discovery.rs`), OpenAPI
+//! (`openapi.rs`) — and for resource URLs the handler dispatcher
+//! (`handlers/`), which runs admission (`admission.rs`) and calls the generic
+//! store of the resource (`kapi-registry`).
+//!
+//! [`Server`] holds what every handler shares: the served resources (`apis.rs`),
+//! the storage slot, the schemas.
+
+pub mod admission;
+pub mod apis;
+pub mod authn;
+mod bootstrap;
+pub mod discovery;
+pub mod fieldcheck;
+mod filters;
+pub mod handlers;
+pub mod health;
+mod namespaces;
+pub mod negotiate;
+mod openapi;
+pub mod request;
+pub mod tls;
+
+use std::sync::Arc;
+
+use axum::routing::get;
+use axum::Router;
+use kapi_machinery::schema::{SchemaNav, TypeRef};
+use kapi_machinery::status::ApiError;
+use kapi_registry::ResourceDef;
+use kapi_resources::openapi::OpenApi;
+use kapi_storage::slot::BackendSlot;
+use serde_json::Value;
+
+pub use admission::Cidr;
+
+/// Settings the handlers need.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// The address clients reach us at (discovery's serverAddressByClientCIDRs).
+    pub advertise_address: String,
+    pub port: u16,
+    pub service_cidr: Cidr,
+}
+
+pub struct Server {
+    pub config: ServerConfig,
+    pub apis: apis::Apis,
+    pub slot: BackendSlot,
+    pub schema: Arc<dyn SchemaNav>,
+    pub openapi: OpenApi,
+    allocations: admission::Allocations,
+}
+
+impl Server {
+    pub fn new(config: ServerConfig, slot: BackendSlot, defs: Vec<ResourceDef>) -> Arc<Server> {
+        let openapi = OpenApi::build(&defs);
+        let backend: Arc<dyn kapi_storage::Backend> = Arc::new(slot.clone());
+        Arc::new(Server {
+            config,
+            apis: apis::Apis::new(defs, backend),
+            slot,
+            schema: kapi_resources::patchmeta::BuiltinSchema::shared(),
+            openapi,
+            allocations: admission::Allocations::default(),
+        })
+    }
+
+    /// The built-in API: every resource `kapi-resources` declares.
+    pub fn builtin(config: ServerConfig, slot: BackendSlot) -> Arc<Server> {
+        Self::new(config, slot, kapi_resources::registry::builtin_resources())
+    }
+
+    /// The schema type of a resource's objects (for patches).
+    pub fn schema_root(&self, def: &ResourceDef) -> TypeRef {
+        kapi_resources::patchmeta::root_type(&def.group, &def.version, &def.kind)
+            .unwrap_or(TypeRef::UNKNOWN)
+    }
+
+    /// Fields of `obj` its schema does not know, as dotted paths.
+    pub fn unknown_fields(&self, def: &ResourceDef, obj: &Value) -> Vec<String> {
+        let root = self.schema_root(def);
+        let mut out = Vec::new();
+        if !root.is_unknown() {
+            collect_unknown(self.schema.as_ref(), &root, obj, "", &mut out);
+        }
+        out
+    }
+
+    /// Bootstrap objects and in-process controllers; call once storage is ready.
+    pub async fn start(self: &Arc<Self>) -> Result<(), ApiError> {
+        bootstrap::run(self).await?;
+        namespaces::spawn(self.clone());
+        Ok(())
+    }
+
+    /// The whole HTTP application, filters included.
+    pub fn router(self: &Arc<Self>, auth: Arc<authn::Authenticator>) -> Router {
+        let routes = Router::new()
+            .route("/version", get(health::version))
+            .route("/version/", get(health::version))
+            .route("/healthz", get(health::healthz))
+            .route("/healthz/{check}", get(health::healthz_one))
+            .route("/livez", get(health::livez))
+            .route("/livez/{check}", get(health::livez_one))
+            .route("/readyz", get(health::readyz))
+            .route("/readyz/{check}", get(health::readyz_one))
+            .route("/api", get(discovery::api))
+            .route("/api/", get(discovery::api))
+            .route("/api/v1", get(discovery::core_v1))
+            .route("/apis", get(discovery::apis))
+            .route("/apis/", get(discovery::apis))
+            .route("/apis/{group}", get(discovery::group))
+            .route("/apis/{group}/{version}", get(discovery::group_version))
+            .route("/openapi/v2", get(openapi::v2))
+            .route("/openapi/v3", get(openapi::v3_index))
+            .route("/openapi/v3/{*path}", get(openapi::v3_document))
+            .fallback(handlers::dispatch)
+            .with_state(self.clone());
+        filters::apply(routes, auth)
+    }
+}
+
+/// Walk `obj` along its schema, noting fields the schema does not have.
+fn collect_unknown(
+    schema: &dyn SchemaNav,
+    ty: &TypeRef,
+    obj: &Value,
+    path: &str,
+    out: &mut Vec<String>,
+) {
+    let Some(map) = obj.as_object() else {
+        return;
+    };
+    if !schema.is_struct(ty) {
+        return;
+    }
+    for (k, v) in map {
+        let here = if path.is_empty() {
+            k.clone()
+        } else {
+            format!("{path}.{k}")
+        };
+        match schema.field(ty, k) {
+            None => out.push(here),
+            Some(info) if info.elem.is_unknown() => {}
+            Some(info) => match v {
+                Value::Array(items) => {
+                    for (i, item) in items.iter().enumerate() {
+                        collect_unknown(schema, &info.elem, item, &format!("{here}[{i}]"), out);
+                    }
+                }
+                Value::Object(_) => collect_unknown(schema, &info.elem, v, &here, out),
+                _ => {}
+            },
+        }
+    }
+}

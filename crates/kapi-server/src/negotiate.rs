@@ -1,0 +1,296 @@
+//! Content negotiation: decoding request bodies (JSON, YAML) and encoding
+//! responses as JSON, YAML, `Table` or `PartialObjectMetadata`, chosen from the
+//! `Accept` header as upstream does; errors as `metav1.Status`.
+
+use axum::body::Body;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::Response;
+use kapi_machinery::status::ApiError;
+use kapi_registry::ResourceDef;
+use serde_json::{json, Map, Value};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Json,
+    Yaml,
+}
+
+/// What representation of the object(s) the client asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum View {
+    Object,
+    Table,
+    PartialMetadata,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Accept {
+    pub format: Format,
+    pub view: View,
+}
+
+impl Accept {
+    pub const JSON: Accept = Accept {
+        format: Format::Json,
+        view: View::Object,
+    };
+}
+
+const SUPPORTED: &[&str] = &[
+    "application/json",
+    "application/yaml",
+    "application/json;as=Table;v=v1;g=meta.k8s.io",
+];
+
+/// Pick the first acceptable media type from `Accept`.
+pub fn negotiate(accept: Option<&str>) -> Result<Accept, ApiError> {
+    let Some(accept) = accept.map(str::trim).filter(|a| !a.is_empty()) else {
+        return Ok(Accept::JSON);
+    };
+    for item in accept.split(',') {
+        let mut parts = item.split(';').map(str::trim);
+        let media = parts.next().unwrap_or("").to_ascii_lowercase();
+        let params: Vec<(String, String)> = parts
+            .filter_map(|p| p.split_once('='))
+            .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+            .collect();
+        let param = |k: &str| {
+            params
+                .iter()
+                .find(|(pk, _)| pk == k)
+                .map(|(_, v)| v.as_str())
+        };
+        let format = match media.as_str() {
+            "application/json" | "application/*" | "*/*" => Format::Json,
+            "application/yaml" => Format::Yaml,
+            _ => continue,
+        };
+        let view = match (param("as"), param("g"), param("v")) {
+            (None, _, _) => View::Object,
+            (Some("Table"), Some("meta.k8s.io"), Some("v1" | "v1beta1")) => View::Table,
+            (
+                Some("PartialObjectMetadata" | "PartialObjectMetadataList"),
+                Some("meta.k8s.io"),
+                Some("v1" | "v1beta1"),
+            ) => View::PartialMetadata,
+            _ => continue,
+        };
+        return Ok(Accept { format, view });
+    }
+    Err(ApiError::not_acceptable_types(SUPPORTED))
+}
+
+pub fn encode(value: &Value, format: Format) -> Vec<u8> {
+    match format {
+        Format::Json => serde_json::to_vec(value).expect("JSON values serialize"),
+        Format::Yaml => serde_saphyr::to_string(value)
+            .unwrap_or_default()
+            .into_bytes(),
+    }
+}
+
+fn content_type(format: Format) -> &'static str {
+    match format {
+        Format::Json => "application/json",
+        Format::Yaml => "application/yaml",
+    }
+}
+
+pub fn respond(code: StatusCode, value: &Value, format: Format) -> Response {
+    let mut resp = Response::new(Body::from(encode(value, format)));
+    *resp.status_mut() = code;
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(content_type(format)),
+    );
+    resp
+}
+
+pub fn error_response(err: &ApiError) -> Response {
+    let code = StatusCode::from_u16(err.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut resp = respond(code, &err.to_status(), Format::Json);
+    if let Some(secs) = err.details.as_ref().and_then(|d| d.retry_after_seconds) {
+        if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
+            resp.headers_mut().insert(header::RETRY_AFTER, v);
+        }
+    }
+    resp
+}
+
+/// `includeObject` for tables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IncludeObject {
+    None,
+    Metadata,
+    Object,
+}
+
+impl IncludeObject {
+    pub fn parse(v: Option<&str>) -> Result<Self, ApiError> {
+        match v {
+            None | Some("") | Some("Metadata") => Ok(IncludeObject::Metadata),
+            Some("None") => Ok(IncludeObject::None),
+            Some("Object") => Ok(IncludeObject::Object),
+            Some(other) => Err(ApiError::bad_request(format!(
+                "includeObject: Unsupported value: \"{other}\": supported values: \"Metadata\", \"None\", \"Object\""
+            ))),
+        }
+    }
+}
+
+/// `metadata` of an object as a `PartialObjectMetadata`.
+pub fn partial(obj: &Value) -> Value {
+    json!({
+        "kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": obj.get("metadata").cloned().unwrap_or_else(|| json!({})),
+    })
+}
+
+pub fn partial_list(items: &[Value], list_meta: Map<String, Value>) -> Value {
+    json!({
+        "kind": "PartialObjectMetadataList",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": list_meta,
+        "items": items.iter().map(partial).collect::<Vec<_>>(),
+    })
+}
+
+/// A `meta.k8s.io/v1` Table of `items`.
+pub fn table(
+    def: &ResourceDef,
+    items: &[Value],
+    list_meta: Map<String, Value>,
+    include: IncludeObject,
+    with_columns: bool,
+) -> Value {
+    let strategy = &def.strategy;
+    let columns: Vec<Value> = if with_columns {
+        strategy
+            .columns()
+            .iter()
+            .map(|c| {
+                json!({"name": c.name, "type": c.type_, "format": c.format,
+                       "description": c.description, "priority": c.priority})
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let rows: Vec<Value> = items
+        .iter()
+        .map(|obj| {
+            let mut row = json!({"cells": strategy.cells(obj)});
+            match include {
+                IncludeObject::None => {}
+                IncludeObject::Metadata => row["object"] = partial(obj),
+                IncludeObject::Object => row["object"] = obj.clone(),
+            }
+            row
+        })
+        .collect();
+    json!({
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": list_meta,
+        "columnDefinitions": columns,
+        "rows": rows,
+    })
+}
+
+/// Decode a request body as JSON or YAML, by content type.
+pub fn decode_body(content_type: Option<&str>, body: &[u8]) -> Result<Value, ApiError> {
+    let media = content_type
+        .and_then(|c| c.split(';').next())
+        .map(|m| m.trim().to_ascii_lowercase())
+        .unwrap_or_else(|| "application/json".into());
+    match media.as_str() {
+        "application/json" | "" => decode_json(body),
+        "application/yaml" => decode_yaml(body),
+        _ => Err(ApiError::unsupported_media_type(&[
+            "application/json",
+            "application/yaml",
+        ])),
+    }
+}
+
+/// JSON nested deeper than this is rejected (as upstream's decoder limits depth).
+const MAX_DEPTH: usize = 100;
+
+pub fn decode_json(body: &[u8]) -> Result<Value, ApiError> {
+    check_depth(body)?;
+    serde_json::from_slice(body).map_err(|e| {
+        ApiError::bad_request(format!(
+            "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml: {e}"
+        ))
+    })
+}
+
+pub fn decode_yaml(body: &[u8]) -> Result<Value, ApiError> {
+    check_depth(body)?;
+    let text = std::str::from_utf8(body)
+        .map_err(|_| ApiError::bad_request("the body of the request is not valid UTF-8"))?;
+    serde_saphyr::from_str::<Value>(text)
+        .map_err(|e| ApiError::bad_request(format!("error converting YAML to JSON: {e}")))
+}
+
+/// Reject absurd nesting before parsing, so a hostile body cannot exhaust the stack.
+fn check_depth(body: &[u8]) -> Result<(), ApiError> {
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for &b in body {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' | b'[' => {
+                depth += 1;
+                if depth > MAX_DEPTH {
+                    return Err(ApiError::bad_request(format!(
+                        "the body of the request is nested deeper than {MAX_DEPTH} levels"
+                    )));
+                }
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn picks_first_supported() {
+        let a = negotiate(Some("application/vnd.kubernetes.protobuf,application/json")).unwrap();
+        assert_eq!(a, Accept::JSON);
+        let a = negotiate(Some(
+            "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json",
+        ))
+        .unwrap();
+        assert_eq!(a.view, View::Table);
+        assert_eq!(
+            negotiate(Some("application/yaml")).unwrap().format,
+            Format::Yaml
+        );
+        let err = negotiate(Some("application/vnd.kubernetes.protobuf")).unwrap_err();
+        assert_eq!(err.code, 406);
+    }
+
+    #[test]
+    fn deep_nesting_is_rejected() {
+        let deep = "[".repeat(1000) + &"]".repeat(1000);
+        assert_eq!(decode_json(deep.as_bytes()).unwrap_err().code, 400);
+        assert!(decode_json(br#"{"a":"[[[[[["}"#).is_ok());
+    }
+}

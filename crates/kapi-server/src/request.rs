@@ -1,0 +1,129 @@
+//! Request info: what a resource URL names, parsed once for every request, as
+//! upstream's `RequestInfoFactory` — API prefix, group, version, namespace,
+//! resource, name, subresource and the verb (a GET with a name is `get`, without
+//! one `list`, with `watch=true` or under `/watch/` `watch`).
+
+use std::collections::HashMap;
+
+use axum::http::Method;
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RequestInfo {
+    pub group: String,
+    pub version: String,
+    pub namespace: Option<String>,
+    pub resource: String,
+    pub name: Option<String>,
+    pub subresource: Option<String>,
+    pub verb: &'static str,
+}
+
+/// Parse `path` (without query) into a resource request; `None` when it is not
+/// one (discovery, health, …).
+pub fn parse(method: &Method, path: &str, query: &Query) -> Option<RequestInfo> {
+    let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let (group, rest) = match parts.as_slice() {
+        ["api", version, rest @ ..] => (("", *version), rest),
+        ["apis", group, version, rest @ ..] => ((*group, *version), rest),
+        _ => return None,
+    };
+    let mut rest = rest.to_vec();
+    let mut watch_path = false;
+    if rest.first() == Some(&"watch") {
+        watch_path = true;
+        rest.remove(0);
+    }
+    let mut info = RequestInfo {
+        group: group.0.into(),
+        version: group.1.into(),
+        ..Default::default()
+    };
+    // `namespaces/{ns}/...` scopes the rest, except a namespace's own
+    // subresources (`namespaces/{name}/status`, `/finalize`).
+    if rest.len() > 2 && rest[0] == "namespaces" && !matches!(rest[2], "status" | "finalize") {
+        info.namespace = Some(rest[1].into());
+        rest.drain(..2);
+    }
+    let (resource, name, sub) = match rest.as_slice() {
+        [r] => (*r, None, None),
+        [r, n] => (*r, Some(*n), None),
+        [r, n, s] => (*r, Some(*n), Some(*s)),
+        _ => return None,
+    };
+    if resource.is_empty() {
+        return None;
+    }
+    info.resource = resource.into();
+    info.name = name.map(Into::into);
+    info.subresource = sub.map(Into::into);
+    let watching = watch_path || query.flag("watch");
+    info.verb = match (method.as_str(), info.name.is_some()) {
+        ("GET" | "HEAD", _) if watching => "watch",
+        ("GET" | "HEAD", true) => "get",
+        ("GET" | "HEAD", false) => "list",
+        ("POST", _) => "create",
+        ("PUT", _) => "update",
+        ("PATCH", _) => "patch",
+        ("DELETE", true) => "delete",
+        ("DELETE", false) => "deletecollection",
+        _ => "",
+    };
+    Some(info)
+}
+
+/// The query string, decoded. Later values of a repeated key win.
+#[derive(Debug, Clone, Default)]
+pub struct Query(pub HashMap<String, String>);
+
+impl Query {
+    pub fn parse(raw: Option<&str>) -> Query {
+        let map = form_urlencoded::parse(raw.unwrap_or("").as_bytes())
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+            .collect();
+        Query(map)
+    }
+
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).map(String::as_str)
+    }
+
+    /// A boolean parameter (`true`/`1`), as upstream's query decoding.
+    pub fn flag(&self, key: &str) -> bool {
+        matches!(self.get(key), Some("true" | "1" | "True" | "TRUE"))
+    }
+
+    pub fn non_empty(&self, key: &str) -> Option<&str> {
+        self.get(key).filter(|v| !v.is_empty())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(m: Method, path: &str, q: &str) -> RequestInfo {
+        parse(&m, path, &Query::parse(Some(q))).unwrap()
+    }
+
+    #[test]
+    fn resource_paths() {
+        let i = p(Method::GET, "/api/v1/namespaces/default/pods/x/status", "");
+        assert_eq!(i.namespace.as_deref(), Some("default"));
+        assert_eq!((i.resource.as_str(), i.verb), ("pods", "get"));
+        assert_eq!(i.subresource.as_deref(), Some("status"));
+        let i = p(Method::GET, "/apis/apps/v1/deployments", "watch=true");
+        assert_eq!((i.group.as_str(), i.verb), ("apps", "watch"));
+        let i = p(Method::GET, "/api/v1/watch/namespaces/ns1/configmaps", "");
+        assert_eq!((i.resource.as_str(), i.verb), ("configmaps", "watch"));
+        let i = p(Method::GET, "/api/v1/namespaces/kube-system", "");
+        assert_eq!(
+            (i.resource.as_str(), i.name.as_deref()),
+            ("namespaces", Some("kube-system"))
+        );
+        let i = p(Method::GET, "/api/v1/namespaces", "");
+        assert_eq!((i.resource.as_str(), i.verb), ("namespaces", "list"));
+        let i = p(Method::DELETE, "/api/v1/namespaces/a/configmaps", "");
+        assert_eq!(i.verb, "deletecollection");
+        assert!(parse(&Method::GET, "/apis/apps", &Query::default()).is_none());
+    }
+}

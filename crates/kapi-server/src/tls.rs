@@ -1,0 +1,200 @@
+//! Secure serving: certificates, the rustls server configuration, the admin
+//! kubeconfig, and the TLS/plain HTTP accept loops.
+//!
+//! Layout:
+//! - `tls/pki.rs` — [`Pki`], [`load_or_generate`]: the CA, serving and admin
+//!   certificates under `<data-dir>/pki/`.
+//! - this file — [`server_config`] (rustls, ring provider only, ALPN h2 +
+//!   http/1.1, optional client certificates), [`write_kubeconfig`],
+//!   [`TlsError`], [`PeerIdentity`].
+//! - `tls/serve.rs` — [`serve_tls`] / [`serve_plain`]: accept loop, handshake
+//!   timeout, hyper-util auto (HTTP/1.1 + HTTP/2), graceful shutdown, and the
+//!   per-request `Option<PeerIdentity>` + `ConnectInfo<SocketAddr>` extensions.
+//!
+//! Invariants: exactly one crypto provider (ring) is used, passed explicitly;
+//! no process-wide default provider is installed. A [`PeerIdentity`] only
+//! exists for a client certificate that rustls verified against the client
+//! CAs. Where to look next: `authn.rs` turns the identity (or a bearer token)
+//! into a `UserInfo`.
+
+mod pki;
+mod serve;
+#[cfg(test)]
+mod tests;
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use base64::Engine as _;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::WebPkiClientVerifier;
+
+pub use pki::{load_or_generate, Pki, ADMIN_GROUP, ADMIN_USER, CA_COMMON_NAME};
+pub use serve::{serve_plain, serve_tls, HANDSHAKE_TIMEOUT, SHUTDOWN_DRAIN_TIMEOUT};
+
+/// Errors from certificate handling and TLS configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("certificate generation: {0}")]
+    Rcgen(#[from] rcgen::Error),
+    #[error("tls: {0}")]
+    Rustls(#[from] rustls::Error),
+    #[error("client certificate verifier: {0}")]
+    Verifier(#[from] rustls::server::VerifierBuilderError),
+    #[error("pem: {0}")]
+    Pem(String),
+    #[error("pki: {0}")]
+    Pki(String),
+}
+
+impl TlsError {
+    pub(crate) fn io(path: &Path, source: io::Error) -> Self {
+        TlsError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
+/// The identity carried by a verified client certificate: `user` is the
+/// subject CN, `groups` the subject O values (in certificate order).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PeerIdentity {
+    pub user: String,
+    pub groups: Vec<String>,
+}
+
+impl PeerIdentity {
+    /// Parse CN / O out of a DER certificate. `None` if it does not parse.
+    pub fn from_der(der: &[u8]) -> Option<Self> {
+        let cert = pki::parse_x509(der).ok()?;
+        let subject = cert.subject();
+        let user = subject
+            .iter_common_name()
+            .next()
+            .and_then(|cn| cn.as_str().ok())
+            .unwrap_or_default()
+            .to_string();
+        let groups = subject
+            .iter_organization()
+            .filter_map(|o| o.as_str().ok().map(str::to_string))
+            .collect();
+        Some(PeerIdentity { user, groups })
+    }
+}
+
+/// The ring provider, the only one this crate uses.
+pub fn crypto_provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// Build the server configuration from a PEM certificate chain and PEM
+/// private key (PKCS#8, PKCS#1 or SEC1). With non-empty `client_cas` (each a
+/// PEM bundle of one or more CA certificates), client certificates are
+/// requested but optional, and verified against those CAs; with none, no
+/// client certificate is requested. ALPN: `h2`, `http/1.1`.
+pub fn server_config(
+    cert_pem: &str,
+    key_pem: &str,
+    client_cas: &[String],
+) -> Result<Arc<rustls::ServerConfig>, TlsError> {
+    let provider = crypto_provider();
+    let chain = parse_cert_chain(cert_pem)?;
+    let key = PrivateKeyDer::from_pem_slice(key_pem.as_bytes())
+        .map_err(|e| TlsError::Pem(format!("private key: {e}")))?;
+    let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()?;
+    let builder = if client_cas.is_empty() {
+        builder.with_no_client_auth()
+    } else {
+        let mut roots = rustls::RootCertStore::empty();
+        for bundle in client_cas {
+            for cert in parse_cert_chain(bundle)? {
+                roots.add(cert)?;
+            }
+        }
+        let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+            .allow_unauthenticated()
+            .build()?;
+        builder.with_client_cert_verifier(verifier)
+    };
+    let mut config = builder.with_single_cert(chain, key)?;
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
+}
+
+/// All `CERTIFICATE` blocks of a PEM bundle; an error if there is none.
+pub fn parse_cert_chain(pem: &str) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    let certs = CertificateDer::pem_slice_iter(pem.as_bytes())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| TlsError::Pem(format!("certificate: {e}")))?;
+    if certs.is_empty() {
+        return Err(TlsError::Pem("no CERTIFICATE block found".into()));
+    }
+    Ok(certs)
+}
+
+/// Cluster, user and context names written by [`write_kubeconfig`].
+pub const KUBECONFIG_CLUSTER: &str = "kapi";
+pub const KUBECONFIG_USER: &str = "kapi-admin";
+pub const KUBECONFIG_CONTEXT: &str = "kapi";
+
+/// Write a kubeconfig (YAML, mode 0600, atomically) with cluster `kapi`, user
+/// `kapi-admin` and current context `kapi`, the CA and client credentials
+/// embedded as base64 `*-data` fields.
+pub fn write_kubeconfig(
+    path: &Path,
+    server_url: &str,
+    ca_pem: &str,
+    client_cert_pem: &str,
+    client_key_pem: &str,
+) -> io::Result<()> {
+    let text = kubeconfig_yaml(server_url, ca_pem, client_cert_pem, client_key_pem);
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)?;
+    }
+    pki::write_file_atomic(path, text.as_bytes(), 0o600)
+}
+
+/// The kubeconfig text. Strings are emitted JSON-quoted, which YAML reads as
+/// double-quoted scalars.
+fn kubeconfig_yaml(server_url: &str, ca: &str, cert: &str, key: &str) -> String {
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s.as_bytes());
+    let q = |s: &str| serde_json::Value::String(s.to_string()).to_string();
+    format!(
+        "apiVersion: v1\n\
+         kind: Config\n\
+         clusters:\n\
+         - name: {cluster}\n\
+         \x20 cluster:\n\
+         \x20   server: {server}\n\
+         \x20   certificate-authority-data: {ca}\n\
+         users:\n\
+         - name: {user}\n\
+         \x20 user:\n\
+         \x20   client-certificate-data: {cert}\n\
+         \x20   client-key-data: {key}\n\
+         contexts:\n\
+         - name: {context}\n\
+         \x20 context:\n\
+         \x20   cluster: {cluster}\n\
+         \x20   user: {user}\n\
+         current-context: {context}\n\
+         preferences: {{}}\n",
+        cluster = q(KUBECONFIG_CLUSTER),
+        user = q(KUBECONFIG_USER),
+        context = q(KUBECONFIG_CONTEXT),
+        server = q(server_url),
+        ca = b64(ca),
+        cert = b64(cert),
+        key = b64(key),
+    )
+}

@@ -1,0 +1,261 @@
+//! Tests for the PKI, kubeconfig and a real TLS round trip on loopback.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use axum::{routing::get, Extension, Router};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio_rustls::TlsConnector;
+use x509_parser::extensions::GeneralName;
+
+use super::*;
+
+/// A fresh directory under the system temp dir, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> Self {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let n = N.fetch_add(1, Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("kapi-tls-test-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn mode(path: &Path) -> u32 {
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+fn sans_of(pem: &str) -> Vec<String> {
+    let der = pki::pem_to_der(pem).unwrap();
+    let cert = pki::parse_x509(&der).unwrap();
+    let ext = cert.subject_alternative_name().unwrap().unwrap();
+    ext.value
+        .general_names
+        .iter()
+        .map(|n| match n {
+            GeneralName::IPAddress(b) if b.len() == 4 => {
+                std::net::Ipv4Addr::from(<[u8; 4]>::try_from(*b).unwrap()).to_string()
+            }
+            GeneralName::IPAddress(b) => {
+                std::net::Ipv6Addr::from(<[u8; 16]>::try_from(*b).unwrap()).to_string()
+            }
+            other => other.to_string(),
+        })
+        .collect()
+}
+
+#[test]
+fn pki_is_generated_then_reused() {
+    let tmp = TempDir::new();
+    let first = load_or_generate(&tmp.0, &["10.0.0.1".into(), "0.0.0.0".into()]).unwrap();
+    for key in ["ca.key", "apiserver.key", "admin.key"] {
+        assert_eq!(mode(&tmp.0.join("pki").join(key)), 0o600, "{key}");
+    }
+    let sans = sans_of(&first.serving_cert_pem).join(" ");
+    for want in [
+        "localhost",
+        "kubernetes.default.svc.cluster.local",
+        "127.0.0.1",
+        "::1",
+        "10.0.0.1",
+    ] {
+        assert!(sans.contains(want), "{want} missing from {sans}");
+    }
+    assert!(!sans.contains("0.0.0.0"), "{sans}");
+
+    let admin = PeerIdentity::from_der(&pki::pem_to_der(&first.admin_cert_pem).unwrap()).unwrap();
+    assert_eq!(admin.user, ADMIN_USER);
+    assert_eq!(admin.groups, vec![ADMIN_GROUP]);
+
+    let again = load_or_generate(&tmp.0, &["10.0.0.1".into()]).unwrap();
+    assert_eq!(again.ca_cert_pem, first.ca_cert_pem);
+    assert_eq!(again.serving_cert_pem, first.serving_cert_pem);
+    assert_eq!(again.admin_cert_pem, first.admin_cert_pem);
+
+    // A new SAN re-issues the serving certificate under the same CA.
+    let more = load_or_generate(&tmp.0, &["10.0.0.1".into(), "api.example".into()]).unwrap();
+    assert_eq!(more.ca_cert_pem, first.ca_cert_pem);
+    assert_ne!(more.serving_cert_pem, first.serving_cert_pem);
+    assert_eq!(more.admin_cert_pem, first.admin_cert_pem);
+    assert!(sans_of(&more.serving_cert_pem)
+        .join(" ")
+        .contains("api.example"));
+}
+
+#[test]
+fn ca_without_key_is_an_error() {
+    let tmp = TempDir::new();
+    load_or_generate(&tmp.0, &[]).unwrap();
+    std::fs::remove_file(tmp.0.join("pki/ca.key")).unwrap();
+    assert!(matches!(
+        load_or_generate(&tmp.0, &[]),
+        Err(TlsError::Pki(_))
+    ));
+}
+
+#[test]
+fn kubeconfig_is_private_and_well_formed() {
+    let tmp = TempDir::new();
+    let path = tmp.0.join("sub/admin.kubeconfig");
+    write_kubeconfig(&path, "https://127.0.0.1:6443", "CA", "CERT", "KEY").unwrap();
+    assert_eq!(mode(&path), 0o600);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let doc: serde_json::Value = serde_saphyr::from_str(&text).unwrap();
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    assert_eq!(doc["current-context"], "kapi");
+    assert_eq!(doc["clusters"][0]["name"], "kapi");
+    let cluster = &doc["clusters"][0]["cluster"];
+    assert_eq!(cluster["server"], "https://127.0.0.1:6443");
+    assert_eq!(cluster["certificate-authority-data"], b64("CA"));
+    assert_eq!(doc["users"][0]["name"], "kapi-admin");
+    assert_eq!(
+        doc["users"][0]["user"]["client-certificate-data"],
+        b64("CERT")
+    );
+    assert_eq!(doc["users"][0]["user"]["client-key-data"], b64("KEY"));
+    assert_eq!(doc["contexts"][0]["context"]["cluster"], "kapi");
+    assert_eq!(doc["contexts"][0]["context"]["user"], "kapi-admin");
+}
+
+fn client_config(pki: &Pki, client_cert: Option<(&str, &str)>) -> Arc<rustls::ClientConfig> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(parse_cert_chain(&pki.ca_cert_pem).unwrap().remove(0))
+        .unwrap();
+    let builder = rustls::ClientConfig::builder_with_provider(crypto_provider())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots);
+    let mut config = match client_cert {
+        Some((cert, key)) => builder
+            .with_client_auth_cert(
+                parse_cert_chain(cert).unwrap(),
+                PrivateKeyDer::from_pem_slice(key.as_bytes()).unwrap(),
+            )
+            .unwrap(),
+        None => builder.with_no_client_auth(),
+    };
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Arc::new(config)
+}
+
+/// GET /whoami over TLS with HTTP/1.1; returns the response body.
+async fn whoami(addr: SocketAddr, config: Arc<rustls::ClientConfig>) -> io::Result<String> {
+    let tcp = tokio::net::TcpStream::connect(addr).await?;
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let mut tls = TlsConnector::from(config).connect(name, tcp).await?;
+    tls.write_all(b"GET /whoami HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        .await?;
+    let mut response = String::new();
+    tls.read_to_string(&mut response).await?;
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    Ok(response
+        .split("\r\n\r\n")
+        .nth(1)
+        .unwrap_or_default()
+        .to_string())
+}
+
+use std::net::SocketAddr;
+
+#[tokio::test]
+async fn tls_round_trip_carries_peer_identity() {
+    let tmp = TempDir::new();
+    let pki = load_or_generate(&tmp.0, &[]).unwrap();
+    let config = server_config(
+        &pki.serving_cert_pem,
+        &pki.serving_key_pem,
+        std::slice::from_ref(&pki.ca_cert_pem),
+    )
+    .unwrap();
+    assert_eq!(
+        config.alpn_protocols,
+        vec![b"h2".to_vec(), b"http/1.1".to_vec()]
+    );
+    let app = Router::new().route(
+        "/whoami",
+        get(
+            |Extension(peer): Extension<Option<PeerIdentity>>| async move {
+                match peer {
+                    Some(p) => format!("{}|{}", p.user, p.groups.join(",")),
+                    None => "none".to_string(),
+                }
+            },
+        ),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(serve_tls(listener, config, app, async {
+        let _ = stop_rx.await;
+    }));
+
+    let admin = client_config(&pki, Some((&pki.admin_cert_pem, &pki.admin_key_pem)));
+    assert_eq!(
+        whoami(addr, admin).await.unwrap(),
+        "kubernetes-admin|system:masters"
+    );
+    assert_eq!(
+        whoami(addr, client_config(&pki, None)).await.unwrap(),
+        "none"
+    );
+
+    // A certificate from another CA fails the handshake.
+    let other = load_or_generate(&TempDir::new().0, &[]).unwrap();
+    let mut foreign =
+        (*client_config(&pki, Some((&other.admin_cert_pem, &other.admin_key_pem)))).clone();
+    foreign.alpn_protocols.clear();
+    assert!(whoami(addr, Arc::new(foreign)).await.is_err());
+
+    // ALPN offers h2.
+    let mut h2 = (*client_config(&pki, None)).clone();
+    h2.alpn_protocols = vec![b"h2".to_vec()];
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let tls = TlsConnector::from(Arc::new(h2))
+        .connect(name, tcp)
+        .await
+        .unwrap();
+    assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
+    drop(tls);
+
+    stop_tx.send(()).unwrap();
+    tokio::time::timeout(std::time::Duration::from_secs(5), server)
+        .await
+        .expect("server stops on shutdown")
+        .unwrap()
+        .unwrap();
+}
+
+#[tokio::test]
+async fn plain_serving_has_no_peer() {
+    let app = Router::new().route(
+        "/",
+        get(|Extension(peer): Extension<Option<PeerIdentity>>| async move { format!("{peer:?}") }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(serve_plain(listener, app, async {
+        let _ = stop_rx.await;
+    }));
+    let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    tcp.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let mut response = String::new();
+    tcp.read_to_string(&mut response).await.unwrap();
+    assert!(response.ends_with("None"), "{response}");
+    stop_tx.send(()).unwrap();
+    server.await.unwrap().unwrap();
+}

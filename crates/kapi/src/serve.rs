@@ -1,0 +1,182 @@
+//! `kapi serve`: open storage (embedded by default, etcd with `--etcd-servers`),
+//! wait for it within `--storage-ready-timeout`, bootstrap, write the admin
+//! kubeconfig, and serve HTTPS until SIGINT/SIGTERM.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+use kapi_server::authn::{Authenticator, TokenFile};
+use kapi_server::{tls, Cidr, Server, ServerConfig};
+use kapi_storage::embedded::EmbeddedConfig;
+use kapi_storage::etcd::EtcdConfig;
+use kapi_storage::factory::{self, StorageConfig};
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// The port to serve HTTPS on (0 picks a free one).
+    #[arg(long, default_value_t = 6443)]
+    secure_port: u16,
+    /// The address to listen on.
+    #[arg(long, default_value = "0.0.0.0")]
+    bind_address: String,
+    /// Where the embedded store, certificates and the admin kubeconfig live.
+    #[arg(long, default_value = "./kapi-data")]
+    data_dir: PathBuf,
+    /// Use etcd at these URLs (comma-separated) instead of the embedded store.
+    #[arg(long, value_delimiter = ',')]
+    etcd_servers: Vec<String>,
+    /// The key prefix in etcd.
+    #[arg(long, default_value = "/registry")]
+    etcd_prefix: String,
+    #[arg(long)]
+    etcd_cafile: Option<String>,
+    #[arg(long)]
+    etcd_certfile: Option<String>,
+    #[arg(long)]
+    etcd_keyfile: Option<String>,
+    /// How often old revisions are compacted.
+    #[arg(long, default_value = "5m", value_parser = humantime::parse_duration)]
+    etcd_compaction_interval: Duration,
+    /// Give up when storage is not reachable within this time.
+    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
+    storage_ready_timeout: Duration,
+    #[arg(long, default_value = "10.0.0.0/24")]
+    service_cluster_ip_range: String,
+    /// Serving certificate and key (PEM); generated into the data dir when absent.
+    #[arg(long)]
+    tls_cert_file: Option<PathBuf>,
+    #[arg(long)]
+    tls_private_key_file: Option<PathBuf>,
+    /// Trust client certificates signed by this CA (besides the generated one).
+    #[arg(long)]
+    client_ca_file: Option<PathBuf>,
+    /// Static bearer tokens, upstream's CSV format.
+    #[arg(long)]
+    token_auth_file: Option<PathBuf>,
+    /// Allow anonymous requests (they only reach health and version).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    anonymous_auth: bool,
+    /// The address written into the kubeconfig and discovery (default: loopback).
+    #[arg(long)]
+    advertise_address: Option<String>,
+}
+
+fn storage_config(a: &ServeArgs) -> StorageConfig {
+    if a.etcd_servers.is_empty() {
+        return StorageConfig::Embedded(EmbeddedConfig::new(a.data_dir.join("store")));
+    }
+    let mut cfg = EtcdConfig::new(a.etcd_servers.clone());
+    cfg.prefix = a.etcd_prefix.clone();
+    cfg.ca_file = a.etcd_cafile.clone();
+    cfg.cert_file = a.etcd_certfile.clone();
+    cfg.key_file = a.etcd_keyfile.clone();
+    StorageConfig::Etcd(cfg)
+}
+
+fn read(path: &PathBuf) -> Result<String, String> {
+    std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))
+}
+
+pub async fn run(a: ServeArgs) -> Result<(), String> {
+    let started = std::time::Instant::now();
+    let service_cidr = Cidr::parse(&a.service_cluster_ip_range)
+        .map_err(|e| format!("--service-cluster-ip-range: {e}"))?;
+    std::fs::create_dir_all(&a.data_dir)
+        .map_err(|e| format!("creating {}: {e}", a.data_dir.display()))?;
+    let slot = factory::open(storage_config(&a)).map_err(|e| e.to_string())?;
+    slot.wait_ready(a.storage_ready_timeout).await?;
+    if let Some(backend) = slot.current() {
+        kapi_storage::compactor::spawn(backend, a.etcd_compaction_interval);
+    }
+
+    let advertise = a
+        .advertise_address
+        .clone()
+        .unwrap_or_else(|| "127.0.0.1".into());
+    let listener = tokio::net::TcpListener::bind((a.bind_address.as_str(), a.secure_port))
+        .await
+        .map_err(|e| format!("binding {}:{}: {e}", a.bind_address, a.secure_port))?;
+    let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+
+    let extra = vec![
+        service_cidr.nth(1).to_string(),
+        a.bind_address.clone(),
+        advertise.clone(),
+    ];
+    let pki = tls::load_or_generate(&a.data_dir, &extra).map_err(|e| e.to_string())?;
+    let (cert, key) = match (&a.tls_cert_file, &a.tls_private_key_file) {
+        (Some(c), Some(k)) => (read(c)?, read(k)?),
+        (None, None) => (pki.serving_cert_pem.clone(), pki.serving_key_pem.clone()),
+        _ => return Err("--tls-cert-file and --tls-private-key-file go together".into()),
+    };
+    let mut client_cas = vec![pki.ca_cert_pem.clone()];
+    if let Some(ca) = &a.client_ca_file {
+        client_cas.push(read(ca)?);
+    }
+    let tls_config = tls::server_config(&cert, &key, &client_cas).map_err(|e| e.to_string())?;
+    let tokens = match &a.token_auth_file {
+        Some(p) => Some(TokenFile::load(p).map_err(|e| e.to_string())?),
+        None => None,
+    };
+    let auth = Arc::new(Authenticator::new(tokens, a.anonymous_auth));
+
+    let config = ServerConfig {
+        advertise_address: format!("{advertise}:{port}"),
+        port,
+        service_cidr,
+    };
+    let server = Server::builtin(config, slot);
+    server
+        .start()
+        .await
+        .map_err(|e| format!("bootstrap: {e}"))?;
+
+    let kubeconfig = a.data_dir.join("admin.kubeconfig");
+    let url = format!(
+        "https://{}",
+        SocketAddr::new(
+            advertise
+                .parse()
+                .map_err(|e| format!("--advertise-address: {e}"))?,
+            port
+        )
+    );
+    tls::write_kubeconfig(
+        &kubeconfig,
+        &url,
+        &pki.ca_cert_pem,
+        &pki.admin_cert_pem,
+        &pki.admin_key_pem,
+    )
+    .map_err(|e| format!("writing {}: {e}", kubeconfig.display()))?;
+    let kubeconfig_abs = std::fs::canonicalize(&kubeconfig).unwrap_or(kubeconfig);
+    eprintln!(
+        "kapi {} serving on {url} (storage: {}); ready in {} ms\nadmin kubeconfig: {}",
+        kapi_server::health::GIT_VERSION,
+        server.slot.target(),
+        started.elapsed().as_millis(),
+        kapi_kubeconfig_display(&kubeconfig_abs)
+    );
+    let app = server.router(auth);
+    tls::serve_tls(listener, tls_config, app, shutdown_signal())
+        .await
+        .map_err(|e| format!("serving: {e}"))
+}
+
+fn kapi_kubeconfig_display(p: &std::path::Path) -> String {
+    p.display().to_string()
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("SIGTERM handler");
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term.recv() => {},
+    }
+    tracing::info!("shutting down");
+}
