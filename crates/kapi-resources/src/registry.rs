@@ -122,8 +122,15 @@ impl Decl {
 
 /// Every built-in resource of this milestone: the core group, then `apps/v1`.
 pub fn builtin_resources() -> Vec<ResourceDef> {
+    core_resources()
+        .into_iter()
+        .chain(apps_resources())
+        .map(Decl::build)
+        .collect()
+}
+
+fn core_resources() -> Vec<Decl> {
     let status = || vec![Subresource::Status];
-    let workload = || vec![Subresource::Status, WORKLOAD_SCALE];
     vec![
         Decl::new("", "namespaces", "Namespace", Arc::new(NamespaceStrategy))
             .cluster_scoped()
@@ -156,46 +163,28 @@ pub fn builtin_resources() -> Vec<ResourceDef> {
             .short(&["no"])
             .sub(status())
             .key("/minions"),
-        Decl::new(
-            "apps",
-            "deployments",
-            "Deployment",
-            Arc::new(DeploymentStrategy),
-        )
-        .short(&["deploy"])
-        .in_all()
-        .sub(workload()),
-        Decl::new(
-            "apps",
-            "replicasets",
-            "ReplicaSet",
-            Arc::new(ReplicaSetStrategy),
-        )
-        .short(&["rs"])
-        .in_all()
-        .sub(workload()),
-        Decl::new(
-            "apps",
-            "statefulsets",
-            "StatefulSet",
-            Arc::new(StatefulSetStrategy),
-        )
-        .short(&["sts"])
-        .in_all()
-        .sub(workload()),
-        Decl::new(
-            "apps",
-            "daemonsets",
-            "DaemonSet",
-            Arc::new(DaemonSetStrategy),
-        )
-        .short(&["ds"])
-        .in_all()
-        .sub(status()),
     ]
-    .into_iter()
-    .map(Decl::build)
-    .collect()
+}
+
+fn apps_resources() -> Vec<Decl> {
+    let workload = || vec![Subresource::Status, WORKLOAD_SCALE];
+    let apps = |plural, kind, strategy: Arc<dyn Strategy>| {
+        Decl::new("apps", plural, kind, strategy).in_all()
+    };
+    vec![
+        apps("deployments", "Deployment", Arc::new(DeploymentStrategy))
+            .short(&["deploy"])
+            .sub(workload()),
+        apps("replicasets", "ReplicaSet", Arc::new(ReplicaSetStrategy))
+            .short(&["rs"])
+            .sub(workload()),
+        apps("statefulsets", "StatefulSet", Arc::new(StatefulSetStrategy))
+            .short(&["sts"])
+            .sub(workload()),
+        apps("daemonsets", "DaemonSet", Arc::new(DaemonSetStrategy))
+            .short(&["ds"])
+            .sub(vec![Subresource::Status]),
+    ]
 }
 
 #[cfg(test)]

@@ -45,7 +45,7 @@ async fn recover(req: Request, next: Next) -> Response {
 const PUBLIC_PATHS: &[&str] = &["/healthz", "/livez", "/readyz", "/version", "/version/"];
 
 fn is_public(path: &str) -> bool {
-    PUBLIC_PATHS.iter().any(|p| path == *p)
+    PUBLIC_PATHS.contains(&path)
         || ["/healthz/", "/livez/", "/readyz/"]
             .iter()
             .any(|p| path.starts_with(p))

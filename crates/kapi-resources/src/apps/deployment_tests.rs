@@ -1,3 +1,5 @@
+//! Tests of the deployment strategy: defaults, validation, immutability, table cells.
+
 use super::*;
 
 fn deploy() -> Value {

@@ -182,7 +182,26 @@ fn validate_policies(obj: &Value, spec: &FieldPath) -> ErrorList {
             "must be 'OrderedReady' or 'Parallel'",
         )),
     }
-    let strategy = spec.child("updateStrategy");
+    errs.extend(validate_update_strategy(obj, &spec.child("updateStrategy")));
+    let retention = spec.child("persistentVolumeClaimRetentionPolicy");
+    for field in ["whenDeleted", "whenScaled"] {
+        let ptr = format!("/spec/persistentVolumeClaimRetentionPolicy/{field}");
+        match obj.pointer(&ptr).and_then(Value::as_str) {
+            None | Some("Retain" | "Delete") => {}
+            Some(v) => errs.push(FieldError::not_supported(
+                &retention.child(field),
+                v,
+                &["Retain", "Delete"],
+            )),
+        }
+    }
+    errs
+}
+
+/// `spec.updateStrategy` (upstream `ValidateStatefulSetSpec`'s strategy switch).
+fn validate_update_strategy(obj: &Value, strategy: &FieldPath) -> ErrorList {
+    let mut errs = ErrorList::new();
+    let strategy = strategy.clone();
     let rolling = present(obj, "/spec/updateStrategy/rollingUpdate");
     match str_at(obj, "/spec/updateStrategy/type") {
         "" => errs.push(FieldError::required(&strategy, "")),
@@ -226,18 +245,6 @@ fn validate_policies(obj: &Value, spec: &FieldPath) -> ErrorList {
                 value,
                 "must be 'RollingUpdate' or 'OnDelete'",
             ));
-        }
-    }
-    let retention = spec.child("persistentVolumeClaimRetentionPolicy");
-    for field in ["whenDeleted", "whenScaled"] {
-        let ptr = format!("/spec/persistentVolumeClaimRetentionPolicy/{field}");
-        match obj.pointer(&ptr).and_then(Value::as_str) {
-            None | Some("Retain" | "Delete") => {}
-            Some(v) => errs.push(FieldError::not_supported(
-                &retention.child(field),
-                v,
-                &["Retain", "Delete"],
-            )),
         }
     }
     errs

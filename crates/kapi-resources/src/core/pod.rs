@@ -41,11 +41,13 @@ impl Strategy for PodStrategy {
         let Some(spec) = child_obj(obj, "spec") else {
             return;
         };
+        // ServiceAccount and Priority admission, which upstream enables by default.
+        if str_at(spec, "/serviceAccount").is_empty() {
+            set_default_str(spec, "serviceAccountName", "default");
+        }
         default_pod_spec(spec);
         default_requests_from_limits(spec);
         set_default(spec, "enableServiceLinks", json!(true));
-        // ServiceAccount and Priority admission, which upstream enables by default.
-        set_default_str(spec, "serviceAccountName", "default");
         let priority = match str_at(spec, "/priorityClassName") {
             "system-node-critical" => 2_000_001_000,
             "system-cluster-critical" => 2_000_000_000,

@@ -97,54 +97,18 @@ fn status_summary(pod: &Value) -> (usize, usize, String, String) {
         reason = "SchedulingGated".to_string();
     }
     let inits = arr_at(pod, "/spec/initContainers");
-    let restartable = |name: &str| {
-        inits
-            .iter()
-            .any(|c| str_at(c, "/name") == name && is_restartable(c))
-    };
-    let mut total = arr_at(pod, "/spec/containers").len();
-    total += inits.iter().filter(|c| is_restartable(c)).count();
-
-    let (mut all, mut sidecars) = (Tally::default(), Tally::default());
-    let mut initializing = false;
+    let total =
+        arr_at(pod, "/spec/containers").len() + inits.iter().filter(|c| is_restartable(c)).count();
     let mut ready = 0;
-    for (i, cs) in arr_at(pod, "/status/initContainerStatuses")
-        .iter()
-        .enumerate()
-    {
-        all.count(cs);
-        let sidecar = restartable(str_at(cs, "/name"));
-        if sidecar {
-            sidecars.count(cs);
-        }
-        if let Some(r) = init_reason(cs, sidecar, i, inits.len(), &mut ready) {
-            reason = r;
-            initializing = true;
-            break;
-        }
-    }
+    let (init_reason, all, sidecars) = walk_init_containers(pod, &mut ready);
+    let initializing = init_reason.is_some();
     let mut tally = all;
+    if let Some(r) = init_reason {
+        reason = r;
+    }
     if !initializing || has_condition(pod, "Initialized") {
         tally = sidecars;
-        let mut has_running = false;
-        for cs in arr_at(pod, "/status/containerStatuses").iter().rev() {
-            tally.count(cs);
-            if let Some(r) = container_reason(cs) {
-                reason = r;
-            } else if cs["ready"].as_bool() == Some(true) && present(cs, "/state/running").is_some()
-            {
-                has_running = true;
-                ready += 1;
-            }
-        }
-        if reason == "Completed" && has_running {
-            reason = if has_condition(pod, "Ready") {
-                "Running"
-            } else {
-                "NotReady"
-            }
-            .to_string();
-        }
+        walk_containers(pod, &mut tally, &mut ready, &mut reason);
     }
     if is_deleting(pod) && str_at(pod, "/status/reason") == "NodeLost" {
         reason = "Unknown".to_string();
@@ -162,6 +126,54 @@ fn status_summary(pod: &Value) -> (usize, usize, String, String) {
         _ => tally.restarts.to_string(),
     };
     (ready, total, reason, restarts)
+}
+
+/// Walks init container statuses until one is still initializing; returns its
+/// STATUS reason (if any), the restarts of all init containers and of sidecars.
+fn walk_init_containers(pod: &Value, ready: &mut usize) -> (Option<String>, Tally, Tally) {
+    let inits = arr_at(pod, "/spec/initContainers");
+    let restartable = |name: &str| {
+        inits
+            .iter()
+            .any(|c| str_at(c, "/name") == name && is_restartable(c))
+    };
+    let (mut all, mut sidecars) = (Tally::default(), Tally::default());
+    for (i, cs) in arr_at(pod, "/status/initContainerStatuses")
+        .iter()
+        .enumerate()
+    {
+        all.count(cs);
+        let sidecar = restartable(str_at(cs, "/name"));
+        if sidecar {
+            sidecars.count(cs);
+        }
+        if let Some(r) = init_reason(cs, sidecar, i, inits.len(), ready) {
+            return (Some(r), all, sidecars);
+        }
+    }
+    (None, all, sidecars)
+}
+
+/// Walks regular container statuses (last first, as upstream) updating the reason.
+fn walk_containers(pod: &Value, tally: &mut Tally, ready: &mut usize, reason: &mut String) {
+    let mut has_running = false;
+    for cs in arr_at(pod, "/status/containerStatuses").iter().rev() {
+        tally.count(cs);
+        if let Some(r) = container_reason(cs) {
+            *reason = r;
+        } else if cs["ready"].as_bool() == Some(true) && present(cs, "/state/running").is_some() {
+            has_running = true;
+            *ready += 1;
+        }
+    }
+    if reason == "Completed" && has_running {
+        let running = if has_condition(pod, "Ready") {
+            "Running"
+        } else {
+            "NotReady"
+        };
+        *reason = running.to_string();
+    }
 }
 
 /// The STATUS an init container status imposes, or `None` when it is done (or a started

@@ -1,3 +1,6 @@
+//! Tests of the pod strategy: defaults, create-time status, validation, update rules,
+//! field selectors, deletion and table cells.
+
 use super::*;
 use serde_json::json;
 
@@ -25,6 +28,7 @@ fn defaults_include_admission_defaults() {
     assert_eq!(spec["restartPolicy"], "Always");
     assert_eq!(spec["enableServiceLinks"], true);
     assert_eq!(spec["serviceAccountName"], "default");
+    assert_eq!(spec["serviceAccount"], "default");
     assert_eq!(spec["priority"], 0);
     assert_eq!(spec["preemptionPolicy"], "PreemptLowerPriority");
     assert_eq!(spec["containers"][0]["imagePullPolicy"], "IfNotPresent");

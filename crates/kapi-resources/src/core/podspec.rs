@@ -10,7 +10,7 @@
 
 use serde_json::{json, Value};
 
-use super::util::{child_obj, for_each_item, set_default, set_default_str};
+use super::util::{child_obj, for_each_item, set_default, set_default_str, str_at};
 
 /// The container lists of a pod spec, in upstream's validation order.
 pub const CONTAINER_LISTS: [&str; 3] = ["containers", "initContainers", "ephemeralContainers"];
@@ -32,11 +32,29 @@ pub fn default_pod_spec(spec: &mut Value) {
     set_default(spec, "securityContext", json!({}));
     set_default(spec, "terminationGracePeriodSeconds", json!(30));
     set_default_str(spec, "schedulerName", "default-scheduler");
+    mirror_service_account(spec);
     let host_network = spec["hostNetwork"].as_bool().unwrap_or(false);
     for list in CONTAINER_LISTS {
         for_each_item(spec, list, |c| default_container(c, host_network));
     }
     for_each_item(spec, "volumes", default_volume);
+}
+
+/// v1's deprecated `serviceAccount` mirrors `serviceAccountName` (upstream conversion:
+/// the old field is read when the new one is empty, and always written back).
+fn mirror_service_account(spec: &mut Value) {
+    let deprecated = spec
+        .get("serviceAccount")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    if !deprecated.is_empty() {
+        set_default_str(spec, "serviceAccountName", &deprecated);
+    }
+    let name = str_at(spec, "/serviceAccountName").to_string();
+    if !name.is_empty() {
+        spec["serviceAccount"] = json!(name);
+    }
 }
 
 /// Upstream `SetDefaults_Container` plus the defaults of its ports, probes and env.
@@ -177,6 +195,20 @@ mod tests {
         assert_eq!(c["resources"], json!({}));
         assert_eq!(c["ports"][0]["protocol"], "TCP");
         assert!(c["ports"][0].get("hostPort").is_none());
+        assert!(spec.get("serviceAccount").is_none());
+    }
+
+    #[test]
+    fn service_account_fields_mirror() {
+        let mut spec = json!({"serviceAccount": "old"});
+        default_pod_spec(&mut spec);
+        assert_eq!(
+            (&spec["serviceAccountName"], &spec["serviceAccount"]),
+            (&json!("old"), &json!("old"))
+        );
+        let mut spec = json!({"serviceAccountName": "new"});
+        default_pod_spec(&mut spec);
+        assert_eq!(spec["serviceAccount"], "new");
     }
 
     #[test]

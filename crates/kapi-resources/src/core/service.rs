@@ -216,16 +216,7 @@ fn validate_spec(spec: &Value, path: &FieldPath) -> ErrorList {
         errs.push(FieldError::required(&path.child("ports"), ""));
     }
     if type_ == "ExternalName" {
-        let name = str_at(spec, "/externalName");
-        if name.is_empty() {
-            errs.push(FieldError::required(&path.child("externalName"), ""));
-        }
-        for msg in is_dns1123_subdomain(name)
-            .into_iter()
-            .filter(|_| !name.is_empty())
-        {
-            errs.push(FieldError::invalid(&path.child("externalName"), name, msg));
-        }
+        errs.extend(validate_external_name(spec, path));
     }
     let mut names = BTreeSet::new();
     for (i, port) in ports.iter().enumerate() {
@@ -269,6 +260,17 @@ fn validate_spec(spec: &Value, path: &FieldPath) -> ErrorList {
         }
     }
     errs
+}
+
+fn validate_external_name(spec: &Value, path: &FieldPath) -> ErrorList {
+    let name = str_at(spec, "/externalName");
+    if name.is_empty() {
+        return vec![FieldError::required(&path.child("externalName"), "")];
+    }
+    is_dns1123_subdomain(name)
+        .into_iter()
+        .map(|m| FieldError::invalid(&path.child("externalName"), name, m))
+        .collect()
 }
 
 fn validate_port(port: &Value, require_name: bool, type_: &str, path: &FieldPath) -> ErrorList {

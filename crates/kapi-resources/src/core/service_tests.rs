@@ -1,3 +1,5 @@
+//! Tests of the service strategy: defaults, validation, kept cluster IPs, table, fields.
+
 use super::*;
 
 fn msgs(errs: ErrorList) -> Vec<String> {

@@ -10,7 +10,7 @@
 //! reachable from their paths with [`closure`].
 //! Where to look next: `kinds.rs` (the type table), `v3.rs` (the 3.0 rewrite).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, OnceLock};
 
 use schemars::generate::SchemaSettings;
@@ -215,9 +215,34 @@ pub fn for_each_ref(value: &Value, f: &mut impl FnMut(&str)) {
     }
 }
 
-/// The definitions reachable from the `$ref`s in `roots`, looked up in `extra`
-/// first, then in `base`; sorted by name.
-pub fn closure<'a>(roots: impl IntoIterator<Item = &'a Value>, base: &Defs, extra: &Defs) -> Defs {
+/// The `$ref`s of every base definition, computed once.
+fn base_refs() -> &'static HashMap<String, Vec<String>> {
+    static REFS: OnceLock<HashMap<String, Vec<String>>> = OnceLock::new();
+    REFS.get_or_init(|| {
+        let base = base();
+        let refs_of = |def: &Value| {
+            let mut out = Vec::new();
+            for_each_ref(def, &mut |r| out.push(r.to_string()));
+            out
+        };
+        base.iter()
+            .map(|(name, def)| (name.clone(), refs_of(def)))
+            .collect()
+    })
+}
+
+/// Every base definition in OpenAPI 3.0 form, converted once.
+pub fn base_v3() -> Arc<Defs> {
+    static BASE_V3: OnceLock<Arc<Defs>> = OnceLock::new();
+    BASE_V3
+        .get_or_init(|| Arc::new(super::v3::schemas(&base())))
+        .clone()
+}
+
+/// The names of the definitions reachable from the `$ref`s in `roots`, looked up
+/// in `extra` first, then in [`base`]; names that resolve nowhere are left out.
+pub fn closure<'a>(roots: impl IntoIterator<Item = &'a Value>, extra: &Defs) -> BTreeSet<String> {
+    let refs = base_refs();
     let mut seen = BTreeSet::new();
     let mut stack = Vec::new();
     for root in roots {
@@ -227,18 +252,14 @@ pub fn closure<'a>(roots: impl IntoIterator<Item = &'a Value>, base: &Defs, extr
         if seen.contains(&name) {
             continue;
         }
-        let Some(def) = extra.get(&name).or_else(|| base.get(&name)) else {
+        if let Some(def) = extra.get(&name) {
+            for_each_ref(def, &mut |r| stack.push(r.to_string()));
+        } else if let Some(names) = refs.get(&name) {
+            stack.extend(names.iter().cloned());
+        } else {
             continue;
-        };
-        for_each_ref(def, &mut |r| {
-            if !seen.contains(r) {
-                stack.push(r.to_string());
-            }
-        });
+        }
         seen.insert(name);
     }
-    let lookup = |n: &String| extra.get(n).or_else(|| base.get(n)).cloned();
-    seen.iter()
-        .filter_map(|n| Some((n.clone(), lookup(n)?)))
-        .collect()
+    seen
 }

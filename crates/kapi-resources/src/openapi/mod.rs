@@ -21,9 +21,10 @@ pub mod defs;
 pub mod kinds;
 pub mod params;
 pub mod paths;
+pub mod render;
 pub mod v3;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use kapi_registry::ResourceDef;
@@ -32,6 +33,7 @@ use sha2::{Digest, Sha512};
 
 use defs::Defs;
 use paths::{GroupVersion, Target};
+use render::{Part, Sources};
 
 /// A rendered document and its hash.
 #[derive(Clone)]
@@ -41,7 +43,7 @@ struct Doc {
 }
 
 impl Doc {
-    fn new(value: &Value) -> Doc {
+    fn new(value: &impl serde::Serialize) -> Doc {
         let bytes = serde_json::to_vec(value).expect("a JSON value always serializes");
         let hash = hash(&bytes);
         Doc {
@@ -80,15 +82,13 @@ impl std::fmt::Debug for OpenApi {
 impl OpenApi {
     /// Renders every document for `resources`.
     pub fn build(resources: &[ResourceDef]) -> OpenApi {
-        let base = defs::base();
-        let mut extra = Defs::new();
         let mut by_gv: BTreeMap<(&str, &str), Vec<&ResourceDef>> = BTreeMap::new();
         for r in resources {
             by_gv.entry((&r.group, &r.version)).or_default().push(r);
         }
         let served: Vec<(&str, &str)> = by_gv.keys().copied().collect();
-        let mut all_paths = Map::new();
-        let mut v3 = BTreeMap::new();
+        let mut extra = multi_gv_defs(&served);
+        let mut docs: Vec<(String, Map<String, Value>)> = Vec::new();
         for ((group, version), list) in &by_gv {
             let gv = GroupVersion::new(group, version);
             let mut gv_paths = Map::new();
@@ -96,18 +96,31 @@ impl OpenApi {
             for r in list {
                 paths::resource(&mut gv_paths, &gv, &target(r, &mut extra));
             }
-            let doc_defs = document_defs(&gv_paths, &base, &extra, &served);
-            v3.insert(gv.doc_key(), Doc::new(&v3::document(&gv_paths, &doc_defs)));
-            all_paths.extend(gv_paths);
+            docs.push((gv.doc_key(), gv_paths));
         }
-        for (key, path_item) in discovery_items(&by_gv) {
-            let single: Map<String, Value> = [path_item.clone()].into_iter().collect();
-            let doc_defs = document_defs(&single, &base, &extra, &served);
-            v3.insert(key, Doc::new(&v3::document(&single, &doc_defs)));
-            all_paths.insert(path_item.0, path_item.1);
+        for (key, item) in discovery_items(&by_gv) {
+            docs.push((key, [item].into_iter().collect()));
         }
-        let v2_defs = document_defs(&all_paths, &base, &extra, &served);
-        let v2 = Doc::new(&swagger(all_paths, v2_defs));
+        let (base, base_v3, extra_v3) = (defs::base(), defs::base_v3(), v3::schemas(&extra));
+        let sources_v3 = Sources {
+            extra: &extra_v3,
+            base: &base_v3,
+        };
+        let mut v3 = BTreeMap::new();
+        for (key, doc_paths) in &docs {
+            let names = defs::closure(doc_paths.values(), &extra);
+            v3.insert(
+                key.clone(),
+                Doc::new(&v3::document(doc_paths, &names, sources_v3)),
+            );
+        }
+        let all_paths: Map<String, Value> = docs.into_iter().flat_map(|(_, p)| p).collect();
+        let names = defs::closure(all_paths.values(), &extra);
+        let sources = Sources {
+            extra: &extra,
+            base: &base,
+        };
+        let v2 = Doc::new(&swagger(all_paths, &names, sources));
         OpenApi {
             inner: Arc::new(Inner { v2, v3 }),
         }
@@ -186,20 +199,18 @@ fn target<'a>(r: &'a ResourceDef, extra: &mut Defs) -> Target<'a> {
     }
 }
 
-/// The definitions reachable from `paths`, with the multi-group kinds
-/// (`DeleteOptions`, `WatchEvent`) listing every served group-version.
-fn document_defs(
-    paths: &Map<String, Value>,
-    base: &Defs,
-    extra: &Defs,
-    served: &[(&str, &str)],
-) -> Defs {
-    let mut out = defs::closure(paths.values(), base, extra);
+/// The multi-group meta kinds (`DeleteOptions`, `WatchEvent`) with one
+/// group-version-kind per served group-version.
+fn multi_gv_defs(served: &[(&str, &str)]) -> Defs {
+    let base = defs::base();
+    let mut out = Defs::new();
     for (name, kind) in kinds::MULTI_GV_KINDS {
-        if let Some(Value::Object(def)) = out.get_mut(*name) {
-            let list: Vec<Value> = served.iter().map(|(g, v)| defs::gvk(g, v, kind)).collect();
-            def.insert(defs::GVK.into(), Value::Array(list));
-        }
+        let Some(mut def) = base.get(*name).cloned() else {
+            continue;
+        };
+        let list: Vec<Value> = served.iter().map(|(g, v)| defs::gvk(g, v, kind)).collect();
+        def[defs::GVK] = Value::Array(list);
+        out.insert(name.to_string(), def);
     }
     out
 }
@@ -249,21 +260,34 @@ fn discovery_items(
     items
 }
 
-fn swagger(paths: Map<String, Value>, definitions: Defs) -> Value {
+fn swagger<'a>(
+    paths: Map<String, Value>,
+    names: &'a BTreeSet<String>,
+    sources: Sources<'a>,
+) -> Part<'a> {
+    Part::Map(vec![
+        ("definitions", Part::Defs(names, sources)),
+        ("info", Part::Value(info())),
+        ("paths", Part::Value(Value::Object(paths))),
+        ("security", Part::Value(json!([{"BearerToken": []}]))),
+        (
+            "securityDefinitions",
+            Part::Value(json!({"BearerToken": bearer_token()})),
+        ),
+        ("swagger", Part::Value("2.0".into())),
+    ])
+}
+
+fn info() -> Value {
+    json!({"title": "Kubernetes", "version": "unversioned"})
+}
+
+fn bearer_token() -> Value {
     json!({
-        "definitions": definitions,
-        "info": {"title": "Kubernetes", "version": "unversioned"},
-        "paths": paths,
-        "security": [{"BearerToken": []}],
-        "securityDefinitions": {
-            "BearerToken": {
-                "description": "Bearer Token authentication",
-                "in": "header",
-                "name": "authorization",
-                "type": "apiKey",
-            },
-        },
-        "swagger": "2.0",
+        "description": "Bearer Token authentication",
+        "in": "header",
+        "name": "authorization",
+        "type": "apiKey",
     })
 }
 

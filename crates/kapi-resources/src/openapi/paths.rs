@@ -134,25 +134,35 @@ impl Op {
     fn render(self, tag: &str) -> Value {
         let mut responses = Map::new();
         for (code, def) in self.responses {
-            let schema = json!({"$ref": format!("{REF_PREFIX}{def}")});
-            responses.insert(
-                code.into(),
-                json!({"description": code_text(code), "schema": schema}),
-            );
+            let mut response = Map::new();
+            response.insert("description".into(), code_text(code).into());
+            let schema = [(
+                "$ref".to_string(),
+                Value::String(format!("{REF_PREFIX}{def}")),
+            )];
+            response.insert("schema".into(), Value::Object(schema.into_iter().collect()));
+            responses.insert(code.into(), Value::Object(response));
         }
         responses.insert("401".into(), json!({"description": "Unauthorized"}));
-        json!({
-            "consumes": self.consumes,
-            "description": self.description,
-            "operationId": self.id,
-            "parameters": self.params,
-            "produces": self.produces,
-            "responses": responses,
-            "schemes": ["https"],
-            "tags": [tag],
-            "x-kubernetes-action": self.action,
-            "x-kubernetes-group-version-kind": self.gvk,
-        })
+        let strings = |items: &[&str]| items.iter().map(|s| Value::from(*s)).collect();
+        let fields: [(&str, Value); 10] = [
+            ("consumes", strings(self.consumes)),
+            ("description", self.description.into()),
+            ("operationId", self.id.into()),
+            ("parameters", Value::Array(self.params)),
+            ("produces", strings(self.produces)),
+            ("responses", Value::Object(responses)),
+            ("schemes", strings(&["https"])),
+            ("tags", strings(&[tag])),
+            ("x-kubernetes-action", self.action.into()),
+            ("x-kubernetes-group-version-kind", self.gvk),
+        ];
+        Value::Object(
+            fields
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+        )
     }
 }
 
@@ -450,7 +460,8 @@ pub fn resources_discovery(out: &mut Map<String, Value>, gv: &GroupVersion) {
         map.shift_remove("x-kubernetes-action");
         map.shift_remove("x-kubernetes-group-version-kind");
     }
-    out.insert(format!("{}/", gv.prefix), json!({"get": rendered}));
+    let item = [("get".to_string(), rendered)].into_iter().collect();
+    out.insert(format!("{}/", gv.prefix), Value::Object(item));
 }
 
 /// A discovery path item (`/api/`, `/apis/`, `/apis/<group>/`).

@@ -8,9 +8,12 @@
 //! inputs give equal bytes (and hashes).
 //! Where to look next: `mod.rs` (which document holds what).
 
+use std::collections::BTreeSet;
+
 use serde_json::{json, Map, Value};
 
 use super::defs::{Defs, INT_OR_STRING, QUANTITY, REF_PREFIX};
+use super::render::{Part, Sources};
 
 const V3_PREFIX: &str = "#/components/schemas/";
 
@@ -106,7 +109,10 @@ fn content(types: &[&str], body_schema: &Value) -> Value {
     let converted = schema(body_schema);
     let map: Map<String, Value> = types
         .iter()
-        .map(|t| (t.to_string(), json!({"schema": converted})))
+        .map(|t| {
+            let media = [("schema".to_string(), converted.clone())];
+            (t.to_string(), Value::Object(media.into_iter().collect()))
+        })
         .collect();
     Value::Object(map)
 }
@@ -172,22 +178,22 @@ pub fn paths(paths: &Map<String, Value>) -> Map<String, Value> {
         .collect()
 }
 
-/// A complete 3.0 document.
-pub fn document(v2_paths: &Map<String, Value>, defs: &Defs) -> Value {
-    json!({
-        "components": {
-            "schemas": schemas(defs),
-            "securitySchemes": {
-                "BearerToken": {
-                    "description": "Bearer Token authentication",
-                    "in": "header",
-                    "name": "authorization",
-                    "type": "apiKey",
-                },
-            },
-        },
-        "info": {"title": "Kubernetes", "version": "unversioned"},
-        "openapi": "3.0.0",
-        "paths": paths(v2_paths),
-    })
+/// A complete 3.0 document: `paths` (swagger form) converted, with the named
+/// definitions (already in 3.0 form in `sources`).
+pub fn document<'a>(
+    v2_paths: &Map<String, Value>,
+    names: &'a BTreeSet<String>,
+    sources: Sources<'a>,
+) -> Part<'a> {
+    let security = json!({"BearerToken": super::bearer_token()});
+    let components = vec![
+        ("schemas", Part::Defs(names, sources)),
+        ("securitySchemes", Part::Value(security)),
+    ];
+    Part::Map(vec![
+        ("components", Part::Map(components)),
+        ("info", Part::Value(super::info())),
+        ("openapi", Part::Value("3.0.0".into())),
+        ("paths", Part::Value(Value::Object(paths(v2_paths)))),
+    ])
 }

@@ -18,7 +18,7 @@ pub async fn get(ctx: &Ctx) -> Result<Response, ApiError> {
             ctx.query.get("resourceVersion"),
         )
         .await?;
-    Ok(respond_object(ctx, StatusCode::OK, &obj)?)
+    respond_object(ctx, StatusCode::OK, &obj)
 }
 
 /// One object in the representation the client asked for.

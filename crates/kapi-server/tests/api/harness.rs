@@ -1,0 +1,243 @@
+//! The test server: kapi started inside the test process on `127.0.0.1:0`,
+//! wired as `kapi serve` wires it (embedded store, generated PKI, admin
+//! kubeconfig), and a `kube::Client` built from that kubeconfig.
+//!
+//! Every test starts its own [`TestServer`]; dropping it stops the server and
+//! removes its temporary directory. [`TestServer::backend`] is the store the
+//! server writes to, for tests that compact or inspect it directly.
+
+use std::sync::{Arc, Once};
+use std::time::Duration;
+
+use kapi_server::authn::Authenticator;
+use kapi_server::{tls, Cidr, Server, ServerConfig};
+use kapi_storage::embedded::EmbeddedConfig;
+use kapi_storage::factory::{self, StorageConfig};
+use kapi_storage::Backend;
+use kube::api::{Api, DynamicObject, ListParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::Client;
+use serde_json::Value;
+
+pub struct TestServer {
+    pub client: Client,
+    pub backend: Arc<dyn Backend>,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+fn install_crypto_provider() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        // kapi itself passes ring explicitly; the client side may look for a
+        // process default, and ring is the only provider in the graph.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
+/// Start a fresh server with its own store and certificates.
+pub async fn start() -> TestServer {
+    install_crypto_provider();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let slot = factory::open(StorageConfig::Embedded(EmbeddedConfig::new(
+        dir.path().join("store"),
+    )))
+    .expect("open embedded store");
+    slot.wait_ready(Duration::from_secs(10))
+        .await
+        .expect("store ready");
+    let backend = slot.current().expect("embedded store is ready at once");
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let port = listener.local_addr().expect("local addr").port();
+    let service_cidr = Cidr::parse("10.0.0.0/24").expect("cidr");
+    let sans = vec!["10.0.0.1".to_string(), "127.0.0.1".to_string()];
+    let pki = tls::load_or_generate(dir.path(), &sans).expect("pki");
+    let tls_config = tls::server_config(
+        &pki.serving_cert_pem,
+        &pki.serving_key_pem,
+        std::slice::from_ref(&pki.ca_cert_pem),
+    )
+    .expect("tls config");
+
+    let config = ServerConfig {
+        advertise_address: format!("127.0.0.1:{port}"),
+        port,
+        service_cidr,
+    };
+    let server = Server::builtin(config, slot);
+    server.start().await.expect("bootstrap");
+    let app = server.router(Arc::new(Authenticator::new(None, true)));
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(async move {
+        let stop = async move {
+            let _ = rx.await;
+        };
+        tls::serve_tls(listener, tls_config, app, stop)
+            .await
+            .expect("serve");
+    });
+
+    let url = format!("https://127.0.0.1:{port}");
+    let path = dir.path().join("admin.kubeconfig");
+    tls::write_kubeconfig(
+        &path,
+        &url,
+        &pki.ca_cert_pem,
+        &pki.admin_cert_pem,
+        &pki.admin_key_pem,
+    )
+    .expect("kubeconfig");
+    let kubeconfig = Kubeconfig::read_from(&path).expect("read kubeconfig");
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .expect("kube config");
+    let client = Client::try_from(config).expect("client");
+    TestServer {
+        client,
+        backend,
+        shutdown: Some(tx),
+        _dir: dir,
+    }
+}
+
+impl TestServer {
+    pub fn api<K>(&self, ns: &str) -> Api<K>
+    where
+        K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+        <K as kube::Resource>::DynamicType: Default,
+    {
+        Api::namespaced(self.client.clone(), ns)
+    }
+
+    pub fn cluster<K>(&self) -> Api<K>
+    where
+        K: kube::Resource<Scope = k8s_openapi::ClusterResourceScope>,
+        <K as kube::Resource>::DynamicType: Default,
+    {
+        Api::all(self.client.clone())
+    }
+
+    /// Send a raw request; returns the status code and the body as JSON
+    /// (`Value::Null` when the body is not JSON).
+    pub async fn raw(&self, req: http::Request<Vec<u8>>) -> (u16, Value) {
+        let (code, text) = self.raw_text(req).await;
+        (code, serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+
+    pub async fn raw_text(&self, req: http::Request<Vec<u8>>) -> (u16, String) {
+        use http_body_util::BodyExt as _;
+        let resp = self.client.send(req.map(kube::client::Body::from)).await;
+        let resp = resp.expect("transport");
+        let code = resp.status().as_u16();
+        let bytes = resp
+            .into_body()
+            .collect()
+            .await
+            .expect("body")
+            .to_bytes();
+        (code, String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    pub async fn get_json(&self, path: &str) -> (u16, Value) {
+        self.raw(http::Request::get(path).body(Vec::new()).unwrap())
+            .await
+    }
+
+    pub async fn send_json(&self, method: &str, path: &str, body: Vec<u8>) -> (u16, Value) {
+        let req = http::Request::builder()
+            .method(method)
+            .uri(path)
+            .header("content-type", "application/json")
+            .body(body)
+            .unwrap();
+        self.raw(req).await
+    }
+
+    /// Names of the ConfigMaps in `ns`, sorted.
+    pub async fn configmap_names(&self, ns: &str) -> Vec<String> {
+        let api: Api<k8s_openapi::api::core::v1::ConfigMap> = self.api(ns);
+        let mut names: Vec<String> = api
+            .list(&ListParams::default())
+            .await
+            .expect("list configmaps")
+            .items
+            .into_iter()
+            .filter_map(|c| c.metadata.name)
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// Create a namespace and return its name.
+    pub async fn namespace(&self, name: &str) -> String {
+        let api: Api<k8s_openapi::api::core::v1::Namespace> = self.cluster();
+        let ns = serde_json::from_value(serde_json::json!({
+            "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}
+        }))
+        .unwrap();
+        api.create(&PostParams::default(), &ns)
+            .await
+            .expect("create namespace");
+        name.to_string()
+    }
+}
+
+/// A ConfigMap with `data: {k: v}` and the given labels.
+pub fn configmap(name: &str, labels: &[(&str, &str)]) -> k8s_openapi::api::core::v1::ConfigMap {
+    let labels: serde_json::Map<String, Value> = labels
+        .iter()
+        .map(|(k, v)| (k.to_string(), Value::String(v.to_string())))
+        .collect();
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name, "labels": labels},
+        "data": {"k": "v"}
+    }))
+    .unwrap()
+}
+
+/// The API error of a failed call, panicking on success or a transport error.
+pub fn api_error<T: std::fmt::Debug>(r: Result<T, kube::Error>) -> kube::core::Status {
+    match r {
+        Err(kube::Error::Api(s)) => *s,
+        other => panic!("expected an API error, got {other:?}"),
+    }
+}
+
+/// `resourceVersion` as a number.
+pub fn rv(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> u64 {
+    meta.resource_version
+        .as_deref()
+        .expect("resourceVersion")
+        .parse()
+        .expect("numeric resourceVersion")
+}
+
+/// A dynamic API for a resource by group/version/kind/plural.
+#[allow(dead_code)]
+pub fn dynamic(
+    client: &Client,
+    group: &str,
+    version: &str,
+    kind: &str,
+    plural: &str,
+    ns: Option<&str>,
+) -> Api<DynamicObject> {
+    let gvk = kube::api::GroupVersionKind::gvk(group, version, kind);
+    let ar = kube::api::ApiResource::from_gvk_with_plural(&gvk, plural);
+    match ns {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, &ar),
+        None => Api::all_with(client.clone(), &ar),
+    }
+}

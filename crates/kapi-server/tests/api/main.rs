@@ -1,0 +1,6 @@
+//! End-to-end tests: kapi served over TLS on `127.0.0.1:0` inside the test
+//! process, driven by the real `kube` client. One binary, one server per test
+//! (`harness.rs`); modules group the tests by the behaviour they check.
+
+mod harness;
+mod smoke;
