@@ -329,6 +329,16 @@ fn list_type(prop: &Value, strategies: &[String], merge_key: Option<&str>) -> Li
 }
 
 impl SchemaNav for BuiltinSchema {
+    /// A definition with declared properties and no free-form extras: every key an
+    /// object of this type may carry is known.
+    fn is_struct(&self, ty: &TypeRef) -> bool {
+        self.def(&ty.0).is_some_and(|d| {
+            d.get("properties").is_some_and(Value::is_object)
+                && d.get("additionalProperties").is_none()
+                && d.get("x-kubernetes-preserve-unknown-fields").is_none()
+        })
+    }
+
     fn field(&self, ty: &TypeRef, name: &str) -> Option<FieldInfo> {
         let prop = self.def(&ty.0)?.get("properties")?.get(name)?;
         let elem = elem_type(prop);

@@ -58,6 +58,9 @@ impl Cidr {
     }
 }
 
+/// Upstream's NamespaceLifecycle immortal namespaces.
+const IMMORTAL: &[&str] = &["default", "kube-system", "kube-public"];
+
 #[derive(Default)]
 pub struct Allocations {
     ips: Mutex<HashSet<Ipv4Addr>>,
@@ -81,6 +84,19 @@ impl Server {
         }
         if ctx.entry.def.group.is_empty() && ctx.entry.def.resource == "services" {
             self.allocate_service(ctx, obj, opts).await?;
+        }
+        Ok(())
+    }
+
+    /// Deletes: the namespaces the cluster cannot live without are immortal.
+    pub fn admit_delete(&self, ctx: &Ctx) -> Result<(), ApiError> {
+        let def = &ctx.entry.def;
+        if def.group.is_empty() && def.resource == "namespaces" && IMMORTAL.contains(&ctx.name()) {
+            return Err(ApiError::forbidden(
+                def.group_resource(),
+                ctx.name(),
+                "this namespace may not be deleted",
+            ));
         }
         Ok(())
     }

@@ -46,9 +46,12 @@ impl Server {
             .map(|f| format!("unknown field \"{f}\""))
             .collect();
         if mode == Mode::Strict {
+            let def = &ctx.entry.def;
             return Err(ApiError::bad_request(format!(
-                "strict decoding error: {}",
-                msgs.join(", ")
+                "{kind} in version \"{v}\" cannot be handled as a {kind}: strict decoding error: {}",
+                msgs.join(", "),
+                kind = def.kind,
+                v = def.version,
             )));
         }
         Ok(msgs)

@@ -112,6 +112,14 @@ impl EtcdBackend {
         Ok(backend)
     }
 
+    /// A KV client that accepts responses as large as kube-apiserver does
+    /// (a LIST of many large objects easily exceeds gRPC's 4 MiB default).
+    fn kv(&self) -> etcd_client::KvClient {
+        self.client
+            .kv_client()
+            .max_decoding_message_size(i32::MAX as usize)
+    }
+
     fn full(&self, key: &str) -> String {
         format!("{}{key}", self.prefix)
     }
@@ -128,7 +136,7 @@ impl EtcdBackend {
     }
 
     async fn txn(&self, txn: Txn) -> Result<TxnResponse> {
-        self.client.kv_client().txn(txn).await.map_err(map_err)
+        self.kv().txn(txn).await.map_err(map_err)
     }
 
     /// The value the else-branch `get` of a failed transaction read.
@@ -175,8 +183,7 @@ impl Backend for EtcdBackend {
             opts = opts.with_revision(rev);
         }
         let resp = self
-            .client
-            .kv_client()
+            .kv()
             .get(self.full(key), Some(opts))
             .await
             .map_err(map_err)?;
@@ -196,12 +203,7 @@ impl Backend for EtcdBackend {
         if let Some(rev) = opts.revision.filter(|r| *r > 0) {
             get = get.with_revision(rev);
         }
-        let resp = self
-            .client
-            .kv_client()
-            .get(start, Some(get))
-            .await
-            .map_err(map_err)?;
+        let resp = self.kv().get(start, Some(get)).await.map_err(map_err)?;
         let kvs: Vec<KeyValue> = resp.kvs().iter().map(|kv| self.convert(kv)).collect();
         let revision = opts
             .revision
@@ -221,12 +223,7 @@ impl Backend for EtcdBackend {
         let opts = GetOptions::new()
             .with_range(prefix_end(&full))
             .with_count_only();
-        let resp = self
-            .client
-            .kv_client()
-            .get(full, Some(opts))
-            .await
-            .map_err(map_err)?;
+        let resp = self.kv().get(full, Some(opts)).await.map_err(map_err)?;
         Ok(resp.count())
     }
 
@@ -308,6 +305,7 @@ impl Backend for EtcdBackend {
         let stream = self
             .client
             .watch_client()
+            .max_decoding_message_size(i32::MAX as usize)
             .watch(full, Some(opts))
             .await
             .map_err(map_err)?;
@@ -332,8 +330,7 @@ impl Backend for EtcdBackend {
 
     async fn current_revision(&self) -> Result<Revision> {
         let resp = self
-            .client
-            .kv_client()
+            .kv()
             .get(self.full("/"), Some(GetOptions::new().with_count_only()))
             .await
             .map_err(map_err)?;

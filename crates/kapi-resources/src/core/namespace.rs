@@ -55,6 +55,22 @@ impl Strategy for NamespaceStrategy {
         }
     }
 
+    /// A namespace with spec finalizers is only marked `Terminating`; the namespace
+    /// controller (kapi-server `namespaces.rs`) empties it and then removes it.
+    fn begin_delete(&self, obj: &mut Value) -> bool {
+        let pending = obj
+            .pointer("/spec/finalizers")
+            .and_then(Value::as_array)
+            .is_some_and(|f| !f.is_empty());
+        if pending {
+            if let Some(map) = obj.as_object_mut() {
+                let status = map.entry("status").or_insert_with(|| json!({}));
+                status["phase"] = json!("Terminating");
+            }
+        }
+        pending
+    }
+
     fn validate(&self, obj: &Value) -> ErrorList {
         let path = FieldPath::new("spec").child("finalizers");
         let mut errs = ErrorList::new();

@@ -379,6 +379,30 @@ fn sub_ops(gv: &GroupVersion, t: &Target, scope: &str, sub: &Subresource) -> Vec
     ops
 }
 
+/// `GET {prefix}/{resource}`: the list across all namespaces.
+fn list_all_namespaces(
+    out: &mut Map<String, Value>,
+    gv: &GroupVersion,
+    t: &Target,
+    kind_gvk: &Value,
+) {
+    let (r, kind) = (t.res, t.res.kind.as_str());
+    if !r.namespaced || !r.supports(Verb::List) {
+        return;
+    }
+    let id = op_id("list", gv, false, "", kind, "ForAllNamespaces");
+    let mut op = Op::new(
+        "get",
+        "list",
+        id,
+        format!("list or watch objects of kind {kind}"),
+    );
+    (op.params, op.produces, op.gvk) = (params::list(), LISTS, kind_gvk.clone());
+    let path = format!("{}/{}", gv.prefix, r.resource);
+    let ops = vec![op.returns(&["200"], &t.list_def)];
+    insert(out, gv, path, vec![params::pretty()], ops);
+}
+
 /// The all-namespaces list and the deprecated `/watch/` paths.
 fn watch_paths(
     out: &mut Map<String, Value>,
@@ -390,24 +414,7 @@ fn watch_paths(
     name_param: Value,
 ) {
     let (r, kind) = (t.res, t.res.kind.as_str());
-    let all_ns = "ForAllNamespaces";
-    if r.namespaced && r.supports(Verb::List) {
-        let mut op = Op::new(
-            "get",
-            "list",
-            op_id("list", gv, false, "", kind, all_ns),
-            format!("list or watch objects of kind {kind}"),
-        );
-        (op.params, op.produces, op.gvk) = (params::list(), LISTS, kind_gvk.clone());
-        let path = format!("{}/{}", gv.prefix, r.resource);
-        insert(
-            out,
-            gv,
-            path,
-            vec![params::pretty()],
-            vec![op.returns(&["200"], &t.list_def)],
-        );
-    }
+    list_all_namespaces(out, gv, t, kind_gvk);
     if !r.supports(Verb::Watch) {
         return;
     }

@@ -75,6 +75,7 @@ async fn delete_options(ctx: &Ctx, body: Body) -> Result<DeleteOptions, ApiError
 
 pub async fn delete(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {
     let opts = delete_options(ctx, body).await?;
+    ctx.srv.admit_delete(ctx)?;
     let def = &ctx.entry.def;
     match ctx
         .entry

@@ -18,7 +18,10 @@ async fn configmap_create_get_list_replace_delete() {
     let meta = &created.metadata;
     assert_eq!(meta.name.as_deref(), Some("one"));
     assert_eq!(meta.namespace.as_deref(), Some("default"));
-    assert!(meta.uid.as_deref().is_some_and(|u| u.len() == 36), "{meta:?}");
+    assert!(
+        meta.uid.as_deref().is_some_and(|u| u.len() == 36),
+        "{meta:?}"
+    );
     assert!(meta.creation_timestamp.is_some());
     let rv1 = rv(meta);
 
@@ -29,10 +32,21 @@ async fn configmap_create_get_list_replace_delete() {
 
     let list = api.list(&ListParams::default()).await.unwrap();
     assert_eq!(list.items.len(), 1);
-    assert!(list.metadata.resource_version.unwrap().parse::<u64>().unwrap() >= rv1);
+    assert!(
+        list.metadata
+            .resource_version
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+            >= rv1
+    );
 
     let mut changed = got.clone();
-    changed.data.as_mut().unwrap().insert("k".into(), "w".into());
+    changed
+        .data
+        .as_mut()
+        .unwrap()
+        .insert("k".into(), "w".into());
     let replaced = api
         .replace("one", &PostParams::default(), &changed)
         .await
@@ -88,7 +102,10 @@ async fn generate_name_produces_prefixed_name() {
 async fn create_in_missing_namespace_is_not_found() {
     let s = harness::start().await;
     let api: Api<ConfigMap> = s.api("x");
-    let err = api_error(api.create(&PostParams::default(), &configmap("a", &[])).await);
+    let err = api_error(
+        api.create(&PostParams::default(), &configmap("a", &[]))
+            .await,
+    );
     assert_eq!(err.code, 404);
     assert_eq!(err.reason, "NotFound");
     assert_eq!(err.message, r#"namespaces "x" not found"#);
@@ -105,7 +122,10 @@ async fn create_in_terminating_namespace_is_forbidden() {
     api.create(&PostParams::default(), &cm).await.unwrap();
     let nss: Api<Namespace> = s.cluster();
     nss.delete(&ns, &DeleteParams::default()).await.unwrap();
-    let err = api_error(api.create(&PostParams::default(), &configmap("b", &[])).await);
+    let err = api_error(
+        api.create(&PostParams::default(), &configmap("b", &[]))
+            .await,
+    );
     assert_eq!(err.code, 403, "{err:?}");
     assert_eq!(err.reason, "Forbidden");
     assert!(
@@ -167,12 +187,19 @@ async fn dry_run_stores_nothing() {
         .await
         .unwrap();
     let mut changed = real.clone();
-    changed.data.as_mut().unwrap().insert("k".into(), "dry".into());
+    changed
+        .data
+        .as_mut()
+        .unwrap()
+        .insert("k".into(), "dry".into());
     let out = api.replace("real", &dry, &changed).await.unwrap();
     assert_eq!(out.data.unwrap()["k"], "dry");
     let stored = api.get("real").await.unwrap();
     assert_eq!(stored.data.unwrap()["k"], "v");
-    assert_eq!(stored.metadata.resource_version, real.metadata.resource_version);
+    assert_eq!(
+        stored.metadata.resource_version,
+        real.metadata.resource_version
+    );
 
     let dp = DeleteParams {
         dry_run: true,

@@ -42,7 +42,10 @@ async fn get_missing_is_not_found_with_details() {
 async fn create_duplicate_is_already_exists() {
     let s = seeded().await;
     let api: Api<ConfigMap> = s.api("default");
-    let err = api_error(api.create(&PostParams::default(), &configmap("keep", &[])).await);
+    let err = api_error(
+        api.create(&PostParams::default(), &configmap("keep", &[]))
+            .await,
+    );
     assert_eq!(err.code, 409);
     assert_eq!(err.reason, "AlreadyExists");
     assert_eq!(err.message, r#"configmaps "keep" already exists"#);
@@ -59,7 +62,12 @@ async fn invalid_name_is_unprocessable_with_causes() {
     );
     assert_eq!(err.code, 422);
     assert_eq!(err.reason, "Invalid");
-    assert!(err.message.starts_with(r#"ConfigMap "Bad_Name" is invalid"#), "{}", err.message);
+    assert!(
+        err.message
+            .starts_with(r#"ConfigMap "Bad_Name" is invalid"#),
+        "{}",
+        err.message
+    );
     let causes = err.details.expect("details").causes;
     assert!(
         causes.iter().any(|c| c.field == "metadata.name"),
@@ -102,7 +110,11 @@ async fn body_over_three_mebibytes_is_too_large() {
 async fn malformed_json_is_bad_request() {
     let s = seeded().await;
     let (code, status) = s
-        .send_json("POST", CM_PATH, b"{\"apiVersion\": \"v1\", \"kind\":".to_vec())
+        .send_json(
+            "POST",
+            CM_PATH,
+            b"{\"apiVersion\": \"v1\", \"kind\":".to_vec(),
+        )
         .await;
     assert_eq!(code, 400, "{status}");
     assert_eq!(status["kind"], "Status");
@@ -114,7 +126,8 @@ async fn malformed_json_is_bad_request() {
 async fn deeply_nested_json_is_bad_request() {
     let s = seeded().await;
     let depth = 10_000;
-    let mut body = String::from(r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"deep"},"x":"#);
+    let mut body =
+        String::from(r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"deep"},"x":"#);
     body.push_str(&"[".repeat(depth));
     body.push_str(&"]".repeat(depth));
     body.push('}');

@@ -140,12 +140,7 @@ impl TestServer {
         let resp = self.client.send(req.map(kube::client::Body::from)).await;
         let resp = resp.expect("transport");
         let code = resp.status().as_u16();
-        let bytes = resp
-            .into_body()
-            .collect()
-            .await
-            .expect("body")
-            .to_bytes();
+        let bytes = resp.into_body().collect().await.expect("body").to_bytes();
         (code, String::from_utf8_lossy(&bytes).into_owned())
     }
 

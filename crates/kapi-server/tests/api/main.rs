@@ -2,5 +2,14 @@
 //! process, driven by the real `kube` client. One binary, one server per test
 //! (`harness.rs`); modules group the tests by the behaviour they check.
 
+mod crud;
+mod defaults;
+mod discovery;
+mod errors;
 mod harness;
+mod lifecycle;
+mod lists;
+mod patch;
 mod smoke;
+mod subresources;
+mod watch;

@@ -37,7 +37,7 @@ async fn json_patch_applies_operations() {
     api.create(&PostParams::default(), &configmap("j", &[]))
         .await
         .unwrap();
-    let ops: json_patch::Patch = serde_json::from_value(json!([
+    let ops: kube_json_patch::Patch = serde_json::from_value(json!([
         {"op": "test", "path": "/data/k", "value": "v"},
         {"op": "replace", "path": "/data/k", "value": "w"},
         {"op": "add", "path": "/data/added", "value": "a"}
@@ -51,7 +51,7 @@ async fn json_patch_applies_operations() {
     assert_eq!(data["k"], "w");
     assert_eq!(data["added"], "a");
 
-    let failing: json_patch::Patch = serde_json::from_value(json!([
+    let failing: kube_json_patch::Patch = serde_json::from_value(json!([
         {"op": "test", "path": "/data/k", "value": "nope"}
     ]))
     .unwrap();
@@ -66,9 +66,12 @@ async fn json_patch_applies_operations() {
 async fn strategic_patch_merges_containers_by_name() {
     let s = harness::start().await;
     let api: Api<Pod> = s.api("default");
-    api.create(&PostParams::default(), &pod("sp", &["nginx:1.25", "redis:7"]))
-        .await
-        .unwrap();
+    api.create(
+        &PostParams::default(),
+        &pod("sp", &["nginx:1.25", "redis:7"]),
+    )
+    .await
+    .unwrap();
     let out = api
         .patch(
             "sp",

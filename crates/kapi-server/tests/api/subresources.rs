@@ -25,7 +25,7 @@ async fn status_update_changes_status_only() {
         ..Default::default()
     });
     let out = api
-        .replace_status("web", &PostParams::default(), serde_json::to_vec(&body).unwrap())
+        .replace_status("web", &PostParams::default(), &body)
         .await
         .unwrap();
     assert_eq!(out.spec.as_ref().unwrap().replicas, Some(1), "spec ignored");
