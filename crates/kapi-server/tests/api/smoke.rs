@@ -1,4 +1,4 @@
-//! Bootstrap objects and health endpoints.
+//! Bootstrap: the namespaces and the `kubernetes` service every cluster starts with.
 
 use k8s_openapi::api::core::v1::{Namespace, Service};
 use kube::Api;
