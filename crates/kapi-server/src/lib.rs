@@ -20,6 +20,7 @@ pub mod health;
 mod namespaces;
 pub mod negotiate;
 mod openapi;
+mod openapi_pb;
 pub mod request;
 pub mod tls;
 

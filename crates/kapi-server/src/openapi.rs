@@ -1,20 +1,34 @@
-//! OpenAPI over HTTP: `/openapi/v2` (JSON; the protobuf form kubectl asks for
-//! first is answered 406 so it falls back), `/openapi/v3` (the index) and
+//! OpenAPI over HTTP: `/openapi/v2` (JSON, or gnostic protobuf when the Accept
+//! header prefers it, as kubectl up to 1.2x asks), `/openapi/v3` (the index) and
 //! `/openapi/v3/{path}` with `ETag` and immutable caching when `?hash=` matches,
-//! as upstream. The documents are built in `kapi_resources::openapi`.
+//! as upstream (`kube-openapi/pkg/handler`). The documents are built in
+//! `kapi_resources::openapi`; the protobuf encoding is `openapi_pb.rs`.
+//!
+//! Invariants: both forms of the v2 document carry the JSON's ETag (upstream
+//! does the same) and `Vary: Accept`; the protobuf is encoded once per ETag
+//! and cached in [`v2_protobuf`], never per request.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use axum::body::Body;
 use axum::extract::{Path, Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::Response;
-use kapi_machinery::status::ApiError;
 
 use crate::negotiate::{self, error_response, Format};
 use crate::Server;
 
-fn bytes_response(bytes: Vec<u8>, etag: &str, req: &Request, immutable: bool) -> Response {
+/// The media types of the protobuf form (upstream's current and deprecated).
+const PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
+const PROTOBUF_DEPRECATED: &str = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
+
+fn bytes_response(
+    bytes: impl Into<Body>,
+    etag: &str,
+    req: &Request,
+    immutable: bool,
+    content_type: &'static str,
+) -> Response {
     let quoted = format!("\"{etag}\"");
     let matches = req
         .headers()
@@ -26,13 +40,10 @@ fn bytes_response(bytes: Vec<u8>, etag: &str, req: &Request, immutable: bool) ->
         *r.status_mut() = StatusCode::NOT_MODIFIED;
         r
     } else {
-        Response::new(Body::from(bytes))
+        Response::new(bytes.into())
     };
     let h = resp.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     if let Ok(v) = HeaderValue::from_str(&quoted) {
         h.insert(header::ETAG, v);
     }
@@ -45,25 +56,70 @@ fn bytes_response(bytes: Vec<u8>, etag: &str, req: &Request, immutable: bool) ->
     resp
 }
 
-fn wants_only_protobuf(req: &Request) -> bool {
+/// Whether the Accept header prefers the protobuf form: the first clause (by
+/// `q`, then order) naming JSON, protobuf or a wildcard decides, JSON winning
+/// wildcards as upstream; no such clause (or no header) means JSON.
+fn prefers_protobuf(req: &Request) -> bool {
     let accept = req
         .headers()
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
-    !accept.is_empty()
-        && accept.split(',').all(|a| {
-            let a = a.trim();
-            a.starts_with("application/com.github.proto-openapi") || a.contains("protobuf")
+    let mut clauses: Vec<(f32, &str)> = accept
+        .split(',')
+        .map(|clause| {
+            let mut parts = clause.split(';').map(str::trim);
+            let media = parts.next().unwrap_or("");
+            let q = parts
+                .filter_map(|p| p.strip_prefix("q="))
+                .find_map(|q| q.parse().ok())
+                .unwrap_or(1.0);
+            (q, media)
         })
+        .filter(|(q, _)| *q > 0.0)
+        .collect();
+    clauses.sort_by(|a, b| b.0.total_cmp(&a.0));
+    clauses
+        .iter()
+        .find_map(|(_, media)| match *media {
+            "application/json" | "application/*" | "*/*" => Some(false),
+            PROTOBUF | PROTOBUF_DEPRECATED => Some(true),
+            _ => None,
+        })
+        .unwrap_or(false)
+}
+
+/// The protobuf form of the v2 document: encoded on first use, then cached
+/// until the JSON's ETag changes (a server with other resources).
+fn v2_protobuf(srv: &Server) -> (Arc<[u8]>, String) {
+    static CACHE: Mutex<Option<(String, Arc<[u8]>)>> = Mutex::new(None);
+    let (json, etag) = srv.openapi.v2_shared();
+    let mut cache = CACHE.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((cached_etag, pb)) = cache.as_ref() {
+        if cached_etag == etag {
+            return (pb.clone(), etag.to_string());
+        }
+    }
+    let doc: serde_json::Value =
+        serde_json::from_slice(&json).expect("the v2 document is JSON we rendered");
+    let pb: Arc<[u8]> = crate::openapi_pb::encode_document(&doc).into();
+    *cache = Some((etag.to_string(), pb.clone()));
+    (pb, etag.to_string())
 }
 
 pub async fn v2(State(srv): State<Arc<Server>>, req: Request) -> Response {
-    if wants_only_protobuf(&req) {
-        return error_response(&ApiError::not_acceptable_types(&["application/json"]));
-    }
-    let (bytes, etag) = srv.openapi.v2_json();
-    bytes_response(bytes, &etag, &req, false)
+    let mut resp = if prefers_protobuf(&req) {
+        let (pb, etag) = v2_protobuf(&srv);
+        let body = Body::from(bytes::Bytes::from_owner(pb));
+        bytes_response(body, &etag, &req, false, PROTOBUF)
+    } else {
+        let (json, etag) = srv.openapi.v2_shared();
+        let body = Body::from(bytes::Bytes::from_owner(json));
+        bytes_response(body, etag, &req, false, "application/json")
+    };
+    resp.headers_mut()
+        .insert(header::VARY, HeaderValue::from_static("Accept"));
+    resp
 }
 
 pub async fn v3_index(State(srv): State<Arc<Server>>) -> Response {
@@ -79,7 +135,7 @@ pub async fn v3_document(
         Some((bytes, hash)) => {
             let query = crate::request::Query::parse(req.uri().query());
             let immutable = query.get("hash") == Some(hash.as_str());
-            bytes_response(bytes, &hash, &req, immutable)
+            bytes_response(bytes, &hash, &req, immutable, "application/json")
         }
         None => error_response(&crate::handlers::not_found()),
     }
