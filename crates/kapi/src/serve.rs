@@ -158,16 +158,12 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
         kapi_server::health::GIT_VERSION,
         server.slot.target(),
         started.elapsed().as_millis(),
-        kapi_kubeconfig_display(&kubeconfig_abs)
+        kubeconfig_abs.display()
     );
     let app = server.router(auth);
     tls::serve_tls(listener, tls_config, app, shutdown_signal())
         .await
         .map_err(|e| format!("serving: {e}"))
-}
-
-fn kapi_kubeconfig_display(p: &std::path::Path) -> String {
-    p.display().to_string()
 }
 
 async fn shutdown_signal() {
