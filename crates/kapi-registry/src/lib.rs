@@ -13,4 +13,4 @@ pub mod strategy;
 
 pub use resource::{ResourceDef, Subresource, Verb};
 pub use store::Store;
-pub use strategy::{Column, DefaultStrategy, Strategy};
+pub use strategy::{Column, DefaultStrategy, GcPolicy, Strategy};

@@ -59,6 +59,8 @@ pub enum Subresource {
         status_replicas: &'static str,
         label_selector: &'static str,
     },
+    /// `finalize` (namespaces): an update that may change `spec.finalizers`.
+    Finalize,
 }
 
 impl Subresource {
@@ -66,11 +68,15 @@ impl Subresource {
         match self {
             Subresource::Status => "status",
             Subresource::Scale { .. } => "scale",
+            Subresource::Finalize => "finalize",
         }
     }
 
     pub fn verbs(&self) -> &'static [Verb] {
-        &[Verb::Get, Verb::Patch, Verb::Update]
+        match self {
+            Subresource::Finalize => &[Verb::Update],
+            _ => &[Verb::Get, Verb::Patch, Verb::Update],
+        }
     }
 }
 

@@ -67,6 +67,22 @@ pub fn default_cells(obj: &Value) -> Vec<Value> {
     ]
 }
 
+/// What a delete does to an object's dependents when the client does not say
+/// (upstream's `rest.GarbageCollectionPolicy`, per resource and version).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GcPolicy {
+    /// Dependents are collected in the background: no finalizer is added.
+    #[default]
+    DeleteDependents,
+    /// Dependents are orphaned: the `orphan` finalizer is added (upstream's
+    /// choice for some legacy group-versions, e.g. core/v1 replicationcontrollers
+    /// and batch/v1 jobs).
+    OrphanDependents,
+    /// The resource takes no part in garbage collection: delete options never
+    /// add GC finalizers (upstream: events).
+    Unsupported,
+}
+
 pub trait Strategy: Send + Sync + 'static {
     /// Upstream defaulting; runs on every create and update (and patch result).
     fn default(&self, _obj: &mut Value) {}
@@ -133,6 +149,11 @@ pub trait Strategy: Send + Sync + 'static {
     /// it — for objects some controller must finish, like namespaces.
     fn begin_delete(&self, _obj: &mut Value) -> bool {
         false
+    }
+
+    /// The garbage-collection policy a delete without propagation applies.
+    fn gc_policy(&self) -> GcPolicy {
+        GcPolicy::DeleteDependents
     }
 
     /// Table columns for `as=Table`.

@@ -135,7 +135,7 @@ fn core_resources() -> Vec<Decl> {
         Decl::new("", "namespaces", "Namespace", Arc::new(NamespaceStrategy))
             .cluster_scoped()
             .short(&["ns"])
-            .sub(status()),
+            .sub(vec![Subresource::Finalize, Subresource::Status]),
         Decl::new("", "configmaps", "ConfigMap", Arc::new(ConfigMapStrategy)).short(&["cm"]),
         Decl::new("", "secrets", "Secret", Arc::new(SecretStrategy)),
         Decl::new("", "pods", "Pod", Arc::new(PodStrategy))

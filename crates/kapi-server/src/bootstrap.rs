@@ -22,14 +22,7 @@ pub async fn run(srv: &Server) -> Result<(), ApiError> {
         .apis
         .lookup("", "v1", "services")
         .expect("services served");
-    let ip = srv.config.service_cidr.nth(1).to_string();
-    let svc = json!({
-        "apiVersion": "v1", "kind": "Service",
-        "metadata": {"name": "kubernetes", "namespace": "default",
-                     "labels": {"component": "apiserver", "provider": "kubernetes"}},
-        "spec": {"type": "ClusterIP", "clusterIP": ip, "clusterIPs": [ip], "sessionAffinity": "None",
-                 "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": srv.config.port}]},
-    });
+    let svc = crate::controllers::kubernetes_service_object(srv);
     ignore_exists(services.store.create(svc, &WriteOptions::default()).await)?;
     Ok(())
 }

@@ -12,12 +12,12 @@ pub mod admission;
 pub mod apis;
 pub mod authn;
 mod bootstrap;
+pub mod controllers;
 pub mod discovery;
 pub mod fieldcheck;
 mod filters;
 pub mod handlers;
 pub mod health;
-mod namespaces;
 pub mod negotiate;
 mod openapi;
 mod openapi_pb;
@@ -91,10 +91,14 @@ impl Server {
         out
     }
 
-    /// Bootstrap objects and in-process controllers; call once storage is ready.
-    pub async fn start(self: &Arc<Self>) -> Result<(), ApiError> {
+    /// Bootstrap objects and the in-process controllers `controllers` selects;
+    /// call once storage is ready.
+    pub async fn start(
+        self: &Arc<Self>,
+        controllers: &controllers::Options,
+    ) -> Result<(), ApiError> {
         bootstrap::run(self).await?;
-        namespaces::spawn(self.clone());
+        controllers::spawn(self, controllers);
         Ok(())
     }
 

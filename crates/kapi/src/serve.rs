@@ -59,9 +59,21 @@ pub struct ServeArgs {
     /// Allow anonymous requests (they only reach health and version).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     anonymous_auth: bool,
-    /// The address written into the kubeconfig and discovery (default: loopback).
+    /// The address written into the kubeconfig and discovery (default: loopback);
+    /// also the address of the `default/kubernetes` Endpoints.
     #[arg(long)]
     advertise_address: Option<String>,
+    /// In-process controllers to run, as kube-controller-manager's flag: `*`
+    /// runs all, `foo` runs foo, `-foo` turns foo off. Known: garbagecollector,
+    /// namespace, serviceaccount, root-ca-cert-publisher (or their
+    /// `...-controller` names). Turn one off to leave it to an external
+    /// kube-controller-manager.
+    #[arg(long, value_delimiter = ',', default_value = "*")]
+    controllers: Vec<String>,
+    /// `lease` keeps the `default/kubernetes` Endpoints and EndpointSlice at this
+    /// server's address; `none` leaves them alone.
+    #[arg(long, default_value = "lease", value_parser = ["lease", "none"])]
+    endpoint_reconciler_type: String,
 }
 
 fn storage_config(a: &ServeArgs) -> StorageConfig {
@@ -128,9 +140,15 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
         port,
         service_cidr,
     };
+    let controllers = kapi_server::controllers::Options {
+        controllers: kapi_server::controllers::Selection::parse(&a.controllers)
+            .map_err(|e| format!("--controllers: {e}"))?,
+        endpoint_reconciler: a.endpoint_reconciler_type == "lease",
+        root_ca: Some(pki.ca_cert_pem.clone()),
+    };
     let server = Server::builtin(config, slot);
     server
-        .start()
+        .start(&controllers)
         .await
         .map_err(|e| format!("bootstrap: {e}"))?;
 

@@ -1,13 +1,15 @@
 //! Delete: preconditions, then either remove the object, or — when finalizers or
 //! a graceful termination must run first — mark it with `deletionTimestamp` and
-//! leave it for whoever removes the last finalizer (see `update.rs`).
+//! leave it for whoever removes the last finalizer (see `update.rs`). The GC
+//! finalizers (`orphan`, `foregroundDeletion`) the options ask for are added or
+//! removed first (`gc_finalizers.rs`), also on an object already being deleted.
 
 use kapi_machinery::status::ApiError;
 use kapi_storage::{guaranteed_update, Decision, KeyValue, Outcome, UpdateError};
 use serde_json::Value;
 
 use super::options::{DeleteOptions, Preconditions};
-use super::Store;
+use super::{gc_finalizers, Store};
 use crate::meta;
 
 /// What a delete did.
@@ -80,12 +82,25 @@ impl Store {
     }
 
     fn decide_delete(&self, mut obj: Value, opts: &DeleteOptions) -> (Decision, DeleteOutcome) {
+        let policy = self.def.strategy.gc_policy();
+        let gc_change = gc_finalizers::for_delete(policy, &meta::finalizers(&obj), opts);
+        if let Some(finalizers) = &gc_change {
+            set_finalizers(&mut obj, finalizers);
+        }
         let has_finalizers = !meta::finalizers(&obj).is_empty();
         if meta::is_deleting(&obj) {
-            if has_finalizers || self.def.strategy.begin_delete(&mut obj.clone()) {
+            // Deletion is under way: only the GC finalizers may still change.
+            if !(has_finalizers || self.def.strategy.begin_delete(&mut obj.clone())) {
+                return (Decision::Delete, DeleteOutcome::Deleted(obj));
+            }
+            if gc_change.is_none() {
                 return (Decision::Unchanged, DeleteOutcome::Pending(obj));
             }
-            return (Decision::Delete, DeleteOutcome::Deleted(obj));
+            meta::meta_mut(&mut obj).insert("deletionGracePeriodSeconds".into(), 0.into());
+            return (
+                Decision::Write(Self::encode(&obj)),
+                DeleteOutcome::Pending(obj),
+            );
         }
         let grace = opts.grace_period.unwrap_or(0).max(0);
         let graceful = grace > 0 && !self.def.strategy.delete_immediately(&obj);
@@ -94,11 +109,36 @@ impl Store {
             return (Decision::Delete, DeleteOutcome::Deleted(obj));
         }
         let wait = if graceful { grace } else { 0 };
+        if !graceful {
+            bump_generation(&mut obj);
+        }
         meta::set_str(&mut obj, "deletionTimestamp", &meta::rfc3339_after(wait));
         meta::meta_mut(&mut obj).insert("deletionGracePeriodSeconds".into(), wait.into());
         (
             Decision::Write(Self::encode(&obj)),
             DeleteOutcome::Pending(obj),
         )
+    }
+}
+
+fn set_finalizers(obj: &mut Value, finalizers: &[String]) {
+    let m = meta::meta_mut(obj);
+    if finalizers.is_empty() {
+        m.remove("finalizers");
+    } else {
+        m.insert("finalizers".into(), finalizers.into());
+    }
+}
+
+/// Upstream's `markAsDeleting`: a resource without graceful deletion counts the
+/// start of its deletion as a change of `generation` (when it tracks one).
+fn bump_generation(obj: &mut Value) {
+    let m = meta::meta_mut(obj);
+    if let Some(g) = m
+        .get("generation")
+        .and_then(Value::as_i64)
+        .filter(|g| *g > 0)
+    {
+        m.insert("generation".into(), (g + 1).into());
     }
 }

@@ -10,6 +10,7 @@
 
 mod create;
 mod delete;
+pub mod gc_finalizers;
 mod list;
 pub mod options;
 mod update;

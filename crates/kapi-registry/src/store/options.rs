@@ -49,6 +49,8 @@ pub struct DeleteOptions {
     pub dry_run: bool,
     pub grace_period: Option<i64>,
     pub propagation: Option<Propagation>,
+    /// The deprecated `orphanDependents` (exclusive with `propagation`).
+    pub orphan_dependents: Option<bool>,
     pub preconditions: Preconditions,
 }
 

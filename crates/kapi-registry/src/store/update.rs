@@ -23,6 +23,20 @@ pub enum UpdateTarget {
     Main,
     /// The `status` subresource: only `status`.
     Status,
+    /// The `finalize` subresource (namespaces): like `Main`, but the strategy's
+    /// update rules (which keep `spec.finalizers`) do not run.
+    Finalize,
+}
+
+impl UpdateTarget {
+    /// The subresource name `managedFields` records.
+    fn subresource(self) -> Option<&'static str> {
+        match self {
+            UpdateTarget::Main => None,
+            UpdateTarget::Status => Some("status"),
+            UpdateTarget::Finalize => Some("finalize"),
+        }
+    }
 }
 
 /// What the update produced: the object, and whether it was created.
@@ -112,7 +126,7 @@ impl Store {
         let root = new.as_object_mut().expect("checked");
         root.insert("apiVersion".into(), self.def.api_version().into());
         root.insert("kind".into(), self.def.kind.clone().into());
-        if target == UpdateTarget::Main && self.def.has_status() {
+        if target != UpdateTarget::Status && self.def.has_status() {
             match old.get("status") {
                 Some(s) => root.insert("status".into(), s.clone()),
                 None => root.remove("status"),
@@ -192,7 +206,13 @@ impl Store {
         opts: &WriteOptions,
         target: UpdateTarget,
     ) -> (Decision, Value) {
-        if meta::is_deleting(&new) && meta::finalizers(&new).is_empty() {
+        // A deleting object without finalizers goes, unless its strategy still
+        // holds it (a namespace's spec finalizers: upstream's
+        // `ShouldDeleteNamespaceDuringUpdate`).
+        if meta::is_deleting(&new)
+            && meta::finalizers(&new).is_empty()
+            && !self.def.strategy.begin_delete(&mut new.clone())
+        {
             return (Decision::Delete, new);
         }
         // The client's managedFields count only as a reset (an empty list).
@@ -210,7 +230,7 @@ impl Store {
             return (Decision::Unchanged, new);
         }
         if !reset {
-            let sub = (target == UpdateTarget::Status).then_some("status");
+            let sub = target.subresource();
             self.set_managed_fields(&mut new, Some(old), opts.field_manager.as_deref(), sub);
         }
         (Decision::Write(Self::encode(&new)), new)

@@ -31,6 +31,11 @@ const SELECTABLE: &[&str] = &[
 ];
 
 impl Strategy for EventStrategy {
+    /// Events take no part in garbage collection, as upstream.
+    fn gc_policy(&self) -> kapi_registry::GcPolicy {
+        kapi_registry::GcPolicy::Unsupported
+    }
+
     fn validate(&self, obj: &Value) -> ErrorList {
         let mut errs = ErrorList::new();
         let ns = str_at(obj, "/metadata/namespace");

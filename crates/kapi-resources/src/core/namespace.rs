@@ -56,7 +56,8 @@ impl Strategy for NamespaceStrategy {
     }
 
     /// A namespace with spec finalizers is only marked `Terminating`; the namespace
-    /// controller (kapi-server `namespaces.rs`) empties it and then removes it.
+    /// controller (kapi-server `controllers/namespace.rs`) empties it, then removes the
+    /// finalizer through `finalize`.
     fn begin_delete(&self, obj: &mut Value) -> bool {
         let pending = obj
             .pointer("/spec/finalizers")

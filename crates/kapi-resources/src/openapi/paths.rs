@@ -360,6 +360,11 @@ fn sub_ops(gv: &GroupVersion, t: &Target, scope: &str, sub: &Subresource) -> Vec
             gvk(&t.res.group, &t.res.version, kind),
         ),
         Subresource::Scale { .. } => ("Scale", SCALE, gvk("autoscaling", "v1", "Scale")),
+        Subresource::Finalize => (
+            "Finalize",
+            t.def.as_str(),
+            gvk(&t.res.group, &t.res.version, kind),
+        ),
     };
     let what = format!("{} of the specified", sub.name());
     let mut ops = Vec::new();

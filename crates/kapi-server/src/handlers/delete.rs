@@ -1,12 +1,15 @@
 //! DELETE of one object and of a collection. Options come from the body
 //! (`DeleteOptions`) or the query, as upstream. A removed object is answered with
 //! the object (pods, services) or a success `Status` (others), as upstream; one
-//! left waiting on finalizers or graceful termination with 202 and the object.
+//! left waiting on finalizers or graceful termination with the object (200, or
+//! 202 when the legacy `orphanDependents=false` asked for cascading). The store
+//! turns `propagationPolicy` / `orphanDependents` into GC finalizers.
 
 use axum::body::Body;
 use axum::http::StatusCode;
 use axum::response::Response;
-use kapi_machinery::status::{success_status, ApiError, Details};
+use kapi_machinery::status::{success_status, ApiError, Details, GroupKind};
+use kapi_machinery::validation::{FieldError, FieldPath};
 use kapi_registry::store::options::{DeleteOptions, Preconditions, Propagation};
 use kapi_registry::store::DeleteOutcome;
 use serde_json::{json, Value};
@@ -41,17 +44,38 @@ async fn delete_options(ctx: &Ctx, body: Body) -> Result<DeleteOptions, ApiError
             None => None,
         },
     };
-    let propagation = match str_opt("propagationPolicy").as_deref() {
+    let orphan_dependents =
+        match from_body.get("orphanDependents").and_then(Value::as_bool) {
+            Some(b) => Some(b),
+            None => match q.non_empty("orphanDependents") {
+                Some(b) => Some(b.parse().map_err(|_| {
+                    ApiError::bad_request(format!("invalid orphanDependents: {b:?}"))
+                })?),
+                None => None,
+            },
+        };
+    let policy = str_opt("propagationPolicy");
+    let mut errs = Vec::new();
+    let path = FieldPath::new("propagationPolicy");
+    if let (Some(p), Some(_)) = (&policy, orphan_dependents) {
+        let msg = "orphanDependents and deletionPropagation cannot be both set";
+        errs.push(FieldError::invalid(&path, p.as_str(), msg));
+    }
+    let propagation = match policy.as_deref() {
         None => None,
         Some("Orphan") => Some(Propagation::Orphan),
         Some("Background") => Some(Propagation::Background),
         Some("Foreground") => Some(Propagation::Foreground),
         Some(other) => {
-            return Err(ApiError::bad_request(format!(
-                "propagationPolicy: Unsupported value: \"{other}\": supported values: \"Foreground\", \"Background\", \"Orphan\""
-            )))
+            let valid = ["Foreground", "Background", "Orphan", "nil"];
+            errs.push(FieldError::not_supported(&path, other, &valid));
+            None
         }
     };
+    if !errs.is_empty() {
+        let gk = GroupKind::new("meta.k8s.io", "DeleteOptions");
+        return Err(ApiError::invalid(gk, "", &errs));
+    }
     let pre = from_body.get("preconditions");
     let pre_str = |k: &str| {
         pre.and_then(|p| p.get(k))
@@ -66,6 +90,7 @@ async fn delete_options(ctx: &Ctx, body: Body) -> Result<DeleteOptions, ApiError
         dry_run: dry_run(q)? || body_dry_run,
         grace_period,
         propagation,
+        orphan_dependents,
         preconditions: Preconditions {
             uid: pre_str("uid"),
             resource_version: pre_str("resourceVersion"),
@@ -83,7 +108,15 @@ pub async fn delete(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {
         .delete(ctx.namespace(), ctx.name(), &opts)
         .await?
     {
-        DeleteOutcome::Pending(obj) => super::get::respond_object(ctx, StatusCode::ACCEPTED, &obj),
+        // Upstream answers 202 for a pending delete only when the client asked for
+        // cascading with the legacy `orphanDependents=false`; otherwise 200.
+        DeleteOutcome::Pending(obj) => {
+            let code = match opts.orphan_dependents {
+                Some(false) => StatusCode::ACCEPTED,
+                _ => StatusCode::OK,
+            };
+            super::get::respond_object(ctx, code, &obj)
+        }
         DeleteOutcome::Deleted(obj) if RETURNS_OBJECT.contains(&def.resource.as_str()) => {
             super::get::respond_object(ctx, StatusCode::OK, &obj)
         }

@@ -20,6 +20,7 @@ use axum::http::{request::Parts, HeaderMap};
 use axum::response::Response;
 use kapi_machinery::status::ApiError;
 use kapi_registry::store::options::WriteOptions;
+use kapi_registry::store::UpdateTarget;
 use kapi_registry::{Subresource, Verb};
 use serde_json::Value;
 
@@ -176,6 +177,9 @@ async fn handle(
         (Verb::Update, Some(Subresource::Status)) => update::update(&ctx, body, true).await,
         (Verb::Patch, Some(Subresource::Status)) => patch::patch(&ctx, body, true).await,
         (verb, Some(sub @ Subresource::Scale { .. })) => scale::scale(&ctx, verb, &sub, body).await,
+        (Verb::Update, Some(Subresource::Finalize)) => {
+            update::update_target(&ctx, body, UpdateTarget::Finalize).await
+        }
         _ => Err(ApiError::method_not_supported(
             ctx.entry.def.group_resource(),
             ctx.info.verb,

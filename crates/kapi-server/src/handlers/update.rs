@@ -11,17 +11,27 @@ use super::{check_identity, read_body, Ctx};
 use crate::negotiate;
 
 pub async fn update(ctx: &Ctx, body: Body, status: bool) -> Result<Response, ApiError> {
-    let bytes = read_body(body).await?;
-    let mut obj = negotiate::decode_body(ctx.content_type(), &bytes)?;
-    check_identity(ctx, &mut obj, true)?;
-    let opts = ctx.write_options()?;
-    let warnings = ctx.srv.check_fields(ctx, &obj)?;
     let target = if status {
         UpdateTarget::Status
     } else {
         UpdateTarget::Main
     };
-    let create = !status && ctx.entry.def.strategy.allow_create_on_update();
+    update_target(ctx, body, target).await
+}
+
+/// PUT of the main resource or of a subresource that replaces the object
+/// (`status`, `finalize`).
+pub async fn update_target(
+    ctx: &Ctx,
+    body: Body,
+    target: UpdateTarget,
+) -> Result<Response, ApiError> {
+    let bytes = read_body(body).await?;
+    let mut obj = negotiate::decode_body(ctx.content_type(), &bytes)?;
+    check_identity(ctx, &mut obj, true)?;
+    let opts = ctx.write_options()?;
+    let warnings = ctx.srv.check_fields(ctx, &obj)?;
+    let create = target == UpdateTarget::Main && ctx.entry.def.strategy.allow_create_on_update();
     let (out, created) = ctx
         .entry
         .store

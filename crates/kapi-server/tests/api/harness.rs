@@ -76,7 +76,8 @@ pub async fn start() -> TestServer {
         service_cidr,
     };
     let server = Server::builtin(config, slot);
-    server.start().await.expect("bootstrap");
+    let controllers = kapi_server::controllers::Options::all(pki.ca_cert_pem.clone());
+    server.start(&controllers).await.expect("bootstrap");
     let app = server.router(Arc::new(Authenticator::new(None, true)));
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     tokio::spawn(async move {

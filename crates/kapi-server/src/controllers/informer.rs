@@ -1,0 +1,163 @@
+//! An informer over one resource's store, as client-go's reflector: list once,
+//! then watch from the list's resourceVersion, resuming a broken watch from the
+//! last version seen; only when that version is gone (410) does it list again,
+//! reporting what vanished meanwhile as deletions. Events go to one channel,
+//! so a controller sees the changes of a resource in order.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kapi_machinery::fields::FieldSelector;
+use kapi_registry::meta;
+use kapi_registry::store::options::{ListOptions, WatchOptions};
+use kapi_registry::store::WatchEventType;
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use crate::apis::Entry;
+
+/// What happened to one object of the watched resource.
+#[derive(Debug, Clone)]
+pub enum Change {
+    /// Created or changed (or seen by a list).
+    Upsert(Value),
+    /// Gone; the last state seen.
+    Deleted(Value),
+    /// The first list has been delivered: the controller knows every object.
+    Synced,
+}
+
+/// One event with the resource it came from.
+#[derive(Clone)]
+pub struct Event {
+    pub entry: Arc<Entry>,
+    pub change: Change,
+}
+
+/// Watch `entry` (all namespaces, objects matching `field`), sending changes to
+/// `tx` until the receiver is dropped.
+pub fn spawn(
+    entry: Arc<Entry>,
+    field: FieldSelector,
+    tx: mpsc::Sender<Event>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(run(entry, field, tx))
+}
+
+/// Object key → the object's metadata, for reporting deletions after a re-list.
+type Known = HashMap<(String, String), Value>;
+
+fn key(obj: &Value) -> (String, String) {
+    (
+        meta::namespace(obj).unwrap_or("").to_owned(),
+        meta::name(obj).to_owned(),
+    )
+}
+
+/// The part of an object kept to report its deletion.
+fn skeleton(obj: &Value) -> Value {
+    let mut m = meta::meta(obj).cloned().unwrap_or_default();
+    m.remove("managedFields");
+    serde_json::json!({"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": m})
+}
+
+async fn run(entry: Arc<Entry>, field: FieldSelector, tx: mpsc::Sender<Event>) {
+    let send = |change| {
+        let tx = tx.clone();
+        let entry = entry.clone();
+        async move { tx.send(Event { entry, change }).await.is_ok() }
+    };
+    let mut known = Known::new();
+    let mut rv: Option<String> = None;
+    let mut synced = false;
+    let retry = Duration::from_millis(500);
+    loop {
+        if tx.is_closed() {
+            return;
+        }
+        if rv.is_none() {
+            let opts = ListOptions {
+                field: field.clone(),
+                ..Default::default()
+            };
+            let list = match entry.store.list(None, &opts).await {
+                Ok(l) => l,
+                Err(e) => {
+                    tracing::debug!(resource = %entry.def.gvr(), error = %e, "informer list failed");
+                    tokio::time::sleep(retry).await;
+                    continue;
+                }
+            };
+            let mut fresh = Known::new();
+            for obj in list.items {
+                fresh.insert(key(&obj), skeleton(&obj));
+                if !send(Change::Upsert(obj)).await {
+                    return;
+                }
+            }
+            for (k, gone) in known.drain() {
+                if !fresh.contains_key(&k) && !send(Change::Deleted(gone)).await {
+                    return;
+                }
+            }
+            known = fresh;
+            if !synced {
+                synced = true;
+                if !send(Change::Synced).await {
+                    return;
+                }
+            }
+            rv = Some(list.resource_version);
+        }
+        let opts = WatchOptions {
+            field: field.clone(),
+            resource_version: rv.clone(),
+            allow_bookmarks: true,
+            ..Default::default()
+        };
+        let mut events = match entry.store.watch(None, &opts).await {
+            Ok(rx) => rx,
+            Err(e) => {
+                if e.code == 410 {
+                    rv = None;
+                } else {
+                    tokio::time::sleep(retry).await;
+                }
+                continue;
+            }
+        };
+        while let Some(ev) = events.recv().await {
+            let obj = ev.object;
+            match ev.kind {
+                WatchEventType::Error => {
+                    if obj.get("code").and_then(Value::as_i64) == Some(410) {
+                        rv = None;
+                    }
+                    break;
+                }
+                WatchEventType::Bookmark => {}
+                WatchEventType::Added | WatchEventType::Modified => {
+                    known.insert(key(&obj), skeleton(&obj));
+                    rv = meta::resource_version(&obj).map(str::to_owned).or(rv);
+                    if !send(Change::Upsert(obj)).await {
+                        return;
+                    }
+                    continue;
+                }
+                WatchEventType::Deleted => {
+                    known.remove(&key(&obj));
+                    rv = meta::resource_version(&obj).map(str::to_owned).or(rv);
+                    if !send(Change::Deleted(obj)).await {
+                        return;
+                    }
+                    continue;
+                }
+            }
+            if let Some(v) = meta::resource_version(&obj) {
+                rv = Some(v.to_owned());
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

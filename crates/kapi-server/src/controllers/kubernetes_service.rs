@@ -1,0 +1,250 @@
+//! The `default/kubernetes` Service and its endpoints, as kube-apiserver's
+//! bootstrap controller and lease endpoint reconciler keep them: the Service on
+//! the first address of the service range, port 443 → the secure port; the
+//! Endpoints (labelled `endpointslice.kubernetes.io/skip-mirror`) and — when
+//! `discovery.k8s.io/v1 endpointslices` is served, looked up at run time — the
+//! EndpointSlice `kubernetes`, both with this server's advertise address. A
+//! change or deletion by anyone else is undone at once (watches), and everything
+//! is checked again every 10 s, upstream's interval.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kapi_machinery::fields::FieldSelector;
+use kapi_machinery::status::ApiError;
+use kapi_registry::meta;
+use kapi_registry::store::UpdateTarget;
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+use super::informer::{self, Change};
+use super::{ignore_exists, write_options};
+use crate::Server;
+
+const NAMESPACE: &str = "default";
+const NAME: &str = "kubernetes";
+const INTERVAL: Duration = Duration::from_secs(10);
+const MANAGER: &str = "kube-apiserver";
+
+/// The Service as kube-apiserver creates it.
+pub fn service(srv: &Server) -> Value {
+    let ip = srv.config.service_cidr.nth(1).to_string();
+    json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": NAME, "namespace": NAMESPACE,
+                     "labels": {"component": "apiserver", "provider": "kubernetes"}},
+        "spec": {"type": "ClusterIP", "clusterIP": ip, "clusterIPs": [ip], "sessionAffinity": "None",
+                 "ports": service_ports(srv)},
+    })
+}
+
+fn service_ports(srv: &Server) -> Value {
+    json!([{"name": "https", "port": 443, "protocol": "TCP", "targetPort": srv.config.port}])
+}
+
+/// The advertised IP (the host part of `advertise_address`), if it is one.
+fn advertise_ip(srv: &Server) -> Option<IpAddr> {
+    let addr = &srv.config.advertise_address;
+    let host = match addr.rsplit_once(':') {
+        Some((h, port)) if port.chars().all(|c| c.is_ascii_digit()) => h,
+        _ => addr.as_str(),
+    };
+    host.trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse()
+        .ok()
+}
+
+fn endpoints(ip: IpAddr, port: u16) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Endpoints",
+        "metadata": {"name": NAME, "namespace": NAMESPACE,
+                     "labels": {"endpointslice.kubernetes.io/skip-mirror": "true"}},
+        "subsets": [{"addresses": [{"ip": ip.to_string()}],
+                     "ports": [{"name": "https", "port": port, "protocol": "TCP"}]}],
+    })
+}
+
+fn endpoint_slice(ip: IpAddr, port: u16) -> Value {
+    let family = if ip.is_ipv4() { "IPv4" } else { "IPv6" };
+    json!({
+        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {"name": NAME, "namespace": NAMESPACE,
+                     "labels": {"kubernetes.io/service-name": NAME}},
+        "addressType": family,
+        "endpoints": [{"addresses": [ip.to_string()], "conditions": {"ready": true}}],
+        "ports": [{"name": "https", "port": port, "protocol": "TCP"}],
+    })
+}
+
+/// Keep the Service, and with `reconcile_endpoints` its endpoints.
+pub fn spawn(srv: Arc<Server>, reconcile_endpoints: bool) {
+    tokio::spawn(async move {
+        let (tx, mut rx) = mpsc::channel(64);
+        let mut watched = Vec::new();
+        let mut tick = tokio::time::interval(INTERVAL);
+        loop {
+            for (group, resource) in [
+                ("", "services"),
+                ("", "endpoints"),
+                ("discovery.k8s.io", "endpointslices"),
+            ] {
+                if !reconcile_endpoints && resource != "services" {
+                    continue;
+                }
+                if watched.contains(&resource) {
+                    continue;
+                }
+                if let Some(e) = srv.apis.lookup(group, "v1", resource) {
+                    let only = FieldSelector::one_term_equal("metadata.name", NAME);
+                    informer::spawn(e, only, tx.clone());
+                    watched.push(resource);
+                }
+            }
+            tokio::select! {
+                ev = rx.recv() => match ev {
+                    Some(ev) => match &ev.change {
+                        Change::Upsert(o) | Change::Deleted(o) if meta::namespace(o) == Some(NAMESPACE) => {}
+                        _ => continue,
+                    },
+                    None => return,
+                },
+                _ = tick.tick() => {}
+            }
+            if let Err(e) = reconcile(&srv, reconcile_endpoints).await {
+                tracing::debug!(error = %e, "kubernetes service reconcile failed");
+            }
+        }
+    });
+}
+
+async fn reconcile(srv: &Server, reconcile_endpoints: bool) -> Result<(), ApiError> {
+    ensure_service(srv).await?;
+    if !reconcile_endpoints {
+        return Ok(());
+    }
+    let Some(ip) = advertise_ip(srv) else {
+        return Ok(());
+    };
+    let port = srv.config.port;
+    let ep = endpoints(ip, port);
+    ensure(srv, "", "endpoints", ep, &["subsets"]).await?;
+    if srv
+        .apis
+        .lookup("discovery.k8s.io", "v1", "endpointslices")
+        .is_some()
+    {
+        let slice = endpoint_slice(ip, port);
+        let fields = ["addressType", "endpoints", "ports"];
+        ensure(srv, "discovery.k8s.io", "endpointslices", slice, &fields).await?;
+    }
+    Ok(())
+}
+
+async fn ensure_service(srv: &Server) -> Result<(), ApiError> {
+    let desired = service(srv);
+    let services = srv
+        .apis
+        .lookup("", "v1", "services")
+        .ok_or_else(|| ApiError::internal("services are not served"))?;
+    let opts = write_options(MANAGER);
+    let current = match services.store.get(Some(NAMESPACE), NAME, None).await {
+        Err(e) if e.is_not_found() => {
+            return ignore_exists(services.store.create(desired, &opts).await);
+        }
+        other => other?,
+    };
+    let ports = service_ports(srv);
+    if current.pointer("/spec/ports") == Some(&ports)
+        && current.pointer("/spec/type") == Some(&json!("ClusterIP"))
+    {
+        return Ok(());
+    }
+    let r = services
+        .store
+        .update_with(
+            Some(NAMESPACE),
+            NAME,
+            UpdateTarget::Main,
+            &opts,
+            false,
+            |cur| {
+                let mut next = cur.cloned().ok_or_else(|| ApiError::internal("gone"))?;
+                next["spec"]["ports"] = ports.clone();
+                next["spec"]["type"] = json!("ClusterIP");
+                Ok(next)
+            },
+        )
+        .await;
+    r.map(|_| ())
+}
+
+/// Create `desired`, or make `fields` and the labels of the existing object match it.
+async fn ensure(
+    srv: &Server,
+    group: &str,
+    resource: &str,
+    desired: Value,
+    fields: &[&str],
+) -> Result<(), ApiError> {
+    let Some(entry) = srv.apis.lookup(group, "v1", resource) else {
+        return Ok(());
+    };
+    let opts = write_options(MANAGER);
+    let current = match entry.store.get(Some(NAMESPACE), NAME, None).await {
+        Err(e) if e.is_not_found() => {
+            return ignore_exists(entry.store.create(desired, &opts).await);
+        }
+        other => other?,
+    };
+    let labels = desired.pointer("/metadata/labels").cloned();
+    let same = fields.iter().all(|f| current.get(*f) == desired.get(*f))
+        && current.pointer("/metadata/labels").cloned() == labels;
+    if same {
+        return Ok(());
+    }
+    let r = entry
+        .store
+        .update_with(
+            Some(NAMESPACE),
+            NAME,
+            UpdateTarget::Main,
+            &opts,
+            false,
+            |cur| {
+                let mut next = cur.cloned().ok_or_else(|| ApiError::internal("gone"))?;
+                for f in fields {
+                    next[*f] = desired[*f].clone();
+                }
+                let m = meta::meta_mut(&mut next);
+                match &labels {
+                    Some(l) => m.insert("labels".into(), l.clone()),
+                    None => m.remove("labels"),
+                };
+                Ok(next)
+            },
+        )
+        .await;
+    r.map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoint_objects() {
+        let ip: IpAddr = "192.0.2.7".parse().unwrap();
+        let ep = endpoints(ip, 6443);
+        assert_eq!(ep["subsets"][0]["addresses"][0]["ip"], "192.0.2.7");
+        assert_eq!(ep["subsets"][0]["ports"][0]["port"], 6443);
+        let slice = endpoint_slice("2001:db8::1".parse().unwrap(), 6443);
+        assert_eq!(slice["addressType"], "IPv6");
+        assert_eq!(slice["endpoints"][0]["conditions"]["ready"], true);
+        assert_eq!(
+            slice["metadata"]["labels"]["kubernetes.io/service-name"],
+            "kubernetes"
+        );
+    }
+}

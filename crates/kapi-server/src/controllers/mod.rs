@@ -1,0 +1,238 @@
+//! The controllers kapi runs in-process: the part of kube-controller-manager (and
+//! of kube-apiserver's own bootstrap loops) a single-binary control plane needs
+//! so that deletes finish and namespaces come with their defaults.
+//!
+//! | name (`--controllers`) | upstream home | file |
+//! |---|---|---|
+//! | `garbage-collector-controller` (`garbagecollector`) | kube-controller-manager | `gc/` |
+//! | `namespace-controller` (`namespace`) | kube-controller-manager | `namespace.rs` |
+//! | `serviceaccount-controller` (`serviceaccount`) | kube-controller-manager | `serviceaccounts.rs` |
+//! | `root-ca-certificate-publisher-controller` (`root-ca-cert-publisher`) | kube-controller-manager | `rootca.rs` |
+//! | `kubernetes` Service endpoints (`--endpoint-reconciler-type`) | kube-apiserver | `kubernetes_service.rs` |
+//!
+//! Every controller is driven by watches on the generic store (`informer.rs`)
+//! and works through a de-duplicating queue (`queue.rs`); all of them talk to the
+//! stores directly, in-process, as the clients of upstream's controllers talk to
+//! the API. Turning one off (`--controllers=*,-garbagecollector`) leaves its work
+//! to an external kube-controller-manager.
+
+mod gc;
+mod informer;
+mod kubernetes_service;
+mod namespace;
+mod perns;
+mod queue;
+mod rootca;
+mod serviceaccounts;
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use kapi_machinery::status::ApiError;
+use kapi_registry::store::options::WriteOptions;
+use kapi_registry::Verb;
+
+use crate::apis::{version_priority, Entry};
+use crate::Server;
+
+/// The field manager of writes made by kube-controller-manager's controllers.
+const CONTROLLER_MANAGER: &str = "kube-controller-manager";
+
+/// kube-controller-manager's controller names with their legacy aliases.
+pub const CONTROLLERS: &[(&str, &str)] = &[
+    ("garbage-collector-controller", "garbagecollector"),
+    ("namespace-controller", "namespace"),
+    ("serviceaccount-controller", "serviceaccount"),
+    (
+        "root-ca-certificate-publisher-controller",
+        "root-ca-cert-publisher",
+    ),
+];
+
+/// Which controllers run, parsed from `--controllers` as kube-controller-manager
+/// does: `*` turns on every controller on by default, `foo` turns one on,
+/// `-foo` turns one off; the first entry naming a controller wins.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Selection {
+    enabled: BTreeSet<&'static str>,
+}
+
+impl Default for Selection {
+    fn default() -> Self {
+        Selection {
+            enabled: CONTROLLERS.iter().map(|(name, _)| *name).collect(),
+        }
+    }
+}
+
+impl Selection {
+    pub fn parse(items: &[String]) -> Result<Selection, String> {
+        let canonical = |s: &str| {
+            CONTROLLERS
+                .iter()
+                .find(|(name, alias)| s == *name || s == *alias)
+                .map(|(name, _)| *name)
+        };
+        let mut decided: Vec<(&'static str, bool)> = Vec::new();
+        let mut star = false;
+        for item in items.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
+            if item == "*" {
+                star = true;
+                continue;
+            }
+            let (name, on) = match item.strip_prefix('-') {
+                Some(rest) => (rest, false),
+                None => (item, true),
+            };
+            let known = canonical(name)
+                .ok_or_else(|| format!("{name:?} is not in the list of known controllers"))?;
+            if !decided.iter().any(|(n, _)| *n == known) {
+                decided.push((known, on));
+            }
+        }
+        let enabled = CONTROLLERS
+            .iter()
+            .map(|(name, _)| *name)
+            .filter(|name| match decided.iter().find(|(n, _)| n == name) {
+                Some((_, on)) => *on,
+                None => star,
+            })
+            .collect();
+        Ok(Selection { enabled })
+    }
+
+    /// Whether the controller (canonical name or alias) runs.
+    pub fn enabled(&self, name: &str) -> bool {
+        CONTROLLERS
+            .iter()
+            .find(|(n, a)| name == *n || name == *a)
+            .is_some_and(|(n, _)| self.enabled.contains(n))
+    }
+}
+
+/// What the controllers need beyond the server.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    pub controllers: Selection,
+    /// Maintain the `default/kubernetes` Endpoints and EndpointSlice
+    /// (`--endpoint-reconciler-type=lease`; `none` turns it off).
+    pub endpoint_reconciler: bool,
+    /// The cluster CA bundle the root-CA publisher puts in every namespace
+    /// (PEM); without it that controller does not run.
+    pub root_ca: Option<String>,
+}
+
+impl Options {
+    /// Everything on, publishing `root_ca`.
+    pub fn all(root_ca: impl Into<String>) -> Options {
+        Options {
+            controllers: Selection::default(),
+            endpoint_reconciler: true,
+            root_ca: Some(root_ca.into()),
+        }
+    }
+}
+
+/// Start the selected controllers; they run until the process ends.
+pub fn spawn(srv: &Arc<Server>, opts: &Options) {
+    let sel = &opts.controllers;
+    if sel.enabled("namespace") {
+        namespace::spawn(srv.clone());
+    }
+    if sel.enabled("garbagecollector") {
+        gc::spawn(srv.clone());
+    }
+    if sel.enabled("serviceaccount") {
+        serviceaccounts::spawn(srv.clone());
+    }
+    match &opts.root_ca {
+        Some(ca) if sel.enabled("root-ca-cert-publisher") => rootca::spawn(srv.clone(), ca.clone()),
+        _ => {}
+    }
+    kubernetes_service::spawn(srv.clone(), opts.endpoint_reconciler);
+}
+
+/// The `default/kubernetes` Service as kube-apiserver creates it at start.
+pub fn kubernetes_service_object(srv: &Server) -> serde_json::Value {
+    kubernetes_service::service(srv)
+}
+
+fn write_options(manager: &str) -> WriteOptions {
+    WriteOptions {
+        dry_run: false,
+        field_manager: Some(manager.to_owned()),
+    }
+}
+
+/// One served version per resource (the preferred one) that supports `verbs`:
+/// the resources a controller that walks "everything" visits.
+fn preferred_resources(srv: &Server, verbs: &[Verb]) -> Vec<Arc<Entry>> {
+    let mut out: Vec<Arc<Entry>> = Vec::new();
+    for e in srv.apis.all() {
+        if !verbs.iter().all(|v| e.def.supports(*v)) {
+            continue;
+        }
+        let same = |o: &Arc<Entry>| o.def.group == e.def.group && o.def.resource == e.def.resource;
+        match out.iter_mut().find(|o| same(o)) {
+            Some(o) if version_priority(&e.def.version) > version_priority(&o.def.version) => {
+                *o = e
+            }
+            Some(_) => {}
+            None => out.push(e),
+        }
+    }
+    out
+}
+
+/// The served resource of objects of `kind` at `api_version` (that version if
+/// served, otherwise the preferred version of the same group and kind).
+fn resolve_kind(srv: &Server, api_version: &str, kind: &str) -> Option<Arc<Entry>> {
+    let (group, version) = match api_version.split_once('/') {
+        Some((g, v)) => (g, v),
+        None => ("", api_version),
+    };
+    srv.apis
+        .all()
+        .into_iter()
+        .filter(|e| e.def.group == group && e.def.kind == kind)
+        .max_by_key(|e| (e.def.version == version, version_priority(&e.def.version)))
+}
+
+/// `Ok` for success and for "already there".
+fn ignore_exists<T>(r: Result<T, ApiError>) -> Result<(), ApiError> {
+    match r {
+        Ok(_) => Ok(()),
+        Err(e) if e.is_already_exists() => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str) -> Selection {
+        let items: Vec<String> = s.split(',').map(str::to_owned).collect();
+        Selection::parse(&items).unwrap()
+    }
+
+    #[test]
+    fn star_minus_and_aliases() {
+        let all = parse("*");
+        assert!(all.enabled("garbagecollector") && all.enabled("namespace-controller"));
+        let no_gc = parse("*,-garbagecollector");
+        assert!(!no_gc.enabled("garbage-collector-controller"));
+        assert!(no_gc.enabled("serviceaccount"));
+        let only_ns = parse("namespace");
+        assert!(only_ns.enabled("namespace") && !only_ns.enabled("serviceaccount"));
+        // The first entry naming a controller wins, as upstream.
+        assert!(parse("namespace,-namespace").enabled("namespace"));
+        assert!(!parse("").enabled("namespace"));
+    }
+
+    #[test]
+    fn unknown_names_are_refused() {
+        let err = Selection::parse(&["*".into(), "-nope".into()]).unwrap_err();
+        assert_eq!(err, "\"nope\" is not in the list of known controllers");
+    }
+}
