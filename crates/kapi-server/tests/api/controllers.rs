@@ -347,7 +347,7 @@ async fn cluster_scoped_owner_of_namespaced_dependents() {
 
 #[tokio::test]
 async fn every_namespace_gets_a_default_service_account_and_the_root_ca() {
-    let srv = harness::start().await;
+    let srv = harness::start_with_all_controllers().await;
     let ns = srv.namespace("with-defaults").await;
     let sa_path = format!("/api/v1/namespaces/{ns}/serviceaccounts/default");
     let cm_path = format!("/api/v1/namespaces/{ns}/configmaps/kube-root-ca.crt");
@@ -449,7 +449,7 @@ fn condition<'a>(ns: &'a Value, ty: &str) -> Option<&'a Value> {
 
 #[tokio::test]
 async fn namespace_deletion_reports_progress_and_finishes() {
-    let srv = harness::start().await;
+    let srv = harness::start_with_all_controllers().await;
     let ns = srv.namespace("doomed").await;
     let cms = format!("/api/v1/namespaces/{ns}/configmaps");
     create(&srv, &cms, json!({"metadata": {"name": "plain"}})).await;

@@ -43,8 +43,22 @@ fn install_crypto_provider() {
     });
 }
 
-/// Start a fresh server with its own store and certificates.
+/// Start a fresh server with its own store and certificates. The controllers
+/// that put objects into every namespace (service accounts, root CA) are off, so
+/// tests can count what they create; [`start_with_all_controllers`] runs them.
 pub async fn start() -> TestServer {
+    let items = ["*", "-serviceaccount", "-root-ca-cert-publisher"].map(String::from);
+    let selection = kapi_server::controllers::Selection::parse(&items).expect("controllers");
+    start_with(selection).await
+}
+
+/// Start a server running every in-process controller.
+#[allow(dead_code)]
+pub async fn start_with_all_controllers() -> TestServer {
+    start_with(kapi_server::controllers::Selection::default()).await
+}
+
+async fn start_with(selection: kapi_server::controllers::Selection) -> TestServer {
     install_crypto_provider();
     let dir = tempfile::tempdir().expect("tempdir");
     let slot = factory::open(StorageConfig::Embedded(EmbeddedConfig::new(
@@ -76,7 +90,8 @@ pub async fn start() -> TestServer {
         service_cidr,
     };
     let server = Server::builtin(config, slot);
-    let controllers = kapi_server::controllers::Options::all(pki.ca_cert_pem.clone());
+    let mut controllers = kapi_server::controllers::Options::all(pki.ca_cert_pem.clone());
+    controllers.controllers = selection;
     server.start(&controllers).await.expect("bootstrap");
     let app = server.router(Arc::new(Authenticator::new(None, true)));
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
