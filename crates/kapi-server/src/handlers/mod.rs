@@ -7,6 +7,7 @@ mod create;
 mod delete;
 mod get;
 mod list;
+mod list_stream;
 mod patch;
 mod scale;
 mod update;
