@@ -90,6 +90,11 @@ impl Apis {
         st.by_gvr.insert(gvr, entry);
     }
 
+    /// The watch cache the stores read through.
+    pub fn cache(&self) -> Option<&CachedBackend> {
+        self.cache.as_ref()
+    }
+
     pub fn lookup(&self, group: &str, version: &str, resource: &str) -> Option<Arc<Entry>> {
         let st = self.state.read().expect("apis lock");
         st.by_gvr

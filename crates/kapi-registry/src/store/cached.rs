@@ -146,6 +146,29 @@ impl Store {
         name: &str,
         resource_version: &str,
     ) -> Result<Option<Value>, ApiError> {
+        match self.cached_object(key, name, resource_version).await? {
+            Some(obj) => self.decode(&obj.kv).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The cached object itself, for callers that write its bytes directly.
+    pub async fn get_cached_object(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        resource_version: &str,
+    ) -> Result<Option<Arc<CachedObject>>, ApiError> {
+        let key = self.def.key(namespace, name);
+        self.cached_object(&key, name, resource_version).await
+    }
+
+    async fn cached_object(
+        &self,
+        key: &str,
+        name: &str,
+        resource_version: &str,
+    ) -> Result<Option<Arc<CachedObject>>, ApiError> {
         let Some(cache) = &self.cache else {
             return Ok(None);
         };
@@ -155,7 +178,7 @@ impl Store {
         };
         match cache.get_cached(key, at).await {
             Ok(None) => Ok(None),
-            Ok(Some((Some(obj), _))) => self.decode(&obj.kv).map(Some),
+            Ok(Some((Some(obj), _))) => Ok(Some(obj)),
             Ok(Some((None, _))) => Err(self.not_found(name)),
             Err(e) => Err(self.storage_error(e, name)),
         }

@@ -58,7 +58,7 @@ pub fn list_options(ctx: &Ctx) -> Result<ListOptions, ApiError> {
 }
 
 pub async fn list(ctx: &Ctx) -> Result<Response, ApiError> {
-    if let Some(resp) = super::list_stream::list_json(ctx).await? {
+    if let Some(resp) = super::json_fast::list_json(ctx).await? {
         return Ok(resp);
     }
     let opts = list_options(ctx)?;

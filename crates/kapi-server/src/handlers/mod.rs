@@ -6,8 +6,8 @@
 mod create;
 mod delete;
 mod get;
+mod json_fast;
 mod list;
-mod list_stream;
 mod patch;
 mod scale;
 mod update;

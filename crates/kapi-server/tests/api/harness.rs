@@ -3,8 +3,9 @@
 //! kubeconfig), and a `kube::Client` built from that kubeconfig.
 //!
 //! Every test starts its own [`TestServer`]; dropping it stops the server and
-//! removes its temporary directory. [`TestServer::backend`] is the store the
-//! server writes to, for tests that compact or inspect it directly.
+//! removes its temporary directory. [`TestServer::backend`] is the storage stack
+//! the server reads and writes through (the watch cache over the store), for
+//! tests that compact or inspect it directly.
 
 use std::sync::{Arc, Once};
 use std::time::Duration;
@@ -77,6 +78,10 @@ pub async fn start() -> TestServer {
     };
     let server = Server::builtin(config, slot);
     server.start().await.expect("bootstrap");
+    let backend: Arc<dyn Backend> = match server.apis.cache() {
+        Some(cache) => Arc::new(cache.clone()),
+        None => backend,
+    };
     let app = server.router(Arc::new(Authenticator::new(None, true)));
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     tokio::spawn(async move {

@@ -1,5 +1,7 @@
-//! LIST as streamed JSON: when the client wants plain JSON and the watch cache
-//! answers, the `<Kind>List` is written item by item from the cached bytes (each
+//! The plain-JSON fast path from the watch cache. A GET with a
+//! `resourceVersion` answered by the cache is the stored bytes with the
+//! `resourceVersion` spliced in (no decode, no re-encode). A LIST: when the
+//! client wants plain JSON and the watch cache answers, the `<Kind>List` is written item by item from the cached bytes (each
 //! object's stored JSON with its `resourceVersion` spliced in), in chunks of about
 //! 64 KiB, so no `Value` tree and no whole-response buffer is ever built: memory
 //! beyond the cache itself is one chunk per response in flight.
@@ -46,6 +48,33 @@ pub async fn list_json(ctx: &Ctx) -> Result<Option<Response>, ApiError> {
     let stream = futures::stream::iter(chunks.map(Ok::<_, std::convert::Infallible>));
     let mut resp = Response::new(Body::from_stream(stream));
     *resp.status_mut() = StatusCode::OK;
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    Ok(Some(resp))
+}
+
+/// GET `?resourceVersion=…` from the cache as the object's bytes, or `None`.
+pub async fn get_json(ctx: &Ctx) -> Result<Option<Response>, ApiError> {
+    if ctx.accept.view != View::Object || ctx.accept.format != Format::Json {
+        return Ok(None);
+    }
+    let Some(rv) = ctx.query.non_empty("resourceVersion") else {
+        return Ok(None);
+    };
+    let store = &ctx.entry.store;
+    let Some(obj) = store
+        .get_cached_object(ctx.namespace(), ctx.name(), rv)
+        .await?
+    else {
+        return Ok(None);
+    };
+    let mut out = Vec::with_capacity(obj.kv.value.len() + 40);
+    if !obj.write_json(obj.kv.mod_revision, &mut out) {
+        return Ok(None);
+    }
+    let mut resp = Response::new(Body::from(out));
     resp.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
