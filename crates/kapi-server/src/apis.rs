@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock};
 
 use kapi_machinery::schema::{SchemaNav, TypeRef};
+use kapi_registry::cache::{CacheConfig, CachedBackend};
 use kapi_registry::{ResourceDef, Store};
 use kapi_storage::Backend;
 
@@ -28,6 +29,8 @@ struct State {
 #[derive(Default)]
 pub struct Apis {
     state: RwLock<State>,
+    /// The watch cache every installed store reads and watches through.
+    cache: Option<CachedBackend>,
 }
 
 /// One API group with its versions, preferred first.
@@ -38,12 +41,18 @@ pub struct GroupInfo {
 }
 
 impl Apis {
+    /// Install `defs`, caching their prefixes in a watch cache over `backend`.
     pub fn new(
         defs: Vec<ResourceDef>,
         backend: Arc<dyn Backend>,
         schema: Arc<dyn SchemaNav>,
     ) -> Apis {
-        let apis = Apis::default();
+        let prefixes = defs.iter().map(|d| d.list_prefix(None));
+        let cache = CachedBackend::new(backend.clone(), prefixes, CacheConfig::default());
+        let apis = Apis {
+            cache: Some(cache),
+            ..Apis::default()
+        };
         for def in defs {
             let root = kapi_resources::patchmeta::root_type(&def.group, &def.version, &def.kind)
                 .unwrap_or(TypeRef::UNKNOWN);
@@ -60,8 +69,12 @@ impl Apis {
         root: TypeRef,
     ) {
         let def = Arc::new(def);
+        let mut store = Store::new(def.clone(), backend).with_schema(schema, root);
+        if let Some(cache) = &self.cache {
+            store = store.with_cache(cache.clone());
+        }
         let entry = Arc::new(Entry {
-            store: Store::new(def.clone(), backend).with_schema(schema, root),
+            store,
             def: def.clone(),
         });
         let gvr = (def.group.clone(), def.version.clone(), def.resource.clone());
@@ -75,6 +88,11 @@ impl Apis {
         });
         st.order.push(entry.clone());
         st.by_gvr.insert(gvr, entry);
+    }
+
+    /// The watch cache the stores read through.
+    pub fn cache(&self) -> Option<&CachedBackend> {
+        self.cache.as_ref()
     }
 
     pub fn lookup(&self, group: &str, version: &str, resource: &str) -> Option<Arc<Entry>> {

@@ -23,12 +23,12 @@ pub struct ListResult {
 
 const TOKEN_EXPIRED: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
 
-fn encode_token(rv: i64, start: &str) -> String {
+pub(crate) fn encode_token(rv: i64, start: &str) -> String {
     let body = json!({"v": "meta.k8s.io/v1", "rv": rv, "start": start});
     base64::engine::general_purpose::STANDARD.encode(body.to_string())
 }
 
-fn decode_token(token: &str) -> Result<(i64, String), ApiError> {
+pub(crate) fn decode_token(token: &str) -> Result<(i64, String), ApiError> {
     let bad = || ApiError::bad_request(format!("continue key is not valid: {token}"));
     let raw = base64::engine::general_purpose::STANDARD
         .decode(token)
@@ -48,6 +48,15 @@ impl Store {
         namespace: Option<&str>,
         opts: &ListOptions,
     ) -> Result<ListResult, ApiError> {
+        if let Some(c) = self.list_cached(namespace, opts).await? {
+            let items = c.items.iter().map(|o| self.decode(&o.kv));
+            return Ok(ListResult {
+                items: items.collect::<Result<_, _>>()?,
+                resource_version: c.resource_version,
+                continue_token: c.continue_token,
+                remaining: c.remaining,
+            });
+        }
         let prefix = self.def.list_prefix(namespace);
         let (mut revision, mut start) = (None, None);
         if let Some(token) = opts.continue_token.as_deref().filter(|t| !t.is_empty()) {

@@ -8,6 +8,7 @@
 //! `watch.rs`. Where to look next: `kapi-storage` below, the handlers in
 //! `kapi-server` above.
 
+mod cached;
 mod create;
 mod delete;
 pub mod gc_finalizers;
@@ -15,6 +16,7 @@ mod list;
 pub mod options;
 mod update;
 mod watch;
+mod watch_cached;
 
 use std::sync::Arc;
 
@@ -27,6 +29,7 @@ use serde_json::Value;
 use crate::meta;
 use crate::resource::ResourceDef;
 
+pub use cached::CachedList;
 pub use delete::DeleteOutcome;
 pub use list::ListResult;
 pub use update::UpdateTarget;
@@ -40,6 +43,8 @@ pub struct Store {
     /// The schema of the objects, for `managedFields` (unknown: fields are leaves).
     schema: Arc<dyn SchemaNav>,
     root: TypeRef,
+    /// The watch cache reads and watches go through, once installed.
+    cache: Option<crate::cache::CachedBackend>,
 }
 
 impl Store {
@@ -49,6 +54,7 @@ impl Store {
             backend,
             schema: Arc::new(NoSchema),
             root: TypeRef::UNKNOWN,
+            cache: None,
         }
     }
 
@@ -98,11 +104,16 @@ impl Store {
         name: &str,
         resource_version: Option<&str>,
     ) -> Result<Value, ApiError> {
+        let key = self.def.key(namespace, name);
+        if let Some(rv) = resource_version.filter(|rv| !rv.is_empty()) {
+            if let Some(obj) = self.get_cached(&key, name, rv).await? {
+                return Ok(obj);
+            }
+        }
         let at = match resource_version {
             None | Some("") | Some("0") => None,
             Some(rv) => Some(parse_rv(rv)?),
         };
-        let key = self.def.key(namespace, name);
         match self.backend.get(&key, at).await {
             Ok(Some(kv)) => self.decode(&kv),
             Ok(None) => Err(self.not_found(name)),
@@ -112,6 +123,11 @@ impl Store {
 
     pub(crate) fn not_found(&self, name: &str) -> ApiError {
         ApiError::not_found(self.def.group_resource(), name)
+    }
+
+    /// Storage bytes to an object, with `resourceVersion` from the revision.
+    pub fn decode_value(&self, kv: &KeyValue) -> Result<Value, ApiError> {
+        self.decode(kv)
     }
 
     /// Storage bytes to an object, with `resourceVersion` from the revision.

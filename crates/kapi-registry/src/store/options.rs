@@ -62,4 +62,7 @@ pub struct WatchOptions {
     pub rv_match: RvMatch,
     pub allow_bookmarks: bool,
     pub send_initial_events: Option<bool>,
+    /// The consumer wants each event as a finished JSON line (`WatchEvent::json`)
+    /// where the store can give one.
+    pub encoded_json: bool,
 }

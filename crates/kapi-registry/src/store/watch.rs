@@ -45,6 +45,10 @@ impl WatchEventType {
 pub struct WatchEvent {
     pub kind: WatchEventType,
     pub object: Value,
+    /// The finished JSON line (`{"type":…,"object":…}` and a newline), shared
+    /// with other watchers; only with `WatchOptions::encoded_json`, and then
+    /// `object` is `Null`.
+    pub json: Option<bytes::Bytes>,
 }
 
 pub type WatchReceiver = mpsc::Receiver<WatchEvent>;
@@ -61,6 +65,9 @@ impl Store {
             return Err(ApiError::bad_request(
                 "sendInitialEvents requires allowWatchBookmarks=true and resourceVersionMatch=NotOlderThan",
             ));
+        }
+        if let Some(rx) = self.watch_from_cache(namespace, opts, initial).await? {
+            return Ok(rx);
         }
         let list_opts = ListOptions {
             label: opts.label.clone(),
@@ -94,7 +101,7 @@ impl Store {
         Ok(rx)
     }
 
-    fn bookmark(&self, rv: i64, initial_end: bool) -> Value {
+    pub(crate) fn bookmark(&self, rv: i64, initial_end: bool) -> Value {
         let mut m = json!({"resourceVersion": rv.to_string()});
         if initial_end {
             m["annotations"] = json!({"k8s.io/initial-events-end": "true"});
@@ -112,7 +119,14 @@ struct Pump {
 
 impl Pump {
     async fn send(&self, kind: WatchEventType, object: Value) -> bool {
-        self.tx.send(WatchEvent { kind, object }).await.is_ok()
+        self.tx
+            .send(WatchEvent {
+                kind,
+                object,
+                json: None,
+            })
+            .await
+            .is_ok()
     }
 
     async fn run(

@@ -9,6 +9,9 @@ use super::Ctx;
 use crate::negotiate::{self, IncludeObject, View};
 
 pub async fn get(ctx: &Ctx) -> Result<Response, ApiError> {
+    if let Some(resp) = super::json_fast::get_json(ctx).await? {
+        return Ok(resp);
+    }
     let obj = ctx
         .entry
         .store

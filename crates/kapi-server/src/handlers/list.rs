@@ -58,6 +58,9 @@ pub fn list_options(ctx: &Ctx) -> Result<ListOptions, ApiError> {
 }
 
 pub async fn list(ctx: &Ctx) -> Result<Response, ApiError> {
+    if let Some(resp) = super::json_fast::list_json(ctx).await? {
+        return Ok(resp);
+    }
     let opts = list_options(ctx)?;
     let result = ctx.entry.store.list(ctx.namespace(), &opts).await?;
     let mut meta = Map::new();

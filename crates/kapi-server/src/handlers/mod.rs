@@ -6,6 +6,7 @@
 mod create;
 mod delete;
 mod get;
+mod json_fast;
 mod list;
 mod patch;
 mod scale;

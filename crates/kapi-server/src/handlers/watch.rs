@@ -34,6 +34,7 @@ pub async fn watch(ctx: Ctx) -> Result<Response, ApiError> {
         rv_match: parse_rv_match(&ctx.query)?,
         allow_bookmarks: ctx.query.flag("allowWatchBookmarks"),
         send_initial_events,
+        encoded_json: ctx.accept.view == View::Object,
     };
     let timeout = ctx
         .query
@@ -46,6 +47,9 @@ pub async fn watch(ctx: Ctx) -> Result<Response, ApiError> {
     let view = ctx.accept.view;
     let mut first = true;
     let lines = ReceiverStream::new(rx).map(move |ev: WatchEvent| {
+        if let Some(line) = ev.json {
+            return Ok(line);
+        }
         let object = match (view, ev.kind) {
             (
                 View::Table,

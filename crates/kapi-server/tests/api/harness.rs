@@ -3,8 +3,9 @@
 //! kubeconfig), and a `kube::Client` built from that kubeconfig.
 //!
 //! Every test starts its own [`TestServer`]; dropping it stops the server and
-//! removes its temporary directory. [`TestServer::backend`] is the store the
-//! server writes to, for tests that compact or inspect it directly.
+//! removes its temporary directory. [`TestServer::backend`] is the storage stack
+//! the server reads and writes through (the watch cache over the store), for
+//! tests that compact or inspect it directly.
 
 use std::sync::{Arc, Once};
 use std::time::Duration;
@@ -93,6 +94,10 @@ async fn start_with(selection: kapi_server::controllers::Selection) -> TestServe
     let mut controllers = kapi_server::controllers::Options::all(pki.ca_cert_pem.clone());
     controllers.controllers = selection;
     server.start(&controllers).await.expect("bootstrap");
+    let backend: Arc<dyn Backend> = match server.apis.cache() {
+        Some(cache) => Arc::new(cache.clone()),
+        None => backend,
+    };
     let app = server.router(Arc::new(Authenticator::new(None, true)));
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     tokio::spawn(async move {

@@ -1,0 +1,229 @@
+//! kapi-bench: point it at any Kubernetes API server through a kubeconfig and
+//! run a named scenario; it prints throughput and p50/p99/max latency per kind of
+//! operation as a table (and JSON with `--json`), plus — given the server's
+//! PIDs — their peak RSS and CPU seconds from `/proc` while the scenario ran.
+//!
+//! Scenarios (`scenarios.rs`): create, get, list, update, watch, mixed, scale.
+
+mod client;
+mod scenarios;
+mod stats;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use serde_json::json;
+
+use scenarios::WatchPlan;
+
+#[derive(Parser)]
+#[command(name = "kapi-bench", about = "Benchmark a Kubernetes API server")]
+struct Args {
+    /// Kubeconfig to use (default: $KUBECONFIG or ~/.kube/config).
+    #[arg(long, global = true)]
+    kubeconfig: Option<PathBuf>,
+    /// Namespace the scenario works in (created if missing).
+    #[arg(long, global = true, default_value = "bench")]
+    namespace: String,
+    /// Object names are `<prefix>-<i>`.
+    #[arg(long, global = true, default_value = "bench")]
+    prefix: String,
+    /// Server process(es) to watch in /proc for RSS and CPU.
+    #[arg(long, global = true, value_delimiter = ',')]
+    pid: Vec<u32>,
+    /// Also write the report as JSON to this file (`-` for stdout).
+    #[arg(long, global = true)]
+    json: Option<PathBuf>,
+    #[command(subcommand)]
+    scenario: Scenario,
+}
+
+#[derive(Subcommand)]
+enum Scenario {
+    /// N creates of S-byte ConfigMaps at concurrency C.
+    Create {
+        #[arg(long, default_value_t = 2000)]
+        count: usize,
+        #[arg(long, default_value_t = 1024)]
+        size: usize,
+        #[arg(long, default_value_t = 16)]
+        concurrency: usize,
+    },
+    /// Random GETs by name among `count` existing objects for `seconds`.
+    Get {
+        #[arg(long, default_value_t = 2000)]
+        count: usize,
+        #[arg(long, default_value_t = 10)]
+        seconds: u64,
+        #[arg(long, default_value_t = 16)]
+        concurrency: usize,
+    },
+    /// Full and paged LISTs, namespaced and cluster-wide, with a selector matching nothing.
+    List {
+        #[arg(long, default_value_t = 10)]
+        repeat: usize,
+        #[arg(long, default_value_t = 500)]
+        page: usize,
+    },
+    /// CAS updates on a hot set of the first `hot` objects.
+    Update {
+        #[arg(long, default_value_t = 50)]
+        hot: usize,
+        #[arg(long, default_value_t = 10)]
+        seconds: u64,
+        #[arg(long, default_value_t = 16)]
+        concurrency: usize,
+    },
+    /// W watchers on the namespace while creates go on at `rate` per second.
+    Watch {
+        #[arg(long, default_value_t = 100)]
+        watchers: usize,
+        #[arg(long, default_value_t = 100.0)]
+        rate: f64,
+        #[arg(long, default_value_t = 10)]
+        seconds: u64,
+        #[arg(long, default_value_t = 1024)]
+        size: usize,
+    },
+    /// Churn (create, update, delete) at `rate` per second with informers attached.
+    Mixed {
+        #[arg(long, default_value_t = 20)]
+        informers: usize,
+        #[arg(long, default_value_t = 50.0)]
+        rate: f64,
+        #[arg(long, default_value_t = 10)]
+        seconds: u64,
+        #[arg(long, default_value_t = 1024)]
+        size: usize,
+    },
+    /// Load `count` objects, then LIST them `repeat` times.
+    Scale {
+        #[arg(long, default_value_t = 300_000)]
+        count: usize,
+        #[arg(long, default_value_t = 1024)]
+        size: usize,
+        #[arg(long, default_value_t = 16)]
+        concurrency: usize,
+        #[arg(long, default_value_t = 5)]
+        repeat: usize,
+        /// Skip loading (the objects exist already).
+        #[arg(long)]
+        no_load: bool,
+    },
+}
+
+#[tokio::main]
+async fn main() {
+    let args = Args::parse();
+    if let Err(e) = run(args).await {
+        eprintln!("kapi-bench: {e}");
+        std::process::exit(1);
+    }
+}
+
+async fn run(args: Args) -> Result<(), String> {
+    let api = client::Api::connect(args.kubeconfig.as_deref(), &args.namespace).await?;
+    api.ensure_namespace().await?;
+    let procs: Vec<_> = args
+        .pid
+        .iter()
+        .map(|p| stats::ProcWatch::start(*p))
+        .collect();
+    let prefix = args.prefix.as_str();
+    let (name, results) = match args.scenario {
+        Scenario::Create {
+            count,
+            size,
+            concurrency,
+        } => (
+            "create",
+            vec![scenarios::create(&api, prefix, count, size, concurrency).await],
+        ),
+        Scenario::Get {
+            count,
+            seconds,
+            concurrency,
+        } => (
+            "get",
+            vec![
+                scenarios::get(
+                    &api,
+                    prefix,
+                    count,
+                    Duration::from_secs(seconds),
+                    concurrency,
+                )
+                .await,
+            ],
+        ),
+        Scenario::List { repeat, page } => ("list", scenarios::list(&api, repeat, page).await),
+        Scenario::Update {
+            hot,
+            seconds,
+            concurrency,
+        } => (
+            "update",
+            scenarios::update(&api, prefix, hot, Duration::from_secs(seconds), concurrency).await,
+        ),
+        Scenario::Watch {
+            watchers,
+            rate,
+            seconds,
+            size,
+        } => {
+            let plan = WatchPlan {
+                watchers,
+                rate,
+                duration: Duration::from_secs(seconds),
+                size,
+                informers: false,
+                churn: false,
+            };
+            ("watch", scenarios::watch(&api, prefix, &plan).await)
+        }
+        Scenario::Mixed {
+            informers,
+            rate,
+            seconds,
+            size,
+        } => {
+            let plan = WatchPlan {
+                watchers: informers,
+                rate,
+                duration: Duration::from_secs(seconds),
+                size,
+                informers: true,
+                churn: true,
+            };
+            ("mixed", scenarios::watch(&api, prefix, &plan).await)
+        }
+        Scenario::Scale {
+            count,
+            size,
+            concurrency,
+            repeat,
+            no_load,
+        } => {
+            let mut out = Vec::new();
+            if !no_load {
+                out.push(scenarios::create(&api, prefix, count, size, concurrency).await);
+            }
+            out.extend(scenarios::list(&api, repeat, 500).await);
+            ("scale", out)
+        }
+    };
+    let results: Vec<_> = results.iter().map(|s| s.to_json()).collect();
+    let procs: Vec<_> = procs.into_iter().map(|p| p.finish()).collect();
+    stats::print_table(name, &results, &procs);
+    if let Some(path) = args.json {
+        let report = json!({"scenario": name, "results": results, "servers": procs});
+        let text = serde_json::to_string_pretty(&report).expect("JSON");
+        if path.as_os_str() == "-" {
+            println!("{text}");
+        } else {
+            std::fs::write(&path, text).map_err(|e| format!("writing {}: {e}", path.display()))?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,279 @@
+//! The watch cache: LIST, GET and WATCH served from memory, filled by one backend
+//! watch (`reflector.rs`) for every resource prefix, as DESIGN point 5 and
+//! upstream's cacher. [`CachedBackend`] is a decorator: it implements
+//! [`Backend`] (writes and anything outside a cached prefix go straight to the
+//! backend below; reads and watches under a cached prefix come from memory), so
+//! the storage conformance suite runs against it unchanged. On top of the trait
+//! it offers what the trait cannot express and the generic store needs:
+//! not-older-than reads ([`ReadAt`]), pages of shared [`CachedObject`]s, and
+//! watches that hand out shared events (`prefix.rs`).
+//!
+//! Freshness: a consistent read asks the backend for its current revision and
+//! waits (up to `fresh_timeout`) until the cache has seen it (KEP-2340), else
+//! reads the backend. Because one watch covers the whole keyspace, the cache
+//! moves with every write anywhere, so this wait is one event delivery long.
+//!
+//! Where to look next: `prefix.rs` (one resource's objects, window, watchers),
+//! `object.rs` (what is computed once per object), `backend.rs` (the trait),
+//! `store/` (how the generic store uses this).
+
+mod backend;
+mod object;
+mod prefix;
+mod reflector;
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kapi_storage::{Backend, Result, Revision, StorageError};
+
+pub use object::{Attrs, CachedObject};
+use prefix::PrefixCache;
+pub use prefix::{watch_line, CacheMessage, CacheWatch, CachedEvent, CachedPage, Miss};
+
+/// Tuning of the watch cache.
+#[derive(Debug, Clone)]
+pub struct CacheConfig {
+    /// Events kept per prefix for watches and reads at recent revisions.
+    pub history: usize,
+    /// Messages buffered per watcher before it counts as too slow and is closed.
+    pub watcher_buffer: usize,
+    /// How long a read waits for the cache to reach a revision.
+    pub fresh_timeout: Duration,
+}
+
+impl Default for CacheConfig {
+    fn default() -> Self {
+        CacheConfig {
+            history: 10_000,
+            watcher_buffer: 1_000,
+            fresh_timeout: Duration::from_secs(3),
+        }
+    }
+}
+
+/// How fresh a read from the cache must be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadAt {
+    /// Whatever the cache holds (`resourceVersion=0`).
+    Any,
+    /// At least this revision (`NotOlderThan`); waits, then fails with `FutureRevision`.
+    AtLeast(Revision),
+    /// Exactly this revision, if it lies in the window.
+    Exact(Revision),
+    /// The backend's current revision (no `resourceVersion`).
+    Consistent,
+}
+
+/// The total number of watchers closed for being too slow (upstream:
+/// `apiserver_terminated_watchers_total`).
+pub fn terminated_watchers_total() -> u64 {
+    prefix::TERMINATED_WATCHERS.load(Ordering::Relaxed)
+}
+
+pub(crate) struct Inner {
+    backend: Arc<dyn Backend>,
+    /// Everything the reflector watches; every cached prefix lies under it.
+    root: String,
+    caches: Vec<Arc<PrefixCache>>,
+    config: CacheConfig,
+    revision: tokio::sync::watch::Sender<Revision>,
+    stop: tokio::sync::watch::Sender<bool>,
+}
+
+impl Inner {
+    /// The cache holding `key`, by index.
+    fn route(&self, key: &str) -> Option<usize> {
+        self.caches.iter().position(|c| key.starts_with(&c.prefix))
+    }
+
+    fn publish(&self, revision: Revision) {
+        self.revision.send_if_modified(|r| {
+            let newer = revision > *r;
+            *r = (*r).max(revision);
+            newer
+        });
+    }
+
+    fn stopped(&self) -> bool {
+        *self.stop.borrow()
+    }
+
+    async fn cancelled(&self) {
+        let mut rx = self.stop.subscribe();
+        let _ = rx.wait_for(|s| *s).await;
+    }
+}
+
+struct Handle {
+    inner: Arc<Inner>,
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        self.inner.stop.send_replace(true);
+    }
+}
+
+/// The watch cache in front of a backend. Cheap to clone; the reflector stops
+/// when the last clone is dropped.
+#[derive(Clone)]
+pub struct CachedBackend {
+    handle: Arc<Handle>,
+}
+
+impl CachedBackend {
+    /// Cache `prefixes` (each ending in `/`) of `backend`; a prefix lying under
+    /// another is covered by that one. Spawns the reflector on the current runtime.
+    pub fn new(
+        backend: Arc<dyn Backend>,
+        prefixes: impl IntoIterator<Item = String>,
+        config: CacheConfig,
+    ) -> Self {
+        let mut prefixes: Vec<String> = prefixes.into_iter().collect();
+        prefixes.sort();
+        prefixes.dedup();
+        let mut kept: Vec<String> = Vec::new();
+        for p in prefixes {
+            if !kept.iter().any(|k| p.starts_with(k.as_str())) {
+                kept.push(p);
+            }
+        }
+        let caches = kept
+            .into_iter()
+            .map(|p| Arc::new(PrefixCache::new(p, config.history)))
+            .collect();
+        let inner = Arc::new(Inner {
+            backend,
+            root: "/".into(),
+            caches,
+            config,
+            revision: tokio::sync::watch::channel(0).0,
+            stop: tokio::sync::watch::channel(false).0,
+        });
+        tokio::spawn(reflector::run(inner.clone()));
+        CachedBackend {
+            handle: Arc::new(Handle { inner }),
+        }
+    }
+
+    fn inner(&self) -> &Inner {
+        &self.handle.inner
+    }
+
+    /// The backend below.
+    pub fn backend(&self) -> &Arc<dyn Backend> {
+        &self.inner().backend
+    }
+
+    fn cache(&self, prefix: &str) -> Option<&Arc<PrefixCache>> {
+        self.inner()
+            .caches
+            .iter()
+            .find(|c| prefix.starts_with(&c.prefix))
+    }
+
+    /// Whether `prefix` is cached and the cache is filled.
+    pub fn is_ready(&self, prefix: &str) -> bool {
+        self.cache(prefix)
+            .is_some_and(|c| c.ready_revision().is_some())
+    }
+
+    /// The revision `prefix`'s cache has reached, once filled.
+    pub fn revision(&self, prefix: &str) -> Option<Revision> {
+        self.cache(prefix).and_then(|c| c.ready_revision())
+    }
+
+    /// Wait until the cache has reached `revision`; false on time-out.
+    pub async fn wait_for(&self, revision: Revision, timeout: Duration) -> bool {
+        let mut rx = self.inner().revision.subscribe();
+        tokio::time::timeout(timeout, rx.wait_for(|r| *r >= revision))
+            .await
+            .is_ok_and(|r| r.is_ok())
+    }
+
+    /// The revision a read at `at` is answered at: `Ok(None)` when the cache
+    /// cannot answer it (not ready, outside the window, consistent read timed out).
+    async fn resolve(&self, cache: &PrefixCache, at: ReadAt) -> Result<Option<Option<Revision>>> {
+        let Some(current) = cache.ready_revision() else {
+            return Ok(None);
+        };
+        let timeout = self.inner().config.fresh_timeout;
+        match at {
+            ReadAt::Any => Ok(Some(None)),
+            ReadAt::Exact(r) => Ok(Some(Some(r))),
+            ReadAt::AtLeast(r) if r <= current => Ok(Some(None)),
+            ReadAt::AtLeast(r) => {
+                if self.wait_for(r, timeout).await {
+                    Ok(Some(None))
+                } else {
+                    let current = cache.ready_revision().unwrap_or(current);
+                    Err(StorageError::FutureRevision {
+                        requested: r,
+                        current,
+                    })
+                }
+            }
+            ReadAt::Consistent => {
+                let target = self.inner().backend.current_revision().await?;
+                Ok(self.wait_for(target, timeout).await.then_some(None))
+            }
+        }
+    }
+
+    /// A page under `prefix` from memory; `Ok(None)` when the backend must answer.
+    pub async fn list_cached(
+        &self,
+        prefix: &str,
+        at: ReadAt,
+        limit: usize,
+        start: Option<&str>,
+    ) -> Result<Option<CachedPage>> {
+        let Some(cache) = self.cache(prefix) else {
+            return Ok(None);
+        };
+        let Some(rev) = self.resolve(cache, at).await? else {
+            return Ok(None);
+        };
+        Ok(cache.list(prefix, rev, limit, start).ok())
+    }
+
+    /// One key from memory with the revision it was read at; `Ok(None)` when the
+    /// backend must answer.
+    #[allow(clippy::type_complexity)]
+    pub async fn get_cached(
+        &self,
+        key: &str,
+        at: ReadAt,
+    ) -> Result<Option<(Option<Arc<CachedObject>>, Revision)>> {
+        let Some(cache) = self.cache(key) else {
+            return Ok(None);
+        };
+        let Some(rev) = self.resolve(cache, at).await? else {
+            return Ok(None);
+        };
+        Ok(cache.get(key, rev).ok())
+    }
+
+    /// Watch `prefix` from memory after `after` (0: from now). The error says
+    /// why the cache cannot serve it (not cached counts as not ready).
+    pub fn watch_cached(
+        &self,
+        prefix: &str,
+        after: Revision,
+    ) -> std::result::Result<(CacheWatch, Revision), Miss> {
+        let cache = self.cache(prefix).ok_or(Miss::NotReady)?;
+        cache.watch(prefix, after, self.inner().config.watcher_buffer)
+    }
+
+    /// Objects cached under `prefix`'s cache.
+    pub fn cached_objects(&self, prefix: &str) -> usize {
+        self.cache(prefix).map_or(0, |c| c.len())
+    }
+
+    /// Watchers attached to `prefix`'s cache.
+    pub fn watcher_count(&self, prefix: &str) -> usize {
+        self.cache(prefix).map_or(0, |c| c.watcher_count())
+    }
+}

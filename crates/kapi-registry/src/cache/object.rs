@@ -1,0 +1,198 @@
+//! One cached object: the backend's [`KeyValue`] plus what readers derive from it,
+//! computed at most once and shared by every reader — its label and field sets
+//! (for selectors) and where its top-level `metadata` object opens (so its JSON can
+//! be written with `resourceVersion` spliced in, without decoding or re-encoding).
+//!
+//! Invariant: a `CachedObject` never changes after it is built; a write to the key
+//! replaces the whole `Arc` in the cache.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock};
+
+use kapi_storage::{KeyValue, Revision};
+
+/// The label and field sets selectors are evaluated against (upstream's
+/// `labels.Set` / `fields.Set` kept by the cacher).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Attrs {
+    pub labels: BTreeMap<String, String>,
+    pub fields: BTreeMap<String, String>,
+}
+
+#[derive(Debug)]
+pub struct CachedObject {
+    pub kv: KeyValue,
+    attrs: OnceLock<Option<Attrs>>,
+    metadata_at: OnceLock<Option<usize>>,
+}
+
+impl CachedObject {
+    pub fn new(kv: KeyValue) -> Arc<Self> {
+        Arc::new(CachedObject {
+            kv,
+            attrs: OnceLock::new(),
+            metadata_at: OnceLock::new(),
+        })
+    }
+
+    /// The object's attributes, computed by `compute` on first use. `None` when the
+    /// value cannot be decoded (such an object matches no selector).
+    pub fn attrs(&self, compute: impl FnOnce(&KeyValue) -> Option<Attrs>) -> Option<&Attrs> {
+        self.attrs.get_or_init(|| compute(&self.kv)).as_ref()
+    }
+
+    /// Append the object's JSON with `metadata.resourceVersion` set to `rv`.
+    /// Returns `false` (and appends nothing) when the value is not a JSON object
+    /// with a `metadata` object.
+    pub fn write_json(&self, rv: Revision, out: &mut Vec<u8>) -> bool {
+        let bytes = &self.kv.value[..];
+        let Some(brace) = *self.metadata_at.get_or_init(|| metadata_open_brace(bytes)) else {
+            return false;
+        };
+        out.reserve(bytes.len() + 40);
+        out.extend_from_slice(&bytes[..=brace]);
+        out.extend_from_slice(b"\"resourceVersion\":\"");
+        out.extend_from_slice(rv.to_string().as_bytes());
+        out.push(b'"');
+        let rest = &bytes[brace + 1..];
+        if rest.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'}') {
+            out.push(b',');
+        }
+        out.extend_from_slice(rest);
+        true
+    }
+}
+
+fn skip_ws(b: &[u8], mut i: usize) -> usize {
+    while i < b.len() && b[i].is_ascii_whitespace() {
+        i += 1;
+    }
+    i
+}
+
+/// Index just past the string starting at `i` (which is a `"`).
+fn end_of_string(b: &[u8], mut i: usize) -> Option<usize> {
+    i += 1;
+    while i < b.len() {
+        match b[i] {
+            b'\\' => i += 2,
+            b'"' => return Some(i + 1),
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+/// Index just past the JSON value starting at `i`.
+fn skip_value(b: &[u8], i: usize) -> Option<usize> {
+    match *b.get(i)? {
+        b'"' => end_of_string(b, i),
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            let mut j = i;
+            while j < b.len() {
+                match b[j] {
+                    b'"' => {
+                        j = end_of_string(b, j)?;
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(j + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                j += 1;
+            }
+            None
+        }
+        _ => {
+            let mut j = i;
+            while j < b.len() && !matches!(b[j], b',' | b'}' | b']') {
+                j += 1;
+            }
+            Some(j)
+        }
+    }
+}
+
+/// Where the value of the top-level `"metadata"` key opens, if it is an object.
+fn metadata_open_brace(b: &[u8]) -> Option<usize> {
+    let mut i = skip_ws(b, 0);
+    if b.get(i) != Some(&b'{') {
+        return None;
+    }
+    i += 1;
+    loop {
+        i = skip_ws(b, i);
+        match *b.get(i)? {
+            b',' => {
+                i += 1;
+                continue;
+            }
+            b'"' => {}
+            _ => return None,
+        }
+        let key_end = end_of_string(b, i)?;
+        let is_metadata = &b[i..key_end] == b"\"metadata\"";
+        i = skip_ws(b, key_end);
+        if b.get(i) != Some(&b':') {
+            return None;
+        }
+        i = skip_ws(b, i + 1);
+        if is_metadata {
+            return (b.get(i) == Some(&b'{')).then_some(i);
+        }
+        i = skip_value(b, i)?;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+
+    fn obj(json: &str) -> Arc<CachedObject> {
+        CachedObject::new(KeyValue {
+            key: "/k".into(),
+            value: Bytes::copy_from_slice(json.as_bytes()),
+            create_revision: 1,
+            mod_revision: 1,
+            version: 1,
+        })
+    }
+
+    fn spliced(json: &str, rv: Revision) -> Option<serde_json::Value> {
+        let mut out = Vec::new();
+        obj(json)
+            .write_json(rv, &mut out)
+            .then(|| serde_json::from_slice(&out).expect("valid JSON"))
+    }
+
+    #[test]
+    fn splices_resource_version_into_top_level_metadata() {
+        let v = spliced(
+            r#"{"spec":{"template":{"metadata":{"name":"inner"}}},"metadata":{"name":"a","x":"}\"{"}}"#,
+            42,
+        )
+        .unwrap();
+        assert_eq!(v["metadata"]["resourceVersion"], "42");
+        assert_eq!(v["metadata"]["x"], "}\"{");
+        assert!(v["spec"]["template"]["metadata"]
+            .get("resourceVersion")
+            .is_none());
+        let v = spliced(r#"{ "a" : [1, {"b": "]"}], "metadata" : { } }"#, 7).unwrap();
+        assert_eq!(v["metadata"], serde_json::json!({"resourceVersion": "7"}));
+    }
+
+    #[test]
+    fn not_an_object_with_metadata() {
+        assert!(spliced("1", 1).is_none());
+        assert!(spliced(r#"{"metadata":"x"}"#, 1).is_none());
+        assert!(spliced(r#"{"spec":{}}"#, 1).is_none());
+        assert!(spliced(r#"{"spec":{"#, 1).is_none());
+    }
+}

@@ -1,0 +1,426 @@
+//! The cache of one resource prefix: the current objects (ordered by key, so a
+//! namespace is a key range), a bounded window of recent events, and the watchers.
+//!
+//! Invariants, all kept under the one lock:
+//! - `objects` is the state of the prefix at `revision`;
+//! - `history` holds every event under the prefix with `oldest < revision <= self.revision`,
+//!   in order, so any read or watch at a revision in `[oldest, revision]` can be
+//!   answered: a read at an older revision undoes the newer events (`overlay`);
+//! - a watcher registered at revision `r` got every event after `r` up to the
+//!   registration as its first message, and every later event by `apply`, because
+//!   both happen under the lock. A watcher whose buffer is full is dropped (its
+//!   stream ends), never waited for.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::ops::Bound;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock, RwLock};
+
+use bytes::Bytes;
+
+use kapi_storage::{Event, EventKind, Revision};
+use tokio::sync::mpsc;
+
+use super::object::CachedObject;
+
+/// Watchers closed because they could not keep up (all caches).
+pub(crate) static TERMINATED_WATCHERS: AtomicU64 = AtomicU64::new(0);
+
+/// One change as the cache keeps it: the backend's event plus the cached objects
+/// before and after it (shared with the object map, so derived data is computed once).
+#[derive(Debug)]
+pub struct CachedEvent {
+    pub event: Event,
+    /// The object after a put.
+    pub object: Option<Arc<CachedObject>>,
+    /// The object before the change, if it existed.
+    pub prev: Option<Arc<CachedObject>>,
+    /// The event's JSON watch line, built by the first watcher that sends it.
+    line: OnceLock<Option<Bytes>>,
+}
+
+impl CachedEvent {
+    pub fn revision(&self) -> Revision {
+        self.event.revision()
+    }
+    pub fn key(&self) -> &str {
+        &self.event.kv.key
+    }
+
+    /// `ADDED`, `MODIFIED` or `DELETED`, as the event is seen by an unfiltered watcher.
+    pub fn natural_type(&self) -> &'static str {
+        match self.event.kind {
+            EventKind::Delete => "DELETED",
+            EventKind::Put if self.event.is_create() => "ADDED",
+            EventKind::Put => "MODIFIED",
+        }
+    }
+
+    /// The object an unfiltered watcher receives: the new one, or for a delete the
+    /// old one (at the delete's revision).
+    pub fn shown(&self) -> Option<&Arc<CachedObject>> {
+        match self.event.kind {
+            EventKind::Put => self.object.as_ref(),
+            EventKind::Delete => self.prev.as_ref(),
+        }
+    }
+
+    /// `{"type":…,"object":…}\n` for an unfiltered watcher, built once and shared.
+    pub fn json_line(&self) -> Option<Bytes> {
+        self.line
+            .get_or_init(|| {
+                let obj = self.shown()?;
+                watch_line(self.natural_type(), obj, self.revision())
+            })
+            .clone()
+    }
+}
+
+/// One JSON watch event line for `obj` at `rv`.
+pub fn watch_line(kind: &str, obj: &CachedObject, rv: Revision) -> Option<Bytes> {
+    let mut out = Vec::with_capacity(obj.kv.value.len() + 64);
+    out.extend_from_slice(b"{\"type\":\"");
+    out.extend_from_slice(kind.as_bytes());
+    out.extend_from_slice(b"\",\"object\":");
+    if !obj.write_json(rv, &mut out) {
+        return None;
+    }
+    out.extend_from_slice(b"}\n");
+    Some(Bytes::from(out))
+}
+
+/// What a cache watcher receives.
+#[derive(Debug, Clone)]
+pub enum CacheMessage {
+    Events(Vec<Arc<CachedEvent>>),
+    Progress(Revision),
+}
+
+pub type CacheWatch = mpsc::Receiver<CacheMessage>;
+
+/// Why the cache cannot answer a read or a watch itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Miss {
+    NotReady,
+    /// The revision lies before the window: `oldest` is the first revision served.
+    TooOld {
+        oldest: Revision,
+    },
+    /// The revision lies after what the cache has seen.
+    Future {
+        current: Revision,
+    },
+}
+
+/// A page read from the cache.
+#[derive(Debug, Clone)]
+pub struct CachedPage {
+    pub items: Vec<Arc<CachedObject>>,
+    pub revision: Revision,
+    pub more: bool,
+    pub remaining: i64,
+}
+
+struct Watcher {
+    prefix: String,
+    tx: mpsc::Sender<CacheMessage>,
+}
+
+#[derive(Default)]
+struct State {
+    ready: bool,
+    revision: Revision,
+    oldest: Revision,
+    objects: BTreeMap<String, Arc<CachedObject>>,
+    history: VecDeque<Arc<CachedEvent>>,
+    watchers: Vec<Watcher>,
+}
+
+pub struct PrefixCache {
+    pub prefix: String,
+    history_limit: usize,
+    state: RwLock<State>,
+}
+
+impl PrefixCache {
+    pub fn new(prefix: String, history_limit: usize) -> Self {
+        PrefixCache {
+            prefix,
+            history_limit: history_limit.max(1),
+            state: RwLock::new(State::default()),
+        }
+    }
+
+    /// Replace everything with a fresh list at `revision`; current watchers are
+    /// closed, as they may have missed events.
+    pub fn reset(&self, objects: BTreeMap<String, Arc<CachedObject>>, revision: Revision) {
+        let mut st = self.state.write().expect("cache lock");
+        *st = State {
+            ready: true,
+            revision,
+            oldest: revision,
+            objects,
+            history: VecDeque::new(),
+            watchers: Vec::new(),
+        };
+    }
+
+    /// Stop serving (the backend watch broke); watchers are closed.
+    pub fn invalidate(&self) {
+        let mut st = self.state.write().expect("cache lock");
+        st.ready = false;
+        st.watchers.clear();
+    }
+
+    pub fn ready_revision(&self) -> Option<Revision> {
+        let st = self.state.read().expect("cache lock");
+        st.ready.then_some(st.revision)
+    }
+
+    pub fn len(&self) -> usize {
+        self.state.read().expect("cache lock").objects.len()
+    }
+
+    /// Apply changes under this prefix and move to `revision`.
+    pub fn apply(&self, events: Vec<Event>, revision: Revision) {
+        let mut st = self.state.write().expect("cache lock");
+        if !st.ready {
+            return;
+        }
+        let mut cached = Vec::with_capacity(events.len());
+        for event in events {
+            let key = event.kv.key.clone();
+            let (object, prev) = match event.kind {
+                EventKind::Put => {
+                    let obj = CachedObject::new(event.kv.clone());
+                    let prev = st.objects.insert(key, obj.clone());
+                    (Some(obj), prev)
+                }
+                EventKind::Delete => (None, st.objects.remove(&key)),
+            };
+            let ev = Arc::new(CachedEvent {
+                event,
+                object,
+                prev,
+                line: OnceLock::new(),
+            });
+            st.history.push_back(ev.clone());
+            cached.push(ev);
+        }
+        while st.history.len() > self.history_limit {
+            let gone = st.history.pop_front().expect("non-empty");
+            st.oldest = gone.revision();
+        }
+        st.revision = st.revision.max(revision);
+        if !cached.is_empty() {
+            st.dispatch(&cached);
+        }
+    }
+
+    /// Nothing changed under the prefix up to `revision`.
+    pub fn progress(&self, revision: Revision, notify: bool) {
+        let mut st = self.state.write().expect("cache lock");
+        if !st.ready || revision < st.revision {
+            return;
+        }
+        st.revision = revision;
+        if notify {
+            st.watchers.retain(|w| {
+                !matches!(
+                    w.tx.try_send(CacheMessage::Progress(revision)),
+                    Err(mpsc::error::TrySendError::Closed(_))
+                )
+            });
+        }
+    }
+
+    /// History at and before `revision` is no longer needed (the backend compacted it).
+    pub fn forget_before(&self, revision: Revision) {
+        let mut st = self.state.write().expect("cache lock");
+        while st.history.front().is_some_and(|e| e.revision() <= revision) {
+            st.history.pop_front();
+        }
+        st.oldest = st.oldest.max(revision.min(st.revision));
+    }
+
+    /// Keys under `prefix` (which lies under this cache's prefix) at `at`
+    /// (`None`: the cache's current revision), from `start` (inclusive).
+    pub fn list(
+        &self,
+        prefix: &str,
+        at: Option<Revision>,
+        limit: usize,
+        start: Option<&str>,
+    ) -> Result<CachedPage, Miss> {
+        let st = self.state.read().expect("cache lock");
+        let at = st.check(at)?;
+        let from = match start {
+            Some(s) if s > prefix => s,
+            _ => prefix,
+        };
+        let overlay = st.overlay(at, from, prefix);
+        let current = st
+            .objects
+            .range::<str, _>((Bound::Included(from), Bound::Unbounded))
+            .take_while(|(k, _)| k.starts_with(prefix))
+            .map(|(k, v)| (k.as_str(), Some(v)));
+        let mut merged = merge(current, overlay.iter().map(|(k, v)| (*k, v.as_ref())));
+        let mut items = Vec::new();
+        let limit = if limit == 0 { usize::MAX } else { limit };
+        for obj in merged.by_ref() {
+            items.push(obj.clone());
+            if items.len() == limit {
+                break;
+            }
+        }
+        let remaining = merged.count() as i64;
+        Ok(CachedPage {
+            items,
+            revision: at,
+            more: remaining > 0,
+            remaining,
+        })
+    }
+
+    /// One key at `at` (`None`: the current revision).
+    pub fn get(
+        &self,
+        key: &str,
+        at: Option<Revision>,
+    ) -> Result<(Option<Arc<CachedObject>>, Revision), Miss> {
+        let st = self.state.read().expect("cache lock");
+        let at = st.check(at)?;
+        let overlay = st.overlay(at, key, key);
+        let found = match overlay.get(key) {
+            Some(v) => v.clone(),
+            None => st.objects.get(key).cloned(),
+        };
+        Ok((found.filter(|o| o.kv.key == key), at))
+    }
+
+    /// Watch `prefix` after `after` (0: from the current revision). The first
+    /// message replays the window; the buffer holds `buffer` messages.
+    pub fn watch(
+        &self,
+        prefix: &str,
+        after: Revision,
+        buffer: usize,
+    ) -> Result<(CacheWatch, Revision), Miss> {
+        let mut st = self.state.write().expect("cache lock");
+        let after = if after <= 0 {
+            st.check(None)?
+        } else {
+            st.check(Some(after))?
+        };
+        let backlog: Vec<_> = st
+            .history
+            .iter()
+            .filter(|e| e.revision() > after && e.key().starts_with(prefix))
+            .cloned()
+            .collect();
+        let (tx, rx) = mpsc::channel(buffer.max(2));
+        if !backlog.is_empty() {
+            tx.try_send(CacheMessage::Events(backlog))
+                .expect("a new channel has room");
+        }
+        st.watchers.push(Watcher {
+            prefix: prefix.to_owned(),
+            tx,
+        });
+        Ok((rx, after))
+    }
+
+    pub fn watcher_count(&self) -> usize {
+        self.state.read().expect("cache lock").watchers.len()
+    }
+}
+
+impl State {
+    /// The revision a read at `at` is answered at, if the cache can answer it.
+    fn check(&self, at: Option<Revision>) -> Result<Revision, Miss> {
+        if !self.ready {
+            return Err(Miss::NotReady);
+        }
+        match at {
+            None => Ok(self.revision),
+            Some(r) if r > self.revision => Err(Miss::Future {
+                current: self.revision,
+            }),
+            Some(r) if r < self.oldest => Err(Miss::TooOld {
+                oldest: self.oldest,
+            }),
+            Some(r) => Ok(r),
+        }
+    }
+
+    /// For keys in `[from, …)` under `prefix` changed after `at`: their value at `at`.
+    fn overlay<'a>(
+        &'a self,
+        at: Revision,
+        from: &str,
+        prefix: &str,
+    ) -> BTreeMap<&'a str, Option<Arc<CachedObject>>> {
+        let mut out = BTreeMap::new();
+        // Newest first, so the oldest change after `at` decides.
+        for e in self.history.iter().rev() {
+            if e.revision() <= at {
+                break;
+            }
+            let key = e.key();
+            if key.starts_with(prefix) && key >= from {
+                out.insert(key, e.prev.clone());
+            }
+        }
+        out
+    }
+
+    fn dispatch(&mut self, events: &[Arc<CachedEvent>]) {
+        self.watchers.retain(|w| {
+            let mine: Vec<_> = events
+                .iter()
+                .filter(|e| e.key().starts_with(&w.prefix))
+                .cloned()
+                .collect();
+            if mine.is_empty() {
+                return !w.tx.is_closed();
+            }
+            match w.tx.try_send(CacheMessage::Events(mine)) {
+                Ok(()) => true,
+                Err(mpsc::error::TrySendError::Closed(_)) => false,
+                Err(mpsc::error::TrySendError::Full(_)) => {
+                    TERMINATED_WATCHERS.fetch_add(1, Ordering::Relaxed);
+                    tracing::info!(prefix = %w.prefix, "closing a watcher that cannot keep up");
+                    false
+                }
+            }
+        });
+    }
+}
+
+/// Merge two key-ordered sequences; the second wins on equal keys; `None` values drop out.
+fn merge<'a, A, B>(a: A, b: B) -> impl Iterator<Item = &'a Arc<CachedObject>>
+where
+    A: Iterator<Item = (&'a str, Option<&'a Arc<CachedObject>>)>,
+    B: Iterator<Item = (&'a str, Option<&'a Arc<CachedObject>>)>,
+{
+    let mut a = a.peekable();
+    let mut b = b.peekable();
+    std::iter::from_fn(move || loop {
+        let next = match (a.peek(), b.peek()) {
+            (None, None) => return None,
+            (Some(_), None) => a.next(),
+            (None, Some(_)) => b.next(),
+            (Some((ka, _)), Some((kb, _))) => match ka.cmp(kb) {
+                std::cmp::Ordering::Less => a.next(),
+                std::cmp::Ordering::Greater => b.next(),
+                std::cmp::Ordering::Equal => {
+                    a.next();
+                    b.next()
+                }
+            },
+        };
+        if let Some((_, Some(v))) = next {
+            return Some(v);
+        }
+    })
+}

@@ -1,0 +1,127 @@
+//! The reflector: the one backend watch that fills every cache. It lists the whole
+//! keyspace at one revision (in pages), hands each prefix its objects, then follows
+//! a watch from that revision, routing each event to the cache of its prefix and
+//! moving every cache to the revision of each batch — so a cache knows it is
+//! current even when only other resources change, and a consistent read never
+//! waits for a progress notification.
+//!
+//! On any failure (the watch ends, the backend is unreachable, the start revision
+//! was compacted) every cache stops serving and closes its watchers, and the
+//! reflector lists again after a second.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use kapi_storage::{Event, ListOptions, Result, StorageError, WatchMessage};
+
+use super::object::CachedObject;
+use super::Inner;
+
+const PAGE: usize = 10_000;
+
+pub(super) async fn run(inner: Arc<Inner>) {
+    loop {
+        let result = follow(&inner).await;
+        for c in &inner.caches {
+            c.invalidate();
+        }
+        match result {
+            Err(StorageError::Unavailable(e)) => {
+                tracing::debug!(error = %e, "watch cache: backend not ready")
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "watch cache: backend watch failed; listing again")
+            }
+            Ok(()) => {}
+        }
+        if inner.stopped() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+/// List, fill, watch; returns when the watch breaks.
+async fn follow(inner: &Inner) -> Result<()> {
+    let revision = loop {
+        let rev = inner.backend.current_revision().await?;
+        // Revision 0 is an empty store where "watch after 0" means "from now";
+        // wait for the first write so the watch starts at a real revision.
+        if rev > 0 {
+            break rev;
+        }
+        if inner.stopped() {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let mut maps: Vec<BTreeMap<String, Arc<CachedObject>>> =
+        vec![BTreeMap::new(); inner.caches.len()];
+    let mut start = None;
+    loop {
+        let page = inner
+            .backend
+            .list(
+                &inner.root,
+                ListOptions {
+                    revision: Some(revision),
+                    limit: PAGE,
+                    continue_from: start.take(),
+                },
+            )
+            .await?;
+        let last = page.kvs.last().map(|kv| format!("{}\0", kv.key));
+        for kv in page.kvs {
+            if let Some(i) = inner.route(&kv.key) {
+                maps[i].insert(kv.key.clone(), CachedObject::new(kv));
+            }
+        }
+        match last {
+            Some(next) if page.more => start = Some(next),
+            _ => break,
+        }
+    }
+    let mut stream = inner.backend.watch(&inner.root, revision).await?;
+    for (cache, objects) in inner.caches.iter().zip(maps) {
+        cache.reset(objects, revision);
+    }
+    inner.publish(revision);
+    tracing::debug!(revision, "watch cache filled");
+    loop {
+        let msg = tokio::select! {
+            m = stream.next() => m,
+            _ = inner.cancelled() => return Ok(()),
+        };
+        match msg {
+            None => return Err(StorageError::Unavailable("backend watch ended".into())),
+            Some(Err(e)) => return Err(e),
+            Some(Ok(WatchMessage::Progress(rev))) => {
+                for c in &inner.caches {
+                    c.progress(rev, true);
+                }
+                inner.publish(rev);
+            }
+            Some(Ok(WatchMessage::Events(events))) => {
+                let Some(rev) = events.last().map(Event::revision) else {
+                    continue;
+                };
+                let mut routed: Vec<Vec<Event>> = vec![Vec::new(); inner.caches.len()];
+                for e in events {
+                    if let Some(i) = inner.route(&e.kv.key) {
+                        routed[i].push(e);
+                    }
+                }
+                for (cache, evs) in inner.caches.iter().zip(routed) {
+                    if evs.is_empty() {
+                        cache.progress(rev, false);
+                    } else {
+                        cache.apply(evs, rev);
+                    }
+                }
+                inner.publish(rev);
+            }
+        }
+    }
+}

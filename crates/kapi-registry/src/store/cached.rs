@@ -1,0 +1,219 @@
+//! Reads through the watch cache: how the store maps upstream's
+//! `resourceVersion` / `resourceVersionMatch` rules onto [`ReadAt`], pages and
+//! filters shared [`CachedObject`]s (selectors against label and field sets
+//! computed once per object), and falls back to the backend path whenever the
+//! cache cannot answer (`Ok(None)`).
+//!
+//! | request | read |
+//! |---|---|
+//! | no `resourceVersion` | consistent: the cache once it caught up with the backend |
+//! | `resourceVersion=0` | whatever the cache holds |
+//! | `resourceVersion=N` (NotOlderThan, or unset without `limit`) | the cache once it reached N; 504 after the wait |
+//! | `resourceVersion=N` Exact (or unset with `limit`), `continue` | the cache at N if N is in its window, else the backend |
+
+use std::sync::Arc;
+
+use kapi_machinery::status::ApiError;
+use kapi_storage::Revision;
+use serde_json::Value;
+
+use super::list::{decode_token, encode_token};
+use super::options::{ListOptions, RvMatch};
+use super::{parse_rv, Store};
+use crate::cache::{Attrs, CachedBackend, CachedObject, ReadAt};
+use crate::meta;
+
+/// A list page of cached objects; each is shown at its own `mod_revision`.
+#[derive(Debug, Clone, Default)]
+pub struct CachedList {
+    pub items: Vec<Arc<CachedObject>>,
+    pub resource_version: String,
+    pub continue_token: Option<String>,
+    pub remaining: Option<i64>,
+}
+
+impl Store {
+    /// Serve reads and watches through `cache` (which must cache this
+    /// resource's prefix); writes go through it to the backend below.
+    pub fn with_cache(mut self, cache: CachedBackend) -> Self {
+        self.backend = Arc::new(cache.clone());
+        self.cache = Some(cache);
+        self
+    }
+
+    pub fn cache(&self) -> Option<&CachedBackend> {
+        self.cache.as_ref()
+    }
+
+    /// Where a list without `continue` reads, per the table above.
+    fn list_read_at(opts: &ListOptions) -> Result<ReadAt, ApiError> {
+        match opts.resource_version.as_deref() {
+            None | Some("") => {
+                if opts.rv_match != RvMatch::Unset {
+                    return Err(ApiError::bad_request(
+                        "resourceVersionMatch is forbidden unless resourceVersion is provided",
+                    ));
+                }
+                Ok(ReadAt::Consistent)
+            }
+            Some(rv) => {
+                let rv = parse_rv(rv)?;
+                match opts.rv_match {
+                    RvMatch::Exact if rv == 0 => Err(ApiError::bad_request(
+                        "resourceVersionMatch \"Exact\" is forbidden for resourceVersion \"0\"",
+                    )),
+                    RvMatch::Exact => Ok(ReadAt::Exact(rv)),
+                    RvMatch::Unset if rv > 0 && opts.limit > 0 => Ok(ReadAt::Exact(rv)),
+                    _ if rv == 0 => Ok(ReadAt::Any),
+                    _ => Ok(ReadAt::AtLeast(rv)),
+                }
+            }
+        }
+    }
+
+    /// A list page from the cache, or `None` when the backend must answer.
+    pub async fn list_cached(
+        &self,
+        namespace: Option<&str>,
+        opts: &ListOptions,
+    ) -> Result<Option<CachedList>, ApiError> {
+        let Some(cache) = &self.cache else {
+            return Ok(None);
+        };
+        // A namespace pinned by the field selector narrows the key range (the
+        // namespace index is the key order).
+        let namespace = namespace.or_else(|| {
+            self.def
+                .namespaced
+                .then(|| opts.field.exact_value("metadata.namespace"))
+                .flatten()
+                .filter(|ns| !ns.is_empty() && !ns.contains('/'))
+        });
+        let prefix = self.def.list_prefix(namespace);
+        let (mut at, mut start) = match opts.continue_token.as_deref().filter(|t| !t.is_empty()) {
+            Some(token) => {
+                let (rv, key) = decode_token(token)?;
+                (ReadAt::Exact(rv), Some(format!("{prefix}{key}")))
+            }
+            None => (Self::list_read_at(opts)?, None),
+        };
+        let filtered = !opts.label.is_empty() || !opts.field.is_empty();
+        let mut out = CachedList::default();
+        let revision: Revision;
+        loop {
+            let page = cache
+                .list_cached(&prefix, at, opts.limit, start.as_deref())
+                .await
+                .map_err(|e| self.storage_error(e, ""))?;
+            let Some(page) = page else {
+                return Ok(None);
+            };
+            at = ReadAt::Exact(page.revision);
+            let last_key = page.items.last().map(|o| o.kv.key.clone());
+            out.items.extend(
+                page.items
+                    .into_iter()
+                    .filter(|o| !filtered || self.cached_matches(o, opts)),
+            );
+            let full = opts.limit > 0 && out.items.len() >= opts.limit;
+            match last_key {
+                Some(last) if page.more => {
+                    if full || !filtered {
+                        let next = format!("{last}\0");
+                        let rel = next.strip_prefix(&prefix).unwrap_or(&next).to_owned();
+                        out.continue_token = Some(encode_token(page.revision, &rel));
+                        out.remaining = (!filtered).then_some(page.remaining);
+                        revision = page.revision;
+                        break;
+                    }
+                    start = Some(format!("{last}\0"));
+                }
+                _ => {
+                    revision = page.revision;
+                    break;
+                }
+            }
+        }
+        out.resource_version = revision.to_string();
+        Ok(Some(out))
+    }
+
+    /// One object from the cache (`resourceVersion` "0" or N, not-older-than), or
+    /// `None` when the backend must answer.
+    pub(crate) async fn get_cached(
+        &self,
+        key: &str,
+        name: &str,
+        resource_version: &str,
+    ) -> Result<Option<Value>, ApiError> {
+        match self.cached_object(key, name, resource_version).await? {
+            Some(obj) => self.decode(&obj.kv).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The cached object itself, for callers that write its bytes directly.
+    pub async fn get_cached_object(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        resource_version: &str,
+    ) -> Result<Option<Arc<CachedObject>>, ApiError> {
+        let key = self.def.key(namespace, name);
+        self.cached_object(&key, name, resource_version).await
+    }
+
+    async fn cached_object(
+        &self,
+        key: &str,
+        name: &str,
+        resource_version: &str,
+    ) -> Result<Option<Arc<CachedObject>>, ApiError> {
+        let Some(cache) = &self.cache else {
+            return Ok(None);
+        };
+        let at = match parse_rv(resource_version)? {
+            0 => ReadAt::Any,
+            rv => ReadAt::AtLeast(rv),
+        };
+        match cache.get_cached(key, at).await {
+            Ok(None) => Ok(None),
+            Ok(Some((Some(obj), _))) => Ok(Some(obj)),
+            Ok(Some((None, _))) => Err(self.not_found(name)),
+            Err(e) => Err(self.storage_error(e, name)),
+        }
+    }
+
+    /// Whether a cached object passes the selectors, using its attribute sets.
+    pub fn cached_matches(&self, obj: &CachedObject, opts: &ListOptions) -> bool {
+        if opts.label.is_empty() && opts.field.is_empty() {
+            return true;
+        }
+        obj.attrs(|kv| self.attrs_of(kv))
+            .is_some_and(|a| opts.label.matches_map(&a.labels) && opts.field.matches_set(&a.fields))
+    }
+
+    fn attrs_of(&self, kv: &kapi_storage::KeyValue) -> Option<Attrs> {
+        let obj: Value = serde_json::from_slice(&kv.value).ok()?;
+        let labels = meta::meta(&obj)
+            .and_then(|m| m.get("labels"))
+            .and_then(Value::as_object)
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_owned()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut fields = std::collections::BTreeMap::new();
+        let selectable = self.def.strategy.selectable_fields();
+        for f in ["metadata.name", "metadata.namespace"]
+            .iter()
+            .chain(selectable.iter())
+        {
+            if let Some(v) = self.field_value(&obj, f) {
+                fields.insert((*f).to_owned(), v);
+            }
+        }
+        Some(Attrs { labels, fields })
+    }
+}

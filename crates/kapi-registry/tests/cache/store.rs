@@ -1,0 +1,253 @@
+//! The generic store reading and watching through the cache: the same answers as
+//! without it (selectors, namespaces, paging), upstream's resourceVersion rules
+//! (410 before the window, 504 for revisions never reached), WatchList, and
+//! watch events as shared, finished JSON lines.
+
+use std::sync::Arc;
+
+use kapi_machinery::{fields, labels};
+use kapi_registry::cache::CacheConfig;
+use kapi_registry::store::options::{ListOptions, RvMatch, WatchOptions, WriteOptions};
+use kapi_registry::store::{UpdateTarget, WatchEventType};
+use kapi_registry::{DefaultStrategy, ResourceDef, Store, Verb};
+use serde_json::{json, Value};
+
+use crate::fixtures::{self, Fixture};
+
+fn def() -> Arc<ResourceDef> {
+    Arc::new(ResourceDef {
+        group: String::new(),
+        version: "v1".into(),
+        resource: "configmaps".into(),
+        singular: "configmap".into(),
+        kind: "ConfigMap".into(),
+        list_kind: "ConfigMapList".into(),
+        namespaced: true,
+        verbs: Verb::ALL.to_vec(),
+        subresources: Vec::new(),
+        short_names: Vec::new(),
+        categories: Vec::new(),
+        strategy: Arc::new(DefaultStrategy),
+        key_prefix: "/t/configmaps".into(),
+    })
+}
+
+/// The store through the cache, and the same store straight on the backend.
+fn stores(f: &Fixture) -> (Store, Store) {
+    let below = f.cache.backend().clone();
+    (
+        Store::new(def(), below.clone()).with_cache(f.cache.clone()),
+        Store::new(def(), below),
+    )
+}
+
+async fn create(s: &Store, ns: &str, name: &str, app: &str) -> Value {
+    let obj = json!({"metadata": {"name": name, "namespace": ns, "labels": {"app": app}},
+                     "data": {"k": "v"}});
+    s.create(obj, &WriteOptions::default()).await.unwrap()
+}
+
+fn names(items: &[Value]) -> Vec<String> {
+    items
+        .iter()
+        .map(|o| {
+            format!(
+                "{}/{}",
+                o["metadata"]["namespace"].as_str().unwrap(),
+                o["metadata"]["name"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+fn sel(label: &str, field: &str, limit: usize) -> ListOptions {
+    ListOptions {
+        label: labels::parse(label).unwrap(),
+        field: fields::parse(field).unwrap(),
+        limit,
+        ..Default::default()
+    }
+}
+
+/// Every page of a list, following continue tokens.
+async fn list_all(s: &Store, ns: Option<&str>, mut opts: ListOptions) -> Vec<Value> {
+    let mut out = Vec::new();
+    loop {
+        let page = s.list(ns, &opts).await.unwrap();
+        out.extend(page.items);
+        match page.continue_token {
+            Some(c) => opts.continue_token = Some(c),
+            None => return out,
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lists_match_the_backend_with_selectors_namespaces_and_pages() {
+    let f = fixtures::embedded().await;
+    let (cached, direct) = stores(&f);
+    for i in 0..12 {
+        let app = if i % 2 == 0 { "x" } else { "y" };
+        create(
+            &direct,
+            if i < 8 { "a" } else { "b" },
+            &format!("cm{i:02}"),
+            app,
+        )
+        .await;
+    }
+    let cases = [
+        (Some("a"), sel("app=x", "", 0)),
+        (None, sel("", "metadata.namespace=b", 0)),
+        (None, sel("app=nothing", "", 0)),
+        (Some("a"), sel("app=x", "", 2)),
+        (None, sel("", "", 5)),
+        (None, sel("app!=x", "metadata.name!=cm03", 3)),
+    ];
+    for (ns, opts) in cases {
+        let got = list_all(&cached, ns, opts.clone()).await;
+        let want = list_all(&direct, ns, opts.clone()).await;
+        assert_eq!(names(&got), names(&want), "{ns:?} {:?}", opts.label);
+        assert_eq!(got, want);
+    }
+    let page = cached.list(Some("a"), &sel("", "", 3)).await.unwrap();
+    assert_eq!(page.remaining, Some(5));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resource_version_rules_hold() {
+    let f = fixtures::embedded().await;
+    let (cached, _) = stores(&f);
+    let obj = create(&cached, "a", "one", "x").await;
+    let rv: i64 = obj["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    // Not older than a revision already reached: answered; read-your-writes.
+    let got = cached
+        .get(Some("a"), "one", Some(&rv.to_string()))
+        .await
+        .unwrap();
+    assert_eq!(got, obj);
+    let opts = ListOptions {
+        resource_version: Some("0".into()),
+        ..Default::default()
+    };
+    assert!(cached.list(Some("a"), &opts).await.is_ok());
+    // A revision never reached: 504 after the wait, as upstream.
+    let opts = ListOptions {
+        resource_version: Some((rv + 1000).to_string()),
+        rv_match: RvMatch::NotOlderThan,
+        ..Default::default()
+    };
+    let err = cached.list(Some("a"), &opts).await.unwrap_err();
+    assert_eq!(err.code, 504, "{err:?}");
+    let err = cached
+        .get(Some("a"), "one", Some(&(rv + 1000).to_string()))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, 504);
+    // Exact with "0" and a match without a version stay 400s.
+    let opts = ListOptions {
+        resource_version: Some("0".into()),
+        rv_match: RvMatch::Exact,
+        ..Default::default()
+    };
+    assert_eq!(cached.list(None, &opts).await.unwrap_err().code, 400);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_before_the_window_is_410() {
+    let f = fixtures::embedded_with(CacheConfig {
+        history: 4,
+        ..Default::default()
+    })
+    .await;
+    let (cached, _) = stores(&f);
+    let first = create(&cached, "a", "c0", "x").await;
+    for i in 1..10 {
+        create(&cached, "a", &format!("c{i}"), "x").await;
+    }
+    let opts = WatchOptions {
+        resource_version: first["metadata"]["resourceVersion"]
+            .as_str()
+            .map(str::to_owned),
+        ..Default::default()
+    };
+    // The cache may still be catching up: ask until it answers from memory.
+    let mut rx = cached.watch(Some("a"), &opts).await.unwrap();
+    let ev = rx.recv().await.unwrap();
+    assert_eq!(ev.kind, WatchEventType::Error, "{ev:?}");
+    assert_eq!(ev.object["code"], 410);
+    assert_eq!(ev.object["reason"], "Expired");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_list_and_shared_json_lines() {
+    let f = fixtures::embedded().await;
+    let (cached, _) = stores(&f);
+    let a = create(&cached, "a", "first", "x").await;
+    create(&cached, "a", "other", "y").await;
+    let opts = WatchOptions {
+        label: labels::parse("app=x").unwrap(),
+        rv_match: RvMatch::NotOlderThan,
+        allow_bookmarks: true,
+        send_initial_events: Some(true),
+        encoded_json: true,
+        ..Default::default()
+    };
+    let mut rx = cached.watch(Some("a"), &opts).await.unwrap();
+    let line = |ev: &kapi_registry::store::WatchEvent| -> Value {
+        serde_json::from_slice(ev.json.as_ref().expect("a finished line")).unwrap()
+    };
+    let ev = rx.recv().await.unwrap();
+    assert_eq!(line(&ev), json!({"type": "ADDED", "object": a}));
+    let ev = rx.recv().await.unwrap();
+    assert_eq!(ev.kind, WatchEventType::Bookmark);
+    assert_eq!(
+        ev.object["metadata"]["annotations"]["k8s.io/initial-events-end"],
+        "true"
+    );
+    // A change that leaves the selection is a DELETED for this watcher.
+    let mut moved = a.clone();
+    moved["metadata"]["labels"]["app"] = json!("z");
+    let (moved, _) = cached
+        .update_with(
+            Some("a"),
+            "first",
+            UpdateTarget::Main,
+            &WriteOptions::default(),
+            false,
+            |_| Ok(moved.clone()),
+        )
+        .await
+        .unwrap();
+    let ev = rx.recv().await.unwrap();
+    assert_eq!(line(&ev), json!({"type": "DELETED", "object": moved}));
+    let b = create(&cached, "a", "second", "x").await;
+    let ev = rx.recv().await.unwrap();
+    assert_eq!(line(&ev), json!({"type": "ADDED", "object": b}));
+    // A second watcher gets the very same bytes for the same event.
+    let opts2 = WatchOptions {
+        resource_version: Some(first_line_rv(&b)),
+        encoded_json: true,
+        ..Default::default()
+    };
+    let mut rx2 = cached.watch(Some("a"), &opts2).await.unwrap();
+    cached
+        .delete(Some("a"), "second", &Default::default())
+        .await
+        .unwrap();
+    let e1 = rx.recv().await.unwrap();
+    let e2 = rx2.recv().await.unwrap();
+    assert_eq!(e1.json, e2.json);
+    assert_eq!(line(&e1)["type"], "DELETED");
+}
+
+fn first_line_rv(obj: &Value) -> String {
+    obj["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}

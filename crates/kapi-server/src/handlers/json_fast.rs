@@ -1,0 +1,140 @@
+//! The plain-JSON fast path from the watch cache. A GET with a
+//! `resourceVersion` answered by the cache is the stored bytes with the
+//! `resourceVersion` spliced in (no decode, no re-encode). A LIST: when the
+//! client wants plain JSON and the watch cache answers, the `<Kind>List` is written item by item from the cached bytes (each
+//! object's stored JSON with its `resourceVersion` spliced in), in chunks of about
+//! 64 KiB, so no `Value` tree and no whole-response buffer is ever built: memory
+//! beyond the cache itself is one chunk per response in flight.
+//!
+//! Kept apart from `negotiate.rs` on purpose: other encodings decide there; this
+//! is only the fast path for `application/json`.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::Response;
+use kapi_machinery::status::ApiError;
+use kapi_registry::cache::CachedObject;
+use kapi_registry::store::CachedList;
+use kapi_registry::Store;
+use serde_json::{json, Map, Value};
+
+use super::list::list_options;
+use super::Ctx;
+use crate::negotiate::{Format, View};
+
+const CHUNK: usize = 64 * 1024;
+
+/// The streamed response, or `None` when the normal path must answer.
+pub async fn list_json(ctx: &Ctx) -> Result<Option<Response>, ApiError> {
+    if ctx.accept.view != View::Object || ctx.accept.format != Format::Json {
+        return Ok(None);
+    }
+    let opts = list_options(ctx)?;
+    let store = &ctx.entry.store;
+    let Some(list) = store.list_cached(ctx.namespace(), &opts).await? else {
+        return Ok(None);
+    };
+    let def = &ctx.entry.def;
+    let head = list_head(&def.list_kind, &def.api_version(), &list);
+    let chunks = Chunks {
+        store: store.clone(),
+        items: list.items,
+        next: 0,
+        head: Some(head),
+        done: false,
+    };
+    let stream = futures::stream::iter(chunks.map(Ok::<_, std::convert::Infallible>));
+    let mut resp = Response::new(Body::from_stream(stream));
+    *resp.status_mut() = StatusCode::OK;
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    Ok(Some(resp))
+}
+
+/// GET `?resourceVersion=…` from the cache as the object's bytes, or `None`.
+pub async fn get_json(ctx: &Ctx) -> Result<Option<Response>, ApiError> {
+    if ctx.accept.view != View::Object || ctx.accept.format != Format::Json {
+        return Ok(None);
+    }
+    let Some(rv) = ctx.query.non_empty("resourceVersion") else {
+        return Ok(None);
+    };
+    let store = &ctx.entry.store;
+    let Some(obj) = store
+        .get_cached_object(ctx.namespace(), ctx.name(), rv)
+        .await?
+    else {
+        return Ok(None);
+    };
+    let mut out = Vec::with_capacity(obj.kv.value.len() + 40);
+    if !obj.write_json(obj.kv.mod_revision, &mut out) {
+        return Ok(None);
+    }
+    let mut resp = Response::new(Body::from(out));
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    Ok(Some(resp))
+}
+
+/// `{"kind":…,"apiVersion":…,"metadata":{…},"items":[`
+fn list_head(kind: &str, api_version: &str, list: &CachedList) -> Vec<u8> {
+    let mut meta = Map::new();
+    meta.insert(
+        "resourceVersion".into(),
+        list.resource_version.clone().into(),
+    );
+    if let Some(c) = &list.continue_token {
+        meta.insert("continue".into(), c.clone().into());
+    }
+    if let Some(n) = list.remaining {
+        meta.insert("remainingItemCount".into(), n.into());
+    }
+    let head = json!({"kind": kind, "apiVersion": api_version, "metadata": meta});
+    let mut out = serde_json::to_vec(&head).expect("JSON values serialize");
+    out.pop(); // the closing brace
+    out.extend_from_slice(b",\"items\":[");
+    out
+}
+
+struct Chunks {
+    store: Store,
+    items: Vec<Arc<CachedObject>>,
+    next: usize,
+    head: Option<Vec<u8>>,
+    done: bool,
+}
+
+impl Iterator for Chunks {
+    type Item = bytes::Bytes;
+
+    fn next(&mut self) -> Option<bytes::Bytes> {
+        if self.done {
+            return None;
+        }
+        let mut out = self.head.take().unwrap_or_default();
+        out.reserve(CHUNK);
+        while self.next < self.items.len() && out.len() < CHUNK {
+            if self.next > 0 {
+                out.push(b',');
+            }
+            let obj = &self.items[self.next];
+            if !obj.write_json(obj.kv.mod_revision, &mut out) {
+                // Not splicable (never for objects the store wrote): go the long way.
+                let v = self.store.decode_value(&obj.kv).unwrap_or(Value::Null);
+                serde_json::to_writer(&mut out, &v).expect("JSON values serialize");
+            }
+            self.next += 1;
+        }
+        if self.next == self.items.len() {
+            out.extend_from_slice(b"]}");
+            self.done = true;
+        }
+        Some(bytes::Bytes::from(out))
+    }
+}
