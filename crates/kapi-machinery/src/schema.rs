@@ -88,6 +88,19 @@ pub trait SchemaNav: Send + Sync {
     fn map_value(&self, _ty: &TypeRef) -> Option<TypeRef> {
         None
     }
+
+    /// How objects of type `ty` merge wherever they appear (a struct marked
+    /// `x-kubernetes-map-type: atomic` on its definition, upstream's
+    /// `+structType=atomic`), e.g. the elements of a list.
+    fn type_map_type(&self, _ty: &TypeRef) -> MapType {
+        MapType::Granular
+    }
+
+    /// The default of key field `key` of list-map elements of type `ty`, used when
+    /// an element omits it (e.g. a container port's `protocol` is `TCP`).
+    fn key_default(&self, _ty: &TypeRef, _key: &str) -> Option<serde_json::Value> {
+        None
+    }
 }
 
 /// A navigator that knows nothing: every value is unstructured.

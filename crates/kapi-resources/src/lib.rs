@@ -3,6 +3,8 @@
 //! OpenAPI documents built from them (`openapi/`), and the table of patch and
 //! list semantics those schemas drop (`patchmeta.rs`).
 
+#[cfg(test)]
+mod apply_scenarios;
 pub mod apps;
 pub mod core;
 pub mod openapi;

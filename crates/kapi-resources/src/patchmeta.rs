@@ -254,6 +254,13 @@ pub static ATOMIC_STRUCTS: &[&str] = &[
     core!("TopologySelectorTerm"),
 ];
 
+/// Defaults of list-map key fields (upstream's OpenAPI `default` on them), so
+/// an element that omits one is still named: `(definition, field, default)`.
+pub static KEY_DEFAULTS: &[(&str, &str, &str)] = &[
+    (core!("ContainerPort"), "protocol", "TCP"),
+    (core!("ServicePort"), "protocol", "TCP"),
+];
+
 /// The definition name of the object of a kind, e.g. `("", "v1", "Pod")` →
 /// `io.k8s.api.core.v1.Pod`; `None` for kinds without a built-in schema.
 pub fn root_type(group: &str, version: &str, kind: &str) -> Option<TypeRef> {
@@ -369,6 +376,26 @@ impl SchemaNav for BuiltinSchema {
             list_type,
             map_type,
         })
+    }
+
+    fn type_map_type(&self, ty: &TypeRef) -> MapType {
+        let atomic = self
+            .def(&ty.0)
+            .and_then(|d| d.get("x-kubernetes-map-type"))
+            .and_then(Value::as_str)
+            == Some("atomic");
+        if atomic {
+            MapType::Atomic
+        } else {
+            MapType::Granular
+        }
+    }
+
+    fn key_default(&self, ty: &TypeRef, key: &str) -> Option<Value> {
+        KEY_DEFAULTS
+            .iter()
+            .find(|(def, field, _)| *def == ty.0 && *field == key)
+            .map(|(_, _, v)| Value::String((*v).to_string()))
     }
 
     fn map_value(&self, ty: &TypeRef) -> Option<TypeRef> {

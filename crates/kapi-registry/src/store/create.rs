@@ -26,7 +26,7 @@ impl Store {
                 meta::set_str(&mut obj, "name", &meta::generate_name(&prefix));
             }
             self.validate_create(&obj)?;
-            self.set_managed_fields(&mut obj, None, opts.field_manager.as_deref(), None);
+            self.set_managed_fields(&mut obj, None, opts, None);
             if opts.dry_run {
                 return Ok(obj);
             }
@@ -44,21 +44,29 @@ impl Store {
         ))
     }
 
-    /// Record this write in `metadata.managedFields` (nothing without a manager).
+    /// Record this write in `metadata.managedFields` (nothing without a
+    /// manager; nothing when an apply already did).
     pub(crate) fn set_managed_fields(
         &self,
         obj: &mut Value,
         old: Option<&Value>,
-        manager: Option<&str>,
+        opts: &WriteOptions,
         subresource: Option<&str>,
     ) {
-        meta::remove(obj, "managedFields");
-        match self.managed_fields(old, obj, manager, subresource) {
-            Some(Value::Array(entries)) if !entries.is_empty() => {
-                meta::meta_mut(obj).insert("managedFields".into(), Value::Array(entries));
-            }
-            _ => {}
+        if opts.managed_fields_set {
+            return;
         }
+        let Some(manager) = opts.field_manager.as_deref() else {
+            let kept = old.and_then(|o| meta::meta(o)?.get("managedFields").cloned());
+            match kept {
+                Some(mf) => meta::meta_mut(obj).insert("managedFields".into(), mf),
+                None => meta::remove(obj, "managedFields"),
+            };
+            return;
+        };
+        let api_version = self.def.api_version();
+        let fm = self.field_manager(&api_version, subresource);
+        fm.update(old, obj, manager, &meta::now_rfc3339());
     }
 
     /// The generic create-time reset plus the strategy's.

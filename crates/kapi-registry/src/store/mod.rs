@@ -65,32 +65,21 @@ impl Store {
         self
     }
 
-    /// `metadata.managedFields` after `new` replaces `old` by this write.
-    pub(crate) fn managed_fields(
-        &self,
-        old: Option<&Value>,
-        new: &Value,
-        manager: Option<&str>,
-        subresource: Option<&str>,
-    ) -> Option<Value> {
-        let manager = manager?;
-        let now = meta::now_rfc3339();
-        let api_version = self.def.api_version();
-        let w = crate::managed::Write {
-            manager,
-            api_version: &api_version,
+    /// The field manager for writes to this resource (`Some("status")` through
+    /// the status subresource).
+    pub fn field_manager<'a>(
+        &'a self,
+        api_version: &'a str,
+        subresource: Option<&'a str>,
+    ) -> crate::managed::FieldManager<'a> {
+        crate::managed::FieldManager {
+            schema: self.schema.as_ref(),
+            root: &self.root,
+            api_version,
+            kind: &self.def.kind,
             subresource,
-            time: &now,
-        };
-        let entries = crate::managed::update(
-            old,
-            new,
-            &w,
-            self.schema.as_ref(),
-            &self.root,
-            self.def.has_status(),
-        );
-        Some(entries)
+            has_status: self.def.has_status(),
+        }
     }
 
     pub fn backend(&self) -> &Arc<dyn Backend> {

@@ -27,6 +27,9 @@ pub struct ListOptions {
 pub struct WriteOptions {
     pub dry_run: bool,
     pub field_manager: Option<String>,
+    /// The object's `metadata.managedFields` were already worked out (by a
+    /// server-side apply); the store keeps them as they are.
+    pub managed_fields_set: bool,
 }
 
 #[derive(Debug, Clone, Default)]

@@ -68,7 +68,7 @@ impl Store {
                     let mut new = desired(None)?;
                     self.prepare_create(&mut new)?;
                     self.validate_create(&new)?;
-                    self.set_managed_fields(&mut new, None, opts.field_manager.as_deref(), None);
+                    self.set_managed_fields(&mut new, None, opts, None);
                     created.store(true, Ordering::Relaxed);
                     (Decision::Write(Self::encode(&new)), new)
                 }
@@ -115,12 +115,19 @@ impl Store {
         }
         self.check_preconditions(&new, old)?;
         if target == UpdateTarget::Status {
+            // Only status changes; managedFields travel along for the field
+            // manager (which reads the live ones anyway unless apply set them).
             let status = new.get("status").cloned();
+            let managed = meta::meta(&new).and_then(|m| m.get("managedFields").cloned());
             new = old.clone();
             let root = new.as_object_mut().expect("stored objects are objects");
             match status {
                 Some(s) => root.insert("status".into(), s),
                 None => root.remove("status"),
+            };
+            match managed {
+                Some(mf) => meta::meta_mut(&mut new).insert("managedFields".into(), mf),
+                None => meta::remove(&mut new, "managedFields"),
             };
         }
         let root = new.as_object_mut().expect("checked");
@@ -215,23 +222,10 @@ impl Store {
         {
             return (Decision::Delete, new);
         }
-        // The client's managedFields count only as a reset (an empty list).
-        let reset = meta::meta(&new)
-            .and_then(|m| m.get("managedFields"))
-            .and_then(Value::as_array)
-            .is_some_and(Vec::is_empty);
-        match meta::meta(old).and_then(|m| m.get("managedFields")) {
-            Some(mf) if !reset => {
-                meta::meta_mut(&mut new).insert("managedFields".into(), mf.clone())
-            }
-            _ => meta::remove(&mut new, "managedFields"),
-        };
+        let sub = target.subresource();
+        self.set_managed_fields(&mut new, Some(old), opts, sub);
         if same_object(&new, old) {
             return (Decision::Unchanged, new);
-        }
-        if !reset {
-            let sub = target.subresource();
-            self.set_managed_fields(&mut new, Some(old), opts.field_manager.as_deref(), sub);
         }
         (Decision::Write(Self::encode(&new)), new)
     }

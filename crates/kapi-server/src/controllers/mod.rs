@@ -159,8 +159,8 @@ pub fn kubernetes_service_object(srv: &Server) -> serde_json::Value {
 
 fn write_options(manager: &str) -> WriteOptions {
     WriteOptions {
-        dry_run: false,
         field_manager: Some(manager.to_owned()),
+        ..WriteOptions::default()
     }
 }
 

@@ -3,6 +3,7 @@
 //! (`ResourceDef::verbs` and its subresources — the same declaration discovery
 //! reads), and hands over to the verb's handler, one per file.
 
+mod apply;
 mod create;
 mod delete;
 mod get;
@@ -65,6 +66,7 @@ impl Ctx {
         Ok(WriteOptions {
             dry_run: dry_run(&self.query)?,
             field_manager: Some(manager),
+            managed_fields_set: false,
         })
     }
 

@@ -1,7 +1,7 @@
 //! PATCH: JSON patch (RFC 6902), merge patch (RFC 7386) and strategic merge patch,
 //! applied to the current object inside the store's compare-and-swap loop, so a
 //! concurrent write makes the patch re-apply to the newer object, never lose it.
-//! Server-side apply (`application/apply-patch+yaml`) is answered 415 until it lands.
+//! Server-side apply (`application/apply-patch+yaml`) is `apply.rs`.
 
 use axum::body::Body;
 use axum::http::StatusCode;
@@ -18,12 +18,14 @@ enum PatchType {
     Json,
     Merge,
     Strategic,
+    Apply,
 }
 
 const PATCH_TYPES: &[&str] = &[
     "application/json-patch+json",
     "application/merge-patch+json",
     "application/strategic-merge-patch+json",
+    "application/apply-patch+yaml",
 ];
 
 fn patch_type(content_type: Option<&str>) -> Result<PatchType, ApiError> {
@@ -35,12 +37,17 @@ fn patch_type(content_type: Option<&str>) -> Result<PatchType, ApiError> {
         "application/json-patch+json" => Ok(PatchType::Json),
         "application/merge-patch+json" => Ok(PatchType::Merge),
         "application/strategic-merge-patch+json" => Ok(PatchType::Strategic),
+        "application/apply-patch+yaml" => Ok(PatchType::Apply),
         _ => Err(ApiError::unsupported_media_type(PATCH_TYPES)),
     }
 }
 
 pub async fn patch(ctx: &Ctx, body: Body, status: bool) -> Result<Response, ApiError> {
     let kind = patch_type(ctx.content_type())?;
+    if kind == PatchType::Apply {
+        return super::apply::apply(ctx, body, status).await;
+    }
+    super::apply::check_no_force(ctx)?;
     let bytes = read_body(body).await?;
     let patch = negotiate::decode_json(&bytes)?;
     let opts = ctx.write_options()?;
@@ -100,6 +107,7 @@ fn apply(
             json_patch::merge(&mut doc, patch);
             Ok(doc)
         }
+        PatchType::Apply => unreachable!("apply patches are handled by apply.rs"),
         PatchType::Strategic => {
             let root = srv.schema_root(def);
             kapi_machinery::strategic::apply(current, patch, srv.schema.as_ref(), &root)

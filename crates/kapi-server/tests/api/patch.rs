@@ -1,4 +1,5 @@
-//! PATCH in its three supported flavours; server-side apply is refused.
+//! PATCH as JSON patch, merge patch and strategic merge patch (server-side
+//! apply is `apply.rs`).
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
@@ -118,23 +119,4 @@ async fn strategic_patch_on_deployment_keeps_other_fields() {
     let c = &out.spec.unwrap().template.spec.unwrap().containers[0];
     assert_eq!(c.image.as_deref(), Some("nginx:1.25"));
     assert_eq!(c.env.as_ref().unwrap()[0].value.as_deref(), Some("1"));
-}
-
-#[tokio::test]
-async fn apply_patch_is_unsupported_media_type() {
-    let s = harness::start().await;
-    let api: Api<ConfigMap> = s.api("default");
-    api.create(&PostParams::default(), &configmap("a", &[]))
-        .await
-        .unwrap();
-    let err = api_error(
-        api.patch(
-            "a",
-            &PatchParams::apply("tests"),
-            &Patch::Apply(configmap("a", &[])),
-        )
-        .await,
-    );
-    assert_eq!(err.code, 415, "{err:?}");
-    assert_eq!(err.reason, "UnsupportedMediaType");
 }

@@ -1,0 +1,122 @@
+//! PATCH with `application/apply-patch+yaml`: server-side apply. The body (YAML
+//! or JSON) is the manager's whole configuration of the object; the store's
+//! compare-and-swap loop runs the merge (`kapi_registry::managed`) against the
+//! current object, so a concurrent write makes the apply re-run on the newer
+//! object. An absent object is created (201), as upstream does.
+//!
+//! Options as upstream's `PatchOptions` validation: `fieldManager` is required
+//! (422 on `PatchOptions.meta.k8s.io`), `force` is only for apply.
+
+use axum::body::Body;
+use axum::http::StatusCode;
+use axum::response::Response;
+use kapi_machinery::status::{ApiError, GroupKind};
+use kapi_machinery::validation::{FieldError, FieldPath};
+use kapi_registry::meta;
+use kapi_registry::store::UpdateTarget;
+use serde_json::Value;
+
+use super::{read_body, Ctx};
+use crate::negotiate;
+
+/// `?force=`: absent, `true` or `false`.
+pub fn force(ctx: &Ctx) -> Result<Option<bool>, ApiError> {
+    match ctx.query.get("force") {
+        None => Ok(None),
+        Some("true") | Some("1") => Ok(Some(true)),
+        Some("false") | Some("0") | Some("") => Ok(Some(false)),
+        Some(other) => Err(ApiError::bad_request(format!(
+            "force: invalid boolean value {other:?}"
+        ))),
+    }
+}
+
+fn invalid_options(err: FieldError) -> ApiError {
+    ApiError::invalid(GroupKind::new("meta.k8s.io", "PatchOptions"), "", &vec![err])
+}
+
+/// A non-apply patch may not say `force`.
+pub fn check_no_force(ctx: &Ctx) -> Result<(), ApiError> {
+    if force(ctx)?.is_some() {
+        let e = FieldError::forbidden(
+            &FieldPath::new("force"),
+            "may not be specified for non-apply patch",
+        );
+        return Err(invalid_options(e));
+    }
+    Ok(())
+}
+
+pub async fn apply(ctx: &Ctx, body: Body, status: bool) -> Result<Response, ApiError> {
+    let force = force(ctx)?.unwrap_or(false);
+    let Some(manager) = ctx.query.non_empty("fieldManager").map(str::to_owned) else {
+        let e = FieldError::required(&FieldPath::new("fieldManager"), "is required for apply patch");
+        return Err(invalid_options(e));
+    };
+    let mut opts = ctx.write_options()?;
+    opts.managed_fields_set = true;
+    let bytes = read_body(body).await?;
+    let patch = negotiate::decode_yaml(&bytes)
+        .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {}", e.message)))?;
+    if !patch.is_object() {
+        return Err(ApiError::bad_request(
+            "error decoding YAML: the apply configuration is not an object",
+        ));
+    }
+    let warnings = ctx.srv.check_fields(ctx, &patch)?;
+    let (target, sub) = if status {
+        (UpdateTarget::Status, Some("status"))
+    } else {
+        (UpdateTarget::Main, None)
+    };
+    let store = &ctx.entry.store;
+    let api_version = ctx.entry.def.api_version();
+    let (name, namespace) = (ctx.name().to_owned(), ctx.namespace().map(str::to_owned));
+    let (out, created) = store
+        .update_with(
+            ctx.namespace(),
+            ctx.name(),
+            target,
+            &opts,
+            !status,
+            |current| {
+                check_name(&patch, &name, namespace.as_deref())?;
+                let fm = store.field_manager(&api_version, sub);
+                let now = meta::now_rfc3339();
+                let mut obj = fm.apply(current, &patch, &manager, force, &now)?;
+                meta::set_str(&mut obj, "name", &name);
+                if let Some(ns) = &namespace {
+                    meta::set_str(&mut obj, "namespace", ns);
+                }
+                Ok(obj)
+            },
+        )
+        .await?;
+    let code = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    let mut resp = super::get::respond_object(ctx, code, &out)?;
+    crate::fieldcheck::add_warnings(&mut resp, &warnings);
+    Ok(resp)
+}
+
+/// The configuration may name the object only as the URL does.
+fn check_name(patch: &Value, name: &str, namespace: Option<&str>) -> Result<(), ApiError> {
+    if let Some(n) = meta::meta_str(patch, "name").filter(|n| !n.is_empty()) {
+        if n != name {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({n}) does not match the name on the URL ({name})"
+            )));
+        }
+    }
+    if let (Some(ns), Some(url_ns)) = (meta::meta_str(patch, "namespace"), namespace) {
+        if !ns.is_empty() && ns != url_ns {
+            return Err(ApiError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
+        }
+    }
+    Ok(())
+}
