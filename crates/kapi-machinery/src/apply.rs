@@ -127,7 +127,10 @@ impl Updater<'_> {
             Err(ApplyError::Typed(e)) => return Err(e),
             Err(ApplyError::Conflicts(_)) => unreachable!("forced updates have no conflicts"),
         };
-        let previous = managers.remove(manager).map(|vs| vs.set).unwrap_or_default();
+        let previous = managers
+            .remove(manager)
+            .map(|vs| vs.set)
+            .unwrap_or_default();
         let set = previous
             .difference(&cmp.removed)
             .union(&cmp.modified)

@@ -78,7 +78,12 @@ fn run(s: &Scenario) {
     }
     let obj = obj.expect("an object");
     for (ptr, want) in &s.object {
-        assert_eq!(obj.pointer(ptr), want.as_ref(), "{}: {ptr} in {obj:#}", s.name);
+        assert_eq!(
+            obj.pointer(ptr),
+            want.as_ref(),
+            "{}: {ptr} in {obj:#}",
+            s.name
+        );
     }
     let mut got: Vec<(String, String, Value)> = obj["metadata"]["managedFields"]
         .as_array()
@@ -126,7 +131,8 @@ fn k(name: &str) -> String {
 
 fn scenarios() -> Vec<Scenario> {
     let c = |name: &str, image: &str| json!({"name": name, "image": image});
-    let spec_containers = |entries: Value| json!({"f:spec": {"f:template": {"f:spec": {"f:containers": entries}}}});
+    let spec_containers =
+        |entries: Value| json!({"f:spec": {"f:template": {"f:spec": {"f:containers": entries}}}});
     let mut out = vec![
         Scenario {
             name: "two managers share a list map; one stops applying its element",
@@ -140,79 +146,171 @@ fn scenarios() -> Vec<Scenario> {
                 ("/spec/template/spec/containers/1", None),
             ],
             // "a" applies nothing any more, so it has no entry.
-            entries: vec![
-                ("b", "Apply", spec_containers(json!({k("y"): {".": {}, "f:image": {}, "f:name": {}}}))),
-            ],
+            entries: vec![(
+                "b",
+                "Apply",
+                spec_containers(json!({k("y"): {".": {}, "f:image": {}, "f:name": {}}})),
+            )],
         },
         Scenario {
             name: "atomic list conflicts, force takes it",
             steps: vec![
-                Step::Apply("a", containers(json!([{"name": "x", "args": ["1"]}])), false, Ok(())),
-                Step::Apply("b", containers(json!([{"name": "x", "args": ["2"]}])), false, Err(1)),
-                Step::Apply("b", containers(json!([{"name": "x", "args": ["2"]}])), true, Ok(())),
+                Step::Apply(
+                    "a",
+                    containers(json!([{"name": "x", "args": ["1"]}])),
+                    false,
+                    Ok(()),
+                ),
+                Step::Apply(
+                    "b",
+                    containers(json!([{"name": "x", "args": ["2"]}])),
+                    false,
+                    Err(1),
+                ),
+                Step::Apply(
+                    "b",
+                    containers(json!([{"name": "x", "args": ["2"]}])),
+                    true,
+                    Ok(()),
+                ),
             ],
             object: vec![("/spec/template/spec/containers/0/args", Some(json!(["2"])))],
             entries: vec![
-                ("a", "Apply", spec_containers(json!({k("x"): {".": {}, "f:name": {}}}))),
-                ("b", "Apply", spec_containers(json!({k("x"): {".": {}, "f:args": {}, "f:name": {}}}))),
+                (
+                    "a",
+                    "Apply",
+                    spec_containers(json!({k("x"): {".": {}, "f:name": {}}})),
+                ),
+                (
+                    "b",
+                    "Apply",
+                    spec_containers(json!({k("x"): {".": {}, "f:args": {}, "f:name": {}}})),
+                ),
             ],
         },
         Scenario {
             name: "set lists merge by value",
             steps: vec![
-                Step::Apply("a", json!({"apiVersion": "apps/v1", "kind": "Deployment",
-                    "metadata": {"name": "d", "finalizers": ["x/a"]}}), false, Ok(())),
-                Step::Apply("b", json!({"apiVersion": "apps/v1", "kind": "Deployment",
-                    "metadata": {"name": "d", "finalizers": ["x/b"]}}), false, Ok(())),
+                Step::Apply(
+                    "a",
+                    json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                    "metadata": {"name": "d", "finalizers": ["x/a"]}}),
+                    false,
+                    Ok(()),
+                ),
+                Step::Apply(
+                    "b",
+                    json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                    "metadata": {"name": "d", "finalizers": ["x/b"]}}),
+                    false,
+                    Ok(()),
+                ),
             ],
             object: vec![("/metadata/finalizers", Some(json!(["x/a", "x/b"])))],
             entries: vec![
-                ("a", "Apply", json!({"f:metadata": {"f:finalizers": {"v:\"x/a\"": {}}}})),
-                ("b", "Apply", json!({"f:metadata": {"f:finalizers": {"v:\"x/b\"": {}}}})),
+                (
+                    "a",
+                    "Apply",
+                    json!({"f:metadata": {"f:finalizers": {"v:\"x/a\"": {}}}}),
+                ),
+                (
+                    "b",
+                    "Apply",
+                    json!({"f:metadata": {"f:finalizers": {"v:\"x/b\"": {}}}}),
+                ),
             ],
         },
         Scenario {
             name: "same value is shared, a different one conflicts",
             steps: vec![
-                Step::Apply("a", deploy(json!({"replicas": 2, "paused": true})), false, Ok(())),
+                Step::Apply(
+                    "a",
+                    deploy(json!({"replicas": 2, "paused": true})),
+                    false,
+                    Ok(()),
+                ),
                 Step::Apply("b", deploy(json!({"replicas": 2})), false, Ok(())),
-                Step::Apply("c", deploy(json!({"replicas": 3, "paused": false})), false, Err(3)),
+                Step::Apply(
+                    "c",
+                    deploy(json!({"replicas": 3, "paused": false})),
+                    false,
+                    Err(3),
+                ),
             ],
             object: vec![("/spec/replicas", Some(json!(2)))],
             entries: vec![
-                ("a", "Apply", json!({"f:spec": {"f:paused": {}, "f:replicas": {}}})),
+                (
+                    "a",
+                    "Apply",
+                    json!({"f:spec": {"f:paused": {}, "f:replicas": {}}}),
+                ),
                 ("b", "Apply", json!({"f:spec": {"f:replicas": {}}})),
             ],
         },
         Scenario {
             name: "fields a manager stops applying go unless someone else owns them",
             steps: vec![
-                Step::Apply("a", json!({"apiVersion": "apps/v1", "kind": "Deployment",
-                    "metadata": {"name": "d", "labels": {"x": "1", "y": "2", "z": "3"}}}), false, Ok(())),
-                Step::Apply("b", json!({"apiVersion": "apps/v1", "kind": "Deployment",
-                    "metadata": {"name": "d", "labels": {"z": "3"}}}), false, Ok(())),
-                Step::Apply("a", json!({"apiVersion": "apps/v1", "kind": "Deployment",
-                    "metadata": {"name": "d", "labels": {"x": "1"}}}), false, Ok(())),
+                Step::Apply(
+                    "a",
+                    json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                    "metadata": {"name": "d", "labels": {"x": "1", "y": "2", "z": "3"}}}),
+                    false,
+                    Ok(()),
+                ),
+                Step::Apply(
+                    "b",
+                    json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                    "metadata": {"name": "d", "labels": {"z": "3"}}}),
+                    false,
+                    Ok(()),
+                ),
+                Step::Apply(
+                    "a",
+                    json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                    "metadata": {"name": "d", "labels": {"x": "1"}}}),
+                    false,
+                    Ok(()),
+                ),
             ],
-            object: vec![
-                ("/metadata/labels", Some(json!({"x": "1", "z": "3"}))),
-            ],
+            object: vec![("/metadata/labels", Some(json!({"x": "1", "z": "3"})))],
             entries: vec![
-                ("a", "Apply", json!({"f:metadata": {"f:labels": {"f:x": {}}}})),
-                ("b", "Apply", json!({"f:metadata": {"f:labels": {"f:z": {}}}})),
+                (
+                    "a",
+                    "Apply",
+                    json!({"f:metadata": {"f:labels": {"f:x": {}}}}),
+                ),
+                (
+                    "b",
+                    "Apply",
+                    json!({"f:metadata": {"f:labels": {"f:z": {}}}}),
+                ),
             ],
         },
         Scenario {
             name: "an update takes what it changes; the applier then conflicts",
             steps: vec![
-                Step::Apply("a", deploy(json!({"replicas": 2, "paused": true})), false, Ok(())),
+                Step::Apply(
+                    "a",
+                    deploy(json!({"replicas": 2, "paused": true})),
+                    false,
+                    Ok(()),
+                ),
                 Step::Update("kubectl-edit", json!({"spec": {"replicas": 5}})),
-                Step::Apply("a", deploy(json!({"replicas": 2, "paused": true})), false, Err(1)),
+                Step::Apply(
+                    "a",
+                    deploy(json!({"replicas": 2, "paused": true})),
+                    false,
+                    Err(1),
+                ),
             ],
             object: vec![("/spec/replicas", Some(json!(5)))],
             entries: vec![
                 ("a", "Apply", json!({"f:spec": {"f:paused": {}}})),
-                ("kubectl-edit", "Update", json!({"f:spec": {"f:replicas": {}}})),
+                (
+                    "kubectl-edit",
+                    "Update",
+                    json!({"f:spec": {"f:replicas": {}}}),
+                ),
             ],
         },
     ];

@@ -200,11 +200,7 @@ impl Set {
             [last] => {
                 self.members.insert(last.clone());
             }
-            [first, rest @ ..] => self
-                .children
-                .entry(first.clone())
-                .or_default()
-                .insert(rest),
+            [first, rest @ ..] => self.children.entry(first.clone()).or_default().insert(rest),
         }
     }
 

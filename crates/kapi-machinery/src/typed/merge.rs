@@ -83,7 +83,13 @@ impl<'a> Typed<'a> {
 }
 
 impl Walk<'_> {
-    fn walk(&mut self, lhs: Option<&Value>, rhs: Option<&Value>, node: &Node, path: &mut Path) -> Out {
+    fn walk(
+        &mut self,
+        lhs: Option<&Value>,
+        rhs: Option<&Value>,
+        node: &Node,
+        path: &mut Path,
+    ) -> Out {
         let (lk, rk) = (kind(lhs), kind(rhs));
         let k = match (lk, rk) {
             (Some(a), Some(b)) if a != b => return Ok(self.leaf(lhs, rhs, path)),

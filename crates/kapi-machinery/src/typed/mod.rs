@@ -143,7 +143,13 @@ impl<'a> Typed<'a> {
     pub fn to_field_set(&self, obj: &Value, allow_duplicates: bool) -> Result<Set, TypedError> {
         let mut out = Set::new();
         let mut path = Vec::new();
-        self.collect(obj, &self.root_node(), &mut path, &mut out, allow_duplicates)?;
+        self.collect(
+            obj,
+            &self.root_node(),
+            &mut path,
+            &mut out,
+            allow_duplicates,
+        )?;
         Ok(out)
     }
 

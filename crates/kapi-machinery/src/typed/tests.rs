@@ -92,7 +92,10 @@ fn missing_keys_and_duplicates_are_errors() {
     let e = typed()
         .to_field_set(&json!({"spec": {"items": [{"value": "1"}]}}), false)
         .unwrap_err();
-    assert!(e.0.starts_with(".spec.items: element 0: associative list"), "{e}");
+    assert!(
+        e.0.starts_with(".spec.items: element 0: associative list"),
+        "{e}"
+    );
     let dup = json!({"spec": {"items": [{"name": "a"}, {"name": "a"}]}});
     assert!(typed().to_field_set(&dup, false).is_err());
     assert!(typed().to_field_set(&dup, true).is_ok());
@@ -140,7 +143,8 @@ fn merge_reorders_shared_elements_like_the_right_side() {
 
 #[test]
 fn compare_reports_added_removed_modified() {
-    let old = json!({"spec": {"items": [{"name": "a", "value": "1"}], "replicas": 1, "tags": ["x"]}});
+    let old =
+        json!({"spec": {"items": [{"name": "a", "value": "1"}], "replicas": 1, "tags": ["x"]}});
     let new = json!({"spec": {"items": [{"name": "b"}], "replicas": 2, "tags": ["x", "y"]},
                      "metadata": {"labels": {"k": "v"}}});
     let c = typed().compare(&old, &new).unwrap();
@@ -154,7 +158,10 @@ fn compare_reports_added_removed_modified() {
         to_fields_v1(&c.removed),
         json!({"f:spec": {"f:items": {"k:{\"name\":\"a\"}": {".": {}, "f:name": {}, "f:value": {}}}}})
     );
-    assert_eq!(to_fields_v1(&c.modified), json!({"f:spec": {"f:replicas": {}}}));
+    assert_eq!(
+        to_fields_v1(&c.modified),
+        json!({"f:spec": {"f:replicas": {}}})
+    );
     assert!(typed().compare(&old, &old).unwrap().is_same());
 }
 
@@ -163,7 +170,10 @@ fn empty_containers_are_leaves() {
     let c = typed()
         .compare(&json!({"spec": {}}), &json!({"spec": {"selector": {}}}))
         .unwrap();
-    assert_eq!(to_fields_v1(&c.added), json!({"f:spec": {"f:selector": {}}}));
+    assert_eq!(
+        to_fields_v1(&c.added),
+        json!({"f:spec": {"f:selector": {}}})
+    );
 }
 
 #[test]

@@ -30,7 +30,10 @@ fn sorted(v: &Value) -> Value {
         Value::Object(m) => {
             let mut keys: Vec<&String> = m.keys().collect();
             keys.sort();
-            let out: Map<String, Value> = keys.into_iter().map(|k| (k.clone(), sorted(&m[k]))).collect();
+            let out: Map<String, Value> = keys
+                .into_iter()
+                .map(|k| (k.clone(), sorted(&m[k])))
+                .collect();
             Value::Object(out)
         }
         Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),

@@ -141,7 +141,9 @@ impl<'a> FieldManager<'a> {
     /// `new.metadata.managedFields`. Never fails: when the fields cannot be
     /// worked out, the live object's entries are kept, as upstream does.
     pub fn update(&self, live: Option<&Value>, new: &mut Value, manager: &str, now: &str) {
-        let client = meta::meta(new).and_then(|m| m.get("managedFields")).cloned();
+        let client = meta::meta(new)
+            .and_then(|m| m.get("managedFields"))
+            .cloned();
         meta::remove(new, "managedFields");
         let live_entries = live.and_then(|l| meta::meta(l)?.get("managedFields"));
         let from_live = || decode(live_entries).unwrap_or_default();
@@ -250,7 +252,10 @@ impl<'a> FieldManager<'a> {
     /// The apply configuration must be of this resource's kind and may not carry
     /// managedFields.
     fn check_patch(&self, patch: &Value) -> Result<(), ApiError> {
-        let av = patch.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+        let av = patch
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("");
         let kind = patch.get("kind").and_then(Value::as_str).unwrap_or("");
         if av != self.api_version || kind != self.kind {
             let (group, version) = av.rsplit_once('/').unwrap_or(("", av));
@@ -258,8 +263,7 @@ impl<'a> FieldManager<'a> {
                 "invalid object type: {group}/{version}, Kind={kind}"
             )));
         }
-        if meta::meta(patch).is_some_and(|m| m.get("managedFields").is_some_and(|v| !v.is_null()))
-        {
+        if meta::meta(patch).is_some_and(|m| m.get("managedFields").is_some_and(|v| !v.is_null())) {
             return Err(ApiError::bad_request("metadata.managedFields must be nil"));
         }
         Ok(())

@@ -127,7 +127,12 @@ fn eleven_updaters_leave_ten_entries_with_ancient_changes() {
     for i in 0..11 {
         let mut new = obj.clone();
         new["data"][format!("k{i}")] = json!("v");
-        f.update(Some(&obj), &mut new, &format!("m{i:02}"), &format!("2026-01-01T00:00:{:02}Z", i + 1));
+        f.update(
+            Some(&obj),
+            &mut new,
+            &format!("m{i:02}"),
+            &format!("2026-01-01T00:00:{:02}Z", i + 1),
+        );
         obj = new;
     }
     let e = entries(&obj);
@@ -135,7 +140,10 @@ fn eleven_updaters_leave_ten_entries_with_ancient_changes() {
     let names: Vec<&str> = e.iter().map(|e| e["manager"].as_str().unwrap()).collect();
     assert!(names.contains(&"ancient-changes"), "{names:?}");
     assert!(!names.contains(&"seed") && !names.contains(&"m00") && !names.contains(&"m01"));
-    let ancient = e.iter().find(|e| e["manager"] == "ancient-changes").unwrap();
+    let ancient = e
+        .iter()
+        .find(|e| e["manager"] == "ancient-changes")
+        .unwrap();
     assert_eq!(
         ancient["fieldsV1"],
         json!({"f:data": {"f:k0": {}, "f:k1": {}}, "f:metadata": {"f:labels": {"f:a": {}}}})
@@ -172,9 +180,15 @@ fn conflict_messages_as_upstream() {
     let path = vec![PathElement::field("spec"), PathElement::field("replicas")];
     let upd = manager_id("kube-controller-manager", "Update", "apps/v1", None);
     let app = manager_id("helm", "Apply", "apps/v1", Some("status"));
-    assert_eq!(print_manager(&upd), "\"kube-controller-manager\" using apps/v1");
+    assert_eq!(
+        print_manager(&upd),
+        "\"kube-controller-manager\" using apps/v1"
+    );
     assert_eq!(print_manager(&app), "\"helm\" with subresource \"status\"");
-    let one = conflict_error(&[Conflict { manager: upd.clone(), path: path.clone() }]);
+    let one = conflict_error(&[Conflict {
+        manager: upd.clone(),
+        path: path.clone(),
+    }]);
     assert_eq!(one.code, 409);
     assert_eq!(
         one.message,
@@ -184,7 +198,10 @@ fn conflict_messages_as_upstream() {
     assert_eq!(d.causes[0].reason, "FieldManagerConflict");
     assert_eq!(d.causes[0].field, ".spec.replicas");
     let two = conflict_error(&[
-        Conflict { manager: upd, path: path.clone() },
+        Conflict {
+            manager: upd,
+            path: path.clone(),
+        },
         Conflict { manager: app, path },
     ]);
     assert_eq!(
@@ -202,15 +219,26 @@ fn kubectl_may_take_over_client_side_applied_fields() {
         "metadata": {"name": "c", "namespace": "ns", "uid": "u",
                      "annotations": {lastapplied::LAST_APPLIED: last}},
         "data": {"k": "v"}});
-    f.update(None, &mut obj, "kubectl-client-side-apply", "2026-01-01T00:00:00Z");
+    f.update(
+        None,
+        &mut obj,
+        "kubectl-client-side-apply",
+        "2026-01-01T00:00:00Z",
+    );
     obj["metadata"]["uid"] = json!("u");
     let cfg = json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "c", "namespace": "ns"}, "data": {"k": "w"}});
-    let err = f.apply(Some(&obj), &cfg, "other", false, "2026-01-01T00:00:01Z").unwrap_err();
+    let err = f
+        .apply(Some(&obj), &cfg, "other", false, "2026-01-01T00:00:01Z")
+        .unwrap_err();
     assert_eq!(err.code, 409);
-    let out = f.apply(Some(&obj), &cfg, "kubectl", false, "2026-01-01T00:00:01Z").unwrap();
+    let out = f
+        .apply(Some(&obj), &cfg, "kubectl", false, "2026-01-01T00:00:01Z")
+        .unwrap();
     assert_eq!(out["data"]["k"], "w");
-    let ann = out["metadata"]["annotations"][lastapplied::LAST_APPLIED].as_str().unwrap();
+    let ann = out["metadata"]["annotations"][lastapplied::LAST_APPLIED]
+        .as_str()
+        .unwrap();
     assert_eq!(
         ann,
         "{\"apiVersion\":\"v1\",\"data\":{\"k\":\"w\"},\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"c\",\"namespace\":\"ns\"}}\n"

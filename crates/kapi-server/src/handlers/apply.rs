@@ -32,7 +32,11 @@ pub fn force(ctx: &Ctx) -> Result<Option<bool>, ApiError> {
 }
 
 fn invalid_options(err: FieldError) -> ApiError {
-    ApiError::invalid(GroupKind::new("meta.k8s.io", "PatchOptions"), "", &vec![err])
+    ApiError::invalid(
+        GroupKind::new("meta.k8s.io", "PatchOptions"),
+        "",
+        &vec![err],
+    )
 }
 
 /// A non-apply patch may not say `force`.
@@ -50,7 +54,10 @@ pub fn check_no_force(ctx: &Ctx) -> Result<(), ApiError> {
 pub async fn apply(ctx: &Ctx, body: Body, status: bool) -> Result<Response, ApiError> {
     let force = force(ctx)?.unwrap_or(false);
     let Some(manager) = ctx.query.non_empty("fieldManager").map(str::to_owned) else {
-        let e = FieldError::required(&FieldPath::new("fieldManager"), "is required for apply patch");
+        let e = FieldError::required(
+            &FieldPath::new("fieldManager"),
+            "is required for apply patch",
+        );
         return Err(invalid_options(e));
     };
     let mut opts = ctx.write_options()?;

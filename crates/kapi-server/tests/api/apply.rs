@@ -49,7 +49,11 @@ async fn apply_creates_and_records_an_apply_entry() {
     let s = harness::start().await;
     let api: Api<Deployment> = s.api("default");
     let out = api
-        .patch("web", &PatchParams::apply("ctrl"), &Patch::Apply(deploy(2, "nginx:1")))
+        .patch(
+            "web",
+            &PatchParams::apply("ctrl"),
+            &Patch::Apply(deploy(2, "nginx:1")),
+        )
         .await
         .unwrap();
     assert_eq!(out.spec.as_ref().unwrap().replicas, Some(2));
@@ -67,25 +71,43 @@ async fn apply_creates_and_records_an_apply_entry() {
         f["f:template"]["f:spec"]["f:containers"]["k:{\"name\":\"nginx\"}"],
         json!({".": {}, "f:image": {}, "f:name": {}})
     );
-    assert!(e["fieldsV1"].get("f:metadata").is_none(), "name is not owned");
+    assert!(
+        e["fieldsV1"].get("f:metadata").is_none(),
+        "name is not owned"
+    );
     // The same apply again changes nothing.
     let again = api
-        .patch("web", &PatchParams::apply("ctrl"), &Patch::Apply(deploy(2, "nginx:1")))
+        .patch(
+            "web",
+            &PatchParams::apply("ctrl"),
+            &Patch::Apply(deploy(2, "nginx:1")),
+        )
         .await
         .unwrap();
-    assert_eq!(again.metadata.resource_version, out.metadata.resource_version);
+    assert_eq!(
+        again.metadata.resource_version,
+        out.metadata.resource_version
+    );
 }
 
 #[tokio::test]
 async fn conflicts_name_the_owner_and_force_takes_ownership() {
     let s = harness::start().await;
     let api: Api<Deployment> = s.api("default");
-    api.patch("web", &PatchParams::apply("a"), &Patch::Apply(deploy(2, "nginx:1")))
-        .await
-        .unwrap();
+    api.patch(
+        "web",
+        &PatchParams::apply("a"),
+        &Patch::Apply(deploy(2, "nginx:1")),
+    )
+    .await
+    .unwrap();
     let err = api_error(
-        api.patch("web", &PatchParams::apply("b"), &Patch::Apply(deploy(3, "nginx:1")))
-            .await,
+        api.patch(
+            "web",
+            &PatchParams::apply("b"),
+            &Patch::Apply(deploy(3, "nginx:1")),
+        )
+        .await,
     );
     assert_eq!(err.code, 409);
     assert_eq!(err.reason, "Conflict");
@@ -109,8 +131,13 @@ async fn conflicts_name_the_owner_and_force_takes_ownership() {
         .unwrap();
     assert_eq!(out.spec.as_ref().unwrap().replicas, Some(3));
     let es = entries(&out);
-    assert!(entry(&es, "a")["fieldsV1"]["f:spec"].get("f:replicas").is_none());
-    assert_eq!(entry(&es, "b")["fieldsV1"]["f:spec"]["f:replicas"], json!({}));
+    assert!(entry(&es, "a")["fieldsV1"]["f:spec"]
+        .get("f:replicas")
+        .is_none());
+    assert_eq!(
+        entry(&es, "b")["fieldsV1"]["f:spec"]["f:replicas"],
+        json!({})
+    );
 }
 
 #[tokio::test]
@@ -118,12 +145,20 @@ async fn fields_no_longer_applied_are_removed_unless_shared() {
     let s = harness::start().await;
     let api: Api<ConfigMap> = s.api("default");
     let p = PatchParams::apply("a");
-    api.patch("cfg", &p, &Patch::Apply(cm(json!({"x": "1", "y": "2", "z": "3"}))))
-        .await
-        .unwrap();
-    api.patch("cfg", &PatchParams::apply("b"), &Patch::Apply(cm(json!({"z": "3"}))))
-        .await
-        .unwrap();
+    api.patch(
+        "cfg",
+        &p,
+        &Patch::Apply(cm(json!({"x": "1", "y": "2", "z": "3"}))),
+    )
+    .await
+    .unwrap();
+    api.patch(
+        "cfg",
+        &PatchParams::apply("b"),
+        &Patch::Apply(cm(json!({"z": "3"}))),
+    )
+    .await
+    .unwrap();
     let out = api
         .patch("cfg", &p, &Patch::Apply(cm(json!({"x": "1"}))))
         .await
@@ -136,9 +171,13 @@ async fn fields_no_longer_applied_are_removed_unless_shared() {
 async fn an_update_takes_ownership_of_what_it_changes() {
     let s = harness::start().await;
     let api: Api<ConfigMap> = s.api("default");
-    api.patch("cfg", &PatchParams::apply("a"), &Patch::Apply(cm(json!({"k": "1", "j": "2"}))))
-        .await
-        .unwrap();
+    api.patch(
+        "cfg",
+        &PatchParams::apply("a"),
+        &Patch::Apply(cm(json!({"k": "1", "j": "2"}))),
+    )
+    .await
+    .unwrap();
     let pp = PatchParams {
         field_manager: Some("editor".into()),
         ..Default::default()
@@ -153,8 +192,12 @@ async fn an_update_takes_ownership_of_what_it_changes() {
     assert_eq!(ed["operation"], "Update");
     assert_eq!(ed["fieldsV1"], json!({"f:data": {"f:k": {}}}));
     let err = api_error(
-        api.patch("cfg", &PatchParams::apply("a"), &Patch::Apply(cm(json!({"k": "1", "j": "2"}))))
-            .await,
+        api.patch(
+            "cfg",
+            &PatchParams::apply("a"),
+            &Patch::Apply(cm(json!({"k": "1", "j": "2"}))),
+        )
+        .await,
     );
     assert_eq!(
         err.message,
@@ -167,7 +210,11 @@ async fn dry_run_shows_the_merge_without_storing_it() {
     let s = harness::start().await;
     let api: Api<ConfigMap> = s.api("default");
     let created = api
-        .patch("cfg", &PatchParams::apply("a"), &Patch::Apply(cm(json!({"k": "1"}))))
+        .patch(
+            "cfg",
+            &PatchParams::apply("a"),
+            &Patch::Apply(cm(json!({"k": "1"}))),
+        )
         .await
         .unwrap();
     let out = api
@@ -181,13 +228,20 @@ async fn dry_run_shows_the_merge_without_storing_it() {
     assert_eq!(out.data.unwrap()["k"], "2");
     let stored = api.get("cfg").await.unwrap();
     assert_eq!(stored.data.unwrap()["k"], "1");
-    assert_eq!(stored.metadata.resource_version, created.metadata.resource_version);
+    assert_eq!(
+        stored.metadata.resource_version,
+        created.metadata.resource_version
+    );
     // A dry-run apply of an absent object creates nothing.
     let mut absent = cm(json!({"k": "1"}));
     absent["metadata"]["name"] = json!("nope");
-    api.patch("nope", &PatchParams::apply("a").dry_run(), &Patch::Apply(absent))
-        .await
-        .unwrap();
+    api.patch(
+        "nope",
+        &PatchParams::apply("a").dry_run(),
+        &Patch::Apply(absent),
+    )
+    .await
+    .unwrap();
     assert_eq!(s.configmap_names("default").await, ["cfg"]);
 }
 
@@ -195,13 +249,21 @@ async fn dry_run_shows_the_merge_without_storing_it() {
 async fn status_applies_record_the_subresource() {
     let s = harness::start().await;
     let api: Api<Deployment> = s.api("default");
-    api.patch("web", &PatchParams::apply("ctrl"), &Patch::Apply(deploy(1, "nginx:1")))
-        .await
-        .unwrap();
+    api.patch(
+        "web",
+        &PatchParams::apply("ctrl"),
+        &Patch::Apply(deploy(1, "nginx:1")),
+    )
+    .await
+    .unwrap();
     let status = json!({"apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": "web"}, "status": {"replicas": 1, "observedGeneration": 1}});
     let out = api
-        .patch_status("web", &PatchParams::apply("status-ctrl"), &Patch::Apply(status))
+        .patch_status(
+            "web",
+            &PatchParams::apply("status-ctrl"),
+            &Patch::Apply(status),
+        )
         .await
         .unwrap();
     assert_eq!(out.status.as_ref().unwrap().replicas, Some(1));
@@ -216,20 +278,30 @@ async fn status_applies_record_the_subresource() {
     let mut with_status = deploy(1, "nginx:1");
     with_status["status"] = json!({"replicas": 7});
     let out = api
-        .patch("web", &PatchParams::apply("ctrl"), &Patch::Apply(with_status))
+        .patch(
+            "web",
+            &PatchParams::apply("ctrl"),
+            &Patch::Apply(with_status),
+        )
         .await
         .unwrap();
     assert_eq!(out.status.as_ref().unwrap().replicas, Some(1));
-    assert!(entry(&entries(&out), "ctrl")["fieldsV1"].get("f:status").is_none());
+    assert!(entry(&entries(&out), "ctrl")["fieldsV1"]
+        .get("f:status")
+        .is_none());
 }
 
 #[tokio::test]
 async fn managed_fields_reset_with_an_empty_list() {
     let s = harness::start().await;
     let api: Api<ConfigMap> = s.api("default");
-    api.patch("cfg", &PatchParams::apply("a"), &Patch::Apply(cm(json!({"k": "1"}))))
-        .await
-        .unwrap();
+    api.patch(
+        "cfg",
+        &PatchParams::apply("a"),
+        &Patch::Apply(cm(json!({"k": "1"}))),
+    )
+    .await
+    .unwrap();
     let out = api
         .patch(
             "cfg",
@@ -245,7 +317,10 @@ async fn managed_fields_reset_with_an_empty_list() {
         .replace("cfg", &PostParams::default(), &c)
         .await
         .unwrap();
-    assert!(out.metadata.managed_fields.is_none(), "untracked after reset");
+    assert!(
+        out.metadata.managed_fields.is_none(),
+        "untracked after reset"
+    );
 }
 
 #[tokio::test]
@@ -266,7 +341,10 @@ async fn apply_options_are_validated_as_upstream() {
         "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch"
     );
     let (code, st) = s
-        .raw(req(&format!("{base}?force=true"), "application/merge-patch+json"))
+        .raw(req(
+            &format!("{base}?force=true"),
+            "application/merge-patch+json",
+        ))
         .await;
     assert_eq!(code, 422, "{st}");
     assert!(st["message"].as_str().unwrap().contains("force: Forbidden"));
@@ -301,16 +379,26 @@ async fn apply_options_are_validated_as_upstream() {
 async fn two_controllers_share_a_list_map() {
     let s = harness::start().await;
     let api: Api<Deployment> = s.api("default");
-    api.patch("web", &PatchParams::apply("a"), &Patch::Apply(deploy(1, "nginx:1")))
-        .await
-        .unwrap();
+    api.patch(
+        "web",
+        &PatchParams::apply("a"),
+        &Patch::Apply(deploy(1, "nginx:1")),
+    )
+    .await
+    .unwrap();
     let sidecar = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
         "spec": {"template": {"spec": {"containers": [{"name": "proxy", "image": "envoy"}]}}}});
     let out = api
         .patch("web", &PatchParams::apply("b"), &Patch::Apply(sidecar))
         .await
         .unwrap();
-    let names: Vec<String> = out.spec.unwrap().template.spec.unwrap().containers
+    let names: Vec<String> = out
+        .spec
+        .unwrap()
+        .template
+        .spec
+        .unwrap()
+        .containers
         .into_iter()
         .map(|c| c.name)
         .collect();
