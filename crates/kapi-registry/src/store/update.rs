@@ -56,7 +56,7 @@ impl Store {
                     self.validate_create(&new)?;
                     self.set_managed_fields(&mut new, None, opts.field_manager.as_deref(), None);
                     created.store(true, Ordering::Relaxed);
-                    (Decision::Write(Self::encode(&new)), new)
+                    (Decision::Write(self.encode(&new)), new)
                 }
                 Some(old) => {
                     created.store(false, Ordering::Relaxed);
@@ -213,7 +213,7 @@ impl Store {
             let sub = (target == UpdateTarget::Status).then_some("status");
             self.set_managed_fields(&mut new, Some(old), opts.field_manager.as_deref(), sub);
         }
-        (Decision::Write(Self::encode(&new)), new)
+        (Decision::Write(self.encode(&new)), new)
     }
 }
 

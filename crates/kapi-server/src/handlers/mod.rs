@@ -5,6 +5,7 @@
 
 mod create;
 mod delete;
+mod eviction;
 mod get;
 mod list;
 mod patch;
@@ -176,6 +177,7 @@ async fn handle(
         (Verb::Update, Some(Subresource::Status)) => update::update(&ctx, body, true).await,
         (Verb::Patch, Some(Subresource::Status)) => patch::patch(&ctx, body, true).await,
         (verb, Some(sub @ Subresource::Scale { .. })) => scale::scale(&ctx, verb, &sub, body).await,
+        (Verb::Create, Some(Subresource::Eviction)) => eviction::evict(&ctx, body).await,
         _ => Err(ApiError::method_not_supported(
             ctx.entry.def.group_resource(),
             ctx.info.verb,

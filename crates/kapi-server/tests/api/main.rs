@@ -2,14 +2,18 @@
 //! process, driven by the real `kube` client. One binary, one server per test
 //! (`harness.rs`); modules group the tests by the behaviour they check.
 
+mod batch;
 mod crud;
 mod defaults;
 mod discovery;
 mod errors;
+mod eviction;
+mod groups;
 mod harness;
 mod lifecycle;
 mod lists;
 mod patch;
 mod smoke;
 mod subresources;
+mod versions;
 mod watch;
