@@ -12,6 +12,6 @@ pub mod resource;
 pub mod store;
 pub mod strategy;
 
-pub use resource::{ResourceDef, Subresource, Verb};
+pub use resource::{Conversion, ResourceDef, Subresource, Verb};
 pub use store::Store;
 pub use strategy::{Column, DefaultStrategy, GcPolicy, Strategy};

@@ -6,6 +6,8 @@
 
 use std::sync::Arc;
 
+use serde_json::Value;
+
 use crate::strategy::Strategy;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -61,6 +63,9 @@ pub enum Subresource {
     },
     /// `finalize` (namespaces): an update that may change `spec.finalizers`.
     Finalize,
+    /// `eviction` (pods): create a policy/v1 Eviction, which deletes the pod when
+    /// its disruption budget allows.
+    Eviction,
 }
 
 impl Subresource {
@@ -69,15 +74,43 @@ impl Subresource {
             Subresource::Status => "status",
             Subresource::Scale { .. } => "scale",
             Subresource::Finalize => "finalize",
+            Subresource::Eviction => "eviction",
         }
     }
 
     pub fn verbs(&self) -> &'static [Verb] {
         match self {
             Subresource::Finalize => &[Verb::Update],
+            Subresource::Eviction => &[Verb::Create],
             _ => &[Verb::Get, Verb::Patch, Verb::Update],
         }
     }
+
+    /// The (group, version, kind) the subresource answers with, when it is not the
+    /// resource's own kind.
+    pub fn response_kind(&self) -> Option<(&'static str, &'static str, &'static str)> {
+        match self {
+            Subresource::Status | Subresource::Finalize => None,
+            Subresource::Scale { .. } => Some(("autoscaling", "v1", "Scale")),
+            Subresource::Eviction => Some(("policy", "v1", "Eviction")),
+        }
+    }
+}
+
+/// How the objects of a resource served at several versions (or groups) reach the
+/// one representation kept in storage — upstream's conversion through the
+/// internal version, with the storage version playing the internal one's part.
+///
+/// Every served `ResourceDef` of such a resource shares the key prefix and one
+/// `Conversion`; the store converts to [`Conversion::storage_api_version`] when it
+/// writes and to the served `apiVersion` when it reads, so strategies, handlers,
+/// watches and tables only ever see the version the client asked for.
+pub trait Conversion: Send + Sync + 'static {
+    /// The `apiVersion` objects are stored at, e.g. `autoscaling/v2`.
+    fn storage_api_version(&self) -> &str;
+
+    /// `obj` (whose `apiVersion` names its version) as an object of `api_version`.
+    fn convert(&self, obj: Value, api_version: &str) -> Value;
 }
 
 /// One served resource at one group-version.
@@ -100,6 +133,8 @@ pub struct ResourceDef {
     /// The storage key prefix, e.g. `/configmaps` (objects live at
     /// `{prefix}/{namespace}/{name}` or `{prefix}/{name}`).
     pub key_prefix: String,
+    /// Set when the objects are stored at another version than this one.
+    pub conversion: Option<Arc<dyn Conversion>>,
 }
 
 impl std::fmt::Debug for ResourceDef {
@@ -127,6 +162,31 @@ impl ResourceDef {
 
     pub fn group_kind(&self) -> kapi_machinery::status::GroupKind {
         kapi_machinery::status::GroupKind::new(&self.group, &self.kind)
+    }
+
+    /// `obj` as this resource serves it (a no-op without a conversion).
+    pub fn to_served(&self, obj: Value) -> Value {
+        self.convert_to(obj, &self.api_version())
+    }
+
+    /// `obj` as storage keeps it (a no-op without a conversion).
+    pub fn to_storage(&self, obj: Value) -> Value {
+        match &self.conversion {
+            Some(c) => {
+                let target = c.storage_api_version().to_owned();
+                self.convert_to(obj, &target)
+            }
+            None => obj,
+        }
+    }
+
+    fn convert_to(&self, obj: Value, api_version: &str) -> Value {
+        match &self.conversion {
+            Some(c) if obj.get("apiVersion").and_then(Value::as_str) != Some(api_version) => {
+                c.convert(obj, api_version)
+            }
+            _ => obj,
+        }
     }
 
     pub fn supports(&self, verb: Verb) -> bool {

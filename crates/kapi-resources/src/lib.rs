@@ -1,12 +1,19 @@
 //! kapi-resources: the built-in API of Kubernetes as data — which resources exist
-//! (`registry.rs`), their strategies (`core/`, `apps/`), their schemas and the
+//! (`registry.rs`), their strategies (`core/`, `apps/`, `batch/`, `policy/`, `networking/`, ...), their schemas and the
 //! OpenAPI documents built from them (`openapi/`), and the table of patch and
 //! list semantics those schemas drop (`patchmeta.rs`).
 
 #[cfg(test)]
 mod apply_scenarios;
 pub mod apps;
+pub mod autoscaling;
+pub mod batch;
+pub mod coordination;
 pub mod core;
+pub mod discovery;
+pub mod events;
+pub mod networking;
 pub mod openapi;
 pub mod patchmeta;
+pub mod policy;
 pub mod registry;

@@ -4,7 +4,7 @@
 //!
 //! What this module owns:
 //! - [`FACTS`] and [`ATOMIC_STRUCTS`]: the table, transcribed from upstream's
-//!   `staging/src/k8s.io/api/{core,apps}/v1/types.go` and
+//!   `staging/src/k8s.io/api/{core,apps,batch,policy,discovery,networking}/v1/types.go` and
 //!   `apimachinery/pkg/apis/meta/v1/types.go`. `openapi::defs` writes these facts
 //!   into the definitions as `x-kubernetes-*` extensions, so the documents and
 //!   [`BuiltinSchema`] can never disagree;
@@ -234,6 +234,37 @@ pub static FACTS: &[Fact] = &[
     merge(apps!("StatefulSetStatus"), "conditions", "type", TYPE),
     merge(apps!("DaemonSetStatus"), "conditions", "type", TYPE),
     atomic(apps!("StatefulSetSpec"), "volumeClaimTemplates"),
+    // batch/v1
+    strat("io.k8s.api.batch.v1.JobStatus", "conditions", "merge", "type", ListFact::Atomic),
+    strat("io.k8s.api.batch.v1.UncountedTerminatedPods", "succeeded", "", "", Set),
+    strat("io.k8s.api.batch.v1.UncountedTerminatedPods", "failed", "", "", Set),
+    atomic("io.k8s.api.batch.v1.PodFailurePolicy", "rules"),
+    atomic("io.k8s.api.batch.v1.PodFailurePolicyRule", "onPodConditions"),
+    strat("io.k8s.api.batch.v1.PodFailurePolicyOnExitCodesRequirement", "values", "", "", Set),
+    atomic("io.k8s.api.batch.v1.SuccessPolicy", "rules"),
+    atomic("io.k8s.api.batch.v1.CronJobStatus", "active"),
+    // policy/v1, discovery.k8s.io/v1, networking.k8s.io/v1
+    merge("io.k8s.api.policy.v1.PodDisruptionBudgetStatus", "conditions", "type", TYPE),
+    atomic("io.k8s.api.discovery.v1.EndpointSlice", "endpoints"),
+    atomic("io.k8s.api.discovery.v1.EndpointSlice", "ports"),
+    strat("io.k8s.api.discovery.v1.Endpoint", "addresses", "", "", Set),
+    atomic("io.k8s.api.networking.v1.IngressSpec", "rules"),
+    atomic("io.k8s.api.networking.v1.IngressSpec", "tls"),
+    atomic("io.k8s.api.networking.v1.IngressTLS", "hosts"),
+    atomic("io.k8s.api.networking.v1.HTTPIngressRuleValue", "paths"),
+    atomic("io.k8s.api.networking.v1.NetworkPolicySpec", "ingress"),
+    atomic("io.k8s.api.networking.v1.NetworkPolicySpec", "egress"),
+    atomic("io.k8s.api.networking.v1.NetworkPolicySpec", "policyTypes"),
+    // autoscaling/v2
+    merge("io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerStatus", "conditions", "type", TYPE),
+    atomic("io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerSpec", "metrics"),
+    atomic("io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerStatus", "currentMetrics"),
+    atomic("io.k8s.api.autoscaling.v2.HPAScalingRules", "policies"),
+    // core/v1 storage and quota
+    atomic(core!("PersistentVolumeSpec"), "accessModes"),
+    atomic(core!("PersistentVolumeSpec"), "mountOptions"),
+    atomic(core!("LimitRangeSpec"), "limits"),
+    atomic(core!("ResourceQuotaSpec"), "scopes"),
 ];
 
 /// Definitions replaced as a whole under apply (`+structType=atomic`, emitted as

@@ -3,21 +3,31 @@
 //!
 //! Invariants: names, short names, categories and verbs are upstream's (as served by
 //! kube-apiserver 1.33 discovery); key prefixes follow upstream's etcd layout, which
-//! keeps two historical names (`/services/specs` with `/services/endpoints`, and
-//! `/minions` for nodes). Namespaces have no `deletecollection`, as upstream.
+//! keeps historical names (`/services/specs` with `/services/endpoints`, and
+//! `/minions` for nodes, `/controllers` for replication controllers, `/ingress`
+//! for ingresses). Namespaces have no `deletecollection`, as upstream.
 //!
 //! Where to look next: `core/` and `apps/` for the strategies; `kapi-server` installs
 //! handlers and discovery from these declarations.
 
 use std::sync::Arc;
 
-use kapi_registry::{ResourceDef, Strategy, Subresource, Verb};
+use kapi_registry::{Conversion, ResourceDef, Strategy, Subresource, Verb};
 
 use crate::apps::{DaemonSetStrategy, DeploymentStrategy, ReplicaSetStrategy, StatefulSetStrategy};
+use crate::autoscaling::{HpaConversion, HpaV1Strategy, HpaV2Strategy};
+use crate::batch::{CronJobStrategy, JobStrategy};
+use crate::coordination::LeaseStrategy;
 use crate::core::{
-    ConfigMapStrategy, EndpointsStrategy, EventStrategy, NamespaceStrategy, NodeStrategy,
-    PodStrategy, SecretStrategy, ServiceAccountStrategy, ServiceStrategy,
+    ConfigMapStrategy, EndpointsStrategy, EventStrategy, LimitRangeStrategy, NamespaceStrategy,
+    NodeStrategy, PersistentVolumeClaimStrategy, PersistentVolumeStrategy, PodStrategy,
+    PodTemplateStrategy, ReplicationControllerStrategy, ResourceQuotaStrategy, SecretStrategy,
+    ServiceAccountStrategy, ServiceStrategy,
 };
+use crate::discovery::EndpointSliceStrategy;
+use crate::events::{EventsConversion, EventsV1Strategy};
+use crate::networking::{IngressClassStrategy, IngressStrategy, NetworkPolicyStrategy};
+use crate::policy::PodDisruptionBudgetStrategy;
 
 /// The scale subresource of a workload whose replicas live at the usual places.
 pub const WORKLOAD_SCALE: Subresource = Subresource::Scale {
@@ -29,6 +39,7 @@ pub const WORKLOAD_SCALE: Subresource = Subresource::Scale {
 /// What varies between declarations; everything else is derived.
 struct Decl {
     group: &'static str,
+    version: &'static str,
     plural: &'static str,
     kind: &'static str,
     namespaced: bool,
@@ -37,6 +48,7 @@ struct Decl {
     subresources: Vec<Subresource>,
     key_prefix: &'static str,
     strategy: Arc<dyn Strategy>,
+    conversion: Option<Arc<dyn Conversion>>,
 }
 
 impl Decl {
@@ -48,6 +60,7 @@ impl Decl {
     ) -> Self {
         Decl {
             group,
+            version: "v1",
             plural,
             kind,
             namespaced: true,
@@ -56,7 +69,15 @@ impl Decl {
             subresources: Vec::new(),
             key_prefix: "",
             strategy,
+            conversion: None,
         }
+    }
+
+    /// Served at `version`, stored as `conversion` says.
+    fn converted(mut self, version: &'static str, conversion: Arc<dyn Conversion>) -> Self {
+        self.version = version;
+        self.conversion = Some(conversion);
+        self
     }
 
     fn cluster_scoped(mut self) -> Self {
@@ -100,7 +121,7 @@ impl Decl {
         };
         ResourceDef {
             group: self.group.to_string(),
-            version: "v1".to_string(),
+            version: self.version.to_string(),
             resource: self.plural.to_string(),
             singular: self.kind.to_lowercase(),
             kind: self.kind.to_string(),
@@ -116,6 +137,7 @@ impl Decl {
             },
             strategy: self.strategy,
             key_prefix,
+            conversion: self.conversion,
         }
     }
 }
@@ -125,6 +147,9 @@ pub fn builtin_resources() -> Vec<ResourceDef> {
     core_resources()
         .into_iter()
         .chain(apps_resources())
+        .chain(batch_resources())
+        .chain(group_resources())
+        .chain(converted_resources())
         .map(Decl::build)
         .collect()
 }
@@ -141,7 +166,7 @@ fn core_resources() -> Vec<Decl> {
         Decl::new("", "pods", "Pod", Arc::new(PodStrategy))
             .short(&["po"])
             .in_all()
-            .sub(status()),
+            .sub(vec![Subresource::Status, Subresource::Eviction]),
         Decl::new("", "services", "Service", Arc::new(ServiceStrategy))
             .short(&["svc"])
             .in_all()
@@ -163,6 +188,54 @@ fn core_resources() -> Vec<Decl> {
             .short(&["no"])
             .sub(status())
             .key("/minions"),
+        Decl::new(
+            "",
+            "podtemplates",
+            "PodTemplate",
+            Arc::new(PodTemplateStrategy),
+        ),
+        Decl::new(
+            "",
+            "replicationcontrollers",
+            "ReplicationController",
+            Arc::new(ReplicationControllerStrategy),
+        )
+        .short(&["rc"])
+        .in_all()
+        .sub(vec![Subresource::Status, WORKLOAD_SCALE])
+        .key("/controllers"),
+        Decl::new(
+            "",
+            "persistentvolumes",
+            "PersistentVolume",
+            Arc::new(PersistentVolumeStrategy),
+        )
+        .cluster_scoped()
+        .short(&["pv"])
+        .sub(status()),
+        Decl::new(
+            "",
+            "persistentvolumeclaims",
+            "PersistentVolumeClaim",
+            Arc::new(PersistentVolumeClaimStrategy),
+        )
+        .short(&["pvc"])
+        .sub(status()),
+        Decl::new(
+            "",
+            "limitranges",
+            "LimitRange",
+            Arc::new(LimitRangeStrategy),
+        )
+        .short(&["limits"]),
+        Decl::new(
+            "",
+            "resourcequotas",
+            "ResourceQuota",
+            Arc::new(ResourceQuotaStrategy),
+        )
+        .short(&["quota"])
+        .sub(status()),
     ]
 }
 
@@ -187,6 +260,106 @@ fn apps_resources() -> Vec<Decl> {
     ]
 }
 
+fn batch_resources() -> Vec<Decl> {
+    let status = || vec![Subresource::Status];
+    vec![
+        Decl::new("batch", "jobs", "Job", Arc::new(JobStrategy))
+            .in_all()
+            .sub(status()),
+        Decl::new("batch", "cronjobs", "CronJob", Arc::new(CronJobStrategy))
+            .short(&["cj"])
+            .in_all()
+            .sub(status()),
+    ]
+}
+
+/// `apps/v1` controllerrevisions and the one-kind-per-group resources of
+/// `policy`, `coordination.k8s.io`, `discovery.k8s.io` and `networking.k8s.io`.
+fn group_resources() -> Vec<Decl> {
+    let status = || vec![Subresource::Status];
+    vec![
+        Decl::new(
+            "apps",
+            "controllerrevisions",
+            "ControllerRevision",
+            Arc::new(crate::apps::ControllerRevisionStrategy),
+        ),
+        Decl::new(
+            "policy",
+            "poddisruptionbudgets",
+            "PodDisruptionBudget",
+            Arc::new(PodDisruptionBudgetStrategy),
+        )
+        .short(&["pdb"])
+        .sub(status()),
+        Decl::new(
+            "coordination.k8s.io",
+            "leases",
+            "Lease",
+            Arc::new(LeaseStrategy),
+        ),
+        Decl::new(
+            "discovery.k8s.io",
+            "endpointslices",
+            "EndpointSlice",
+            Arc::new(EndpointSliceStrategy),
+        ),
+        Decl::new(
+            "networking.k8s.io",
+            "ingresses",
+            "Ingress",
+            Arc::new(IngressStrategy),
+        )
+        .short(&["ing"])
+        .sub(status())
+        .key("/ingress"),
+        Decl::new(
+            "networking.k8s.io",
+            "ingressclasses",
+            "IngressClass",
+            Arc::new(IngressClassStrategy),
+        )
+        .cluster_scoped(),
+        Decl::new(
+            "networking.k8s.io",
+            "networkpolicies",
+            "NetworkPolicy",
+            Arc::new(NetworkPolicyStrategy),
+        )
+        .short(&["netpol"]),
+    ]
+}
+
+/// Resources served at more than one version, or from another group's storage:
+/// HorizontalPodAutoscalers (`autoscaling/v2` stored, `v1` converted) and
+/// `events.k8s.io/v1` events (core `v1` events, converted).
+fn converted_resources() -> Vec<Decl> {
+    let hpa = |version, strategy: Arc<dyn Strategy>| {
+        Decl::new(
+            "autoscaling",
+            "horizontalpodautoscalers",
+            "HorizontalPodAutoscaler",
+            strategy,
+        )
+        .short(&["hpa"])
+        .in_all()
+        .sub(vec![Subresource::Status])
+        .converted(version, Arc::new(HpaConversion))
+    };
+    vec![
+        hpa("v2", Arc::new(HpaV2Strategy)),
+        hpa("v1", Arc::new(HpaV1Strategy)),
+        Decl::new(
+            "events.k8s.io",
+            "events",
+            "Event",
+            Arc::new(EventsV1Strategy),
+        )
+        .short(&["ev"])
+        .converted("v1", Arc::new(EventsConversion)),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -201,7 +374,7 @@ mod tests {
     #[test]
     fn declarations() {
         let all = builtin_resources();
-        assert_eq!(all.len(), 13);
+        assert_eq!(all.len(), 31);
         let pods = find("pods");
         assert_eq!(
             (

@@ -32,10 +32,10 @@ fn resource_json(e: &Entry) -> Vec<Value> {
         let verbs: Vec<&str> = s.verbs().iter().map(|v| v.as_str()).collect();
         let mut r = json!({"name": format!("{}/{}", d.resource, s.name()), "singularName": "",
                            "namespaced": d.namespaced, "kind": d.kind, "verbs": verbs});
-        if s.name() == "scale" {
-            r["group"] = json!("autoscaling");
-            r["version"] = json!("v1");
-            r["kind"] = json!("Scale");
+        if let Some((group, version, kind)) = s.response_kind() {
+            r["group"] = json!(group);
+            r["version"] = json!(version);
+            r["kind"] = json!(kind);
         }
         out.push(r);
     }
@@ -91,10 +91,11 @@ fn discovery_resource(e: &Entry) -> Value {
         .subresources
         .iter()
         .map(|s| {
-            let kind = if s.name() == "scale" {
-                json!({"group": "autoscaling", "version": "v1", "kind": "Scale"})
-            } else {
-                json!({"group": d.group, "version": d.version, "kind": d.kind})
+            let kind = match s.response_kind() {
+                Some((group, version, kind)) => {
+                    json!({"group": group, "version": version, "kind": kind})
+                }
+                None => json!({"group": d.group, "version": d.version, "kind": d.kind}),
             };
             let verbs: Vec<&str> = s.verbs().iter().map(|v| v.as_str()).collect();
             json!({"subresource": s.name(), "responseKind": kind, "verbs": verbs})

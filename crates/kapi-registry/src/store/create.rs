@@ -15,31 +15,39 @@ const GENERATE_NAME_ATTEMPTS: usize = 8;
 
 impl Store {
     /// Create `obj` (already checked against the URL by the handler).
-    pub async fn create(&self, mut obj: Value, opts: &WriteOptions) -> Result<Value, ApiError> {
-        self.prepare_create(&mut obj)?;
-        let generated = meta::meta_str(&obj, "name").is_none_or(str::is_empty);
+    ///
+    /// The name is generated before the strategy runs, as upstream, so a strategy
+    /// may derive values from it (a Job's `job-name` label).
+    pub async fn create(&self, input: Value, opts: &WriteOptions) -> Result<Value, ApiError> {
+        let generated =
+            input.is_object() && meta::meta_str(&input, "name").is_none_or(str::is_empty);
+        let mut last_name = String::new();
         for _ in 0..GENERATE_NAME_ATTEMPTS {
+            let mut obj = input.clone();
             if generated {
                 let prefix = meta::meta_str(&obj, "generateName")
                     .unwrap_or("")
                     .to_owned();
                 meta::set_str(&mut obj, "name", &meta::generate_name(&prefix));
             }
+            self.prepare_create(&mut obj)?;
             self.validate_create(&obj)?;
             self.set_managed_fields(&mut obj, None, opts, None);
             if opts.dry_run {
                 return Ok(obj);
             }
             let key = self.def.key(meta::namespace(&obj), meta::name(&obj));
-            match self.backend.create(&key, Self::encode(&obj)).await {
+            match self.backend.create(&key, self.encode(&obj)).await {
                 Ok(kv) => return self.decode(&kv),
-                Err(StorageError::AlreadyExists { .. }) if generated => continue,
+                Err(StorageError::AlreadyExists { .. }) if generated => {
+                    last_name = meta::name(&obj).to_owned();
+                }
                 Err(e) => return Err(self.storage_error(e, meta::name(&obj))),
             }
         }
         Err(ApiError::generate_name_conflict(
             self.def.group_resource(),
-            meta::name(&obj),
+            &last_name,
             1,
         ))
     }

@@ -98,7 +98,7 @@ impl Store {
             }
             meta::meta_mut(&mut obj).insert("deletionGracePeriodSeconds".into(), 0.into());
             return (
-                Decision::Write(Self::encode(&obj)),
+                Decision::Write(self.encode(&obj)),
                 DeleteOutcome::Pending(obj),
             );
         }
@@ -115,7 +115,7 @@ impl Store {
         meta::set_str(&mut obj, "deletionTimestamp", &meta::rfc3339_after(wait));
         meta::meta_mut(&mut obj).insert("deletionGracePeriodSeconds".into(), wait.into());
         (
-            Decision::Write(Self::encode(&obj)),
+            Decision::Write(self.encode(&obj)),
             DeleteOutcome::Pending(obj),
         )
     }

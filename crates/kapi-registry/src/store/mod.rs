@@ -127,11 +127,12 @@ impl Store {
             return Err(ApiError::internal(format!("{} is not an object", kv.key)));
         }
         meta::set_str(&mut obj, "resourceVersion", &kv.mod_revision.to_string());
-        Ok(obj)
+        Ok(self.def.to_served(obj))
     }
 
-    pub(crate) fn encode(obj: &Value) -> Bytes {
-        let mut copy = obj.clone();
+    /// The stored form of `obj`: at the storage version, without `resourceVersion`.
+    pub(crate) fn encode(&self, obj: &Value) -> Bytes {
+        let mut copy = self.def.to_storage(obj.clone());
         meta::remove(&mut copy, "resourceVersion");
         Bytes::from(serde_json::to_vec(&copy).expect("JSON values serialize"))
     }

@@ -70,7 +70,7 @@ impl Store {
                     self.validate_create(&new)?;
                     self.set_managed_fields(&mut new, None, opts, None);
                     created.store(true, Ordering::Relaxed);
-                    (Decision::Write(Self::encode(&new)), new)
+                    (Decision::Write(self.encode(&new)), new)
                 }
                 Some(old) => {
                     created.store(false, Ordering::Relaxed);
@@ -227,7 +227,7 @@ impl Store {
         if same_object(&new, old) {
             return (Decision::Unchanged, new);
         }
-        (Decision::Write(Self::encode(&new)), new)
+        (Decision::Write(self.encode(&new)), new)
     }
 }
 

@@ -10,11 +10,13 @@
 //!
 //! Where to look next: one file per kind; `registry.rs` for the scale subresources.
 
+pub mod controllerrevision;
 pub mod daemonset;
 pub mod deployment;
 pub mod replicaset;
 pub mod statefulset;
 
+pub use controllerrevision::ControllerRevisionStrategy;
 pub use daemonset::DaemonSetStrategy;
 pub use deployment::DeploymentStrategy;
 pub use replicaset::ReplicaSetStrategy;
@@ -67,7 +69,7 @@ pub fn validate_selector(obj: &Value, kind: &str, path: &FieldPath) -> ErrorList
 }
 
 /// Upstream `ValidateLabelSelectorRequirement`.
-fn validate_requirement(req: &Value, path: &FieldPath) -> ErrorList {
+pub fn validate_requirement(req: &Value, path: &FieldPath) -> ErrorList {
     let mut errs = ErrorList::new();
     let values = arr_at(req, "/values");
     match str_at(req, "/operator") {

@@ -1,5 +1,6 @@
 //! The core (`""`, `v1`) group: one strategy per kind — namespaces, configmaps,
-//! secrets, pods, services, endpoints, events, serviceaccounts, nodes.
+//! secrets, pods, services, endpoints, events, serviceaccounts, nodes, pod templates and
+//! replication controllers, persistent volumes and claims, limit ranges and quotas.
 //!
 //! Layout: each kind has its own file; `podspec.rs` / `podspec_validation.rs` hold the
 //! `PodSpec` rules that pods and every workload template share; `table.rs` the table
@@ -18,12 +19,15 @@ pub mod pod;
 mod pod_table;
 pub mod podspec;
 pub mod podspec_validation;
+pub mod podtemplate;
 pub mod quantity;
+pub mod quota;
 pub mod secret;
 pub mod service;
 pub mod serviceaccount;
 pub mod table;
 pub mod util;
+pub mod volume;
 
 pub use configmap::ConfigMapStrategy;
 pub use endpoints::EndpointsStrategy;
@@ -31,6 +35,9 @@ pub use event::EventStrategy;
 pub use namespace::NamespaceStrategy;
 pub use node::NodeStrategy;
 pub use pod::PodStrategy;
+pub use podtemplate::{PodTemplateStrategy, ReplicationControllerStrategy};
+pub use quota::{LimitRangeStrategy, ResourceQuotaStrategy};
 pub use secret::SecretStrategy;
 pub use service::ServiceStrategy;
 pub use serviceaccount::ServiceAccountStrategy;
+pub use volume::{PersistentVolumeClaimStrategy, PersistentVolumeStrategy};

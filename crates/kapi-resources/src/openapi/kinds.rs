@@ -89,6 +89,7 @@ kinds! {
     "apps" "v1" StatefulSet list => api::apps::v1::StatefulSet;
     "autoscaling" "v1" Scale single => api::autoscaling::v1::Scale;
     "autoscaling" "v1" HorizontalPodAutoscaler list => api::autoscaling::v1::HorizontalPodAutoscaler;
+    "autoscaling" "v2" HorizontalPodAutoscaler list => api::autoscaling::v2::HorizontalPodAutoscaler;
     "batch" "v1" Job list => api::batch::v1::Job;
     "batch" "v1" CronJob list => api::batch::v1::CronJob;
     "coordination.k8s.io" "v1" Lease list => api::coordination::v1::Lease;

@@ -20,6 +20,7 @@ const DELETE_OPTIONS: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions
 const WATCH_EVENT: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.WatchEvent";
 const PATCH: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Patch";
 const SCALE: &str = "io.k8s.api.autoscaling.v1.Scale";
+const EVICTION: &str = "io.k8s.api.policy.v1.Eviction";
 
 const ANY: &[&str] = &["*/*"];
 pub const PATCH_TYPES: &[&str] = &[
@@ -365,6 +366,7 @@ fn sub_ops(gv: &GroupVersion, t: &Target, scope: &str, sub: &Subresource) -> Vec
             t.def.as_str(),
             gvk(&t.res.group, &t.res.version, kind),
         ),
+        Subresource::Eviction => ("Eviction", EVICTION, gvk("policy", "v1", "Eviction")),
     };
     let what = format!("{} of the specified", sub.name());
     let mut ops = Vec::new();
@@ -377,6 +379,18 @@ fn sub_ops(gv: &GroupVersion, t: &Target, scope: &str, sub: &Subresource) -> Vec
             }
             Verb::Update => ops.push(update(gv, scope, kind, tail, &what, def)),
             Verb::Patch => ops.push(patch(gv, scope, kind, tail, &what, def)),
+            Verb::Create => {
+                let id = op_id("create", gv, false, scope, kind, tail);
+                let mut op = Op::new(
+                    "post",
+                    "post",
+                    id,
+                    format!("create {} of a {kind}", sub.name()),
+                );
+                op.params = vec![params::body(def, true)];
+                op.params.extend(params::write());
+                ops.push(op.returns(&["200", "201", "202"], def));
+            }
             _ => {}
         }
     }

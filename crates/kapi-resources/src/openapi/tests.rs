@@ -23,6 +23,7 @@ fn res(group: &str, version: &str, resource: &str, kind: &str, namespaced: bool)
         categories: Vec::new(),
         strategy: Arc::new(DefaultStrategy),
         key_prefix: format!("/{resource}"),
+        conversion: None,
     }
 }
 

@@ -6,6 +6,7 @@
 mod apply;
 mod create;
 mod delete;
+mod eviction;
 mod get;
 mod json_fast;
 mod list;
@@ -183,6 +184,7 @@ async fn handle(
         (Verb::Update, Some(Subresource::Finalize)) => {
             update::update_target(&ctx, body, UpdateTarget::Finalize).await
         }
+        (Verb::Create, Some(Subresource::Eviction)) => eviction::evict(&ctx, body).await,
         _ => Err(ApiError::method_not_supported(
             ctx.entry.def.group_resource(),
             ctx.info.verb,

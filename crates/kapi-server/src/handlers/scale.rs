@@ -26,8 +26,7 @@ fn scale_view(obj: &Value, sub: &Subresource) -> Value {
     };
     let selector = obj
         .pointer(label_selector)
-        .and_then(|s| labels::from_label_selector_json(s).ok())
-        .map(|s| s.to_string())
+        .and_then(selector_string)
         .unwrap_or_default();
     let m = meta::meta(obj).cloned().unwrap_or_default();
     let pick = |k: &str| m.get(k).cloned().unwrap_or(Value::Null);
@@ -44,6 +43,25 @@ fn scale_view(obj: &Value, sub: &Subresource) -> Value {
             "selector": selector,
         },
     })
+}
+
+/// A selector as a string: a `LabelSelector`, or a plain label map (a
+/// ReplicationController's `spec.selector`, upstream `SelectorFromSet`).
+fn selector_string(selector: &Value) -> Option<String> {
+    let map = selector.as_object()?;
+    let is_label_map = !map.is_empty()
+        && !map.contains_key("matchLabels")
+        && !map.contains_key("matchExpressions")
+        && map.values().all(Value::is_string);
+    if is_label_map {
+        let pairs = map
+            .iter()
+            .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string()));
+        return Some(labels::LabelSelector::from_validated_set(pairs).to_string());
+    }
+    labels::from_label_selector_json(selector)
+        .ok()
+        .map(|s| s.to_string())
 }
 
 pub async fn scale(

@@ -4,14 +4,18 @@
 
 mod apply;
 mod controllers;
+mod batch;
 mod crud;
 mod defaults;
 mod discovery;
 mod errors;
+mod eviction;
+mod groups;
 mod harness;
 mod lifecycle;
 mod lists;
 mod patch;
 mod smoke;
 mod subresources;
+mod versions;
 mod watch;
