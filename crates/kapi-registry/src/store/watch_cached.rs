@@ -105,7 +105,8 @@ impl Store {
             store: self.clone(),
             sel,
             bookmarks: opts.allow_bookmarks,
-            encoded: opts.encoded_json,
+            // Shared lines carry the stored bytes: only when no conversion is needed.
+            encoded: opts.encoded_json && self.def.conversion.is_none(),
             tx,
         };
         tokio::spawn(pump.run(watch, snapshot, start, initial));

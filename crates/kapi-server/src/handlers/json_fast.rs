@@ -26,9 +26,17 @@ use crate::negotiate::{Format, View};
 
 const CHUNK: usize = 64 * 1024;
 
+/// Plain JSON objects whose stored bytes are what the client gets: not for a
+/// resource stored at another version (its objects must be converted).
+fn fast_path_applies(ctx: &Ctx) -> bool {
+    ctx.accept.view == View::Object
+        && ctx.accept.format == Format::Json
+        && ctx.entry.def.conversion.is_none()
+}
+
 /// The streamed response, or `None` when the normal path must answer.
 pub async fn list_json(ctx: &Ctx) -> Result<Option<Response>, ApiError> {
-    if ctx.accept.view != View::Object || ctx.accept.format != Format::Json {
+    if !fast_path_applies(ctx) {
         return Ok(None);
     }
     let opts = list_options(ctx)?;
@@ -57,7 +65,7 @@ pub async fn list_json(ctx: &Ctx) -> Result<Option<Response>, ApiError> {
 
 /// GET `?resourceVersion=…` from the cache as the object's bytes, or `None`.
 pub async fn get_json(ctx: &Ctx) -> Result<Option<Response>, ApiError> {
-    if ctx.accept.view != View::Object || ctx.accept.format != Format::Json {
+    if !fast_path_applies(ctx) {
         return Ok(None);
     }
     let Some(rv) = ctx.query.non_empty("resourceVersion") else {
