@@ -37,7 +37,10 @@ async fn round_trip(s: &TestServer, c: Case) {
     let ns = c.namespaced.then_some("default");
     let api: Api<DynamicObject> = dynamic(&s.client, c.group, "v1", c.kind, c.plural, ns);
     let name = c.valid["metadata"]["name"].as_str().unwrap().to_string();
-    let wp = WatchParams::default().timeout(30).disable_bookmarks();
+    let wp = WatchParams::default()
+        .fields(&format!("metadata.name={name}"))
+        .timeout(30)
+        .disable_bookmarks();
     let mut events = api.watch(&wp, "0").await.unwrap().boxed();
 
     let obj: DynamicObject = serde_json::from_value(c.valid.clone()).unwrap();
