@@ -317,6 +317,12 @@ fn duration_cell(obj: &Value, now: i64) -> String {
 }
 
 impl Strategy for JobStrategy {
+    /// Upstream keeps the pre-GC default for this group-version: dependents are
+    /// orphaned unless the client asks for a propagation policy.
+    fn gc_policy(&self) -> kapi_registry::GcPolicy {
+        kapi_registry::GcPolicy::OrphanDependents
+    }
+
     fn default(&self, obj: &mut Value) {
         let template_labels = obj.pointer("/spec/template/metadata/labels").cloned();
         let Some(spec) = child_obj(obj, "spec") else {

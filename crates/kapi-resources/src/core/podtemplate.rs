@@ -67,6 +67,12 @@ fn map_selector(obj: &Value) -> Option<LabelSelector> {
 }
 
 impl Strategy for ReplicationControllerStrategy {
+    /// Upstream keeps the pre-GC default for this group-version: dependents are
+    /// orphaned unless the client asks for a propagation policy.
+    fn gc_policy(&self) -> kapi_registry::GcPolicy {
+        kapi_registry::GcPolicy::OrphanDependents
+    }
+
     fn default(&self, obj: &mut Value) {
         let labels = obj.pointer("/spec/template/metadata/labels").cloned();
         let Some(spec) = child_obj(obj, "spec") else {
