@@ -161,9 +161,9 @@ pub async fn evict(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {
         .and_then(Value::as_str)
         .unwrap_or("");
     if body_name != ctx.name() {
-        return Err(ApiError::bad_request(format!(
-            "name in URL does not match name in Eviction object"
-        )));
+        return Err(ApiError::bad_request(
+            "name in URL does not match name in Eviction object",
+        ));
     }
     let dry = dry_run(&ctx.query)?
         || eviction
