@@ -10,6 +10,7 @@ mod harness;
 mod lifecycle;
 mod lists;
 mod patch;
+mod protobuf;
 mod smoke;
 mod subresources;
 mod watch;
