@@ -270,11 +270,32 @@ fn resolve(module: &[String], path: &str) -> String {
     base.join(".")
 }
 
-/// Every serde field name of the k8s-openapi types, by normalized form.
-fn json_names(dir: &Path) -> HashMap<String, Vec<String>> {
+/// The serde field names of the k8s-openapi types: all of them by normalized
+/// form, and per type (`api.core.v1.Volume`, the same path as in k8s-pb).
+struct Names {
+    all: HashMap<String, Vec<String>>,
+    by_type: HashMap<String, Vec<String>>,
+}
+
+fn json_names(dir: &Path) -> Names {
     let mut names: HashMap<String, Vec<String>> = HashMap::new();
+    let mut by_type: HashMap<String, Vec<String>> = HashMap::new();
     for file in rust_files(dir) {
         let text = std::fs::read_to_string(&file).expect("read k8s-openapi source");
+        let rel = file.strip_prefix(dir).expect("under dir");
+        let module: Vec<String> = rel
+            .parent()
+            .map(|p| p.iter().map(|s| s.to_string_lossy().into_owned()).collect())
+            .unwrap_or_default();
+        let ty = text.lines().find_map(|l| {
+            l.strip_prefix("pub struct ").map(|r| {
+                r.split(|c: char| !c.is_alphanumeric())
+                    .next()
+                    .unwrap_or("")
+                    .to_string()
+            })
+        });
+        let mut type_names = Vec::new();
         for line in text.lines() {
             let line = line.trim();
             let Some(rest) = line.strip_prefix('"') else {
@@ -286,13 +307,23 @@ fn json_names(dir: &Path) -> HashMap<String, Vec<String>> {
             if !tail.trim_start().starts_with("=> Field::Key_") {
                 continue;
             }
+            type_names.push(name.to_string());
             let list = names.entry(normalize(name)).or_default();
             if !list.iter().any(|n| n == name) {
                 list.push(name.to_string());
             }
         }
+        if let Some(ty) = ty {
+            by_type.insert(
+                format!("{}.{ty}", module.join(".")).to_ascii_lowercase(),
+                type_names,
+            );
+        }
     }
-    names
+    Names {
+        all: names,
+        by_type,
+    }
 }
 
 fn normalize(name: &str) -> String {
@@ -321,21 +352,58 @@ fn lower_camel(snake: &str) -> String {
     out
 }
 
-/// The JSON name of a prost field: the k8s-openapi name that normalizes the same
-/// (preferring plain lowerCamelCase when several do), else lowerCamelCase.
-fn json_name(rust: &str, names: &HashMap<String, Vec<String>>) -> String {
+/// The JSON name of a prost field of message `path`: the name of the same
+/// k8s-openapi type that normalizes the same, else any k8s-openapi name that
+/// does (preferring plain lowerCamelCase when several do), else lowerCamelCase.
+/// `None` when the type is known and has no such field: an embedded
+/// (`json:",inline"`) struct.
+fn json_name(path: &str, rust: &str, names: &Names) -> Option<String> {
+    let norm = normalize(rust);
+    if let Some(own) = names.by_type.get(&path.to_ascii_lowercase()) {
+        return own.iter().find(|n| normalize(n) == norm).cloned();
+    }
+    Some(global_json_name(rust, names))
+}
+
+fn global_json_name(rust: &str, names: &Names) -> String {
     let camel = lower_camel(rust);
-    match names.get(&normalize(rust)) {
+    match names.all.get(&normalize(rust)) {
         Some(list) if list.contains(&camel) => camel,
         Some(list) if list.len() == 1 => list[0].clone(),
         _ => camel,
     }
 }
 
+/// Whether message field `f` of `path` is an embedded struct: most of the
+/// nested message's fields are JSON fields of the parent type itself.
+fn embedded(
+    path: &str,
+    f: &Field,
+    messages: &[Message],
+    index: &BTreeMap<String, usize>,
+    names: &Names,
+) -> bool {
+    let (Some(own), Some(inner), "optional") = (
+        names.by_type.get(&path.to_ascii_lowercase()),
+        &f.message,
+        f.label,
+    ) else {
+        return false;
+    };
+    let inner = &messages[index[inner]];
+    let own: Vec<String> = own.iter().map(|n| normalize(n)).collect();
+    let shared = inner
+        .fields
+        .iter()
+        .filter(|g| own.contains(&normalize(&g.rust)))
+        .count();
+    !inner.fields.is_empty() && shared * 2 >= inner.fields.len()
+}
+
 fn generate(
     messages: &[Message],
     groups: &HashMap<Vec<String>, (String, String)>,
-    names: &HashMap<String, Vec<String>>,
+    names: &Names,
 ) -> String {
     let index: BTreeMap<String, usize> = messages
         .iter()
@@ -379,10 +447,15 @@ fn generate(
                 "map" => "Label::Map",
                 _ => "Label::Optional",
             };
+            let (json, inline) = match json_name(&path, &f.rust, names) {
+                Some(json) => (json, false),
+                None if embedded(&path, f, messages, &index, names) => (lower_camel(&f.rust), true),
+                // A field newer than the k8s-openapi version: by any type's names.
+                None => (global_json_name(&f.rust, names), false),
+            };
             writeln!(
                 out,
-                "  FieldDesc {{ json: {:?}, tag: {}, ty: {ty}, label: {label} }},",
-                json_name(&f.rust, names),
+                "  FieldDesc {{ json: {json:?}, tag: {}, ty: {ty}, label: {label}, inline: {inline} }},",
                 f.tag
             )
             .unwrap();

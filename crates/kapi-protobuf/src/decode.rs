@@ -74,6 +74,12 @@ fn message_at(idx: usize, bytes: &[u8], depth: usize) -> Result<Value, Error> {
     let mut out = Map::new();
     for (f, v) in msg.desc.fields.iter().zip(values) {
         let Some(v) = v else { continue };
+        if f.inline {
+            if let Value::Object(fields) = v {
+                out.extend(fields);
+            }
+            continue;
+        }
         if omitted(msg.desc.kind, f, &v) {
             continue;
         }

@@ -26,6 +26,10 @@ pub fn message(idx: usize, value: &Value, out: &mut Vec<u8>) -> Result<(), Error
     })?;
     // Fields in tag order, as Go writes them.
     for f in msg.tag_order.iter().map(|i| &msg.desc.fields[*i]) {
+        if let (true, Ty::Message(inner)) = (f.inline, f.ty) {
+            put_nested(out, f.tag, |out| message(inner, value, out))?;
+            continue;
+        }
         let Some(v) = obj.get(f.json) else { continue };
         if v.is_null() {
             continue;

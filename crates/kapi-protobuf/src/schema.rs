@@ -35,6 +35,9 @@ pub struct FieldDesc {
     pub tag: u32,
     pub ty: Ty,
     pub label: Label,
+    /// An embedded Go struct (`json:",inline"`, e.g. `Volume.volumeSource`):
+    /// its fields sit in the parent's JSON object.
+    pub inline: bool,
 }
 
 #[derive(Debug)]
@@ -119,8 +122,10 @@ impl MessageIndex {
 
 pub struct Schema {
     messages: Vec<MessageIndex>,
-    by_path: HashMap<&'static str, usize>,
-    by_gvk: HashMap<(&'static str, &'static str, &'static str), usize>,
+    /// Keys in lower case: prost renames some messages (`GCEPersistentDisk…`
+    /// becomes `GcePersistentDisk…`), and kinds are unique ignoring case.
+    by_path: HashMap<String, usize>,
+    by_gvk: HashMap<String, usize>,
 }
 
 impl Schema {
@@ -158,13 +163,13 @@ impl Schema {
         let by_path = MESSAGES
             .iter()
             .enumerate()
-            .map(|(i, m)| (m.path, i))
+            .map(|(i, m)| (m.path.to_ascii_lowercase(), i))
             .collect();
         let by_gvk = MESSAGES
             .iter()
             .enumerate()
             .filter(|(_, m)| m.resource_module)
-            .map(|(i, m)| ((m.group, m.version, m.kind), i))
+            .map(|(i, m)| (gvk_key(m.group, m.version, m.kind), i))
             .collect();
         Schema {
             messages,
@@ -178,14 +183,14 @@ impl Schema {
     }
 
     pub fn by_path(&self, path: &str) -> Option<usize> {
-        self.by_path.get(path).copied()
+        self.by_path.get(&path.to_ascii_lowercase()).copied()
     }
 
     /// The message of a top-level kind. The `meta/v1` kinds (`Status`,
     /// `DeleteOptions`, `WatchEvent`, `PartialObjectMetadata`, …) are registered
     /// in every group-version upstream, so they match under any `apiVersion`.
     pub fn by_gvk(&self, group: &str, version: &str, kind: &str) -> Option<usize> {
-        if let Some(i) = self.by_gvk.get(&(group, version, kind)) {
+        if let Some(i) = self.by_gvk.get(&gvk_key(group, version, kind)) {
             return Some(*i);
         }
         let meta = self.by_path(&format!("{META}.{kind}"))?;
@@ -197,6 +202,10 @@ impl Schema {
         let (group, version) = split_api_version(api_version);
         self.by_gvk(group, version, kind)
     }
+}
+
+fn gvk_key(group: &str, version: &str, kind: &str) -> String {
+    format!("{group}/{version}/{}", kind.to_ascii_lowercase())
 }
 
 /// The `meta/v1` kinds that travel as top-level objects.

