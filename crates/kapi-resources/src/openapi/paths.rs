@@ -29,13 +29,20 @@ pub const PATCH_TYPES: &[&str] = &[
     "application/strategic-merge-patch+json",
     "application/apply-patch+yaml",
 ];
-const OBJECT: &[&str] = &["application/json", "application/yaml"];
+/// What built-in object endpoints produce, protobuf included, as upstream.
+const OBJECT: &[&str] = &[
+    "application/json",
+    "application/yaml",
+    "application/vnd.kubernetes.protobuf",
+];
 const LISTS: &[&str] = &[
     "application/json",
     "application/yaml",
+    "application/vnd.kubernetes.protobuf",
     "application/json;stream=watch",
+    "application/vnd.kubernetes.protobuf;stream=watch",
 ];
-const WATCH: &[&str] = &["application/json", "application/json;stream=watch"];
+const WATCH: &[&str] = LISTS;
 
 /// Naming of one group-version: URL prefix, operationId infix, tag.
 pub struct GroupVersion {
@@ -476,7 +483,7 @@ fn watch_paths(
 pub fn resources_discovery(out: &mut Map<String, Value>, gv: &GroupVersion) {
     let id = format!("get{}APIResources", gv.op_infix);
     let mut op = Op::new("get", "", id, "get available resources".into());
-    op.produces = OBJECT;
+    (op.consumes, op.produces) = (OBJECT, OBJECT);
     let op = op.returns(
         &["200"],
         "io.k8s.apimachinery.pkg.apis.meta.v1.APIResourceList",
@@ -493,7 +500,7 @@ pub fn resources_discovery(out: &mut Map<String, Value>, gv: &GroupVersion) {
 /// A discovery path item (`/api/`, `/apis/`, `/apis/<group>/`).
 pub fn discovery(path: &str, op_id: &str, tag: &str, def: &str) -> (String, Value) {
     let op = json!({
-        "consumes": ["application/json", "application/yaml"],
+        "consumes": OBJECT,
         "description": if path == "/api/" || path == "/apis/" { "get available API versions" } else { "get information of a group" },
         "operationId": op_id,
         "produces": OBJECT,

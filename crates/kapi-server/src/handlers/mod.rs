@@ -108,12 +108,17 @@ pub async fn read_body(body: Body) -> Result<bytes::Bytes, ApiError> {
 pub async fn dispatch(State(srv): State<Arc<Server>>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
     let query = Query::parse(parts.uri.query());
+    let accept = parts
+        .headers
+        .get(axum::http::header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
     let Some(info) = request::parse(&parts.method, parts.uri.path(), &query) else {
-        return negotiate::error_response(&not_found());
+        return negotiate::error_response_for(&not_found(), accept.as_deref());
     };
     match handle(srv, info, query, parts, body).await {
         Ok(resp) => resp,
-        Err(e) => negotiate::error_response(&e),
+        Err(e) => negotiate::error_response_for(&e, accept.as_deref()),
     }
 }
 
@@ -159,7 +164,10 @@ async fn handle(
         ));
     }
     let accept_header = parts.headers.get(axum::http::header::ACCEPT);
-    let accept = negotiate::negotiate(accept_header.and_then(|v| v.to_str().ok()))?;
+    let accept = negotiate::negotiate(
+        accept_header.and_then(|v| v.to_str().ok()),
+        negotiate::protobuf_kind(def),
+    )?;
     let ctx = Ctx {
         srv,
         entry: entry.clone(),

@@ -1,4 +1,5 @@
-//! WATCH: newline-delimited `WatchEvent` JSON over a chunked response. Events come
+//! WATCH: newline-delimited `WatchEvent` JSON over a chunked response, or with a
+//! protobuf `Accept` length-prefixed protobuf `WatchEvent` frames. Events come
 //! from the store's watch; with `as=Table` each object becomes a one-row Table
 //! (column definitions on the first), as kubectl `get -w` expects. The stream
 //! ends after `timeoutSeconds` (default: 30 minutes, upstream's order of magnitude).
@@ -17,7 +18,7 @@ use tokio_stream::wrappers::ReceiverStream;
 
 use super::list::{parse_rv_match, parse_selectors};
 use super::Ctx;
-use crate::negotiate::{self, IncludeObject, View};
+use crate::negotiate::{self, Format, IncludeObject, View};
 
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
 
@@ -45,6 +46,7 @@ pub async fn watch(ctx: Ctx) -> Result<Response, ApiError> {
     let rx = ctx.entry.store.watch(ctx.namespace(), &opts).await?;
     let def = ctx.entry.def.clone();
     let view = ctx.accept.view;
+    let format = ctx.accept.format;
     let mut first = true;
     let lines = ReceiverStream::new(rx).map(move |ev: WatchEvent| {
         if let Some(line) = ev.json {
@@ -70,21 +72,44 @@ pub async fn watch(ctx: Ctx) -> Result<Response, ApiError> {
             ) => negotiate::partial(&ev.object),
             _ => ev.object,
         };
-        let mut line = serde_json::to_vec(&json!({"type": ev.kind.as_str(), "object": object}))
-            .expect("JSON values serialize");
-        line.push(b'\n');
-        Ok::<_, std::convert::Infallible>(bytes::Bytes::from(line))
+        Ok::<_, std::convert::Infallible>(bytes::Bytes::from(frame(
+            format,
+            ev.kind.as_str(),
+            object,
+        )))
     });
     let stream = lines.take_until(tokio::time::sleep(timeout));
     let mut resp = Response::new(Body::from_stream(stream));
     *resp.status_mut() = StatusCode::OK;
-    resp.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
+    let content_type = match format {
+        Format::Protobuf => kapi_protobuf::WATCH_MEDIA_TYPE,
+        _ => "application/json",
+    };
+    resp.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     resp.headers_mut().insert(
         header::CACHE_CONTROL,
         HeaderValue::from_static("no-cache, private"),
     );
     Ok(resp)
+}
+
+/// One event on the wire: a JSON line, or a protobuf frame.
+fn frame(format: Format, kind: &str, object: serde_json::Value) -> Vec<u8> {
+    if format == Format::Protobuf {
+        match kapi_protobuf::encode_watch_frame(kind, &object) {
+            Ok(f) => return f,
+            Err(e) => {
+                tracing::error!(error = %e, "protobuf encoding of a watch event failed");
+                let status = ApiError::internal(format!("unable to encode the event: {e}"));
+                if let Ok(f) = kapi_protobuf::encode_watch_frame("ERROR", &status.to_status()) {
+                    return f;
+                }
+            }
+        }
+    }
+    let mut line = serde_json::to_vec(&json!({"type": kind, "object": object}))
+        .expect("JSON values serialize");
+    line.push(b'\n');
+    line
 }

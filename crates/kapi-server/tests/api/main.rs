@@ -15,6 +15,7 @@ mod harness;
 mod lifecycle;
 mod lists;
 mod patch;
+mod protobuf;
 mod smoke;
 mod subresources;
 mod versions;

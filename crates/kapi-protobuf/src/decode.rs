@@ -1,0 +1,257 @@
+//! Protobuf → JSON: read wire bytes with a message descriptor into the JSON
+//! object model. Unknown field numbers and wire types that contradict the
+//! descriptor are errors (the request gets a 400, nothing is stored).
+//!
+//! Go clients write every non-pointer field, zero or not, and Go's JSON omits
+//! those zeros (`omitempty`), so a zero scalar, an empty list and an empty map
+//! decode to an absent field — except the pointer fields in [`KEEP_ZERO`], where
+//! an explicit zero means something (`replicas: 0`). Messages always decode (an
+//! empty `status` stays `{}`, as Go's JSON keeps empty structs); a zero `Time`
+//! is absent.
+
+use base64::Engine as _;
+use serde_json::{Map, Value};
+
+use crate::schema::{FieldDesc, Label, Schema, Special, Ty};
+use crate::special;
+use crate::wire::{Raw, Reader};
+use crate::Error;
+
+/// Nesting deeper than this is refused, so a hostile body cannot exhaust the stack.
+const MAX_DEPTH: usize = 100;
+
+pub fn message(idx: usize, bytes: &[u8]) -> Result<Value, Error> {
+    message_at(idx, bytes, 0)
+}
+
+fn message_at(idx: usize, bytes: &[u8], depth: usize) -> Result<Value, Error> {
+    if depth > MAX_DEPTH {
+        return Err(Error::Malformed(format!(
+            "nested deeper than {MAX_DEPTH} levels"
+        )));
+    }
+    let msg = Schema::get().message(idx);
+    if msg.special != Special::None {
+        return special::decode(msg.special, bytes);
+    }
+    // Values per field, in descriptor order.
+    let mut values: Vec<Option<Value>> = vec![None; msg.desc.fields.len()];
+    let mut r = Reader::new(bytes);
+    while !r.done() {
+        let (tag, raw) = r.field()?;
+        let slot = msg.slot_of_tag(tag).ok_or_else(|| {
+            Error::Malformed(format!("{}: unknown field number {tag}", msg.desc.kind))
+        })?;
+        let f = &msg.desc.fields[slot];
+        let ctx = |e: Error| e.within(f.json);
+        match f.label {
+            Label::Optional => values[slot] = Some(single(f, raw, depth).map_err(ctx)?),
+            Label::Repeated => {
+                let arr = values[slot].get_or_insert_with(|| Value::Array(Vec::new()));
+                let arr = arr.as_array_mut().expect("array");
+                match (f.ty, raw) {
+                    // Packed scalars (accepted though k8s writes them unpacked).
+                    (Ty::Int32 | Ty::Int64 | Ty::Bool, Raw::Bytes(b)) => {
+                        for v in Reader::packed_varints(b).map_err(ctx)? {
+                            arr.push(varint(f.ty, v));
+                        }
+                    }
+                    (_, raw) => arr.push(single(f, raw, depth).map_err(ctx)?),
+                }
+            }
+            Label::Map => {
+                let Raw::Bytes(entry) = raw else {
+                    return Err(ctx(Error::Malformed(
+                        "map entry is not length-delimited".into(),
+                    )));
+                };
+                let (k, v) = map_entry(f, entry, depth).map_err(ctx)?;
+                let map = values[slot].get_or_insert_with(|| Value::Object(Map::new()));
+                map.as_object_mut().expect("object").insert(k, v);
+            }
+        }
+    }
+    let mut out = Map::new();
+    for (f, v) in msg.desc.fields.iter().zip(values) {
+        let Some(v) = v else { continue };
+        if f.inline {
+            if let Value::Object(fields) = v {
+                out.extend(fields);
+            }
+            continue;
+        }
+        if omitted(msg.desc.kind, f, &v) {
+            continue;
+        }
+        out.insert(f.json.to_string(), v);
+    }
+    Ok(Value::Object(out))
+}
+
+/// Whether Go's JSON would leave this decoded value out.
+fn omitted(kind: &str, f: &FieldDesc, v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::Array(a) => a.is_empty(),
+        Value::Object(o) if f.label == Label::Map => o.is_empty(),
+        Value::String(s) if matches!(f.ty, Ty::String | Ty::Bytes) => {
+            s.is_empty() && !keeps_zero(kind, f.json)
+        }
+        Value::Bool(b) => !*b && !keeps_zero(kind, f.json),
+        Value::Number(n) if !matches!(f.ty, Ty::Message(_)) => {
+            n.as_f64() == Some(0.0) && !keeps_zero(kind, f.json)
+        }
+        _ => false,
+    }
+}
+
+fn keeps_zero(kind: &str, json: &str) -> bool {
+    KEEP_ZERO
+        .iter()
+        .any(|(k, fields)| *k == kind && fields.contains(&json))
+}
+
+/// Pointer fields (`*int32`, `*bool`, `*string` in the Go types) of the served
+/// kinds whose zero value differs from absent. The Go pointer-ness is in no
+/// dependency's metadata (protobuf marks every field `optional`), so it is
+/// listed here, by message and JSON name.
+pub const KEEP_ZERO: &[(&str, &[&str])] = &[
+    (
+        "DeploymentSpec",
+        &[
+            "replicas",
+            "revisionHistoryLimit",
+            "progressDeadlineSeconds",
+        ],
+    ),
+    ("ReplicaSetSpec", &["replicas"]),
+    ("StatefulSetSpec", &["replicas", "revisionHistoryLimit"]),
+    ("DaemonSetSpec", &["revisionHistoryLimit"]),
+    ("RollingUpdateStatefulSetStrategy", &["partition"]),
+    (
+        "PodSpec",
+        &[
+            "terminationGracePeriodSeconds",
+            "activeDeadlineSeconds",
+            "automountServiceAccountToken",
+            "shareProcessNamespace",
+            "priority",
+            "enableServiceLinks",
+            "setHostnameAsFQDN",
+            "hostUsers",
+        ],
+    ),
+    ("ServiceAccount", &["automountServiceAccountToken"]),
+    (
+        "SecurityContext",
+        &[
+            "privileged",
+            "runAsUser",
+            "runAsGroup",
+            "runAsNonRoot",
+            "readOnlyRootFilesystem",
+            "allowPrivilegeEscalation",
+        ],
+    ),
+    (
+        "PodSecurityContext",
+        &["runAsUser", "runAsGroup", "runAsNonRoot", "fsGroup"],
+    ),
+    ("ConfigMap", &["immutable"]),
+    ("Secret", &["immutable"]),
+    ("ConfigMapVolumeSource", &["defaultMode", "optional"]),
+    ("SecretVolumeSource", &["defaultMode", "optional"]),
+    ("ProjectedVolumeSource", &["defaultMode"]),
+    ("DownwardAPIVolumeSource", &["defaultMode"]),
+    ("KeyToPath", &["mode"]),
+    ("ConfigMapKeySelector", &["optional"]),
+    ("SecretKeySelector", &["optional"]),
+    ("ConfigMapEnvSource", &["optional"]),
+    ("SecretEnvSource", &["optional"]),
+    ("ServiceSpec", &["allocateLoadBalancerNodePorts"]),
+    ("Toleration", &["tolerationSeconds"]),
+    (
+        "JobSpec",
+        &[
+            "parallelism",
+            "completions",
+            "backoffLimit",
+            "activeDeadlineSeconds",
+            "ttlSecondsAfterFinished",
+            "suspend",
+            "manualSelector",
+        ],
+    ),
+    ("DeleteOptions", &["gracePeriodSeconds", "orphanDependents"]),
+    ("ScaleSpec", &["replicas"]),
+    ("OwnerReference", &["controller", "blockOwnerDeletion"]),
+    ("ObjectMeta", &["deletionGracePeriodSeconds"]),
+    ("ListMeta", &["remainingItemCount"]),
+];
+
+fn varint(ty: Ty, v: u64) -> Value {
+    match ty {
+        Ty::Bool => Value::Bool(v != 0),
+        Ty::Int32 => Value::from(v as i64 as i32),
+        _ => Value::from(v as i64),
+    }
+}
+
+fn single(f: &FieldDesc, raw: Raw<'_>, depth: usize) -> Result<Value, Error> {
+    value(f.ty, raw, depth)
+}
+
+fn value(ty: Ty, raw: Raw<'_>, depth: usize) -> Result<Value, Error> {
+    Ok(match (ty, raw) {
+        (Ty::Bool | Ty::Int32 | Ty::Int64, Raw::Varint(v)) => varint(ty, v),
+        (Ty::Double, Raw::Fixed64(v)) => serde_json::Number::from_f64(f64::from_bits(v))
+            .map(Value::Number)
+            .ok_or_else(|| Error::Malformed("not a finite number".into()))?,
+        (Ty::String, Raw::Bytes(b)) => Value::String(
+            std::str::from_utf8(b)
+                .map_err(|_| Error::Malformed("string is not valid UTF-8".into()))?
+                .to_owned(),
+        ),
+        (Ty::Bytes, Raw::Bytes(b)) => {
+            Value::String(base64::engine::general_purpose::STANDARD.encode(b))
+        }
+        (Ty::Message(idx), Raw::Bytes(b)) => message_at(idx, b, depth + 1)?,
+        _ => {
+            return Err(Error::Malformed(
+                "wire type does not match the field".into(),
+            ))
+        }
+    })
+}
+
+fn map_entry(f: &FieldDesc, entry: &[u8], depth: usize) -> Result<(String, Value), Error> {
+    let mut key = String::new();
+    let mut val = None;
+    let mut r = Reader::new(entry);
+    while !r.done() {
+        match r.field()? {
+            (1, Raw::Bytes(b)) => {
+                key = std::str::from_utf8(b)
+                    .map_err(|_| Error::Malformed("map key is not valid UTF-8".into()))?
+                    .to_owned()
+            }
+            (2, raw) => val = Some(value(f.ty, raw, depth)?),
+            (tag, _) => {
+                return Err(Error::Malformed(format!(
+                    "map entry: unknown field number {tag}"
+                )))
+            }
+        }
+    }
+    // An entry without a value holds the value type's zero.
+    let val = match val {
+        Some(v) => v,
+        None => match f.ty {
+            Ty::String | Ty::Bytes => Value::String(String::new()),
+            Ty::Bool => Value::Bool(false),
+            Ty::Double | Ty::Int32 | Ty::Int64 => Value::from(0),
+            Ty::Message(idx) => message_at(idx, &[], depth + 1)?,
+        },
+    };
+    Ok((key, val))
+}

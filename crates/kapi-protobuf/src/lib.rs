@@ -1,0 +1,202 @@
+//! The Kubernetes protobuf wire format, as a translation between protobuf bytes
+//! and the JSON object model every other layer uses. There is no per-kind code:
+//! `build.rs` derives a descriptor table (messages, field numbers, wire types,
+//! JSON names) from the `k8s-pb` and `k8s-openapi` sources, and one walker
+//! encodes and decodes any message with it (`encode.rs`, `decode.rs`), with
+//! upstream's custom representations for a few meta types (`special.rs`).
+//!
+//! The envelope is upstream's: the magic `k8s\0`, then a `runtime.Unknown`
+//! (`typeMeta {apiVersion, kind}`, `raw` = the message, `contentEncoding`,
+//! `contentType`). Watch streams frame each `WatchEvent` (itself not enveloped,
+//! its object enveloped) with a 4-byte big-endian length.
+//!
+//! Where to look next: `schema.rs` for the table and the kind lookup;
+//! `kapi-server/src/negotiate.rs` for where HTTP bodies meet this crate.
+
+mod decode;
+mod encode;
+mod schema;
+mod special;
+mod wire;
+
+use serde_json::{Map, Value};
+
+pub use decode::KEEP_ZERO;
+pub use schema::{
+    split_api_version, FieldDesc, Label, MessageDesc, MessageIndex, Schema, Special, Ty,
+};
+
+/// The four bytes every enveloped protobuf object starts with.
+pub const MAGIC: &[u8] = b"k8s\0";
+/// The media type of protobuf objects.
+pub const MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf";
+/// The media type of protobuf watch streams.
+pub const WATCH_MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf;stream=watch";
+
+const UNKNOWN: &str = "apimachinery.pkg.runtime.Unknown";
+const WATCH_EVENT: &str = "apimachinery.pkg.apis.meta.v1.WatchEvent";
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum Error {
+    #[error("provided object is not a protobuf message: missing the \"k8s\\x00\" prefix")]
+    Magic,
+    #[error("unexpected end of protobuf data (truncated)")]
+    Truncated,
+    #[error("{0}")]
+    Malformed(String),
+    #[error("no kind {kind:?} is registered for version {api_version:?} in the protobuf scheme")]
+    UnknownKind { api_version: String, kind: String },
+    #[error("object has no apiVersion/kind to encode it by")]
+    NoKind,
+}
+
+impl Error {
+    /// Prefix a malformed-field error with the field it happened in.
+    fn within(self, field: &str) -> Error {
+        match self {
+            Error::Malformed(m) => Error::Malformed(format!("{field}: {m}")),
+            other => other,
+        }
+    }
+}
+
+/// Whether the kind has a protobuf message (built-in kinds; never custom resources).
+pub fn supports(group: &str, version: &str, kind: &str) -> bool {
+    Schema::get().by_gvk(group, version, kind).is_some()
+}
+
+/// The message bytes (no envelope) of `value` as message `api_version`/`kind`.
+pub fn encode_message(api_version: &str, kind: &str, value: &Value) -> Result<Vec<u8>, Error> {
+    let idx = lookup(api_version, kind)?;
+    let mut out = Vec::with_capacity(256);
+    encode::message(idx, value, &mut out)?;
+    Ok(out)
+}
+
+/// Decode message bytes (no envelope) as `api_version`/`kind`, without
+/// adding `apiVersion`/`kind` to the result.
+pub fn decode_message(api_version: &str, kind: &str, bytes: &[u8]) -> Result<Value, Error> {
+    decode::message(lookup(api_version, kind)?, bytes)
+}
+
+fn lookup(api_version: &str, kind: &str) -> Result<usize, Error> {
+    Schema::get()
+        .by_api_version(api_version, kind)
+        .ok_or_else(|| Error::UnknownKind {
+            api_version: api_version.into(),
+            kind: kind.into(),
+        })
+}
+
+/// An object with its envelope, typed by its own `apiVersion` and `kind`.
+pub fn encode_object(value: &Value) -> Result<Vec<u8>, Error> {
+    let av = value
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .ok_or(Error::NoKind)?;
+    let kind = value
+        .get("kind")
+        .and_then(Value::as_str)
+        .ok_or(Error::NoKind)?;
+    let raw = encode_message(av, kind, value)?;
+    let mut out = Vec::with_capacity(raw.len() + av.len() + kind.len() + 16);
+    out.extend_from_slice(MAGIC);
+    wire::put_nested(&mut out, 1, |out| {
+        wire::put_bytes(out, 1, av.as_bytes());
+        wire::put_bytes(out, 2, kind.as_bytes());
+        Ok(())
+    })?;
+    wire::put_bytes(&mut out, 2, &raw);
+    wire::put_bytes(&mut out, 3, b"");
+    wire::put_bytes(&mut out, 4, b"");
+    Ok(out)
+}
+
+/// Decode an enveloped object into JSON with `apiVersion` and `kind` first.
+/// `default` (apiVersion, kind) types a body whose envelope leaves them empty.
+pub fn decode_object(bytes: &[u8], default: Option<(&str, &str)>) -> Result<Value, Error> {
+    let rest = bytes.strip_prefix(MAGIC).ok_or(Error::Magic)?;
+    let unknown = Schema::get()
+        .by_path(UNKNOWN)
+        .expect("runtime.Unknown is in k8s-pb");
+    let env = decode::message(unknown, rest)?;
+    let field = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+    let tm = env.get("typeMeta").cloned().unwrap_or(Value::Null);
+    let (mut av, mut kind) = (field(&tm, "apiVersion"), field(&tm, "kind"));
+    if let (true, Some((dav, dkind))) = (kind.is_empty(), default) {
+        (av, kind) = (dav.to_owned(), dkind.to_owned());
+    }
+    if kind.is_empty() {
+        return Err(Error::Malformed(
+            "the protobuf envelope names no kind".into(),
+        ));
+    }
+    let encoding = field(&env, "contentEncoding");
+    if !encoding.is_empty() {
+        return Err(Error::Malformed(format!(
+            "unsupported content encoding {encoding:?}"
+        )));
+    }
+    let content_type = field(&env, "contentType");
+    if !content_type.is_empty() && content_type != MEDIA_TYPE {
+        return Err(Error::Malformed(format!(
+            "unsupported content type {content_type:?}"
+        )));
+    }
+    let raw = env
+        .get("raw")
+        .and_then(Value::as_str)
+        .map(|b64| {
+            use base64::Engine as _;
+            base64::engine::general_purpose::STANDARD
+                .decode(b64)
+                .expect("decoder wrote base64")
+        })
+        .unwrap_or_default();
+    let body = decode_message(&av, &kind, &raw)?;
+    let mut out = Map::new();
+    out.insert("kind".into(), Value::String(kind));
+    out.insert("apiVersion".into(), Value::String(av));
+    if let Value::Object(fields) = body {
+        out.extend(fields);
+    }
+    Ok(Value::Object(out))
+}
+
+/// One watch stream frame: length, then a `WatchEvent` whose object is enveloped.
+pub fn encode_watch_frame(event_type: &str, object: &Value) -> Result<Vec<u8>, Error> {
+    let inner = encode_object(object)?;
+    let mut ev = Vec::with_capacity(inner.len() + 16);
+    wire::put_bytes(&mut ev, 1, event_type.as_bytes());
+    wire::put_nested(&mut ev, 2, |out| {
+        wire::put_bytes(out, 1, &inner);
+        Ok(())
+    })?;
+    let mut out = Vec::with_capacity(ev.len() + 4);
+    out.extend_from_slice(&(ev.len() as u32).to_be_bytes());
+    out.extend_from_slice(&ev);
+    Ok(out)
+}
+
+/// Split one frame off a watch stream: `(type, object)` and the bytes left,
+/// or `None` when the buffer does not hold a whole frame yet.
+pub fn decode_watch_frame(buf: &[u8]) -> Result<Option<((String, Value), &[u8])>, Error> {
+    let Some(len) = buf.get(..4) else {
+        return Ok(None);
+    };
+    let len = u32::from_be_bytes(len.try_into().expect("4 bytes")) as usize;
+    let Some(frame) = buf.get(4..4 + len) else {
+        return Ok(None);
+    };
+    let idx = Schema::get()
+        .by_path(WATCH_EVENT)
+        .expect("WatchEvent is in k8s-pb");
+    let ev = decode::message(idx, frame)?;
+    let ty = ev
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
+    let object = ev.get("object").cloned().unwrap_or(Value::Null);
+    Ok(Some(((ty, object), &buf[4 + len..])))
+}

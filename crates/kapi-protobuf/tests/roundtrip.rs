@@ -1,0 +1,315 @@
+//! Round trips for every kind kapi serves (read from the resource registry, so
+//! kinds added later are covered without touching this file): an example with
+//! every field set, generated from the descriptors, goes JSON → protobuf →
+//! JSON unchanged; its field names are checked against kapi's OpenAPI
+//! definitions; and for a few kinds the bytes are checked against the `k8s-pb`
+//! prost types, which must decode them and re-encode them byte for byte.
+
+use std::collections::BTreeSet;
+
+use base64::Engine as _;
+use kapi_protobuf::{Label, Schema, Special, Ty};
+use serde_json::{json, Map, Value};
+
+const MAX_DEPTH: usize = 16;
+
+/// A value for every field of message `idx`.
+fn example(idx: usize, depth: usize) -> Value {
+    let msg = Schema::get().message(idx);
+    match msg.special {
+        Special::Time => return json!("2024-05-06T07:08:09Z"),
+        Special::MicroTime => return json!("2024-05-06T07:08:09.123456Z"),
+        Special::Duration => return json!("1h2m3.5s"),
+        Special::Quantity => return json!("250m"),
+        Special::IntOrString => {
+            return if depth % 2 == 0 {
+                json!(8080)
+            } else {
+                json!("http")
+            };
+        }
+        Special::RawJson => return json!({"a": [1, "b", {"c": true}]}),
+        Special::Verbs => return json!(["get", "list"]),
+        Special::None => {}
+    }
+    let mut out = Map::new();
+    for f in msg.desc.fields {
+        let one = match f.ty {
+            Ty::String => json!(format!("{}-value", f.json)),
+            Ty::Bool => json!(true),
+            Ty::Int32 => json!(-7),
+            Ty::Int64 => json!(1_i64 << 40),
+            Ty::Double => json!(1.5),
+            Ty::Bytes => json!(base64::engine::general_purpose::STANDARD.encode(b"\x00bytes\xff")),
+            Ty::Message(_) if depth >= MAX_DEPTH => continue,
+            Ty::Message(m) => example(m, depth + 1),
+        };
+        if f.inline {
+            out.extend(one.as_object().unwrap().clone());
+            continue;
+        }
+        let v = match f.label {
+            Label::Optional => one,
+            Label::Repeated => json!([one.clone(), one]),
+            Label::Map => json!({"k1": one.clone(), "k2": one}),
+        };
+        out.insert(f.json.to_string(), v);
+    }
+    Value::Object(out)
+}
+
+fn top_level(api_version: &str, kind: &str) -> Value {
+    let idx = Schema::get()
+        .by_api_version(api_version, kind)
+        .unwrap_or_else(|| panic!("no message for {api_version} {kind}"));
+    let mut v = example(idx, 0);
+    let obj = v.as_object_mut().unwrap();
+    obj.insert("kind".into(), json!(kind));
+    obj.insert("apiVersion".into(), json!(api_version));
+    v
+}
+
+/// Every top-level kind that crosses the wire for a served resource.
+fn served_kinds() -> Vec<(String, String)> {
+    let mut kinds = BTreeSet::new();
+    for def in kapi_resources::registry::builtin_resources() {
+        let av = def.api_version();
+        kinds.insert((av.clone(), def.kind.clone()));
+        kinds.insert((av.clone(), def.list_kind.clone()));
+        for sub in &def.subresources {
+            if sub.name() == "scale" {
+                kinds.insert(("autoscaling/v1".to_string(), "Scale".to_string()));
+            }
+        }
+    }
+    for kind in [
+        "Status",
+        "DeleteOptions",
+        "PartialObjectMetadata",
+        "PartialObjectMetadataList",
+    ] {
+        kinds.insert(("meta.k8s.io/v1".into(), kind.into()));
+    }
+    kinds.insert(("v1".into(), "Status".into()));
+    kinds.into_iter().collect()
+}
+
+#[test]
+fn every_served_kind_round_trips() {
+    let kinds = served_kinds();
+    assert!(
+        kinds.len() >= 20,
+        "registry lists the served kinds: {kinds:?}"
+    );
+    for (av, kind) in kinds {
+        let obj = top_level(&av, &kind);
+        let bytes = kapi_protobuf::encode_object(&obj).unwrap();
+        assert!(bytes.starts_with(kapi_protobuf::MAGIC));
+        let back = kapi_protobuf::decode_object(&bytes, None).unwrap();
+        assert_eq!(back, obj, "{av} {kind} changed in a round trip");
+    }
+}
+
+/// The OpenAPI definition name of a `k8s-pb` message path.
+fn definition(path: &str) -> String {
+    format!(
+        "io.k8s.{}",
+        path.replace("apiextensions_apiserver", "apiextensions-apiserver")
+            .replace("kube_aggregator", "kube-aggregator")
+    )
+}
+
+/// Every property of the OpenAPI definition of message `idx` is a key of `v`,
+/// the example with every field set, recursively.
+/// `parent` names the definition an embedded (inline) message's fields are in.
+fn check_names(
+    defs: &Map<String, Value>,
+    idx: usize,
+    v: &Value,
+    at: &str,
+    parent: Option<&str>,
+    seen: &mut usize,
+) {
+    let msg = Schema::get().message(idx);
+    if msg.special != Special::None {
+        return;
+    }
+    let name = parent.map_or_else(|| definition(msg.desc.path), str::to_owned);
+    // prost renames a few messages (`GCEPersistentDisk…` → `GcePersistentDisk…`).
+    let name = defs
+        .keys()
+        .find(|k| k.eq_ignore_ascii_case(&name))
+        .cloned()
+        .unwrap_or(name);
+    let Some(def) = defs.get(&name) else {
+        panic!("{at}: no OpenAPI definition {name}");
+    };
+    let props = def["properties"].as_object().cloned().unwrap_or_default();
+    // Every JSON field of the served schema has its protobuf field (k8s-pb may
+    // also carry fields newer than the served version; those are not checked).
+    if parent.is_none() {
+        for prop in props
+            .keys()
+            .filter(|p| !matches!(p.as_str(), "apiVersion" | "kind"))
+        {
+            assert!(
+                v.get(prop).is_some(),
+                "{at}: {name}.{prop} has no protobuf field"
+            );
+        }
+    }
+    for f in msg.desc.fields {
+        if let (true, Ty::Message(m)) = (f.inline, f.ty) {
+            check_names(defs, m, v, at, Some(&name), seen);
+            continue;
+        }
+        let Some(fv) = v.get(f.json) else { continue };
+        if !props.contains_key(f.json) {
+            continue;
+        }
+        *seen += 1;
+        if let Ty::Message(m) = f.ty {
+            let children: Vec<&Value> = match f.label {
+                Label::Optional => vec![fv],
+                Label::Repeated => fv.as_array().unwrap().iter().collect(),
+                Label::Map => fv.as_object().unwrap().values().collect(),
+            };
+            for c in children {
+                check_names(defs, m, c, &format!("{at}.{}", f.json), None, seen);
+            }
+        }
+    }
+}
+
+#[test]
+fn field_names_match_the_openapi_schema() {
+    let resources = kapi_resources::registry::builtin_resources();
+    let doc: Value = serde_json::from_slice(
+        &kapi_resources::openapi::OpenApi::build(&resources)
+            .v2_json()
+            .0,
+    )
+    .unwrap();
+    let defs = doc["definitions"].as_object().unwrap();
+    let mut seen = 0;
+    for def in &resources {
+        let idx = Schema::get()
+            .by_gvk(&def.group, &def.version, &def.kind)
+            .unwrap();
+        check_names(defs, idx, &example(idx, 0), &def.kind, None, &mut seen);
+    }
+    assert!(seen > 1000, "checked {seen} fields");
+}
+
+/// Our bytes decode with the prost types and re-encode to the same bytes.
+fn same_as_prost<M: prost::Message + Default>(api_version: &str, kind: &str) {
+    let obj = top_level(api_version, kind);
+    let ours = kapi_protobuf::encode_message(api_version, kind, &obj).unwrap();
+    let typed = M::decode(ours.as_slice()).unwrap_or_else(|e| panic!("{kind}: {e}"));
+    assert_eq!(
+        typed.encode_to_vec(),
+        ours,
+        "{kind}: prost re-encodes differently"
+    );
+}
+
+#[test]
+fn bytes_agree_with_the_k8s_pb_types() {
+    use k8s_pb::api::{apps::v1 as apps, core::v1 as core};
+    same_as_prost::<core::Pod>("v1", "Pod");
+    same_as_prost::<core::ConfigMap>("v1", "ConfigMap");
+    same_as_prost::<core::Secret>("v1", "Secret");
+    same_as_prost::<core::Service>("v1", "Service");
+    same_as_prost::<core::Namespace>("v1", "Namespace");
+    same_as_prost::<core::Node>("v1", "Node");
+    same_as_prost::<core::PodList>("v1", "PodList");
+    same_as_prost::<apps::Deployment>("apps/v1", "Deployment");
+    same_as_prost::<apps::StatefulSet>("apps/v1", "StatefulSet");
+    same_as_prost::<k8s_pb::apimachinery::pkg::apis::meta::v1::Status>("v1", "Status");
+    same_as_prost::<k8s_pb::apimachinery::pkg::apis::meta::v1::DeleteOptions>(
+        "meta.k8s.io/v1",
+        "DeleteOptions",
+    );
+}
+
+#[test]
+fn go_zero_values_decode_as_absent() {
+    // What a Go client writes for `kubectl create configmap x`: every
+    // non-pointer field, zero or not, and the zero creationTimestamp as an
+    // empty message.
+    let mut meta = Vec::new();
+    let mut put = |tag: u8, v: &[u8]| {
+        meta.push((tag << 3) | 2);
+        meta.push(v.len() as u8);
+        meta.extend_from_slice(v);
+    };
+    put(1, b"x"); // name
+    put(2, b""); // generateName
+    put(3, b""); // namespace
+    put(8, b""); // creationTimestamp: zero Time
+    meta.extend_from_slice(&[7 << 3, 0]); // generation: 0
+    let mut cm = vec![(1 << 3) | 2, meta.len() as u8];
+    cm.extend_from_slice(&meta);
+    let v = kapi_protobuf::decode_message("v1", "ConfigMap", &cm).unwrap();
+    assert_eq!(v, json!({"metadata": {"name": "x"}}));
+    // A pointer field keeps its explicit zero.
+    let spec = kapi_protobuf::encode_message(
+        "apps/v1",
+        "Deployment",
+        &json!({"spec": {"replicas": 0, "minReadySeconds": 0}}),
+    )
+    .unwrap();
+    let v = kapi_protobuf::decode_message("apps/v1", "Deployment", &spec).unwrap();
+    assert_eq!(v, json!({"spec": {"replicas": 0}}));
+}
+
+#[test]
+fn malformed_input_is_an_error_not_a_panic() {
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": "a", "labels": {"x": "y"}}, "data": {"k": "v"}});
+    let bytes = kapi_protobuf::encode_object(&cm).unwrap();
+    // Every cut inside the envelope's type and raw message (the two trailing
+    // empty strings are optional, as upstream).
+    // (A cut at a field boundary is a valid, smaller message.)
+    for cut in 0..bytes.len() - 4 {
+        let r = kapi_protobuf::decode_object(&bytes[..cut], None);
+        assert!(r.as_ref() != Ok(&cm), "truncated at {cut} decoded whole");
+    }
+    let half = kapi_protobuf::decode_object(&bytes[..bytes.len() / 2], None);
+    assert_eq!(half, Err(kapi_protobuf::Error::Truncated));
+    let mut wrong = bytes.clone();
+    wrong[0] = b'x';
+    assert_eq!(
+        kapi_protobuf::decode_object(&wrong, None),
+        Err(kapi_protobuf::Error::Magic)
+    );
+    // An unknown field number in the ConfigMap.
+    let mut raw = kapi_protobuf::encode_message("v1", "ConfigMap", &cm).unwrap();
+    raw.extend_from_slice(&[0x98, 0x06, 1]); // field 99, varint 1
+    assert!(kapi_protobuf::decode_message("v1", "ConfigMap", &raw).is_err());
+    // A kind nobody registered.
+    let mut other = cm.clone();
+    other["kind"] = json!("Widget");
+    assert!(matches!(
+        kapi_protobuf::encode_object(&other),
+        Err(kapi_protobuf::Error::UnknownKind { .. })
+    ));
+}
+
+#[test]
+fn watch_frames_round_trip() {
+    let cm = json!({"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"name": "a"}});
+    let mut stream = kapi_protobuf::encode_watch_frame("ADDED", &cm).unwrap();
+    assert_eq!(&stream[..4], &((stream.len() - 4) as u32).to_be_bytes());
+    stream.extend(kapi_protobuf::encode_watch_frame("DELETED", &cm).unwrap());
+    let ((t1, o1), rest) = kapi_protobuf::decode_watch_frame(&stream).unwrap().unwrap();
+    let ((t2, o2), rest) = kapi_protobuf::decode_watch_frame(rest).unwrap().unwrap();
+    assert_eq!(
+        (t1.as_str(), t2.as_str(), &o1, &o2),
+        ("ADDED", "DELETED", &cm, &cm)
+    );
+    assert!(rest.is_empty());
+    assert!(kapi_protobuf::decode_watch_frame(&stream[..10])
+        .unwrap()
+        .is_none());
+}

@@ -1,0 +1,306 @@
+//! The Kubernetes protobuf wire format over HTTP: raw requests with
+//! `application/vnd.kubernetes.protobuf` bodies and `Accept` headers, as Go
+//! clients send them — create, get, list, watch frames, patch responses,
+//! subresource bodies (Scale, DeleteOptions), error `Status` — and malformed
+//! bodies that must get a 4xx with nothing stored.
+
+use http_body_util::BodyExt as _;
+use serde_json::{json, Value};
+
+use crate::harness::{self, TestServer};
+
+const PB: &str = "application/vnd.kubernetes.protobuf";
+
+struct Reply {
+    code: u16,
+    content_type: String,
+    body: Vec<u8>,
+}
+
+impl Reply {
+    fn object(&self) -> Value {
+        assert_eq!(self.content_type, PB, "code {}", self.code);
+        kapi_protobuf::decode_object(&self.body, None).expect("protobuf response")
+    }
+}
+
+async fn send(s: &TestServer, method: &str, path: &str, ct: &str, body: Vec<u8>) -> Reply {
+    send_accept(
+        s,
+        method,
+        path,
+        ct,
+        body,
+        &format!("{PB}, application/json"),
+    )
+    .await
+}
+
+async fn send_accept(
+    s: &TestServer,
+    method: &str,
+    path: &str,
+    ct: &str,
+    body: Vec<u8>,
+    accept: &str,
+) -> Reply {
+    let req = http::Request::builder()
+        .method(method)
+        .uri(path)
+        .header("content-type", ct)
+        .header("accept", accept)
+        .body(kube::client::Body::from(body))
+        .unwrap();
+    let resp = s.client.send(req).await.expect("transport");
+    let code = resp.status().as_u16();
+    let content_type = resp
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    let body = resp
+        .into_body()
+        .collect()
+        .await
+        .unwrap()
+        .to_bytes()
+        .to_vec();
+    Reply {
+        code,
+        content_type,
+        body,
+    }
+}
+
+fn pb(obj: Value) -> Vec<u8> {
+    kapi_protobuf::encode_object(&obj).unwrap()
+}
+
+fn configmap(name: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap",
+           "metadata": {"name": name, "labels": {"app": "pb"}},
+           "data": {"a": "1", "b": "two"}})
+}
+
+#[tokio::test]
+async fn create_get_list_patch_in_protobuf() {
+    let s = harness::start().await;
+    let base = "/api/v1/namespaces/default/configmaps";
+    let created = send(&s, "POST", base, PB, pb(configmap("pb1"))).await;
+    assert_eq!(created.code, 201);
+    let obj = created.object();
+    assert_eq!(obj["data"], json!({"a": "1", "b": "two"}));
+    assert!(obj["metadata"]["uid"]
+        .as_str()
+        .is_some_and(|u| !u.is_empty()));
+    assert!(obj["metadata"]["creationTimestamp"].is_string());
+
+    // The same object in JSON, as a JSON client sees it.
+    let (code, as_json) = s.get_json(&format!("{base}/pb1")).await;
+    assert_eq!(code, 200);
+    let got = send(&s, "GET", &format!("{base}/pb1"), PB, Vec::new()).await;
+    assert_eq!(got.code, 200);
+    assert_eq!(got.object(), as_json);
+
+    let list = send(&s, "GET", base, PB, Vec::new()).await;
+    assert_eq!(list.code, 200);
+    let list = list.object();
+    assert_eq!(list["kind"], "ConfigMapList");
+    assert!(list["metadata"]["resourceVersion"].is_string());
+    let names: Vec<&str> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["pb1"]);
+
+    let patched = send(
+        &s,
+        "PATCH",
+        &format!("{base}/pb1"),
+        "application/merge-patch+json",
+        br#"{"data":{"b":null,"c":"3"}}"#.to_vec(),
+    )
+    .await;
+    assert_eq!(patched.code, 200);
+    assert_eq!(patched.object()["data"], json!({"a": "1", "c": "3"}));
+
+    // Update with a protobuf body.
+    let mut next = as_json.clone();
+    next["data"] = json!({"z": "26"});
+    let updated = send(&s, "PUT", &format!("{base}/pb1"), PB, pb(next)).await;
+    assert_eq!(updated.code, 409, "stale resourceVersion after the patch");
+    let status = updated.object();
+    assert_eq!(
+        (status["kind"].as_str(), status["reason"].as_str()),
+        (Some("Status"), Some("Conflict"))
+    );
+}
+
+#[tokio::test]
+async fn errors_are_protobuf_status() {
+    let s = harness::start().await;
+    let missing = send(
+        &s,
+        "GET",
+        "/api/v1/namespaces/default/configmaps/nope",
+        PB,
+        Vec::new(),
+    )
+    .await;
+    assert_eq!(missing.code, 404);
+    let status = missing.object();
+    assert_eq!(status["kind"], "Status");
+    assert_eq!(status["apiVersion"], "v1");
+    assert_eq!(status["code"], 404);
+    assert_eq!(status["reason"], "NotFound");
+    assert_eq!(status["details"]["name"], "nope");
+}
+
+#[tokio::test]
+async fn watch_streams_length_prefixed_frames() {
+    let s = harness::start().await;
+    let base = "/api/v1/namespaces/default/configmaps";
+    let list = send(&s, "GET", base, PB, Vec::new()).await.object();
+    let rv = list["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        send(&s, "POST", base, PB, pb(configmap("w1"))).await.code,
+        201
+    );
+    assert_eq!(
+        send(&s, "DELETE", &format!("{base}/w1"), PB, Vec::new())
+            .await
+            .code,
+        200
+    );
+    let watch = send(
+        &s,
+        "GET",
+        &format!("{base}?watch=true&resourceVersion={rv}&timeoutSeconds=1"),
+        PB,
+        Vec::new(),
+    )
+    .await;
+    assert_eq!(watch.code, 200);
+    assert_eq!(
+        watch.content_type,
+        "application/vnd.kubernetes.protobuf;stream=watch"
+    );
+    let mut rest = watch.body.as_slice();
+    let mut events = Vec::new();
+    while let Some(((ty, obj), more)) = kapi_protobuf::decode_watch_frame(rest).unwrap() {
+        events.push((ty, obj["metadata"]["name"].as_str().unwrap().to_owned()));
+        rest = more;
+    }
+    assert!(rest.is_empty(), "a partial frame was left");
+    assert_eq!(
+        events,
+        [
+            ("ADDED".into(), "w1".into()),
+            ("DELETED".into(), "w1".to_string())
+        ]
+    );
+}
+
+#[tokio::test]
+async fn subresource_and_options_bodies_in_protobuf() {
+    let s = harness::start().await;
+    let base = "/apis/apps/v1/namespaces/default/deployments";
+    let deploy = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "d1"},
+        "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "d1"}},
+                 "template": {"metadata": {"labels": {"app": "d1"}},
+                              "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}});
+    let created = send(&s, "POST", base, PB, pb(deploy)).await;
+    assert_eq!(
+        created.code,
+        201,
+        "{:?}",
+        String::from_utf8_lossy(&created.body)
+    );
+    assert_eq!(
+        created.object()["spec"]["replicas"],
+        0,
+        "an explicit zero survives"
+    );
+
+    let scale = send(&s, "GET", &format!("{base}/d1/scale"), PB, Vec::new())
+        .await
+        .object();
+    assert_eq!(scale["kind"], "Scale");
+    let mut scale = scale;
+    scale["spec"]["replicas"] = json!(3);
+    let put = send(&s, "PUT", &format!("{base}/d1/scale"), PB, pb(scale)).await;
+    assert_eq!(put.code, 200);
+    assert_eq!(put.object()["spec"]["replicas"], 3);
+
+    let opts = json!({"apiVersion": "meta.k8s.io/v1", "kind": "DeleteOptions",
+                      "preconditions": {"uid": "not-the-uid"}});
+    let del = send(&s, "DELETE", &format!("{base}/d1"), PB, pb(opts)).await;
+    assert_eq!(
+        del.code, 409,
+        "the precondition in the protobuf body applies"
+    );
+}
+
+#[tokio::test]
+async fn malformed_bodies_are_rejected_and_nothing_is_stored() {
+    let s = harness::start().await;
+    let base = "/api/v1/namespaces/default/configmaps";
+    let good = pb(configmap("bad"));
+    let truncated = good[..good.len() - 3].to_vec();
+    let mut wrong_magic = good.clone();
+    wrong_magic[..4].copy_from_slice(b"k9s\0");
+    let secret = pb(json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "bad"}}));
+    let mut oversized = good.clone();
+    oversized.resize(4 * 1024 * 1024, 0);
+    for (what, body, code) in [
+        ("truncated", truncated, 400),
+        ("wrong magic", wrong_magic, 400),
+        ("wrong kind", secret, 400),
+        ("garbage", b"k8s\0\xff\xff\xff".to_vec(), 400),
+        ("oversized", oversized, 413),
+    ] {
+        let r = send(&s, "POST", base, PB, body).await;
+        assert_eq!(r.code, code, "{what}");
+        if code == 400 {
+            assert_eq!(r.object()["reason"], "BadRequest", "{what}");
+        }
+    }
+    assert!(s.configmap_names("default").await.is_empty());
+}
+
+#[tokio::test]
+async fn json_only_clients_and_tables_are_unaffected() {
+    let s = harness::start().await;
+    let base = "/api/v1/namespaces/default/configmaps";
+    assert_eq!(
+        send(&s, "POST", base, PB, pb(configmap("t1"))).await.code,
+        201
+    );
+    let req = http::Request::get(base)
+        .header(
+            "accept",
+            format!(
+                "{PB};as=Table;v=v1;g=meta.k8s.io, application/json;as=Table;v=v1;g=meta.k8s.io"
+            ),
+        )
+        .body(Vec::new())
+        .unwrap();
+    let (code, table) = s.raw(req).await;
+    assert_eq!(code, 200);
+    assert_eq!(
+        table["kind"], "Table",
+        "Table has no protobuf form: JSON is chosen"
+    );
+    let accept = format!("{PB};as=PartialObjectMetadataList;g=meta.k8s.io;v=v1");
+    let meta = send_accept(&s, "GET", base, PB, Vec::new(), &accept).await;
+    let meta = meta.object();
+    assert_eq!(meta["kind"], "PartialObjectMetadataList");
+    assert_eq!(meta["items"][0]["metadata"]["name"], "t1");
+    assert!(meta["items"][0].get("data").is_none());
+}
