@@ -35,7 +35,7 @@ pub async fn watch(ctx: Ctx) -> Result<Response, ApiError> {
         rv_match: parse_rv_match(&ctx.query)?,
         allow_bookmarks: ctx.query.flag("allowWatchBookmarks"),
         send_initial_events,
-        encoded_json: ctx.accept.view == View::Object,
+        encoded_json: ctx.accept.view == View::Object && ctx.accept.format == Format::Json,
     };
     let timeout = ctx
         .query

@@ -247,7 +247,7 @@ async fn job_watch_sees_lifecycle() {
     )
     .await
     .unwrap();
-    api.delete("w", &DeleteParams::default()).await.unwrap();
+    api.delete("w", &DeleteParams::background()).await.unwrap();
     let mut seen = Vec::new();
     while seen.len() < 3 {
         let ev = tokio::time::timeout(Duration::from_secs(10), events.try_next())
