@@ -52,6 +52,9 @@ impl Verb {
 pub enum Subresource {
     /// `status`: get, update and patch of the status only.
     Status,
+    /// `approval`: get, update and patch of `status.conditions` only
+    /// (certificatesigningrequests).
+    Approval,
     /// `scale`: an autoscaling/v1 Scale view of `spec.replicas`.
     Scale {
         /// Where the replicas live, as JSON pointers.
@@ -65,6 +68,7 @@ impl Subresource {
     pub fn name(&self) -> &'static str {
         match self {
             Subresource::Status => "status",
+            Subresource::Approval => "approval",
             Subresource::Scale { .. } => "scale",
         }
     }

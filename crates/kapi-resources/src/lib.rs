@@ -3,8 +3,17 @@
 //! OpenAPI documents built from them (`openapi/`), and the table of patch and
 //! list semantics those schemas drop (`patchmeta.rs`).
 
+pub mod admissionregistration;
 pub mod apps;
+pub mod certificates;
 pub mod core;
+pub mod flowcontrol;
+mod more;
+pub mod node;
 pub mod openapi;
 pub mod patchmeta;
+pub mod rbac;
 pub mod registry;
+pub mod reviews;
+pub mod scheduling;
+pub mod storage;

@@ -11,7 +11,9 @@
 pub mod admission;
 pub mod apis;
 pub mod authn;
+pub mod authz;
 mod bootstrap;
+mod clusterroles;
 pub mod discovery;
 pub mod fieldcheck;
 mod filters;
@@ -22,6 +24,7 @@ pub mod negotiate;
 mod openapi;
 mod openapi_pb;
 pub mod request;
+mod reviews;
 pub mod tls;
 
 use std::sync::Arc;
@@ -52,6 +55,8 @@ pub struct Server {
     pub slot: BackendSlot,
     pub schema: Arc<dyn SchemaNav>,
     pub openapi: OpenApi,
+    /// Answers access reviews (the filter chain has its own check for now).
+    pub authorizer: Arc<dyn authz::Authorizer>,
     allocations: admission::Allocations,
 }
 
@@ -66,6 +71,7 @@ impl Server {
             slot,
             schema,
             openapi,
+            authorizer: reviews::default_authorizer(),
             allocations: admission::Allocations::default(),
         })
     }
@@ -95,6 +101,7 @@ impl Server {
     pub async fn start(self: &Arc<Self>) -> Result<(), ApiError> {
         bootstrap::run(self).await?;
         namespaces::spawn(self.clone());
+        clusterroles::spawn(self.clone());
         Ok(())
     }
 

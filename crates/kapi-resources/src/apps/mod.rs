@@ -67,7 +67,7 @@ pub fn validate_selector(obj: &Value, kind: &str, path: &FieldPath) -> ErrorList
 }
 
 /// Upstream `ValidateLabelSelectorRequirement`.
-fn validate_requirement(req: &Value, path: &FieldPath) -> ErrorList {
+pub fn validate_requirement(req: &Value, path: &FieldPath) -> ErrorList {
     let mut errs = ErrorList::new();
     let values = arr_at(req, "/values");
     match str_at(req, "/operator") {

@@ -7,7 +7,6 @@ use axum::body::Body;
 use axum::http::StatusCode;
 use axum::response::Response;
 use kapi_machinery::status::{ApiError, Reason};
-use kapi_registry::store::UpdateTarget;
 use serde_json::Value;
 
 use super::{read_body, Ctx};
@@ -39,16 +38,12 @@ fn patch_type(content_type: Option<&str>) -> Result<PatchType, ApiError> {
     }
 }
 
-pub async fn patch(ctx: &Ctx, body: Body, status: bool) -> Result<Response, ApiError> {
+pub async fn patch(ctx: &Ctx, body: Body, _status: bool) -> Result<Response, ApiError> {
     let kind = patch_type(ctx.content_type())?;
     let bytes = read_body(body).await?;
     let patch = negotiate::decode_json(&bytes)?;
     let opts = ctx.write_options()?;
-    let target = if status {
-        UpdateTarget::Status
-    } else {
-        UpdateTarget::Main
-    };
+    let target = ctx.update_target();
     let def = ctx.entry.def.clone();
     let srv = ctx.srv.clone();
     let (out, _) = ctx

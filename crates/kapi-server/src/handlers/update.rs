@@ -5,7 +5,6 @@ use axum::body::Body;
 use axum::http::StatusCode;
 use axum::response::Response;
 use kapi_machinery::status::ApiError;
-use kapi_registry::store::UpdateTarget;
 
 use super::{check_identity, read_body, Ctx};
 use crate::negotiate;
@@ -16,11 +15,7 @@ pub async fn update(ctx: &Ctx, body: Body, status: bool) -> Result<Response, Api
     check_identity(ctx, &mut obj, true)?;
     let opts = ctx.write_options()?;
     let warnings = ctx.srv.check_fields(ctx, &obj)?;
-    let target = if status {
-        UpdateTarget::Status
-    } else {
-        UpdateTarget::Main
-    };
+    let target = ctx.update_target();
     let create = !status && ctx.entry.def.strategy.allow_create_on_update();
     let (out, created) = ctx
         .entry
