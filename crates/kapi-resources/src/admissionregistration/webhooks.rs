@@ -48,7 +48,7 @@ fn validate_client_config(cc: Option<&Value>, path: &FieldPath) -> ErrorList {
                 if str_at(svc, &format!("/{f}")).is_empty() {
                     errs.push(FieldError::required(
                         &sp.child(f),
-                        &format!("service {f} is required"),
+                        format!("service {f} is required"),
                     ));
                 }
             }

@@ -93,7 +93,9 @@ impl Strategy for CertificateSigningRequestStrategy {
         match old.get("spec") {
             Some(spec) => new["spec"] = spec.clone(),
             None => {
-                new.as_object_mut().map(|m| m.remove("spec"));
+                if let Some(m) = new.as_object_mut() {
+                    m.remove("spec");
+                }
             }
         }
     }

@@ -34,7 +34,9 @@ fn default_binding(obj: &mut Value) {
             match str_at(s, "/kind") {
                 "User" | "Group" => s["apiGroup"] = GROUP.into(),
                 _ => {
-                    s.as_object_mut().map(|m| m.remove("apiGroup"));
+                    if let Some(m) = s.as_object_mut() {
+                        m.remove("apiGroup");
+                    }
                 }
             }
         }

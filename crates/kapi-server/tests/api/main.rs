@@ -12,6 +12,7 @@ mod lifecycle;
 mod lists;
 mod patch;
 mod rbac;
+mod reviews;
 mod smoke;
 mod subresources;
 mod watch;
