@@ -54,6 +54,9 @@ impl Verb {
 pub enum Subresource {
     /// `status`: get, update and patch of the status only.
     Status,
+    /// `approval`: get, update and patch of `status.conditions` only
+    /// (certificatesigningrequests).
+    Approval,
     /// `scale`: an autoscaling/v1 Scale view of `spec.replicas`.
     Scale {
         /// Where the replicas live, as JSON pointers.
@@ -72,6 +75,7 @@ impl Subresource {
     pub fn name(&self) -> &'static str {
         match self {
             Subresource::Status => "status",
+            Subresource::Approval => "approval",
             Subresource::Scale { .. } => "scale",
             Subresource::Finalize => "finalize",
             Subresource::Eviction => "eviction",
@@ -90,7 +94,7 @@ impl Subresource {
     /// resource's own kind.
     pub fn response_kind(&self) -> Option<(&'static str, &'static str, &'static str)> {
         match self {
-            Subresource::Status | Subresource::Finalize => None,
+            Subresource::Status | Subresource::Finalize | Subresource::Approval => None,
             Subresource::Scale { .. } => Some(("autoscaling", "v1", "Scale")),
             Subresource::Eviction => Some(("policy", "v1", "Eviction")),
         }

@@ -95,6 +95,15 @@ pub trait Strategy: Send + Sync + 'static {
     /// Carry over or clear fields on update of the main resource.
     fn prepare_for_update(&self, _new: &mut Value, _old: &Value) {}
 
+    /// Carry over or fill fields on update of a subresource (`status`,
+    /// `approval`), after the store kept only what that subresource may change.
+    fn prepare_for_subresource_update(&self, _sub: &str, _new: &mut Value, _old: &Value) {}
+
+    /// Validation of an update through a subresource.
+    fn validate_subresource_update(&self, _sub: &str, new: &Value, old: &Value) -> ErrorList {
+        self.validate_update(new, old)
+    }
+
     /// Validation of a new object (metadata is validated generically).
     fn validate(&self, _obj: &Value) -> ErrorList {
         Vec::new()

@@ -5,15 +5,24 @@
 
 #[cfg(test)]
 mod apply_scenarios;
+pub mod admissionregistration;
 pub mod apps;
 pub mod autoscaling;
 pub mod batch;
+pub mod certificates;
 pub mod coordination;
 pub mod core;
 pub mod discovery;
 pub mod events;
+pub mod flowcontrol;
+mod more;
 pub mod networking;
+pub mod node;
 pub mod openapi;
 pub mod patchmeta;
 pub mod policy;
+pub mod rbac;
 pub mod registry;
+pub mod reviews;
+pub mod scheduling;
+pub mod storage;

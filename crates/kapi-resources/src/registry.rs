@@ -37,7 +37,7 @@ pub const WORKLOAD_SCALE: Subresource = Subresource::Scale {
 };
 
 /// What varies between declarations; everything else is derived.
-struct Decl {
+pub(crate) struct Decl {
     group: &'static str,
     version: &'static str,
     plural: &'static str,
@@ -45,6 +45,8 @@ struct Decl {
     namespaced: bool,
     short_names: &'static [&'static str],
     in_all: bool,
+    categories: &'static [&'static str],
+    verbs: Option<&'static [Verb]>,
     subresources: Vec<Subresource>,
     key_prefix: &'static str,
     strategy: Arc<dyn Strategy>,
@@ -52,7 +54,7 @@ struct Decl {
 }
 
 impl Decl {
-    fn new(
+    pub(crate) fn new(
         group: &'static str,
         plural: &'static str,
         kind: &'static str,
@@ -66,6 +68,8 @@ impl Decl {
             namespaced: true,
             short_names: &[],
             in_all: false,
+            categories: &[],
+            verbs: None,
             subresources: Vec::new(),
             key_prefix: "",
             strategy,
@@ -80,33 +84,46 @@ impl Decl {
         self
     }
 
-    fn cluster_scoped(mut self) -> Self {
+    pub(crate) fn cluster_scoped(mut self) -> Self {
         self.namespaced = false;
         self
     }
 
-    fn short(mut self, names: &'static [&'static str]) -> Self {
+    pub(crate) fn short(mut self, names: &'static [&'static str]) -> Self {
         self.short_names = names;
         self
     }
 
-    fn in_all(mut self) -> Self {
+    pub(crate) fn in_all(mut self) -> Self {
         self.in_all = true;
         self
     }
 
-    fn sub(mut self, subresources: Vec<Subresource>) -> Self {
+    pub(crate) fn categories(mut self, categories: &'static [&'static str]) -> Self {
+        self.categories = categories;
+        self
+    }
+
+    /// A resource whose storage supports only these verbs.
+    pub(crate) fn verbs(mut self, verbs: &'static [Verb]) -> Self {
+        self.verbs = Some(verbs);
+        self
+    }
+
+    pub(crate) fn sub(mut self, subresources: Vec<Subresource>) -> Self {
         self.subresources = subresources;
         self
     }
 
-    fn key(mut self, prefix: &'static str) -> Self {
+    pub(crate) fn key(mut self, prefix: &'static str) -> Self {
         self.key_prefix = prefix;
         self
     }
 
-    fn build(self) -> ResourceDef {
-        let verbs = if self.plural == "namespaces" {
+    pub(crate) fn build(self) -> ResourceDef {
+        let verbs = if let Some(verbs) = self.verbs {
+            verbs.to_vec()
+        } else if self.plural == "namespaces" {
             Verb::ALL
                 .iter()
                 .copied()
@@ -133,7 +150,7 @@ impl Decl {
             categories: if self.in_all {
                 vec!["all".to_string()]
             } else {
-                Vec::new()
+                self.categories.iter().map(|c| c.to_string()).collect()
             },
             strategy: self.strategy,
             key_prefix,
@@ -150,6 +167,7 @@ pub fn builtin_resources() -> Vec<ResourceDef> {
         .chain(batch_resources())
         .chain(group_resources())
         .chain(converted_resources())
+        .chain(crate::more::resources())
         .map(Decl::build)
         .collect()
 }
@@ -374,7 +392,7 @@ mod tests {
     #[test]
     fn declarations() {
         let all = builtin_resources();
-        assert_eq!(all.len(), 31);
+        assert_eq!(all.len(), 55);
         let pods = find("pods");
         assert_eq!(
             (

@@ -72,6 +72,32 @@ fn invalid(ctx: &Ctx, path: FieldPath, value: Value, detail: &str) -> ApiError {
     ApiError::invalid(ctx.entry.def.group_kind(), ctx.name(), &errs)
 }
 
+/// A CertificateSigningRequest's requestor is whoever creates it, whatever the
+/// body says (upstream's `csrStrategy.PrepareForCreate`).
+fn fill_requestor(ctx: &Ctx, obj: &mut Value) {
+    let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    for f in ["username", "uid", "groups", "extra"] {
+        spec.remove(f);
+    }
+    let Some(user) = &ctx.user else {
+        return;
+    };
+    if !user.name.is_empty() {
+        spec.insert("username".into(), user.name.clone().into());
+    }
+    if !user.uid.is_empty() {
+        spec.insert("uid".into(), user.uid.clone().into());
+    }
+    if !user.groups.is_empty() {
+        spec.insert("groups".into(), json!(user.groups));
+    }
+    if !user.extra.is_empty() {
+        spec.insert("extra".into(), json!(user.extra));
+    }
+}
+
 impl Server {
     pub async fn admit_create(
         &self,
@@ -85,6 +111,9 @@ impl Server {
         if ctx.entry.def.group.is_empty() && ctx.entry.def.resource == "services" {
             self.allocate_service(ctx, obj, opts).await?;
         }
+        if ctx.entry.def.group == kapi_resources::certificates::GROUP {
+            fill_requestor(ctx, obj);
+        }
         Ok(())
     }
 
@@ -96,6 +125,16 @@ impl Server {
                 def.group_resource(),
                 ctx.name(),
                 "this namespace may not be deleted",
+            ));
+        }
+        let system_class = kapi_resources::scheduling::SYSTEM_CLASSES
+            .iter()
+            .any(|c| c.name == ctx.name());
+        if def.group == kapi_resources::scheduling::GROUP && system_class {
+            return Err(ApiError::forbidden(
+                def.group_resource(),
+                ctx.name(),
+                "this is a system priority class and cannot be deleted",
             ));
         }
         Ok(())

@@ -291,10 +291,12 @@ pub async fn authenticate_layer(
         AuthResult::Authenticated(user) => {
             req.headers_mut().remove(header::AUTHORIZATION);
             req.extensions_mut().insert(user);
+            req.extensions_mut().insert(auth.clone());
             next.run(req).await
         }
         AuthResult::Anonymous(user) => {
             req.extensions_mut().insert(user);
+            req.extensions_mut().insert(auth.clone());
             next.run(req).await
         }
         AuthResult::Rejected(reason) => {

@@ -11,8 +11,10 @@
 pub mod admission;
 pub mod apis;
 pub mod authn;
+pub mod authz;
 mod bootstrap;
 pub mod controllers;
+mod clusterroles;
 pub mod discovery;
 pub mod fieldcheck;
 mod filters;
@@ -22,6 +24,7 @@ pub mod negotiate;
 mod openapi;
 mod openapi_pb;
 pub mod request;
+mod reviews;
 pub mod tls;
 
 use std::sync::Arc;
@@ -52,6 +55,8 @@ pub struct Server {
     pub slot: BackendSlot,
     pub schema: Arc<dyn SchemaNav>,
     pub openapi: OpenApi,
+    /// Answers access reviews (the filter chain has its own check for now).
+    pub authorizer: Arc<dyn authz::Authorizer>,
     allocations: admission::Allocations,
 }
 
@@ -66,6 +71,7 @@ impl Server {
             slot,
             schema,
             openapi,
+            authorizer: reviews::default_authorizer(),
             allocations: admission::Allocations::default(),
         })
     }
@@ -99,6 +105,7 @@ impl Server {
     ) -> Result<(), ApiError> {
         bootstrap::run(self).await?;
         controllers::spawn(self, controllers);
+        clusterroles::spawn(self.clone());
         Ok(())
     }
 

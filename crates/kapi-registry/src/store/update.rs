@@ -26,15 +26,18 @@ pub enum UpdateTarget {
     /// The `finalize` subresource (namespaces): like `Main`, but the strategy's
     /// update rules (which keep `spec.finalizers`) do not run.
     Finalize,
+    /// The `approval` subresource: metadata and `status.conditions` only.
+    Approval,
 }
 
 impl UpdateTarget {
-    /// The subresource name `managedFields` records.
-    fn subresource(self) -> Option<&'static str> {
+    /// The subresource name, as managedFields and strategies see it.
+    pub fn subresource(self) -> Option<&'static str> {
         match self {
             UpdateTarget::Main => None,
             UpdateTarget::Status => Some("status"),
             UpdateTarget::Finalize => Some("finalize"),
+            UpdateTarget::Approval => Some("approval"),
         }
     }
 }
@@ -130,6 +133,9 @@ impl Store {
                 None => meta::remove(&mut new, "managedFields"),
             };
         }
+        if target == UpdateTarget::Approval {
+            new = approval_view(new, old);
+        }
         let root = new.as_object_mut().expect("checked");
         root.insert("apiVersion".into(), self.def.api_version().into());
         root.insert("kind".into(), self.def.kind.clone().into());
@@ -140,8 +146,12 @@ impl Store {
             };
         }
         carry_system_metadata(&mut new, old);
-        if target == UpdateTarget::Main {
-            self.def.strategy.prepare_for_update(&mut new, old);
+        match target.subresource() {
+            None => self.def.strategy.prepare_for_update(&mut new, old),
+            Some(sub) => self
+                .def
+                .strategy
+                .prepare_for_subresource_update(sub, &mut new, old),
         }
         self.def.strategy.default(&mut new);
         if self.def.strategy.tracks_generation() && meta::spec_part(&new) != meta::spec_part(old) {
@@ -151,7 +161,7 @@ impl Store {
                 .unwrap_or(0);
             meta::meta_mut(&mut new).insert("generation".into(), (gen + 1).into());
         }
-        self.validate_update(&new, old)?;
+        self.validate_update(&new, old, target)?;
         Ok(new)
     }
 
@@ -186,14 +196,22 @@ impl Store {
         Ok(())
     }
 
-    fn validate_update(&self, new: &Value, old: &Value) -> Result<(), ApiError> {
+    fn validate_update(
+        &self,
+        new: &Value,
+        old: &Value,
+        target: UpdateTarget,
+    ) -> Result<(), ApiError> {
         let empty = Value::Object(Default::default());
         let mut errs = validate_object_meta_update(
             new.get("metadata").unwrap_or(&empty),
             old.get("metadata").unwrap_or(&empty),
             &FieldPath::new("metadata"),
         );
-        errs.extend(self.def.strategy.validate_update(new, old));
+        errs.extend(match target.subresource() {
+            None => self.def.strategy.validate_update(new, old),
+            Some(sub) => self.def.strategy.validate_subresource_update(sub, new, old),
+        });
         if errs.is_empty() {
             Ok(())
         } else {
@@ -229,6 +247,27 @@ impl Store {
         }
         (Decision::Write(self.encode(&new)), new)
     }
+}
+
+/// What an approval update may change: the client's metadata and
+/// `status.conditions`; everything else stays as stored.
+fn approval_view(client: Value, old: &Value) -> Value {
+    let mut out = old.clone();
+    let root = out.as_object_mut().expect("stored objects are objects");
+    if let Some(m) = client.get("metadata") {
+        root.insert("metadata".into(), m.clone());
+    }
+    let conditions = client.pointer("/status/conditions").cloned();
+    let status = root
+        .entry("status")
+        .or_insert_with(|| Value::Object(Default::default()));
+    if let Some(status) = status.as_object_mut() {
+        match conditions {
+            Some(c) => status.insert("conditions".into(), c),
+            None => status.remove("conditions"),
+        };
+    }
+    out
 }
 
 /// Fields of `metadata` only the server sets.

@@ -82,19 +82,32 @@ kinds! {
     "" "v1" Service list => api::core::v1::Service;
     "" "v1" ServiceAccount list => api::core::v1::ServiceAccount;
     "" "v1" Status single => meta::Status;
+    "admissionregistration.k8s.io" "v1" MutatingWebhookConfiguration list => api::admissionregistration::v1::MutatingWebhookConfiguration;
+    "admissionregistration.k8s.io" "v1" ValidatingAdmissionPolicy list => api::admissionregistration::v1::ValidatingAdmissionPolicy;
+    "admissionregistration.k8s.io" "v1" ValidatingAdmissionPolicyBinding list => api::admissionregistration::v1::ValidatingAdmissionPolicyBinding;
+    "admissionregistration.k8s.io" "v1" ValidatingWebhookConfiguration list => api::admissionregistration::v1::ValidatingWebhookConfiguration;
     "apps" "v1" ControllerRevision list => api::apps::v1::ControllerRevision;
     "apps" "v1" DaemonSet list => api::apps::v1::DaemonSet;
     "apps" "v1" Deployment list => api::apps::v1::Deployment;
     "apps" "v1" ReplicaSet list => api::apps::v1::ReplicaSet;
     "apps" "v1" StatefulSet list => api::apps::v1::StatefulSet;
+    "authentication.k8s.io" "v1" SelfSubjectReview single => api::authentication::v1::SelfSubjectReview;
+    "authentication.k8s.io" "v1" TokenReview single => api::authentication::v1::TokenReview;
+    "authorization.k8s.io" "v1" LocalSubjectAccessReview single => api::authorization::v1::LocalSubjectAccessReview;
+    "authorization.k8s.io" "v1" SelfSubjectAccessReview single => api::authorization::v1::SelfSubjectAccessReview;
+    "authorization.k8s.io" "v1" SelfSubjectRulesReview single => api::authorization::v1::SelfSubjectRulesReview;
+    "authorization.k8s.io" "v1" SubjectAccessReview single => api::authorization::v1::SubjectAccessReview;
     "autoscaling" "v1" Scale single => api::autoscaling::v1::Scale;
     "autoscaling" "v1" HorizontalPodAutoscaler list => api::autoscaling::v1::HorizontalPodAutoscaler;
     "autoscaling" "v2" HorizontalPodAutoscaler list => api::autoscaling::v2::HorizontalPodAutoscaler;
     "batch" "v1" Job list => api::batch::v1::Job;
     "batch" "v1" CronJob list => api::batch::v1::CronJob;
+    "certificates.k8s.io" "v1" CertificateSigningRequest list => api::certificates::v1::CertificateSigningRequest;
     "coordination.k8s.io" "v1" Lease list => api::coordination::v1::Lease;
     "discovery.k8s.io" "v1" EndpointSlice list => api::discovery::v1::EndpointSlice;
     "events.k8s.io" "v1" Event list => api::events::v1::Event;
+    "flowcontrol.apiserver.k8s.io" "v1" FlowSchema list => api::flowcontrol::v1::FlowSchema;
+    "flowcontrol.apiserver.k8s.io" "v1" PriorityLevelConfiguration list => api::flowcontrol::v1::PriorityLevelConfiguration;
     "networking.k8s.io" "v1" Ingress list => api::networking::v1::Ingress;
     "networking.k8s.io" "v1" IngressClass list => api::networking::v1::IngressClass;
     "networking.k8s.io" "v1" NetworkPolicy list => api::networking::v1::NetworkPolicy;
@@ -110,6 +123,7 @@ kinds! {
     "storage.k8s.io" "v1" CSIDriver list => api::storage::v1::CSIDriver;
     "storage.k8s.io" "v1" CSINode list => api::storage::v1::CSINode;
     "storage.k8s.io" "v1" VolumeAttachment list => api::storage::v1::VolumeAttachment;
+    "storage.k8s.io" "v1" CSIStorageCapacity list => api::storage::v1::CSIStorageCapacity;
 }
 
 /// The entry of a kind, if it has a built-in schema.

@@ -367,6 +367,11 @@ fn sub_ops(gv: &GroupVersion, t: &Target, scope: &str, sub: &Subresource) -> Vec
             t.def.as_str(),
             gvk(&t.res.group, &t.res.version, kind),
         ),
+        Subresource::Approval => (
+            "Approval",
+            t.def.as_str(),
+            gvk(&t.res.group, &t.res.version, kind),
+        ),
         Subresource::Scale { .. } => ("Scale", SCALE, gvk("autoscaling", "v1", "Scale")),
         Subresource::Finalize => (
             "Finalize",

@@ -7,7 +7,7 @@ mod apply;
 mod create;
 mod delete;
 mod eviction;
-mod get;
+pub(crate) mod get;
 mod json_fast;
 mod list;
 mod patch;
@@ -43,6 +43,10 @@ pub struct Ctx {
     pub query: Query,
     pub accept: Accept,
     pub headers: HeaderMap,
+    /// Who is asking (set by the authentication filter).
+    pub user: Option<crate::authn::UserInfo>,
+    /// The authenticator that admitted the request (token reviews use it).
+    pub authenticator: Option<Arc<crate::authn::Authenticator>>,
 }
 
 impl Ctx {
@@ -80,6 +84,15 @@ impl Ctx {
             .unwrap_or("unknown");
         let prefix = ua.split('/').next().unwrap_or(ua);
         prefix.chars().take(128).collect()
+    }
+
+    /// Which part of the object a write through this URL may change.
+    pub fn update_target(&self) -> UpdateTarget {
+        match self.info.subresource.as_deref() {
+            Some("status") => UpdateTarget::Status,
+            Some("approval") => UpdateTarget::Approval,
+            _ => UpdateTarget::Main,
+        }
     }
 
     pub fn content_type(&self) -> Option<&str> {
@@ -174,6 +187,11 @@ async fn handle(
         info,
         query,
         accept,
+        user: parts.extensions.get::<crate::authn::UserInfo>().cloned(),
+        authenticator: parts
+            .extensions
+            .get::<Arc<crate::authn::Authenticator>>()
+            .cloned(),
         headers: parts.headers,
     };
     match (verb, sub) {
@@ -185,9 +203,13 @@ async fn handle(
         (Verb::Patch, None) => patch::patch(&ctx, body, false).await,
         (Verb::Delete, None) => delete::delete(&ctx, body).await,
         (Verb::DeleteCollection, None) => delete::delete_collection(&ctx, body).await,
-        (Verb::Get, Some(Subresource::Status)) => get::get(&ctx).await,
-        (Verb::Update, Some(Subresource::Status)) => update::update(&ctx, body, true).await,
-        (Verb::Patch, Some(Subresource::Status)) => patch::patch(&ctx, body, true).await,
+        (Verb::Get, Some(Subresource::Status | Subresource::Approval)) => get::get(&ctx).await,
+        (Verb::Update, Some(Subresource::Status | Subresource::Approval)) => {
+            update::update(&ctx, body, true).await
+        }
+        (Verb::Patch, Some(Subresource::Status | Subresource::Approval)) => {
+            patch::patch(&ctx, body, true).await
+        }
         (verb, Some(sub @ Subresource::Scale { .. })) => scale::scale(&ctx, verb, &sub, body).await,
         (Verb::Update, Some(Subresource::Finalize)) => {
             update::update_target(&ctx, body, UpdateTarget::Finalize).await

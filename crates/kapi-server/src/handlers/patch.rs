@@ -7,7 +7,6 @@ use axum::body::Body;
 use axum::http::StatusCode;
 use axum::response::Response;
 use kapi_machinery::status::{ApiError, Reason};
-use kapi_registry::store::UpdateTarget;
 use serde_json::Value;
 
 use super::{read_body, Ctx};
@@ -51,11 +50,7 @@ pub async fn patch(ctx: &Ctx, body: Body, status: bool) -> Result<Response, ApiE
     let bytes = read_body(body).await?;
     let patch = negotiate::decode_json(&bytes)?;
     let opts = ctx.write_options()?;
-    let target = if status {
-        UpdateTarget::Status
-    } else {
-        UpdateTarget::Main
-    };
+    let target = ctx.update_target();
     let def = ctx.entry.def.clone();
     let srv = ctx.srv.clone();
     let (out, _) = ctx

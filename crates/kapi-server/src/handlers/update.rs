@@ -12,7 +12,7 @@ use crate::negotiate;
 
 pub async fn update(ctx: &Ctx, body: Body, status: bool) -> Result<Response, ApiError> {
     let target = if status {
-        UpdateTarget::Status
+        ctx.update_target()
     } else {
         UpdateTarget::Main
     };
