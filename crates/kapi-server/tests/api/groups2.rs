@@ -153,7 +153,7 @@ async fn csi_driver_and_capacity_and_attachment() {
         .patch_status("va", &PatchParams::default(), &Patch::Merge(&status))
         .await
         .unwrap();
-    assert_eq!(patched.status.unwrap().attached, true);
+    assert!(patched.status.unwrap().attached);
     let err = api_error(
         vas.patch(
             "va",
