@@ -120,9 +120,12 @@ async fn start_with(selection: kapi_server::controllers::Selection) -> TestServe
     )
     .expect("kubeconfig");
     let kubeconfig = Kubeconfig::read_from(&path).expect("read kubeconfig");
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-        .await
-        .expect("kube config");
+    let mut config =
+        kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+            .await
+            .expect("kube config");
+    // Tests check 429/503 answers themselves; kube would retry them for minutes.
+    config.default_retry = false;
     let client = Client::try_from(config).expect("client");
     TestServer {
         client,
