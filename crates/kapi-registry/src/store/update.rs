@@ -139,7 +139,7 @@ impl Store {
         let root = new.as_object_mut().expect("checked");
         root.insert("apiVersion".into(), self.def.api_version().into());
         root.insert("kind".into(), self.def.kind.clone().into());
-        if target != UpdateTarget::Status && self.def.has_status() {
+        if matches!(target, UpdateTarget::Main | UpdateTarget::Finalize) && self.def.has_status() {
             match old.get("status") {
                 Some(s) => root.insert("status".into(), s.clone()),
                 None => root.remove("status"),
