@@ -94,7 +94,7 @@ pub async fn get(
 pub async fn list(api: &Api, repeat: usize, page: usize) -> Vec<Samples> {
     let ns = api.configmaps();
     let variants = [
-        ("list ns, consistent", format!("{ns}"), false),
+        ("list ns, consistent", ns.to_string(), false),
         (
             "list ns, resourceVersion=0",
             format!("{ns}?resourceVersion=0"),

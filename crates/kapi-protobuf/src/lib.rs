@@ -178,9 +178,12 @@ pub fn encode_watch_frame(event_type: &str, object: &Value) -> Result<Vec<u8>, E
     Ok(out)
 }
 
+/// One decoded watch event: its `type` and its object.
+pub type WatchFrame = (String, Value);
+
 /// Split one frame off a watch stream: `(type, object)` and the bytes left,
 /// or `None` when the buffer does not hold a whole frame yet.
-pub fn decode_watch_frame(buf: &[u8]) -> Result<Option<((String, Value), &[u8])>, Error> {
+pub fn decode_watch_frame(buf: &[u8]) -> Result<Option<(WatchFrame, &[u8])>, Error> {
     let Some(len) = buf.get(..4) else {
         return Ok(None);
     };

@@ -22,7 +22,7 @@ fn example(idx: usize, depth: usize) -> Value {
         Special::Duration => return json!("1h2m3.5s"),
         Special::Quantity => return json!("250m"),
         Special::IntOrString => {
-            return if depth % 2 == 0 {
+            return if depth.is_multiple_of(2) {
                 json!(8080)
             } else {
                 json!("http")

@@ -3,9 +3,9 @@
 //! OpenAPI documents built from them (`openapi/`), and the table of patch and
 //! list semantics those schemas drop (`patchmeta.rs`).
 
+pub mod admissionregistration;
 #[cfg(test)]
 mod apply_scenarios;
-pub mod admissionregistration;
 pub mod apps;
 pub mod autoscaling;
 pub mod batch;

@@ -29,6 +29,7 @@ fn def() -> Arc<ResourceDef> {
         categories: Vec::new(),
         strategy: Arc::new(DefaultStrategy),
         key_prefix: "/t/configmaps".into(),
+        conversion: None,
     })
 }
 

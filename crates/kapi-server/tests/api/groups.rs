@@ -102,7 +102,9 @@ async fn round_trip(s: &TestServer, c: Case) {
         c.kind
     );
 
-    api.delete(&name, &DeleteParams::background()).await.unwrap();
+    api.delete(&name, &DeleteParams::background())
+        .await
+        .unwrap();
     let mut seen = Vec::new();
     while seen.len() < 3 {
         let ev = tokio::time::timeout(Duration::from_secs(10), events.try_next())

@@ -3,15 +3,15 @@
 //! (`harness.rs`); modules group the tests by the behaviour they check.
 
 mod apply;
-mod controllers;
 mod batch;
+mod controllers;
 mod crud;
 mod defaults;
 mod discovery;
 mod errors;
 mod eviction;
-mod groups2;
 mod groups;
+mod groups2;
 mod harness;
 mod lifecycle;
 mod lists;
