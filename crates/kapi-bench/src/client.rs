@@ -10,6 +10,7 @@ use http_body_util::BodyExt;
 pub struct Api {
     client: kube::Client,
     pub ns: String,
+    kubeconfig: Option<std::path::PathBuf>,
 }
 
 impl Api {
@@ -28,7 +29,13 @@ impl Api {
         Ok(Api {
             client,
             ns: ns.to_owned(),
+            kubeconfig: kubeconfig.map(std::path::Path::to_path_buf),
         })
+    }
+
+    /// The same server through a client of its own (its own connection).
+    pub async fn reconnect(&self) -> Result<Api, String> {
+        Api::connect(self.kubeconfig.as_deref(), &self.ns).await
     }
 
     pub fn configmaps(&self) -> String {

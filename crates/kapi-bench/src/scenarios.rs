@@ -94,7 +94,7 @@ pub async fn get(
 pub async fn list(api: &Api, repeat: usize, page: usize) -> Vec<Samples> {
     let ns = api.configmaps();
     let variants = [
-        ("list ns, consistent", ns.to_string(), false),
+        ("list ns, consistent", ns.clone(), false),
         (
             "list ns, resourceVersion=0",
             format!("{ns}?resourceVersion=0"),
@@ -225,14 +225,13 @@ pub async fn watch(api: &Api, prefix: &str, plan: &WatchPlan) -> Vec<Samples> {
     let stop = Arc::new(tokio::sync::Notify::new());
     let mut handles = Vec::new();
     for _ in 0..plan.watchers {
-        let (api, received, connected, stop) = (
-            api.clone(),
-            received.clone(),
-            connected.clone(),
-            stop.clone(),
-        );
+        let (received, connected, stop) = (received.clone(), connected.clone(), stop.clone());
         let (prefix, informers) = (format!("{prefix}-w-"), plan.informers);
+        // Each watcher on its own connection, as separate informer processes
+        // would be (on one HTTP/2 connection they would share one client task).
+        let api = api.reconnect().await.ok();
         handles.push(tokio::spawn(async move {
+            let api = api?;
             let base = api.configmaps();
             let rv = if informers {
                 let (_, body) = api

@@ -137,9 +137,9 @@ pub fn print_table(scenario: &str, results: &[Value], procs: &[Value]) {
         println!(
             "{:<34} {:>8} {:>6} {:>9} {:>9.2} {:>9.2} {:>9.2}",
             r["name"].as_str().unwrap_or(""),
-            r["count"],
-            r["errors"],
-            r["per_second"],
+            r["count"].as_u64().unwrap_or(0),
+            r["errors"].as_u64().unwrap_or(0),
+            r["per_second"].as_f64().unwrap_or(0.0),
             r["p50_ms"].as_f64().unwrap_or(0.0),
             r["p99_ms"].as_f64().unwrap_or(0.0),
             r["max_ms"].as_f64().unwrap_or(0.0),

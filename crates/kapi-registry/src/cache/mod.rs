@@ -269,7 +269,7 @@ impl CachedBackend {
 
     /// Objects cached under `prefix`'s cache.
     pub fn cached_objects(&self, prefix: &str) -> usize {
-        self.cache(prefix).map_or(0, |c| c.len())
+        self.cache(prefix).map_or(0, |c| c.object_count())
     }
 
     /// Watchers attached to `prefix`'s cache.

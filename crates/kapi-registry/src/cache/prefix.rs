@@ -177,7 +177,7 @@ impl PrefixCache {
         st.ready.then_some(st.revision)
     }
 
-    pub fn len(&self) -> usize {
+    pub fn object_count(&self) -> usize {
         self.state.read().expect("cache lock").objects.len()
     }
 
