@@ -13,7 +13,6 @@ pub mod apis;
 pub mod authn;
 pub mod authz;
 mod bootstrap;
-mod clusterroles;
 pub mod controllers;
 pub mod discovery;
 pub mod fieldcheck;
@@ -105,7 +104,6 @@ impl Server {
     ) -> Result<(), ApiError> {
         bootstrap::run(self).await?;
         controllers::spawn(self, controllers);
-        clusterroles::spawn(self.clone());
         Ok(())
     }
 

@@ -8,6 +8,7 @@
 //! | `namespace-controller` (`namespace`) | kube-controller-manager | `namespace.rs` |
 //! | `serviceaccount-controller` (`serviceaccount`) | kube-controller-manager | `serviceaccounts.rs` |
 //! | `root-ca-certificate-publisher-controller` (`root-ca-cert-publisher`) | kube-controller-manager | `rootca.rs` |
+//! | `clusterrole-aggregation-controller` (`clusterrole-aggregation`) | kube-controller-manager | `clusterroles.rs` |
 //! | `kubernetes` Service endpoints (`--endpoint-reconciler-type`) | kube-apiserver | `kubernetes_service.rs` |
 //!
 //! Every controller is driven by watches on the generic store (`informer.rs`)
@@ -16,6 +17,7 @@
 //! the API. Turning one off (`--controllers=*,-garbagecollector`) leaves its work
 //! to an external kube-controller-manager.
 
+mod clusterroles;
 mod gc;
 mod informer;
 mod kubernetes_service;
@@ -46,6 +48,10 @@ pub const CONTROLLERS: &[(&str, &str)] = &[
     (
         "root-ca-certificate-publisher-controller",
         "root-ca-cert-publisher",
+    ),
+    (
+        "clusterrole-aggregation-controller",
+        "clusterrole-aggregation",
     ),
 ];
 
@@ -148,6 +154,9 @@ pub fn spawn(srv: &Arc<Server>, opts: &Options) {
     match &opts.root_ca {
         Some(ca) if sel.enabled("root-ca-cert-publisher") => rootca::spawn(srv.clone(), ca.clone()),
         _ => {}
+    }
+    if sel.enabled("clusterrole-aggregation") {
+        clusterroles::spawn(srv.clone());
     }
     kubernetes_service::spawn(srv.clone(), opts.endpoint_reconciler);
 }

@@ -79,6 +79,13 @@ pub async fn apply(ctx: &Ctx, body: Body, status: bool) -> Result<Response, ApiE
     let store = &ctx.entry.store;
     let api_version = ctx.entry.def.api_version();
     let (name, namespace) = (ctx.name().to_owned(), ctx.namespace().map(str::to_owned));
+    if !status {
+        if let Some(out) = create_if_absent(ctx, &patch, &manager, force, &opts).await? {
+            let mut resp = super::get::respond_object(ctx, StatusCode::CREATED, &out)?;
+            crate::fieldcheck::add_warnings(&mut resp, &warnings);
+            return Ok(resp);
+        }
+    }
     let (out, created) = store
         .update_with(
             ctx.namespace(),
@@ -107,6 +114,38 @@ pub async fn apply(ctx: &Ctx, body: Body, status: bool) -> Result<Response, ApiE
     let mut resp = super::get::respond_object(ctx, code, &out)?;
     crate::fieldcheck::add_warnings(&mut resp, &warnings);
     Ok(resp)
+}
+
+/// An apply to an absent object is a create, and goes through create admission
+/// like a POST (namespace lifecycle, allocations); `None` when the object exists
+/// (or appears meanwhile), so the merge path answers.
+async fn create_if_absent(
+    ctx: &Ctx,
+    patch: &Value,
+    manager: &str,
+    force: bool,
+    opts: &kapi_registry::store::options::WriteOptions,
+) -> Result<Option<Value>, ApiError> {
+    let store = &ctx.entry.store;
+    match store.get(ctx.namespace(), ctx.name(), None).await {
+        Ok(_) => return Ok(None),
+        Err(e) if e.is_not_found() => {}
+        Err(e) => return Err(e),
+    }
+    check_name(patch, ctx.name(), ctx.namespace())?;
+    let api_version = ctx.entry.def.api_version();
+    let fm = store.field_manager(&api_version, None);
+    let mut obj = fm.apply(None, patch, manager, force, &meta::now_rfc3339())?;
+    meta::set_str(&mut obj, "name", ctx.name());
+    if let Some(ns) = ctx.namespace() {
+        meta::set_str(&mut obj, "namespace", ns);
+    }
+    ctx.srv.admit_create(ctx, &mut obj, opts).await?;
+    match store.create(obj, opts).await {
+        Ok(out) => Ok(Some(out)),
+        Err(e) if e.is_already_exists() => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 /// The configuration may name the object only as the URL does.

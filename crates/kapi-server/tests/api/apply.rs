@@ -416,3 +416,38 @@ async fn two_controllers_share_a_list_map() {
         json!({"f:data": {".": {}, "f:k": {}}})
     );
 }
+
+#[tokio::test]
+async fn apply_create_goes_through_create_admission() {
+    let s = harness::start().await;
+    // Namespace lifecycle: no object appears in a namespace that does not exist.
+    let missing: Api<ConfigMap> = s.api("no-such-ns");
+    let err = api_error(
+        missing
+            .patch(
+                "cfg",
+                &PatchParams::apply("ctrl"),
+                &Patch::Apply(cm(json!({"a": "1"}))),
+            )
+            .await,
+    );
+    assert_eq!((err.code, err.reason.as_str()), (404, "NotFound"));
+    assert!(err.message.contains("no-such-ns"), "{}", err.message);
+
+    // Allocation: a Service created by apply gets its cluster IP like a POST.
+    let svcs: Api<k8s_openapi::api::core::v1::Service> = s.api("default");
+    let svc = json!({
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "applied"},
+        "spec": {"ports": [{"port": 80}]}
+    });
+    let out = svcs
+        .patch("applied", &PatchParams::apply("ctrl"), &Patch::Apply(svc))
+        .await
+        .unwrap();
+    let ip = out.spec.unwrap().cluster_ip.unwrap_or_default();
+    assert!(ip.starts_with("10.0.0."), "cluster IP {ip:?}");
+    assert_eq!(
+        out.metadata.managed_fields.unwrap()[0].operation.as_deref(),
+        Some("Apply")
+    );
+}
