@@ -275,11 +275,15 @@ fn resolve(module: &[String], path: &str) -> String {
 struct Names {
     all: HashMap<String, Vec<String>>,
     by_type: HashMap<String, Vec<String>>,
+    /// Per type, the JSON names of fields k8s-openapi declares without `Option`:
+    /// Go fields without `omitempty`, whose zero value is written out.
+    required: HashMap<String, Vec<String>>,
 }
 
 fn json_names(dir: &Path) -> Names {
     let mut names: HashMap<String, Vec<String>> = HashMap::new();
     let mut by_type: HashMap<String, Vec<String>> = HashMap::new();
+    let mut required: HashMap<String, Vec<String>> = HashMap::new();
     for file in rust_files(dir) {
         let text = std::fs::read_to_string(&file).expect("read k8s-openapi source");
         let rel = file.strip_prefix(dir).expect("under dir");
@@ -296,6 +300,20 @@ fn json_names(dir: &Path) -> Names {
             })
         });
         let mut type_names = Vec::new();
+        // `pub value: i32,` in the struct: a scalar that is never absent.
+        let plain: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("pub "))
+            .filter_map(|l| l.split_once(": "))
+            .filter(|(_, ty)| {
+                matches!(
+                    ty.trim_end_matches(','),
+                    "i32" | "i64" | "f64" | "bool" | "std::string::String"
+                )
+            })
+            .map(|(field, _)| field)
+            .collect();
+        let mut type_required = Vec::new();
         for line in text.lines() {
             let line = line.trim();
             let Some(rest) = line.strip_prefix('"') else {
@@ -308,21 +326,28 @@ fn json_names(dir: &Path) -> Names {
                 continue;
             }
             type_names.push(name.to_string());
+            let rust = tail
+                .trim_start()
+                .trim_start_matches("=> Field::Key_")
+                .trim_end_matches(',');
+            if plain.contains(&rust) {
+                type_required.push(name.to_string());
+            }
             let list = names.entry(normalize(name)).or_default();
             if !list.iter().any(|n| n == name) {
                 list.push(name.to_string());
             }
         }
         if let Some(ty) = ty {
-            by_type.insert(
-                format!("{}.{ty}", module.join(".")).to_ascii_lowercase(),
-                type_names,
-            );
+            let key = format!("{}.{ty}", module.join(".")).to_ascii_lowercase();
+            required.insert(key.clone(), type_required);
+            by_type.insert(key, type_names);
         }
     }
     Names {
         all: names,
         by_type,
+        required,
     }
 }
 
@@ -453,9 +478,13 @@ fn generate(
                 // A field newer than the k8s-openapi version: by any type's names.
                 None => (global_json_name(&f.rust, names), false),
             };
+            let required = names
+                .required
+                .get(&path.to_ascii_lowercase())
+                .is_some_and(|r| r.contains(&json));
             writeln!(
                 out,
-                "  FieldDesc {{ json: {json:?}, tag: {}, ty: {ty}, label: {label}, inline: {inline} }},",
+                "  FieldDesc {{ json: {json:?}, tag: {}, ty: {ty}, label: {label}, inline: {inline}, required: {required} }},",
                 f.tag
             )
             .unwrap();

@@ -95,20 +95,23 @@ fn omitted(kind: &str, f: &FieldDesc, v: &Value) -> bool {
         Value::Array(a) => a.is_empty(),
         Value::Object(o) if f.label == Label::Map => o.is_empty(),
         Value::String(s) if matches!(f.ty, Ty::String | Ty::Bytes) => {
-            s.is_empty() && !keeps_zero(kind, f.json)
+            s.is_empty() && !keeps_zero(kind, f)
         }
-        Value::Bool(b) => !*b && !keeps_zero(kind, f.json),
+        Value::Bool(b) => !*b && !keeps_zero(kind, f),
         Value::Number(n) if !matches!(f.ty, Ty::Message(_)) => {
-            n.as_f64() == Some(0.0) && !keeps_zero(kind, f.json)
+            n.as_f64() == Some(0.0) && !keeps_zero(kind, f)
         }
         _ => false,
     }
 }
 
-fn keeps_zero(kind: &str, json: &str) -> bool {
-    KEEP_ZERO
-        .iter()
-        .any(|(k, fields)| *k == kind && fields.contains(&json))
+/// A zero that means something: a field Go always writes (`PriorityClass.value`,
+/// `ContainerPort.containerPort`), or a pointer field listed in [`KEEP_ZERO`].
+fn keeps_zero(kind: &str, f: &FieldDesc) -> bool {
+    f.required
+        || KEEP_ZERO
+            .iter()
+            .any(|(k, fields)| *k == kind && fields.contains(&f.json))
 }
 
 /// Pointer fields (`*int32`, `*bool`, `*string` in the Go types) of the served
@@ -182,6 +185,39 @@ pub const KEEP_ZERO: &[(&str, &[&str])] = &[
             "manualSelector",
         ],
     ),
+    (
+        "CronJobSpec",
+        &[
+            "startingDeadlineSeconds",
+            "suspend",
+            "successfulJobsHistoryLimit",
+            "failedJobsHistoryLimit",
+        ],
+    ),
+    ("ReplicationControllerSpec", &["replicas"]),
+    (
+        "HorizontalPodAutoscalerSpec",
+        &["minReplicas", "targetCPUUtilizationPercentage"],
+    ),
+    ("HPAScalingRules", &["stabilizationWindowSeconds"]),
+    (
+        "LeaseSpec",
+        &["leaseDurationSeconds", "leaseTransitions", "holderIdentity"],
+    ),
+    ("EndpointConditions", &["ready", "serving", "terminating"]),
+    ("EndpointPort", &["port", "name"]),
+    ("StorageClass", &["allowVolumeExpansion"]),
+    (
+        "CSIDriverSpec",
+        &[
+            "attachRequired",
+            "podInfoOnMount",
+            "storageCapacity",
+            "requiresRepublish",
+            "seLinuxMount",
+        ],
+    ),
+    ("NetworkPolicyPort", &["endPort"]),
     ("DeleteOptions", &["gracePeriodSeconds", "orphanDependents"]),
     ("ScaleSpec", &["replicas"]),
     ("OwnerReference", &["controller", "blockOwnerDeletion"]),

@@ -38,6 +38,9 @@ pub struct FieldDesc {
     /// An embedded Go struct (`json:",inline"`, e.g. `Volume.volumeSource`):
     /// its fields sit in the parent's JSON object.
     pub inline: bool,
+    /// Go writes this field even at its zero value (no `omitempty`; k8s-openapi
+    /// declares it without `Option`): a zero on the wire is kept.
+    pub required: bool,
 }
 
 #[derive(Debug)]
@@ -71,7 +74,7 @@ pub enum Special {
     IntOrString,
     /// `runtime.RawExtension`, `meta/v1.FieldsV1`, apiextensions `JSON`: raw JSON bytes.
     RawJson,
-    /// `meta/v1.Verbs`: a bare string array.
+    /// `meta/v1.Verbs` (and the `ExtraValue`s): a bare string array.
     Verbs,
 }
 
@@ -90,6 +93,9 @@ fn special_of(path: &str) -> Special {
         "apimachinery.pkg.api.resource.Quantity" => Special::Quantity,
         "apimachinery.pkg.util.intstr.IntOrString" => Special::IntOrString,
         "apimachinery.pkg.runtime.RawExtension" => Special::RawJson,
+        // authentication/authorization/certificates `ExtraValue`: a string list
+        // in JSON, a message with `repeated string items = 1` on the wire.
+        p if p.starts_with("api.") && p.ends_with(".ExtraValue") => Special::Verbs,
         p if p.starts_with("apiextensions_apiserver.") && p.ends_with(".JSON") => Special::RawJson,
         _ => Special::None,
     }

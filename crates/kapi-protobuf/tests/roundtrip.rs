@@ -75,7 +75,10 @@ fn served_kinds() -> Vec<(String, String)> {
     for def in kapi_resources::registry::builtin_resources() {
         let av = def.api_version();
         kinds.insert((av.clone(), def.kind.clone()));
-        kinds.insert((av.clone(), def.list_kind.clone()));
+        // Create-only review resources have no list.
+        if def.supports(kapi_registry::Verb::List) {
+            kinds.insert((av.clone(), def.list_kind.clone()));
+        }
         for sub in &def.subresources {
             if sub.name() == "scale" {
                 kinds.insert(("autoscaling/v1".to_string(), "Scale".to_string()));
@@ -261,6 +264,22 @@ fn go_zero_values_decode_as_absent() {
     .unwrap();
     let v = kapi_protobuf::decode_message("apps/v1", "Deployment", &spec).unwrap();
     assert_eq!(v, json!({"spec": {"replicas": 0}}));
+    // A field Go writes without `omitempty` keeps its zero too.
+    let pc = json!({"value": 0, "globalDefault": false});
+    let bytes =
+        kapi_protobuf::encode_message("scheduling.k8s.io/v1", "PriorityClass", &pc).unwrap();
+    let v = kapi_protobuf::decode_message("scheduling.k8s.io/v1", "PriorityClass", &bytes).unwrap();
+    assert_eq!(v, json!({"value": 0}));
+    let job = json!({"spec": {"backoffLimit": 0, "template": {"spec": {"containers": [
+        {"name": "c", "ports": [{"containerPort": 0}]}
+    ]}}}});
+    let bytes = kapi_protobuf::encode_message("batch/v1", "Job", &job).unwrap();
+    let v = kapi_protobuf::decode_message("batch/v1", "Job", &bytes).unwrap();
+    assert_eq!(v["spec"]["backoffLimit"], json!(0));
+    assert_eq!(
+        v["spec"]["template"]["spec"]["containers"][0]["ports"][0]["containerPort"],
+        json!(0)
+    );
 }
 
 #[test]
