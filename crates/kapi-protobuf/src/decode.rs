@@ -91,7 +91,9 @@ fn message_at(idx: usize, bytes: &[u8], depth: usize) -> Result<Value, Error> {
 /// Whether Go's JSON would leave this decoded value out.
 fn omitted(kind: &str, f: &FieldDesc, v: &Value) -> bool {
     match v {
-        Value::Null => true,
+        // `ObjectMeta.creationTimestamp` is a struct, not a pointer: Go writes a
+        // zero one as `null` (what a JSON client sends for a pod template).
+        Value::Null => !(kind == "ObjectMeta" && f.json == "creationTimestamp"),
         Value::Array(a) => a.is_empty(),
         Value::Object(o) if f.label == Label::Map => o.is_empty(),
         Value::String(s) if matches!(f.ty, Ty::String | Ty::Bytes) => {

@@ -254,7 +254,10 @@ fn go_zero_values_decode_as_absent() {
     let mut cm = vec![(1 << 3) | 2, meta.len() as u8];
     cm.extend_from_slice(&meta);
     let v = kapi_protobuf::decode_message("v1", "ConfigMap", &cm).unwrap();
-    assert_eq!(v, json!({"metadata": {"name": "x"}}));
+    assert_eq!(
+        v,
+        json!({"metadata": {"name": "x", "creationTimestamp": null}})
+    );
     // A pointer field keeps its explicit zero.
     let spec = kapi_protobuf::encode_message(
         "apps/v1",
