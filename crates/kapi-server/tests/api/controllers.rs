@@ -540,3 +540,23 @@ async fn the_finalize_subresource_replaces_spec_finalizers() {
     assert_eq!(code, 200);
     gone(&srv, &format!("/api/v1/namespaces/{ns}")).await;
 }
+
+#[tokio::test]
+async fn without_the_garbage_collector_gc_finalizers_stay() {
+    // As with an external kube-controller-manager that is not running: the
+    // apiserver still adds the finalizer, nobody in kapi removes it.
+    let srv = harness::start_with_controllers(&["*", "-garbagecollector"]).await;
+    let ns = srv.namespace("no-gc").await;
+    let path = format!("/api/v1/namespaces/{ns}/configmaps");
+    create(&srv, &path, json!({"metadata": {"name": "owner"}})).await;
+    let (code, owner) = delete(&srv, &format!("{path}/owner"), "Orphan").await;
+    assert_eq!(
+        (code, finalizers(&owner)),
+        (200, vec!["orphan".to_string()])
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let still = get(&srv, &format!("{path}/owner"))
+        .await
+        .expect("kept by its finalizer");
+    assert_eq!(finalizers(&still), vec!["orphan"]);
+}

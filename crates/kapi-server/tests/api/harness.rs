@@ -59,6 +59,14 @@ pub async fn start_with_all_controllers() -> TestServer {
     start_with(kapi_server::controllers::Selection::default()).await
 }
 
+/// Start a server with the controllers `--controllers=<items>` would select.
+#[allow(dead_code)]
+pub async fn start_with_controllers(items: &[&str]) -> TestServer {
+    let items: Vec<String> = items.iter().map(|s| s.to_string()).collect();
+    let selection = kapi_server::controllers::Selection::parse(&items).expect("controllers");
+    start_with(selection).await
+}
+
 async fn start_with(selection: kapi_server::controllers::Selection) -> TestServer {
     install_crypto_provider();
     let dir = tempfile::tempdir().expect("tempdir");

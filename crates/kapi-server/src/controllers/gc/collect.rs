@@ -18,6 +18,7 @@
 
 use std::sync::Arc;
 
+use futures::StreamExt;
 use kapi_machinery::status::ApiError;
 use kapi_registry::meta;
 use kapi_registry::store::gc_finalizers::{FOREGROUND, ORPHAN};
@@ -29,6 +30,9 @@ use super::graph::{Identity, OwnerRef, Work};
 use super::Collector;
 use crate::apis::Entry;
 use crate::controllers::{resolve_kind, write_options, CONTROLLER_MANAGER};
+
+/// Dependents of one owner orphaned at the same time.
+const ORPHAN_CONCURRENCY: usize = 16;
 
 /// How one owner reference stands.
 enum Owner {
@@ -209,24 +213,13 @@ impl Collector {
             g.dependents(uid).iter().map(|d| d.obj.id.clone()).collect()
         };
         let uids = vec![uid.to_owned()];
-        for d in dependents {
-            let entry = self.entry(&d.api_version, &d.kind)?;
-            let ns = d.namespace.as_deref().filter(|_| entry.def.namespaced);
-            let current = match entry.store.get(ns, &d.name, None).await {
-                Err(e) if e.is_not_found() => continue,
-                other => other?,
-            };
-            if meta::uid(&current) != Some(d.uid.as_str()) {
-                continue;
-            }
-            match self
-                .edit(&entry, &current, |o| remove_owner_refs(o, &uids))
-                .await
-            {
-                Err(e) if e.is_not_found() => {}
-                other => other?,
-            }
-        }
+        // Dependents are independent of each other: patch several at once.
+        let results: Vec<Result<(), ApiError>> = futures::stream::iter(dependents)
+            .map(|d| self.orphan_one(d, &uids))
+            .buffer_unordered(ORPHAN_CONCURRENCY)
+            .collect()
+            .await;
+        results.into_iter().collect::<Result<(), ApiError>>()?;
         let entry = self.entry(&owner.id.api_version, &owner.id.kind)?;
         let ns = owner
             .id
@@ -242,6 +235,26 @@ impl Collector {
         }
         self.edit(&entry, &current, |o| remove_finalizer(o, ORPHAN))
             .await
+    }
+
+    /// Remove the references to `uids` from one dependent, if it still exists.
+    async fn orphan_one(&self, d: Identity, uids: &[String]) -> Result<(), ApiError> {
+        let entry = self.entry(&d.api_version, &d.kind)?;
+        let ns = d.namespace.as_deref().filter(|_| entry.def.namespaced);
+        let current = match entry.store.get(ns, &d.name, None).await {
+            Err(e) if e.is_not_found() => return Ok(()),
+            other => other?,
+        };
+        if meta::uid(&current) != Some(d.uid.as_str()) {
+            return Ok(());
+        }
+        match self
+            .edit(&entry, &current, |o| remove_owner_refs(o, uids))
+            .await
+        {
+            Err(e) if e.is_not_found() => Ok(()),
+            other => other,
+        }
     }
 
     async fn delete(
