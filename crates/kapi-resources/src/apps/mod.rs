@@ -231,9 +231,15 @@ pub fn immutable_selector(new: &Value, old: &Value) -> ErrorList {
     )]
 }
 
-/// Upstream `layoutContainerCells`: container names and images, comma-joined.
+/// Upstream `layoutContainerCells`: container names and images, comma-joined,
+/// of the pod template at `/spec/template`.
 pub fn container_cells(obj: &Value) -> (Value, Value) {
-    let containers = arr_at(obj, "/spec/template/spec/containers");
+    template_container_cells(obj, "/spec/template")
+}
+
+/// [`container_cells`] of the pod template at `template` (a JSON pointer).
+pub fn template_container_cells(obj: &Value, template: &str) -> (Value, Value) {
+    let containers = arr_at(obj, &format!("{template}/spec/containers"));
     let join = |key: &str| {
         containers
             .iter()
@@ -304,6 +310,12 @@ mod tests {
         let obj = json!({"spec": {"selector": {"matchLabels": {"app": "a"}}, "template": {"spec": {"containers": [
             {"name": "a", "image": "i1"}, {"name": "b", "image": "i2"}]}}}});
         assert_eq!(container_cells(&obj), (json!("a,b"), json!("i1,i2")));
+        // A PodTemplate keeps its template at `/template`.
+        let tpl = json!({"template": obj["spec"]["template"].clone()});
+        assert_eq!(
+            template_container_cells(&tpl, "/template"),
+            (json!("a,b"), json!("i1,i2"))
+        );
         assert_eq!(format_selector(&obj), "app=a");
         assert_eq!(
             format_selector(&json!({"spec": {"selector": {}}})),

@@ -205,11 +205,8 @@ impl Strategy for CronJobStrategy {
     }
 
     fn cells(&self, obj: &Value) -> Vec<Value> {
-        let template = obj
-            .pointer("/spec/jobTemplate")
-            .cloned()
-            .unwrap_or(Value::Null);
-        let (names, images) = container_cells(&template);
+        let template = obj.pointer("/spec/jobTemplate").unwrap_or(&Value::Null);
+        let (names, images) = container_cells(template);
         let last = match present(obj, "/status/lastScheduleTime") {
             Some(_) => since(obj, "/status/lastScheduleTime"),
             None => "<none>".to_string(),
@@ -232,7 +229,7 @@ impl Strategy for CronJobStrategy {
             age_cell(obj),
             names,
             images,
-            crate::apps::format_selector(&template),
+            crate::apps::format_selector(template),
         ]
     }
 }

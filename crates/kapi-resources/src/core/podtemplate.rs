@@ -17,16 +17,10 @@ use super::table::{
     IMAGES_DOC,
 };
 use super::util::{child_obj, format_labels, i64_at, obj_at, present, set_default};
-use crate::apps::{container_cells, int_cell, nonnegative, restart_and_deadline};
+use crate::apps::{int_cell, nonnegative, restart_and_deadline, template_container_cells};
 
 pub struct PodTemplateStrategy;
 pub struct ReplicationControllerStrategy;
-
-/// Container cells of a template found at `ptr`.
-fn template_containers(obj: &Value, ptr: &str) -> (Value, Value) {
-    let template = obj.pointer(ptr).cloned().unwrap_or(Value::Null);
-    container_cells(&json!({"spec": {"template": template}}))
-}
 
 impl Strategy for PodTemplateStrategy {
     fn default(&self, obj: &mut Value) {
@@ -50,7 +44,7 @@ impl Strategy for PodTemplateStrategy {
     }
 
     fn cells(&self, obj: &Value) -> Vec<Value> {
-        let (names, images) = template_containers(obj, "/template");
+        let (names, images) = template_container_cells(obj, "/template");
         let labels = format_labels(obj_at(obj, "/template/metadata/labels"));
         vec![name_cell(obj), names, images, json!(labels)]
     }
@@ -161,7 +155,7 @@ impl Strategy for ReplicationControllerStrategy {
     }
 
     fn cells(&self, obj: &Value) -> Vec<Value> {
-        let (names, images) = template_containers(obj, "/spec/template");
+        let (names, images) = template_container_cells(obj, "/spec/template");
         vec![
             name_cell(obj),
             int_cell(obj, "/spec/replicas"),
