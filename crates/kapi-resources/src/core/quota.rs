@@ -117,27 +117,11 @@ impl Strategy for LimitRangeStrategy {
                 "defaultRequest",
                 "maxLimitRequestRatio",
             ] {
-                for (k, v) in obj_at(item, &format!("/{field}")).into_iter().flatten() {
-                    let p = path.child(field).key(k);
-                    errs.extend(
-                        is_qualified_name(k)
-                            .into_iter()
-                            .map(|m| FieldError::invalid(&p, k.as_str(), m)),
-                    );
-                    match quantity_value(v) {
-                        None => errs.push(FieldError::invalid(
-                            &p,
-                            v.clone(),
-                            "must be a valid quantity",
-                        )),
-                        Some(q) if q < 0.0 => errs.push(FieldError::invalid(
-                            &p,
-                            quantity_str(v),
-                            "must be greater than or equal to 0",
-                        )),
-                        Some(_) => {}
-                    }
-                }
+                errs.extend(validate_resource_list(
+                    item,
+                    &format!("/{field}"),
+                    &path.child(field),
+                ));
             }
             if ty == "Pod" {
                 for field in ["default", "defaultRequest"] {
