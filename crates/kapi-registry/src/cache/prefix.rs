@@ -131,6 +131,8 @@ struct State {
     ready: bool,
     revision: Revision,
     oldest: Revision,
+    /// The revision of the list that filled the cache: it never saw what came before.
+    filled: Revision,
     objects: BTreeMap<String, Arc<CachedObject>>,
     history: VecDeque<Arc<CachedEvent>>,
     watchers: Vec<Watcher>,
@@ -159,6 +161,7 @@ impl PrefixCache {
             ready: true,
             revision,
             oldest: revision,
+            filled: revision,
             objects,
             history: VecDeque::new(),
             watchers: Vec::new(),
@@ -346,6 +349,9 @@ impl State {
             Some(r) if r > self.revision => Err(Miss::Future {
                 current: self.revision,
             }),
+            // History from before the fill was never here, not dropped: the
+            // backend still has it unless compacted (and answers 410 then).
+            Some(r) if r < self.filled && self.oldest == self.filled => Err(Miss::NotReady),
             Some(r) if r < self.oldest => Err(Miss::TooOld {
                 oldest: self.oldest,
             }),

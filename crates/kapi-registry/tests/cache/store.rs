@@ -184,6 +184,45 @@ async fn watch_before_the_window_is_410() {
     assert_eq!(ev.object["reason"], "Expired");
 }
 
+/// A cache filled after a revision never saw what came before it; a watch from
+/// there is the backend's to answer (it still has the history), not a 410.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_from_before_the_fill_replays_from_the_backend() {
+    let dir = tempfile::tempdir().unwrap();
+    let below: Arc<dyn kapi_storage::Backend> = Arc::new(
+        kapi_storage::embedded::EmbeddedBackend::open(
+            kapi_storage::embedded::EmbeddedConfig::new(dir.path()),
+        )
+        .unwrap(),
+    );
+    let direct = Store::new(def(), below.clone());
+    let first = create(&direct, "a", "early", "x").await;
+    create(&direct, "a", "later", "x").await;
+    let cache = kapi_registry::cache::CachedBackend::new(
+        below.clone(),
+        ["/t/".to_string()],
+        CacheConfig::default(),
+    );
+    for _ in 0..200 {
+        if cache.is_ready("/t/") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    assert!(cache.is_ready("/t/"));
+    let cached = Store::new(def(), below).with_cache(cache);
+    let opts = WatchOptions {
+        resource_version: first["metadata"]["resourceVersion"]
+            .as_str()
+            .map(str::to_owned),
+        ..Default::default()
+    };
+    let mut rx = cached.watch(Some("a"), &opts).await.unwrap();
+    let ev = rx.recv().await.unwrap();
+    assert_eq!(ev.kind, WatchEventType::Added, "{ev:?}");
+    assert_eq!(ev.object["metadata"]["name"], "later");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watch_list_and_shared_json_lines() {
     let f = fixtures::embedded().await;
