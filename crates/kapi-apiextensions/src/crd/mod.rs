@@ -1,0 +1,1 @@
+//! The strategies of CustomResourceDefinitions and of custom objects.

@@ -1,0 +1,1 @@
+//! Structural schemas: parsing, structural checks, validation, pruning, defaulting, CEL.
