@@ -69,6 +69,11 @@ pub enum Subresource {
     /// `eviction` (pods): create a policy/v1 Eviction, which deletes the pod when
     /// its disruption budget allows.
     Eviction,
+    /// `binding` (pods): create a v1 Binding, which assigns the pod to a node.
+    Binding,
+    /// `ephemeralcontainers` (pods): get, update and patch of
+    /// `spec.ephemeralContainers` only.
+    EphemeralContainers,
 }
 
 impl Subresource {
@@ -79,13 +84,15 @@ impl Subresource {
             Subresource::Scale { .. } => "scale",
             Subresource::Finalize => "finalize",
             Subresource::Eviction => "eviction",
+            Subresource::Binding => "binding",
+            Subresource::EphemeralContainers => "ephemeralcontainers",
         }
     }
 
     pub fn verbs(&self) -> &'static [Verb] {
         match self {
             Subresource::Finalize => &[Verb::Update],
-            Subresource::Eviction => &[Verb::Create],
+            Subresource::Eviction | Subresource::Binding => &[Verb::Create],
             _ => &[Verb::Get, Verb::Patch, Verb::Update],
         }
     }
@@ -94,9 +101,13 @@ impl Subresource {
     /// resource's own kind.
     pub fn response_kind(&self) -> Option<(&'static str, &'static str, &'static str)> {
         match self {
-            Subresource::Status | Subresource::Finalize | Subresource::Approval => None,
+            Subresource::Status
+            | Subresource::Finalize
+            | Subresource::Approval
+            | Subresource::EphemeralContainers => None,
             Subresource::Scale { .. } => Some(("autoscaling", "v1", "Scale")),
             Subresource::Eviction => Some(("policy", "v1", "Eviction")),
+            Subresource::Binding => Some(("", "v1", "Binding")),
         }
     }
 }

@@ -180,11 +180,24 @@ fn core_resources() -> Vec<Decl> {
             .short(&["ns"])
             .sub(vec![Subresource::Finalize, Subresource::Status]),
         Decl::new("", "configmaps", "ConfigMap", Arc::new(ConfigMapStrategy)).short(&["cm"]),
+        // Create-only: a Binding assigns the pod it names (the older form of pods/binding).
+        Decl::new(
+            "",
+            "bindings",
+            "Binding",
+            Arc::new(kapi_registry::DefaultStrategy),
+        )
+        .verbs(&[Verb::Create]),
         Decl::new("", "secrets", "Secret", Arc::new(SecretStrategy)),
         Decl::new("", "pods", "Pod", Arc::new(PodStrategy))
             .short(&["po"])
             .in_all()
-            .sub(vec![Subresource::Status, Subresource::Eviction]),
+            .sub(vec![
+                Subresource::Status,
+                Subresource::Eviction,
+                Subresource::Binding,
+                Subresource::EphemeralContainers,
+            ]),
         Decl::new("", "services", "Service", Arc::new(ServiceStrategy))
             .short(&["svc"])
             .in_all()
@@ -392,7 +405,7 @@ mod tests {
     #[test]
     fn declarations() {
         let all = builtin_resources();
-        assert_eq!(all.len(), 55);
+        assert_eq!(all.len(), 56);
         let pods = find("pods");
         assert_eq!(
             (

@@ -28,6 +28,13 @@ pub enum UpdateTarget {
     Finalize,
     /// The `approval` subresource: metadata and `status.conditions` only.
     Approval,
+    /// The `ephemeralcontainers` subresource (pods): `spec.ephemeralContainers` only.
+    EphemeralContainers,
+    /// A change the server makes on a client's behalf (`pods/binding`): the object
+    /// is taken as the caller built it, status included, without a managedFields
+    /// entry or a generation bump; the strategy validates it as the `binding`
+    /// subresource.
+    Binding,
 }
 
 impl UpdateTarget {
@@ -38,6 +45,8 @@ impl UpdateTarget {
             UpdateTarget::Status => Some("status"),
             UpdateTarget::Finalize => Some("finalize"),
             UpdateTarget::Approval => Some("approval"),
+            UpdateTarget::EphemeralContainers => Some("ephemeralcontainers"),
+            UpdateTarget::Binding => Some("binding"),
         }
     }
 }
@@ -117,21 +126,14 @@ impl Store {
             ));
         }
         self.check_preconditions(&new, old)?;
-        if target == UpdateTarget::Status {
+        match target {
             // Only status changes; managedFields travel along for the field
             // manager (which reads the live ones anyway unless apply set them).
-            let status = new.get("status").cloned();
-            let managed = meta::meta(&new).and_then(|m| m.get("managedFields").cloned());
-            new = old.clone();
-            let root = new.as_object_mut().expect("stored objects are objects");
-            match status {
-                Some(s) => root.insert("status".into(), s),
-                None => root.remove("status"),
-            };
-            match managed {
-                Some(mf) => meta::meta_mut(&mut new).insert("managedFields".into(), mf),
-                None => meta::remove(&mut new, "managedFields"),
-            };
+            UpdateTarget::Status => new = keep_only(new, old, "/status"),
+            UpdateTarget::EphemeralContainers => {
+                new = keep_only(new, old, "/spec/ephemeralContainers")
+            }
+            _ => {}
         }
         if target == UpdateTarget::Approval {
             new = approval_view(new, old);
@@ -154,7 +156,10 @@ impl Store {
                 .prepare_for_subresource_update(sub, &mut new, old),
         }
         self.def.strategy.default(&mut new);
-        if self.def.strategy.tracks_generation() && meta::spec_part(&new) != meta::spec_part(old) {
+        if self.def.strategy.tracks_generation()
+            && target != UpdateTarget::Binding
+            && meta::spec_part(&new) != meta::spec_part(old)
+        {
             let gen = meta::meta(old)
                 .and_then(|m| m.get("generation"))
                 .and_then(Value::as_i64)
@@ -240,8 +245,9 @@ impl Store {
         {
             return (Decision::Delete, new);
         }
-        let sub = target.subresource();
-        self.set_managed_fields(&mut new, Some(old), opts, sub);
+        if target != UpdateTarget::Binding {
+            self.set_managed_fields(&mut new, Some(old), opts, target.subresource());
+        }
         if same_object(&new, old) {
             return (Decision::Unchanged, new);
         }
@@ -302,4 +308,36 @@ fn same_object(a: &Value, b: &Value) -> bool {
         v
     };
     strip(a) == strip(b)
+}
+
+/// `old` with only the value at `pointer` (a field of the root or of one of its
+/// objects) and `managedFields` taken from `new`.
+fn keep_only(new: Value, old: &Value, pointer: &str) -> Value {
+    let (parent, field) = pointer.rsplit_once('/').expect("a pointer");
+    let value = new.pointer(pointer).cloned();
+    let managed = meta::meta(&new).and_then(|m| m.get("managedFields").cloned());
+    let mut out = old.clone();
+    let holder = if parent.is_empty() {
+        out.as_object_mut()
+    } else {
+        if out.pointer(parent).is_none() && value.is_some() {
+            let root = out.as_object_mut().expect("stored objects are objects");
+            root.insert(
+                parent.trim_start_matches('/').into(),
+                Value::Object(Default::default()),
+            );
+        }
+        out.pointer_mut(parent).and_then(Value::as_object_mut)
+    };
+    if let Some(holder) = holder {
+        match value {
+            Some(v) => holder.insert(field.into(), v),
+            None => holder.remove(field),
+        };
+    }
+    match managed {
+        Some(mf) => meta::meta_mut(&mut out).insert("managedFields".into(), mf),
+        None => meta::remove(&mut out, "managedFields"),
+    };
+    out
 }

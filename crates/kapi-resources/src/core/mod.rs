@@ -16,6 +16,7 @@ pub mod event;
 pub mod namespace;
 pub mod node;
 pub mod pod;
+mod pod_ephemeral;
 mod pod_table;
 pub mod podspec;
 pub mod podspec_validation;

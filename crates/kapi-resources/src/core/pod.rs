@@ -14,6 +14,7 @@ use kapi_machinery::validation::{ErrorList, FieldError, FieldPath};
 use kapi_registry::{Column, Strategy};
 use serde_json::{json, Map, Value};
 
+use super::pod_ephemeral;
 use super::podspec::default_pod_spec;
 use super::podspec_validation::validate_pod_spec;
 use super::quantity::quantity_value;
@@ -72,19 +73,39 @@ impl Strategy for PodStrategy {
     }
 
     fn validate(&self, obj: &Value) -> ErrorList {
-        validate_pod_spec(
-            obj.get("spec").unwrap_or(&Value::Null),
-            &FieldPath::new("spec"),
-        )
+        let spec = obj.get("spec").unwrap_or(&Value::Null);
+        let mut errs = validate_pod_spec(spec, &FieldPath::new("spec"));
+        errs.extend(pod_ephemeral::validate_create(spec));
+        errs
     }
 
     fn validate_update(&self, new: &Value, old: &Value) -> ErrorList {
-        let mut errs = self.validate(new);
+        let mut errs = validate_pod_spec(
+            new.get("spec").unwrap_or(&Value::Null),
+            &FieldPath::new("spec"),
+        );
         let null = Value::Null;
         errs.extend(validate_spec_update(
             new.get("spec").unwrap_or(&null),
             old.get("spec").unwrap_or(&null),
         ));
+        errs
+    }
+
+    fn validate_subresource_update(&self, sub: &str, new: &Value, old: &Value) -> ErrorList {
+        match sub {
+            "ephemeralcontainers" => {}
+            // The binding handler changes only nodeName, annotations and a condition.
+            "binding" => return ErrorList::new(),
+            _ => return self.validate_update(new, old),
+        }
+        let null = Value::Null;
+        let (new, old) = (
+            new.get("spec").unwrap_or(&null),
+            old.get("spec").unwrap_or(&null),
+        );
+        let mut errs = validate_pod_spec(new, &FieldPath::new("spec"));
+        errs.extend(pod_ephemeral::validate_update(new, old));
         errs
     }
 

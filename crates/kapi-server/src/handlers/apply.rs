@@ -71,11 +71,12 @@ pub async fn apply(ctx: &Ctx, body: Body, status: bool) -> Result<Response, ApiE
         ));
     }
     let warnings = ctx.srv.check_fields(ctx, &patch)?;
-    let (target, sub) = if status {
-        (UpdateTarget::Status, Some("status"))
+    let target = if status {
+        ctx.update_target()
     } else {
-        (UpdateTarget::Main, None)
+        UpdateTarget::Main
     };
+    let sub = target.subresource();
     let store = &ctx.entry.store;
     let api_version = ctx.entry.def.api_version();
     let (name, namespace) = (ctx.name().to_owned(), ctx.namespace().map(str::to_owned));

@@ -15,6 +15,9 @@ pub async fn create(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {
     if crate::reviews::is_review(ctx) {
         return crate::reviews::create(ctx, obj);
     }
+    if ctx.entry.def.group.is_empty() && ctx.entry.def.resource == "bindings" {
+        return super::binding::bind_legacy(ctx, obj).await;
+    }
     let opts = ctx.write_options()?;
     let warnings = ctx.srv.check_fields(ctx, &obj)?;
     ctx.srv.admit_create(ctx, &mut obj, &opts).await?;

@@ -4,6 +4,7 @@
 //! reads), and hands over to the verb's handler, one per file.
 
 mod apply;
+mod binding;
 mod create;
 mod delete;
 mod eviction;
@@ -91,6 +92,7 @@ impl Ctx {
         match self.info.subresource.as_deref() {
             Some("status") => UpdateTarget::Status,
             Some("approval") => UpdateTarget::Approval,
+            Some("ephemeralcontainers") => UpdateTarget::EphemeralContainers,
             _ => UpdateTarget::Main,
         }
     }
@@ -203,18 +205,24 @@ async fn handle(
         (Verb::Patch, None) => patch::patch(&ctx, body, false).await,
         (Verb::Delete, None) => delete::delete(&ctx, body).await,
         (Verb::DeleteCollection, None) => delete::delete_collection(&ctx, body).await,
-        (Verb::Get, Some(Subresource::Status | Subresource::Approval)) => get::get(&ctx).await,
-        (Verb::Update, Some(Subresource::Status | Subresource::Approval)) => {
-            update::update(&ctx, body, true).await
-        }
-        (Verb::Patch, Some(Subresource::Status | Subresource::Approval)) => {
-            patch::patch(&ctx, body, true).await
-        }
+        (
+            Verb::Get,
+            Some(Subresource::Status | Subresource::Approval | Subresource::EphemeralContainers),
+        ) => get::get(&ctx).await,
+        (
+            Verb::Update,
+            Some(Subresource::Status | Subresource::Approval | Subresource::EphemeralContainers),
+        ) => update::update(&ctx, body, true).await,
+        (
+            Verb::Patch,
+            Some(Subresource::Status | Subresource::Approval | Subresource::EphemeralContainers),
+        ) => patch::patch(&ctx, body, true).await,
         (verb, Some(sub @ Subresource::Scale { .. })) => scale::scale(&ctx, verb, &sub, body).await,
         (Verb::Update, Some(Subresource::Finalize)) => {
             update::update_target(&ctx, body, UpdateTarget::Finalize).await
         }
         (Verb::Create, Some(Subresource::Eviction)) => eviction::evict(&ctx, body).await,
+        (Verb::Create, Some(Subresource::Binding)) => binding::bind_subresource(&ctx, body).await,
         _ => Err(ApiError::method_not_supported(
             ctx.entry.def.group_resource(),
             ctx.info.verb,

@@ -16,6 +16,7 @@ mod harness;
 mod lifecycle;
 mod lists;
 mod patch;
+mod podsubs;
 mod protobuf;
 mod rbac;
 mod reviews;
