@@ -180,6 +180,16 @@ fn core_resources() -> Vec<Decl> {
             .short(&["ns"])
             .sub(vec![Subresource::Finalize, Subresource::Status]),
         Decl::new("", "configmaps", "ConfigMap", Arc::new(ConfigMapStrategy)).short(&["cm"]),
+        // Read-only, computed on each read by probing the components.
+        Decl::new(
+            "",
+            "componentstatuses",
+            "ComponentStatus",
+            Arc::new(crate::core::componentstatus::ComponentStatusStrategy),
+        )
+        .cluster_scoped()
+        .short(&["cs"])
+        .verbs(&[Verb::Get, Verb::List]),
         // Create-only: a Binding assigns the pod it names (the older form of pods/binding).
         Decl::new(
             "",
@@ -405,7 +415,7 @@ mod tests {
     #[test]
     fn declarations() {
         let all = builtin_resources();
-        assert_eq!(all.len(), 56);
+        assert_eq!(all.len(), 57);
         let pods = find("pods");
         assert_eq!(
             (

@@ -13,6 +13,7 @@ pub mod apis;
 pub mod authn;
 pub mod authz;
 mod bootstrap;
+mod componentstatus;
 pub mod controllers;
 pub mod discovery;
 pub mod fieldcheck;

@@ -10,6 +10,7 @@
 //! Where to look next: `registry.rs` binds these strategies to resource declarations;
 //! `apps/` reuses `podspec*` for workload templates.
 
+pub mod componentstatus;
 pub mod configmap;
 pub mod endpoints;
 pub mod event;

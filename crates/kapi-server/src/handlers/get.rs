@@ -9,6 +9,9 @@ use super::Ctx;
 use crate::negotiate::{self, IncludeObject, View};
 
 pub async fn get(ctx: &Ctx) -> Result<Response, ApiError> {
+    if crate::componentstatus::is_componentstatus(ctx) {
+        return crate::componentstatus::get(ctx).await;
+    }
     if let Some(resp) = super::json_fast::get_json(ctx).await? {
         return Ok(resp);
     }

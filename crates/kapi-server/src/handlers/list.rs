@@ -58,6 +58,9 @@ pub fn list_options(ctx: &Ctx) -> Result<ListOptions, ApiError> {
 }
 
 pub async fn list(ctx: &Ctx) -> Result<Response, ApiError> {
+    if crate::componentstatus::is_componentstatus(ctx) {
+        return crate::componentstatus::list(ctx).await;
+    }
     if let Some(resp) = super::json_fast::list_json(ctx).await? {
         return Ok(resp);
     }
@@ -74,18 +77,27 @@ pub async fn list(ctx: &Ctx) -> Result<Response, ApiError> {
     if let Some(n) = result.remaining {
         meta.insert("remainingItemCount".into(), n.into());
     }
+    respond_list(ctx, result.items, meta)
+}
+
+/// A list in the representation the client asked for.
+pub fn respond_list(
+    ctx: &Ctx,
+    items: Vec<Value>,
+    meta: Map<String, Value>,
+) -> Result<Response, ApiError> {
     let def = &ctx.entry.def;
     let body: Value = match ctx.accept.view {
         View::Object => json!({
             "kind": def.list_kind,
             "apiVersion": def.api_version(),
             "metadata": meta,
-            "items": result.items,
+            "items": items,
         }),
-        View::PartialMetadata => negotiate::partial_list(&result.items, meta),
+        View::PartialMetadata => negotiate::partial_list(&items, meta),
         View::Table => {
             let include = IncludeObject::parse(ctx.query.get("includeObject"))?;
-            negotiate::table(def, &result.items, meta, include, true)
+            negotiate::table(def, &items, meta, include, true)
         }
     };
     Ok(negotiate::respond(StatusCode::OK, &body, ctx.accept.format))

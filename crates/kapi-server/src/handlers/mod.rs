@@ -10,7 +10,7 @@ mod delete;
 mod eviction;
 pub(crate) mod get;
 mod json_fast;
-mod list;
+pub(crate) mod list;
 mod patch;
 mod scale;
 mod update;

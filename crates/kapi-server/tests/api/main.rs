@@ -4,6 +4,7 @@
 
 mod apply;
 mod batch;
+mod componentstatus;
 mod controllers;
 mod crud;
 mod defaults;
