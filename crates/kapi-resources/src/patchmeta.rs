@@ -260,6 +260,44 @@ pub static FACTS: &[Fact] = &[
     atomic("io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerSpec", "metrics"),
     atomic("io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerStatus", "currentMetrics"),
     atomic("io.k8s.api.autoscaling.v2.HPAScalingRules", "policies"),
+    // admissionregistration.k8s.io/v1
+    merge("io.k8s.api.admissionregistration.v1.MutatingWebhookConfiguration", "webhooks", "name", NAME),
+    merge("io.k8s.api.admissionregistration.v1.ValidatingWebhookConfiguration", "webhooks", "name", NAME),
+    merge("io.k8s.api.admissionregistration.v1.MutatingWebhook", "matchConditions", "name", NAME),
+    merge("io.k8s.api.admissionregistration.v1.ValidatingWebhook", "matchConditions", "name", NAME),
+    atomic("io.k8s.api.admissionregistration.v1.MutatingWebhook", "rules"),
+    atomic("io.k8s.api.admissionregistration.v1.ValidatingWebhook", "rules"),
+    atomic("io.k8s.api.admissionregistration.v1.MutatingWebhook", "admissionReviewVersions"),
+    atomic("io.k8s.api.admissionregistration.v1.ValidatingWebhook", "admissionReviewVersions"),
+    merge("io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicySpec", "matchConditions", "name", NAME),
+    atomic("io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicySpec", "validations"),
+    atomic("io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicySpec", "auditAnnotations"),
+    atomic("io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicySpec", "variables"),
+    keyed("io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyStatus", "conditions", &["type"]),
+    strat("io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyBindingSpec", "validationActions", "", "", Set),
+    atomic("io.k8s.api.admissionregistration.v1.MatchResources", "resourceRules"),
+    atomic("io.k8s.api.admissionregistration.v1.MatchResources", "excludeResourceRules"),
+    // certificates.k8s.io/v1
+    atomic("io.k8s.api.certificates.v1.CertificateSigningRequestSpec", "usages"),
+    atomic("io.k8s.api.certificates.v1.CertificateSigningRequestSpec", "groups"),
+    keyed("io.k8s.api.certificates.v1.CertificateSigningRequestStatus", "conditions", &["type"]),
+    // flowcontrol.apiserver.k8s.io/v1
+    merge("io.k8s.api.flowcontrol.v1.FlowSchemaStatus", "conditions", "type", TYPE),
+    merge("io.k8s.api.flowcontrol.v1.PriorityLevelConfigurationStatus", "conditions", "type", TYPE),
+    atomic("io.k8s.api.flowcontrol.v1.FlowSchemaSpec", "rules"),
+    atomic("io.k8s.api.flowcontrol.v1.PolicyRulesWithSubjects", "subjects"),
+    atomic("io.k8s.api.flowcontrol.v1.PolicyRulesWithSubjects", "resourceRules"),
+    atomic("io.k8s.api.flowcontrol.v1.PolicyRulesWithSubjects", "nonResourceRules"),
+    // rbac.authorization.k8s.io/v1
+    atomic("io.k8s.api.rbac.v1.Role", "rules"),
+    atomic("io.k8s.api.rbac.v1.ClusterRole", "rules"),
+    atomic("io.k8s.api.rbac.v1.RoleBinding", "subjects"),
+    atomic("io.k8s.api.rbac.v1.ClusterRoleBinding", "subjects"),
+    atomic("io.k8s.api.rbac.v1.AggregationRule", "clusterRoleSelectors"),
+    // storage.k8s.io/v1, node.k8s.io/v1
+    merge("io.k8s.api.storage.v1.CSINodeSpec", "drivers", "name", NAME),
+    atomic("io.k8s.api.storage.v1.StorageClass", "allowedTopologies"),
+    atomic("io.k8s.api.node.v1.Scheduling", "tolerations"),
     // core/v1 storage and quota
     atomic(core!("PersistentVolumeSpec"), "accessModes"),
     atomic(core!("PersistentVolumeSpec"), "mountOptions"),
@@ -494,6 +532,22 @@ mod tests {
         assert_eq!(secrets.list_type, ListType::Map(vec!["name".into()]));
         let conditions = field(apps!("DeploymentStatus"), "conditions");
         assert_eq!(conditions.patch_merge_key.as_deref(), Some("type"));
+    }
+
+    #[test]
+    fn later_groups_facts() {
+        let hooks = "io.k8s.api.admissionregistration.v1.ValidatingWebhookConfiguration";
+        let webhooks = field(hooks, "webhooks");
+        assert_eq!(webhooks.patch_merge_key.as_deref(), Some("name"));
+        assert_eq!(webhooks.list_type, ListType::Map(vec!["name".into()]));
+        let csr = "io.k8s.api.certificates.v1.CertificateSigningRequestStatus";
+        let conditions = field(csr, "conditions");
+        assert_eq!(conditions.list_type, ListType::Map(vec!["type".into()]));
+        assert!(conditions.patch_strategies.is_empty());
+        let drivers = field("io.k8s.api.storage.v1.CSINodeSpec", "drivers");
+        assert_eq!(drivers.patch_merge_key.as_deref(), Some("name"));
+        let rules = field("io.k8s.api.rbac.v1.ClusterRole", "rules");
+        assert_eq!(rules.list_type, ListType::Atomic);
     }
 
     #[test]
