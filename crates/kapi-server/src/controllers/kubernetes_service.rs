@@ -5,7 +5,9 @@
 //! `discovery.k8s.io/v1 endpointslices` is served, looked up at run time — the
 //! EndpointSlice `kubernetes`, both with this server's advertise address. A
 //! change or deletion by anyone else is undone at once (watches), and everything
-//! is checked again every 10 s, upstream's interval.
+//! is checked again every 10 s, upstream's interval. Several servers sharing the
+//! storage each keep a master lease (`masterleases.rs`) and all list the servers
+//! with live leases, so they agree on the endpoints instead of fighting.
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -19,6 +21,7 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
 use super::informer::{self, Change};
+use super::masterleases::{self, Master};
 use super::{ignore_exists, write_options};
 use crate::Server;
 
@@ -56,26 +59,38 @@ fn advertise_ip(srv: &Server) -> Option<IpAddr> {
         .ok()
 }
 
-fn endpoints(ip: IpAddr, port: u16) -> Value {
+fn endpoints(masters: &[Master]) -> Value {
     json!({
         "apiVersion": "v1", "kind": "Endpoints",
         "metadata": {"name": NAME, "namespace": NAMESPACE,
                      "labels": {"endpointslice.kubernetes.io/skip-mirror": "true"}},
-        "subsets": [{"addresses": [{"ip": ip.to_string()}],
-                     "ports": [{"name": "https", "port": port, "protocol": "TCP"}]}],
+        "subsets": masterleases::subsets(masters),
     })
 }
 
-fn endpoint_slice(ip: IpAddr, port: u16) -> Value {
-    let family = if ip.is_ipv4() { "IPv4" } else { "IPv6" };
-    json!({
+/// The slice of the first port's servers (one slice holds one port list).
+fn endpoint_slice(masters: &[Master]) -> Option<Value> {
+    let port = masters.iter().map(|m| m.port).min()?;
+    let mut ips: Vec<IpAddr> = masters
+        .iter()
+        .filter(|m| m.port == port)
+        .map(|m| m.ip)
+        .collect();
+    ips.sort();
+    let family = if ips[0].is_ipv4() { "IPv4" } else { "IPv6" };
+    let endpoints: Vec<Value> = ips
+        .iter()
+        .filter(|ip| ip.is_ipv4() == ips[0].is_ipv4())
+        .map(|ip| json!({"addresses": [ip.to_string()], "conditions": {"ready": true}}))
+        .collect();
+    Some(json!({
         "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
         "metadata": {"name": NAME, "namespace": NAMESPACE,
                      "labels": {"kubernetes.io/service-name": NAME}},
         "addressType": family,
-        "endpoints": [{"addresses": [ip.to_string()], "conditions": {"ready": true}}],
+        "endpoints": endpoints,
         "ports": [{"name": "https", "port": port, "protocol": "TCP"}],
-    })
+    }))
 }
 
 /// Keep the Service, and with `reconcile_endpoints` its endpoints.
@@ -110,7 +125,13 @@ pub fn spawn(srv: Arc<Server>, reconcile_endpoints: bool) {
                     },
                     None => return,
                 },
-                _ = tick.tick() => {}
+                _ = tick.tick() => {
+                    if let (true, Some(me)) = (reconcile_endpoints, me(&srv)) {
+                        if let Err(e) = masterleases::renew(&srv.slot, me).await {
+                            tracing::debug!(error = %e, "master lease renewal failed");
+                        }
+                    }
+                }
             }
             if let Err(e) = reconcile(&srv, reconcile_endpoints).await {
                 tracing::debug!(error = %e, "kubernetes service reconcile failed");
@@ -124,22 +145,37 @@ async fn reconcile(srv: &Server, reconcile_endpoints: bool) -> Result<(), ApiErr
     if !reconcile_endpoints {
         return Ok(());
     }
-    let Some(ip) = advertise_ip(srv) else {
+    let Some(me) = me(srv) else {
         return Ok(());
     };
-    let port = srv.config.port;
-    let ep = endpoints(ip, port);
-    ensure(srv, "", "endpoints", ep, &["subsets"]).await?;
+    // This server counts even before its first lease write lands.
+    let mut masters = masterleases::live(&srv.slot)
+        .await
+        .map_err(|e| ApiError::internal(e.to_string()))?;
+    if !masters.contains(&me) {
+        masters.push(me);
+        masters.sort();
+    }
+    ensure(srv, "", "endpoints", endpoints(&masters), &["subsets"]).await?;
     if srv
         .apis
         .lookup("discovery.k8s.io", "v1", "endpointslices")
         .is_some()
     {
-        let slice = endpoint_slice(ip, port);
-        let fields = ["addressType", "endpoints", "ports"];
-        ensure(srv, "discovery.k8s.io", "endpointslices", slice, &fields).await?;
+        if let Some(slice) = endpoint_slice(&masters) {
+            let fields = ["addressType", "endpoints", "ports"];
+            ensure(srv, "discovery.k8s.io", "endpointslices", slice, &fields).await?;
+        }
     }
     Ok(())
+}
+
+/// This server's address, when the advertised address is an IP.
+fn me(srv: &Server) -> Option<Master> {
+    Some(Master {
+        ip: advertise_ip(srv)?,
+        port: srv.config.port,
+    })
 }
 
 async fn ensure_service(srv: &Server) -> Result<(), ApiError> {
@@ -235,16 +271,24 @@ mod tests {
 
     #[test]
     fn endpoint_objects() {
-        let ip: IpAddr = "192.0.2.7".parse().unwrap();
-        let ep = endpoints(ip, 6443);
+        let me = Master {
+            ip: "192.0.2.7".parse().unwrap(),
+            port: 6443,
+        };
+        let ep = endpoints(&[me]);
         assert_eq!(ep["subsets"][0]["addresses"][0]["ip"], "192.0.2.7");
         assert_eq!(ep["subsets"][0]["ports"][0]["port"], 6443);
-        let slice = endpoint_slice("2001:db8::1".parse().unwrap(), 6443);
+        let v6 = Master {
+            ip: "2001:db8::1".parse().unwrap(),
+            port: 6443,
+        };
+        let slice = endpoint_slice(&[v6]).unwrap();
         assert_eq!(slice["addressType"], "IPv6");
         assert_eq!(slice["endpoints"][0]["conditions"]["ready"], true);
         assert_eq!(
             slice["metadata"]["labels"]["kubernetes.io/service-name"],
             "kubernetes"
         );
+        assert!(endpoint_slice(&[]).is_none());
     }
 }

@@ -21,6 +21,7 @@ mod clusterroles;
 mod gc;
 mod informer;
 mod kubernetes_service;
+mod masterleases;
 mod namespace;
 mod perns;
 mod queue;

@@ -16,6 +16,7 @@ mod groups2;
 mod harness;
 mod lifecycle;
 mod lists;
+mod masters;
 mod patch;
 mod podsubs;
 mod protobuf;
