@@ -24,16 +24,17 @@ check "$v system class protected" "cannot be deleted" "$k" delete priorityclass 
 check "$v get flowschemas" "exempt +exempt +1 +<none> +[0-9a-z]+ +False" "$k" get flowschemas
 check "$v get prioritylevels" "catch-all +Limited +5 +<none>" "$k" get prioritylevelconfigurations
 check "$v default storageclass" "standard-$ns \(default\) +example.com/none +Delete +Immediate +false" bash -c "$k apply -f - >/dev/null <<<'{\"apiVersion\":\"storage.k8s.io/v1\",\"kind\":\"StorageClass\",\"metadata\":{\"name\":\"standard-$ns\",\"annotations\":{\"storageclass.kubernetes.io/is-default-class\":\"true\"}},\"provisioner\":\"example.com/none\"}' && $k get sc"
-# kubectl 1.33 POSTs reviews and PUTs approvals as protobuf, which kapi does
-# not decode yet (another branch); those checks run on 1.27 until it lands.
-if $old; then
-  check "$v auth can-i" "^yes$" "$k" auth can-i create pods -n "$ns"
-fi
+# kubectl 1.33 POSTs reviews and PUTs approvals as protobuf.
+check "$v auth can-i" "^yes$" "$k" auth can-i create pods -n "$ns"
 openssl req -new -newkey rsa:2048 -nodes -keyout "$data/csr-$v.key" -subj "/CN=bob" -out "$data/csr-$v.pem" 2>/dev/null
 req=$(base64 -w0 <"$data/csr-$v.pem")
 check "$v apply csr" "certificatesigningrequest.certificates.k8s.io/bob-$ns created" "$k" apply -f - <<<"{\"apiVersion\":\"certificates.k8s.io/v1\",\"kind\":\"CertificateSigningRequest\",\"metadata\":{\"name\":\"bob-$ns\"},\"spec\":{\"request\":\"$req\",\"signerName\":\"kubernetes.io/kube-apiserver-client\",\"usages\":[\"client auth\"]}}"
 check "$v get csr pending" "bob-$ns +[0-9]+s +kubernetes.io/kube-apiserver-client +kubernetes-admin +<none> +Pending" "$k" get csr "bob-$ns"
-if $old; then
-  check "$v certificate approve" "certificatesigningrequest.certificates.k8s.io/bob-$ns approved" "$k" certificate approve "bob-$ns"
-  check "$v get csr approved" "bob-$ns .*Approved" "$k" get csr "bob-$ns"
-fi
+check "$v certificate approve" "certificatesigningrequest.certificates.k8s.io/bob-$ns approved" "$k" certificate approve "bob-$ns"
+check "$v get csr approved" "bob-$ns .*Approved" "$k" get csr "bob-$ns"
+check "$v get componentstatuses" "embedded-store +Healthy +ok" "$k" get cs
+pod="dbg-${v//./-}"
+check "$v apply pod" "pod/$pod created" "$k" -n "$ns" apply -f - <<<"{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"$pod\"},\"spec\":{\"containers\":[{\"name\":\"app\",\"image\":\"nginx\"}]}}"
+check "$v debug adds an ephemeral container" "Defaulting debug container name to debugger-" "$k" -n "$ns" debug "$pod" --image=busybox
+check "$v ephemeral container stored" "debugger-" "$k" -n "$ns" get pod "$pod" -o jsonpath='{.spec.ephemeralContainers[*].name}'
+
