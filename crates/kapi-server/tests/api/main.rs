@@ -5,6 +5,7 @@
 mod apply;
 mod batch;
 mod controllers;
+mod crd;
 mod crud;
 mod defaults;
 mod discovery;
