@@ -1,0 +1,467 @@
+//! CEL validation rules (`x-kubernetes-validations`), evaluated with the `cel` crate
+//! and the Kubernetes CEL libraries of `kube-cel` (`isSorted`, `indexOf`, quantity,
+//! `format`, sets, regex `find`, semver, ip, …).
+//!
+//! Rules compile once, when the schema is parsed ([`CompiledRules::compile`]); a
+//! rule that does not compile is reported on every object as upstream's
+//! `rule compile error`, and [`compile_errors`] gives `validate_schema` the
+//! compile-time messages. Evaluation walks the object with the schema: `self` is the
+//! value at the rule's node, `oldSelf` the correlated old value (object fields and
+//! map entries by key, `x-kubernetes-list-type: map` items by their keys; other list
+//! items do not correlate). A rule using `oldSelf` runs only when an old value
+//! exists, unless `optionalOldSelf` is set, when `oldSelf` is an optional
+//! (`oldSelf.hasValue()`, `oldSelf.orValue(x)`). Null values are not validated.
+//!
+//! Field names are exposed to CEL escaped as upstream (`__namespace__`,
+//! `foo__dash__bar`, `a__dot__b`); names that cannot be escaped are left out.
+//! Cost limits live in `cel_cost.rs`.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use kapi_machinery::validation::{FieldError, FieldPath};
+use kube_cel::cel::objects::{Key, Map as CelMap};
+use kube_cel::cel::{Context, Program, Value as Cel};
+use kube_cel::KubeCelExt;
+use serde_json::Value;
+
+use super::{Node, Rule};
+
+/// One rule, compiled.
+struct Compiled {
+    rule: Rule,
+    program: Result<Program, String>,
+    message: Option<Result<Program, String>>,
+    uses_old_self: bool,
+}
+
+/// Compiled rules of one schema node and of the nodes below it that have rules.
+#[derive(Default)]
+pub(crate) struct CompiledRules {
+    rules: Vec<Compiled>,
+    properties: BTreeMap<String, CompiledRules>,
+    items: Option<Box<CompiledRules>>,
+    additional: Option<Box<CompiledRules>>,
+}
+
+impl std::fmt::Debug for CompiledRules {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CompiledRules")
+            .field("rules", &self.rules.len())
+            .field("properties", &self.properties)
+            .finish()
+    }
+}
+
+fn compile_one(src: &str) -> Result<Program, String> {
+    Program::compile(src).map_err(|e| e.to_string())
+}
+
+impl CompiledRules {
+    pub(crate) fn compile(n: &Node) -> CompiledRules {
+        let rules = n
+            .x_validations
+            .iter()
+            .map(|r| {
+                let program = compile_one(&r.rule);
+                let uses_old_self = program
+                    .as_ref()
+                    .is_ok_and(|p| p.references().has_variable("oldSelf"));
+                let message =
+                    (!r.message_expression.is_empty()).then(|| compile_one(&r.message_expression));
+                Compiled {
+                    rule: r.clone(),
+                    program,
+                    message,
+                    uses_old_self,
+                }
+            })
+            .collect();
+        let mut properties = BTreeMap::new();
+        for (k, p) in &n.properties {
+            let c = CompiledRules::compile(p);
+            if !c.is_empty() {
+                properties.insert(k.clone(), c);
+            }
+        }
+        let sub = |s: Option<&Node>| {
+            s.map(CompiledRules::compile)
+                .filter(|c| !c.is_empty())
+                .map(Box::new)
+        };
+        CompiledRules {
+            rules,
+            properties,
+            items: sub(n.items.as_deref()),
+            additional: sub(n.additional_schema()),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+            && self.properties.is_empty()
+            && self.items.is_none()
+            && self.additional.is_none()
+    }
+
+    /// Evaluate every rule on `obj` (the whole object); `old` on update.
+    pub(crate) fn validate(
+        &self,
+        root: &Node,
+        obj: &Value,
+        old: Option<&Value>,
+    ) -> Vec<FieldError> {
+        let mut ctx = Context::default();
+        ctx.register_all();
+        let mut w = Walk {
+            ctx: &ctx,
+            errs: Vec::new(),
+        };
+        w.node(self, root, &FieldPath::default(), obj, old, true);
+        w.errs
+    }
+}
+
+/// The message of a rule that evaluated to false (upstream `ruleMessageOrDefault`).
+fn message_or_default(r: &Rule) -> String {
+    if r.message.is_empty() {
+        format!("failed rule: {}", rule_error_string(r))
+    } else {
+        r.message.trim().to_string()
+    }
+}
+
+fn rule_error_string(r: &Rule) -> String {
+    if r.message.is_empty() {
+        r.rule.trim().to_string()
+    } else {
+        r.message.trim().to_string()
+    }
+}
+
+fn schema_type(n: &Node) -> &str {
+    if n.x_int_or_string {
+        "integer-or-string"
+    } else {
+        &n.ty
+    }
+}
+
+struct Walk<'c> {
+    ctx: &'c Context<'c>,
+    errs: Vec<FieldError>,
+}
+
+impl Walk<'_> {
+    fn node(
+        &mut self,
+        c: &CompiledRules,
+        n: &Node,
+        path: &FieldPath,
+        v: &Value,
+        old: Option<&Value>,
+        root: bool,
+    ) {
+        if v.is_null() {
+            return;
+        }
+        let old = old.filter(|o| !o.is_null());
+        if !c.rules.is_empty() {
+            self.rules(c, n, path, v, old, root);
+        }
+        match v {
+            Value::Object(m) => {
+                for (k, sub) in &c.properties {
+                    if let (Some(x), Some(s)) = (m.get(k), n.properties.get(k)) {
+                        let o = old.and_then(|o| o.get(k));
+                        self.node(sub, s, &child(path, k), x, o, false);
+                    }
+                }
+                if let (Some(sub), Some(s)) = (&c.additional, n.additional_schema()) {
+                    for (k, x) in m.iter().filter(|(k, _)| !n.properties.contains_key(*k)) {
+                        let o = old.and_then(|o| o.get(k));
+                        self.node(sub, s, &path.key(k), x, o, false);
+                    }
+                }
+            }
+            Value::Array(items) => {
+                if let (Some(sub), Some(s)) = (&c.items, n.items.as_deref()) {
+                    for (i, x) in items.iter().enumerate() {
+                        let o = correlate_item(n, x, old);
+                        self.node(sub, s, &path.index(i), x, o, false);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn rules(
+        &mut self,
+        c: &CompiledRules,
+        n: &Node,
+        path: &FieldPath,
+        v: &Value,
+        old: Option<&Value>,
+        root: bool,
+    ) {
+        let ty = schema_type(n).to_string();
+        let self_val = to_cel(v, Some(n), root);
+        let old_val = old.map(|o| to_cel(o, Some(n), root));
+        for r in &c.rules {
+            let program = match &r.program {
+                Ok(p) => p,
+                Err(e) => {
+                    let msg = format!("rule compile error: compilation failed: {e}");
+                    self.errs.push(FieldError::invalid(path, ty.as_str(), msg));
+                    continue;
+                }
+            };
+            let optional = r.rule.optional_old_self.unwrap_or(false);
+            if r.uses_old_self && old.is_none() && !optional {
+                continue;
+            }
+            let mut ctx = self.ctx.new_inner_scope();
+            ctx.add_variable_from_value("self", self_val.clone());
+            match (&old_val, optional) {
+                (Some(o), false) => ctx.add_variable_from_value("oldSelf", o.clone()),
+                (o, true) => ctx.add_variable_from_value("oldSelf", optional_of(o.clone())),
+                (None, false) => {}
+            }
+            let result = program.execute(&ctx);
+            match result {
+                Ok(Cel::Bool(true)) => continue,
+                Ok(Cel::Bool(false)) => {}
+                Ok(_) => {
+                    let msg = format!(
+                        "rule evaluation error: expected a bool result for rule: {}",
+                        rule_error_string(&r.rule)
+                    );
+                    self.errs.push(FieldError::invalid(path, ty.as_str(), msg));
+                    continue;
+                }
+                Err(e) => {
+                    let msg = format!("{e} evaluating rule: {}", rule_error_string(&r.rule));
+                    self.errs.push(FieldError::invalid(path, ty.as_str(), msg));
+                    continue;
+                }
+            }
+            let err_path = match normalized_field_path(&r.rule.field_path) {
+                Some(p) if !p.is_empty() => child(path, &p),
+                _ => path.clone(),
+            };
+            let detail = r
+                .message
+                .as_ref()
+                .and_then(|m| m.as_ref().ok())
+                .and_then(|m| match m.execute(&ctx) {
+                    Ok(Cel::String(s)) if !s.trim().is_empty() => Some(s.to_string()),
+                    _ => None,
+                })
+                .unwrap_or_else(|| message_or_default(&r.rule));
+            self.errs
+                .push(error_for_reason(&err_path, &ty, detail, &r.rule.reason));
+        }
+    }
+}
+
+fn optional_of(v: Option<Cel>) -> Cel {
+    use kube_cel::cel::objects::OptionalValue;
+    match v {
+        Some(v) => Cel::Opaque(Arc::new(OptionalValue::of(v))),
+        None => Cel::Opaque(Arc::new(OptionalValue::none())),
+    }
+}
+
+fn error_for_reason(path: &FieldPath, ty: &str, detail: String, reason: &str) -> FieldError {
+    match reason {
+        "FieldValueForbidden" => FieldError::forbidden(path, detail),
+        "FieldValueRequired" => FieldError::required(path, detail),
+        "FieldValueDuplicate" => FieldError::duplicate(path, ty),
+        _ => FieldError::invalid(path, ty, detail),
+    }
+}
+
+/// `fieldPath` as a path suffix (`.spec.x` → `spec.x`, `['a.b']` kept as a subscript).
+pub(crate) fn normalized_field_path(fp: &str) -> Option<String> {
+    let fp = fp.trim();
+    if fp.is_empty() {
+        return None;
+    }
+    Some(fp.strip_prefix('.').unwrap_or(fp).to_string())
+}
+
+fn child(path: &FieldPath, k: &str) -> FieldPath {
+    if path.to_string().is_empty() {
+        FieldPath::new(k)
+    } else {
+        path.child(k)
+    }
+}
+
+/// The old item correlated with `x` in a list: only `x-kubernetes-list-type: map`
+/// lists correlate, by their key fields.
+fn correlate_item<'a>(n: &Node, x: &Value, old: Option<&'a Value>) -> Option<&'a Value> {
+    if n.x_list_type.as_deref() != Some("map") || n.x_list_map_keys.is_empty() {
+        return None;
+    }
+    let old = old?.as_array()?;
+    let keys = &n.x_list_map_keys;
+    old.iter()
+        .find(|o| keys.iter().all(|k| o.get(k) == x.get(k)))
+}
+
+const RESERVED: &[&str] = &[
+    "true",
+    "false",
+    "null",
+    "in",
+    "as",
+    "break",
+    "const",
+    "continue",
+    "else",
+    "for",
+    "function",
+    "if",
+    "import",
+    "let",
+    "loop",
+    "package",
+    "namespace",
+    "return",
+    "var",
+    "void",
+    "while",
+];
+
+/// Upstream's CEL property-name escaping; `None` when the name cannot be exposed.
+pub fn escape(name: &str) -> Option<String> {
+    if RESERVED.contains(&name) {
+        return Some(format!("__{name}__"));
+    }
+    let mut out = String::with_capacity(name.len());
+    let mut rest = name;
+    while let Some(c) = rest.chars().next() {
+        if rest.starts_with("__") {
+            out.push_str("__underscores__");
+            rest = &rest[2..];
+            continue;
+        }
+        match c {
+            '.' => out.push_str("__dot__"),
+            '-' => out.push_str("__dash__"),
+            '/' => out.push_str("__slash__"),
+            c if c == '_' || c.is_ascii_alphanumeric() => out.push(c),
+            _ => return None,
+        }
+        rest = &rest[c.len_utf8()..];
+    }
+    let first_ok = out
+        .chars()
+        .next()
+        .is_some_and(|c| c == '_' || c.is_ascii_alphabetic());
+    first_ok.then_some(out)
+}
+
+/// JSON → CEL with the schema: declared properties by escaped name, map entries by
+/// key; at a resource root only `metadata.name`/`generateName` are visible.
+fn to_cel(v: &Value, s: Option<&Node>, resource_root: bool) -> Cel {
+    match v {
+        Value::Null => Cel::Null,
+        Value::Bool(b) => Cel::Bool(*b),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => Cel::Int(i),
+            None => match n.as_u64() {
+                Some(u) => Cel::UInt(u),
+                None => Cel::Float(n.as_f64().unwrap_or(0.0)),
+            },
+        },
+        Value::String(st) => Cel::String(Arc::new(st.clone())),
+        Value::Array(a) => {
+            let item = s.and_then(|s| s.items.as_deref());
+            Cel::List(Arc::new(a.iter().map(|x| to_cel(x, item, false)).collect()))
+        }
+        Value::Object(m) => {
+            let mut out = std::collections::HashMap::new();
+            let declared = s.is_some_and(|s| !s.properties.is_empty());
+            for (k, x) in m {
+                if resource_root && k == "metadata" {
+                    out.insert(Key::String(Arc::new(k.clone())), root_meta(x));
+                    continue;
+                }
+                let (name, sub) = match s {
+                    Some(s) if s.properties.contains_key(k) => {
+                        let Some(e) = escape(k) else { continue };
+                        (e, s.properties.get(k))
+                    }
+                    Some(s) if declared && s.additional_properties.is_none() => match escape(k) {
+                        Some(e) => (e, None),
+                        None => continue,
+                    },
+                    Some(s) => (k.clone(), s.additional_schema()),
+                    None => (k.clone(), None),
+                };
+                let embedded = sub.is_some_and(|n| n.x_embedded_resource);
+                out.insert(Key::String(Arc::new(name)), to_cel(x, sub, embedded));
+            }
+            Cel::Map(CelMap { map: Arc::new(out) })
+        }
+    }
+}
+
+fn root_meta(v: &Value) -> Cel {
+    let mut out = std::collections::HashMap::new();
+    for k in ["name", "generateName"] {
+        if let Some(Value::String(s)) = v.get(k) {
+            out.insert(
+                Key::String(Arc::new(k.to_string())),
+                Cel::String(Arc::new(s.clone())),
+            );
+        }
+    }
+    Cel::Map(CelMap { map: Arc::new(out) })
+}
+
+/// Compile-time problems of the rules under `n` (for `validate_schema`), with the
+/// schema path of each rule (`…x-kubernetes-validations[0].rule`).
+pub(crate) fn compile_errors(n: &Node, path: &FieldPath) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    for (i, r) in n.x_validations.iter().enumerate() {
+        let rp = path.child("x-kubernetes-validations").index(i);
+        if r.rule.trim().is_empty() {
+            errs.push(FieldError::required(
+                &rp.child("rule"),
+                "rule is not specified",
+            ));
+            continue;
+        }
+        match compile_one(&r.rule) {
+            Err(e) => errs.push(FieldError::invalid(
+                &rp.child("rule"),
+                r.rule.as_str(),
+                format!("compilation failed: {e}"),
+            )),
+            Ok(p) => {
+                let uses_old = p.references().has_variable("oldSelf");
+                if r.optional_old_self.is_some() && !uses_old {
+                    errs.push(FieldError::invalid(
+                        &rp.child("optionalOldSelf"),
+                        r.optional_old_self.unwrap_or(false),
+                        "may not be set if oldSelf is not used in rule",
+                    ));
+                }
+            }
+        }
+        if !r.message_expression.is_empty() {
+            if let Err(e) = compile_one(&r.message_expression) {
+                errs.push(FieldError::invalid(
+                    &rp.child("messageExpression"),
+                    r.message_expression.as_str(),
+                    format!("messageExpression compilation failed: {e}"),
+                ));
+            }
+        }
+    }
+    errs
+}
