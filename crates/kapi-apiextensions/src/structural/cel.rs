@@ -25,6 +25,7 @@ use kube_cel::cel::{Context, Program, Value as Cel};
 use kube_cel::KubeCelExt;
 use serde_json::Value;
 
+use super::cel_cost::{Pricer, Shape, PER_CALL_LIMIT, RUNTIME_BUDGET};
 use super::{Node, Rule};
 
 /// One rule, compiled.
@@ -53,7 +54,7 @@ impl std::fmt::Debug for CompiledRules {
     }
 }
 
-fn compile_one(src: &str) -> Result<Program, String> {
+pub(crate) fn compile_one(src: &str) -> Result<Program, String> {
     Program::compile(src).map_err(|e| e.to_string())
 }
 
@@ -116,6 +117,8 @@ impl CompiledRules {
         let mut w = Walk {
             ctx: &ctx,
             errs: Vec::new(),
+            budget: RUNTIME_BUDGET,
+            stopped: false,
         };
         w.node(self, root, &FieldPath::default(), obj, old, true);
         w.errs
@@ -150,7 +153,14 @@ fn schema_type(n: &Node) -> &str {
 struct Walk<'c> {
     ctx: &'c Context<'c>,
     errs: Vec<FieldError>,
+    /// What is left of the per-object runtime cost budget.
+    budget: u64,
+    /// Set once a cost limit stopped evaluation: no further rules run.
+    stopped: bool,
 }
+
+const OUT_OF_BUDGET: &str =
+    "validation failed due to running out of cost budget, no further validation rules will be run";
 
 impl Walk<'_> {
     fn node(
@@ -162,7 +172,7 @@ impl Walk<'_> {
         old: Option<&Value>,
         root: bool,
     ) {
-        if v.is_null() {
+        if v.is_null() || self.stopped {
             return;
         }
         let old = old.filter(|o| !o.is_null());
@@ -221,6 +231,12 @@ impl Walk<'_> {
             if r.uses_old_self && old.is_none() && !optional {
                 continue;
             }
+            if self.stopped {
+                return;
+            }
+            if !self.charge(program, path, &ty, &r.rule, v, old) {
+                return;
+            }
             let mut ctx = self.ctx.new_inner_scope();
             ctx.add_variable_from_value("self", self_val.clone());
             match (&old_val, optional) {
@@ -246,8 +262,8 @@ impl Walk<'_> {
                     continue;
                 }
             }
-            let err_path = match normalized_field_path(&r.rule.field_path) {
-                Some(p) if !p.is_empty() => child(path, &p),
+            let err_path = match super::cel_schema::resolve_field_path(n, &r.rule.field_path) {
+                Some((p, _)) if !p.is_empty() => child(path, &p),
                 _ => path.clone(),
             };
             let detail = r
@@ -262,6 +278,40 @@ impl Walk<'_> {
             self.errs
                 .push(error_for_reason(&err_path, &ty, detail, &r.rule.reason));
         }
+    }
+}
+
+impl Walk<'_> {
+    /// Price a rule on these values and take it from the budget; false (with the
+    /// error recorded) when a limit stops evaluation.
+    fn charge(
+        &mut self,
+        program: &Program,
+        path: &FieldPath,
+        ty: &str,
+        rule: &Rule,
+        v: &Value,
+        old: Option<&Value>,
+    ) -> bool {
+        let old_shape = old.map_or(Shape::Unknown, Shape::Data);
+        let limit = PER_CALL_LIMIT.min(self.budget);
+        let cost = Pricer::new(Shape::Data(v), old_shape, limit).cost(program.expression());
+        if cost > PER_CALL_LIMIT {
+            let msg = format!(
+                "'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: {}",
+                rule_error_string(rule)
+            );
+            self.errs.push(FieldError::invalid(path, ty, msg));
+            self.stopped = true;
+            return false;
+        }
+        if cost > self.budget {
+            self.errs.push(FieldError::invalid(path, ty, OUT_OF_BUDGET));
+            self.stopped = true;
+            return false;
+        }
+        self.budget -= cost;
+        true
     }
 }
 
@@ -280,15 +330,6 @@ fn error_for_reason(path: &FieldPath, ty: &str, detail: String, reason: &str) ->
         "FieldValueDuplicate" => FieldError::duplicate(path, ty),
         _ => FieldError::invalid(path, ty, detail),
     }
-}
-
-/// `fieldPath` as a path suffix (`.spec.x` → `spec.x`, `['a.b']` kept as a subscript).
-pub(crate) fn normalized_field_path(fp: &str) -> Option<String> {
-    let fp = fp.trim();
-    if fp.is_empty() {
-        return None;
-    }
-    Some(fp.strip_prefix('.').unwrap_or(fp).to_string())
 }
 
 fn child(path: &FieldPath, k: &str) -> FieldPath {
@@ -364,6 +405,20 @@ pub fn escape(name: &str) -> Option<String> {
     first_ok.then_some(out)
 }
 
+/// The inverse of [`escape`].
+pub fn unescape(name: &str) -> String {
+    if let Some(inner) = name.strip_prefix("__").and_then(|n| n.strip_suffix("__")) {
+        if RESERVED.contains(&inner) {
+            return inner.to_string();
+        }
+    }
+    name.replace("__underscores__", "\u{0}")
+        .replace("__dot__", ".")
+        .replace("__dash__", "-")
+        .replace("__slash__", "/")
+        .replace('\u{0}', "__")
+}
+
 /// JSON → CEL with the schema: declared properties by escaped name, map entries by
 /// key; at a resource root only `metadata.name`/`generateName` are visible.
 fn to_cel(v: &Value, s: Option<&Node>, resource_root: bool) -> Cel {
@@ -421,47 +476,4 @@ fn root_meta(v: &Value) -> Cel {
         }
     }
     Cel::Map(CelMap { map: Arc::new(out) })
-}
-
-/// Compile-time problems of the rules under `n` (for `validate_schema`), with the
-/// schema path of each rule (`…x-kubernetes-validations[0].rule`).
-pub(crate) fn compile_errors(n: &Node, path: &FieldPath) -> Vec<FieldError> {
-    let mut errs = Vec::new();
-    for (i, r) in n.x_validations.iter().enumerate() {
-        let rp = path.child("x-kubernetes-validations").index(i);
-        if r.rule.trim().is_empty() {
-            errs.push(FieldError::required(
-                &rp.child("rule"),
-                "rule is not specified",
-            ));
-            continue;
-        }
-        match compile_one(&r.rule) {
-            Err(e) => errs.push(FieldError::invalid(
-                &rp.child("rule"),
-                r.rule.as_str(),
-                format!("compilation failed: {e}"),
-            )),
-            Ok(p) => {
-                let uses_old = p.references().has_variable("oldSelf");
-                if r.optional_old_self.is_some() && !uses_old {
-                    errs.push(FieldError::invalid(
-                        &rp.child("optionalOldSelf"),
-                        r.optional_old_self.unwrap_or(false),
-                        "may not be set if oldSelf is not used in rule",
-                    ));
-                }
-            }
-        }
-        if !r.message_expression.is_empty() {
-            if let Err(e) = compile_one(&r.message_expression) {
-                errs.push(FieldError::invalid(
-                    &rp.child("messageExpression"),
-                    r.message_expression.as_str(),
-                    format!("messageExpression compilation failed: {e}"),
-                ));
-            }
-        }
-    }
-    errs
 }

@@ -28,6 +28,8 @@ use kapi_machinery::validation::{FieldError, FieldPath};
 use serde_json::Value;
 
 pub mod cel;
+mod cel_cost;
+mod cel_schema;
 mod default;
 mod embedded;
 mod formats;

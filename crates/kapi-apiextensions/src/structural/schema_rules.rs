@@ -13,7 +13,7 @@
 use kapi_machinery::validation::{FieldError, FieldPath};
 use serde_json::Value;
 
-use super::{cel, Additional, Node};
+use super::{cel_schema, Additional, Node};
 
 #[derive(Clone, Copy, PartialEq)]
 enum Level {
@@ -40,6 +40,7 @@ pub fn validate_schema(schema: &Value, path: &FieldPath) -> Vec<FieldError> {
     structural.sort_by_key(ToString::to_string);
     errs.extend(structural);
     extensions(&root, path, &mut errs);
+    errs.extend(cel_schema::schema_errors(&root, path));
     if errs.is_empty() {
         defaults(&root, path, &mut errs);
     }
@@ -402,7 +403,6 @@ const TYPES: &[&str] = &["array", "boolean", "integer", "number", "object", "str
 /// The CRD validation's per-node rules for types and `x-kubernetes-*` extensions.
 fn extensions(s: &Node, p: &FieldPath, errs: &mut Vec<FieldError>) {
     super::schema_ext::check(s, p, errs, TYPES);
-    errs.extend(cel::compile_errors(s, p));
     for (k, v) in &s.properties {
         extensions(v, &p.child("properties").key(k), errs);
     }

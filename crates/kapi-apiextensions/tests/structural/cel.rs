@@ -123,3 +123,121 @@ fn nested_rules_and_escaping() {
         ]
     );
 }
+
+fn schema_errors(schema: Value) -> Vec<String> {
+    let path = kapi_machinery::validation::FieldPath::new("s");
+    messages(&kapi_apiextensions::structural::validate_schema(
+        &schema, &path,
+    ))
+}
+
+fn spec_schema(spec: Value) -> Value {
+    json!({"type": "object", "properties": {"spec": spec}})
+}
+
+#[test]
+fn schema_checks_of_rules() {
+    let with_rules = |rules: Value| {
+        spec_schema(
+            json!({"type": "object", "properties": {"a": {"type": "integer"}},
+            "x-kubernetes-validations": rules}),
+        )
+    };
+    let cases: Vec<(Value, Vec<&str>)> = vec![
+        (json!([{"rule": "self.a > 0"}]), vec![]),
+        (json!([{"rule": " "}]), vec!["s.properties[spec].x-kubernetes-validations[0].rule: Required value: rule is not specified"]),
+        (
+            json!([{"rule": "self.a > 0", "message": "two\nlines"}]),
+            vec!["s.properties[spec].x-kubernetes-validations[0].message: Invalid value: \"two\\nlines\": message must not contain line breaks"],
+        ),
+        (
+            json!([{"rule": "self.a > 0", "reason": "Nope"}]),
+            vec![r#"s.properties[spec].x-kubernetes-validations[0].reason: Unsupported value: "Nope": supported values: "FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired""#],
+        ),
+        (
+            json!([{"rule": "self.a > 0", "fieldPath": ".b"}]),
+            vec![r#"s.properties[spec].x-kubernetes-validations[0].fieldPath: Invalid value: ".b": fieldPath must be a valid path"#],
+        ),
+        (json!([{"rule": "self.a > 0", "fieldPath": ".a"}]), vec![]),
+        (
+            json!([{"rule": "self.a > 0", "optionalOldSelf": true}]),
+            vec!["s.properties[spec].x-kubernetes-validations[0].optionalOldSelf: Invalid value: true: may not be set if rule does not use oldSelf"],
+        ),
+    ];
+    for (rules, want) in cases {
+        assert_eq!(schema_errors(with_rules(rules.clone())), want, "{rules}");
+    }
+    let got = schema_errors(with_rules(json!([{"rule": "self.a >"}])));
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert!(
+        got[0].starts_with(r#"s.properties[spec].x-kubernetes-validations[0]: Invalid value: {"rule":"self.a >"}: compilation failed: ERROR: <input>:1:"#),
+        "{got:?}"
+    );
+}
+
+#[test]
+fn old_self_needs_correlatable_values() {
+    let s = spec_schema(json!({"type": "array", "items": {"type": "object",
+        "properties": {"a": {"type": "integer"}},
+        "x-kubernetes-validations": [{"rule": "self.a == oldSelf.a"}]}}));
+    assert_eq!(
+        schema_errors(s),
+        vec![
+            r#"s.properties[spec].items.x-kubernetes-validations[0].rule: Invalid value: "self.a == oldSelf.a": oldSelf cannot be used on the uncorrelatable portion of the schema within s.properties[spec]"#
+        ]
+    );
+}
+
+#[test]
+fn static_cost_limits() {
+    // Unbounded lists of unbounded strings: the nested scan is far over budget.
+    let unbounded = spec_schema(json!({"type": "array", "items": {"type": "string"},
+        "x-kubernetes-validations": [{"rule": "self.all(x, self.exists(y, y.startsWith(x)))"}]}));
+    // The rule also counts towards the schema's total, as upstream.
+    let hint = "(try simplifying the rule(s), or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)";
+    assert_eq!(
+        schema_errors(unbounded),
+        vec![
+            format!("s.properties[spec].x-kubernetes-validations[0].rule: Forbidden: estimated rule cost exceeds budget by factor of more than 100x {hint}"),
+            format!("s: Forbidden: x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema exceeds budget by factor of more than 100x {hint}"),
+        ]
+    );
+    // The same rule with bounds is fine.
+    let bounded = spec_schema(
+        json!({"type": "array", "maxItems": 10, "items": {"type": "string", "maxLength": 10},
+        "x-kubernetes-validations": [{"rule": "self.all(x, self.exists(y, y.startsWith(x)))"}]}),
+    );
+    assert_eq!(schema_errors(bounded), Vec::<String>::new());
+    // Cheap per rule, but run for every item of two unbounded nested lists.
+    let fan_out = spec_schema(
+        json!({"type": "array", "items": {"type": "array", "items": {"type": "string", "maxLength": 64,
+        "x-kubernetes-validations": [{"rule": "self.startsWith('a')"}]}}}),
+    );
+    let got = schema_errors(fan_out);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert!(
+        got[0].starts_with("s: Forbidden: x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema exceeds budget by factor of"),
+        "{got:?}"
+    );
+}
+
+#[test]
+fn runtime_cost_limits() {
+    let s = schema(spec_schema(
+        json!({"type": "array", "items": {"type": "string"},
+        "x-kubernetes-validations": [{"rule": "self.all(x, self.all(y, x == y || x != y))"}]}),
+    ));
+    let small = json!({"spec": ["a", "b"]});
+    assert_eq!(
+        messages(&s.validate_cel(&small, None)),
+        Vec::<String>::new()
+    );
+    let items: Vec<String> = (0..2000).map(|i| format!("v{i}")).collect();
+    let big = json!({"spec": items});
+    assert_eq!(
+        messages(&s.validate_cel(&big, None)),
+        vec![
+            r#"spec: Invalid value: "array": 'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: self.all(x, self.all(y, x == y || x != y))"#
+        ]
+    );
+}
