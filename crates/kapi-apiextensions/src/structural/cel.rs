@@ -120,7 +120,17 @@ impl CompiledRules {
             budget: RUNTIME_BUDGET,
             stopped: false,
         };
-        w.node(self, root, &FieldPath::default(), obj, old, true);
+        w.node(
+            self,
+            root,
+            &FieldPath::new(NIL),
+            obj,
+            old,
+            Flags {
+                root: true,
+                ratchet: false,
+            },
+        );
         w.errs
     }
 }
@@ -150,6 +160,14 @@ fn schema_type(n: &Node) -> &str {
     }
 }
 
+#[derive(Clone, Copy)]
+struct Flags {
+    /// The value is a resource root (the object, or an embedded resource).
+    root: bool,
+    /// The value, or a correlated ancestor, is unchanged from the old object.
+    ratchet: bool,
+}
+
 struct Walk<'c> {
     ctx: &'c Context<'c>,
     errs: Vec<FieldError>,
@@ -170,27 +188,42 @@ impl Walk<'_> {
         path: &FieldPath,
         v: &Value,
         old: Option<&Value>,
-        root: bool,
+        flags: Flags,
     ) {
         if v.is_null() || self.stopped {
             return;
         }
         let old = old.filter(|o| !o.is_null());
+        let flags = Flags {
+            root: flags.root || n.x_embedded_resource,
+            ratchet: flags.ratchet,
+        };
+        // Ratcheting: a value equal to its correlated old value (or inside one)
+        // does not fail rules that do not look at oldSelf.
+        let ratchet = flags.ratchet || old.is_some_and(|o| o == v);
+        let flags = Flags {
+            root: flags.root,
+            ratchet,
+        };
         if !c.rules.is_empty() {
-            self.rules(c, n, path, v, old, root);
+            self.rules(c, n, path, v, old, flags);
         }
+        let below = Flags {
+            root: false,
+            ratchet,
+        };
         match v {
             Value::Object(m) => {
                 for (k, sub) in &c.properties {
                     if let (Some(x), Some(s)) = (m.get(k), n.properties.get(k)) {
                         let o = old.and_then(|o| o.get(k));
-                        self.node(sub, s, &child(path, k), x, o, false);
+                        self.node(sub, s, &child(path, k), x, o, below);
                     }
                 }
                 if let (Some(sub), Some(s)) = (&c.additional, n.additional_schema()) {
                     for (k, x) in m.iter().filter(|(k, _)| !n.properties.contains_key(*k)) {
                         let o = old.and_then(|o| o.get(k));
-                        self.node(sub, s, &path.key(k), x, o, false);
+                        self.node(sub, s, &path.key(k), x, o, below);
                     }
                 }
             }
@@ -198,7 +231,7 @@ impl Walk<'_> {
                 if let (Some(sub), Some(s)) = (&c.items, n.items.as_deref()) {
                     for (i, x) in items.iter().enumerate() {
                         let o = correlate_item(n, x, old);
-                        self.node(sub, s, &path.index(i), x, o, false);
+                        self.node(sub, s, &path.index(i), x, o, below);
                     }
                 }
             }
@@ -213,8 +246,9 @@ impl Walk<'_> {
         path: &FieldPath,
         v: &Value,
         old: Option<&Value>,
-        root: bool,
+        flags: Flags,
     ) {
+        let root = flags.root;
         let ty = schema_type(n).to_string();
         let self_val = to_cel(v, Some(n), root);
         let old_val = old.map(|o| to_cel(o, Some(n), root));
@@ -229,6 +263,9 @@ impl Walk<'_> {
             };
             let optional = r.rule.optional_old_self.unwrap_or(false);
             if r.uses_old_self && old.is_none() && !optional {
+                continue;
+            }
+            if flags.ratchet && !r.uses_old_self {
                 continue;
             }
             if self.stopped {
@@ -332,8 +369,13 @@ fn error_for_reason(path: &FieldPath, ty: &str, detail: String, reason: &str) ->
     }
 }
 
+/// Upstream validates from a nil path, which prints as `<nil>` for errors about
+/// the object itself.
+const NIL: &str = "<nil>";
+
 fn child(path: &FieldPath, k: &str) -> FieldPath {
-    if path.to_string().is_empty() {
+    let p = path.to_string();
+    if p.is_empty() || p == NIL {
         FieldPath::new(k)
     } else {
         path.child(k)
@@ -432,7 +474,10 @@ fn to_cel(v: &Value, s: Option<&Node>, resource_root: bool) -> Cel {
                 None => Cel::Float(n.as_f64().unwrap_or(0.0)),
             },
         },
-        Value::String(st) => Cel::String(Arc::new(st.clone())),
+        Value::String(st) => match s.filter(|n| !n.format.is_empty() && !n.x_int_or_string) {
+            Some(n) => super::cel_values::typed_string(&n.format, st),
+            None => Cel::String(Arc::new(st.clone())),
+        },
         Value::Array(a) => {
             let item = s.and_then(|s| s.items.as_deref());
             Cel::List(Arc::new(a.iter().map(|x| to_cel(x, item, false)).collect()))

@@ -30,6 +30,7 @@ use serde_json::Value;
 pub mod cel;
 mod cel_cost;
 mod cel_schema;
+mod cel_values;
 mod default;
 mod embedded;
 mod formats;
@@ -163,7 +164,17 @@ impl Structural {
     /// Validate a whole custom object against the schema (OpenAPI value validations,
     /// embedded resources, list-type uniqueness). Upstream's paths and messages.
     pub fn validate(&self, obj: &Value) -> Vec<FieldError> {
-        let mut errs = validate::validate(&self.root, obj);
+        let mut errs = validate::validate(&self.root, obj, None);
+        errs.extend(embedded::validate(&FieldPath::default(), obj, &self.root));
+        errs.extend(listtype::validate(None, &self.root, obj));
+        errs
+    }
+
+    /// [`Structural::validate`] for an update: schema errors in values that did not
+    /// change from `old` are dropped (upstream's CRD validation ratcheting, on by
+    /// default since 1.30); list-type and embedded-resource checks still apply.
+    pub fn validate_update(&self, obj: &Value, old: &Value) -> Vec<FieldError> {
+        let mut errs = validate::validate(&self.root, obj, Some(old));
         errs.extend(embedded::validate(&FieldPath::default(), obj, &self.root));
         errs.extend(listtype::validate(None, &self.root, obj));
         errs

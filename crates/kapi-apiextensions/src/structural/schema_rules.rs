@@ -417,7 +417,7 @@ fn extensions(s: &Node, p: &FieldPath, errs: &mut Vec<FieldError>) {
 /// Defaults must validate against their schema and be pruned already.
 fn defaults(s: &Node, p: &FieldPath, errs: &mut Vec<FieldError>) {
     if let Some(d) = &s.default {
-        for mut e in super::validate::validate(s, d) {
+        for mut e in super::validate::validate(s, d, None) {
             e.field = prefix(p.child("default"), &e.field);
             errs.push(e);
         }

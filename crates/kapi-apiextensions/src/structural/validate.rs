@@ -18,10 +18,24 @@ use serde_json::Value;
 use super::{formats, Additional, Node};
 
 /// Validate `obj` (the whole object) against `root`.
-pub(super) fn validate(root: &Node, obj: &Value) -> Vec<FieldError> {
+pub(super) fn validate(root: &Node, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
     let mut out = Outcome::default();
-    node(root, "", obj, &mut out);
+    node(root, "", obj, old, &mut out);
     out.errs
+}
+
+/// The old value correlated with list item `x` for ratcheting: items of
+/// `x-kubernetes-list-type: map` lists by their keys, of `set` lists by value;
+/// items of atomic lists do not correlate.
+fn correlate_item<'a>(n: &Node, x: &Value, old: Option<&'a Value>) -> Option<&'a Value> {
+    let old = old?.as_array()?;
+    match n.x_list_type.as_deref() {
+        Some("map") if !n.x_list_map_keys.is_empty() => old
+            .iter()
+            .find(|o| n.x_list_map_keys.iter().all(|k| o.get(k) == x.get(k))),
+        Some("set") => old.iter().find(|o| json_equal(o, x)),
+        _ => None,
+    }
 }
 
 /// Errors plus kube-openapi's match count (used to pick the best failed alternative).
@@ -34,7 +48,8 @@ struct Outcome {
 fn path_of(name: &str) -> FieldPath {
     let trimmed = name.strip_prefix('.').unwrap_or(name);
     if trimmed.is_empty() {
-        FieldPath::default()
+        // Upstream's root path is nil, printed `<nil>`.
+        FieldPath::new("<nil>")
     } else {
         FieldPath::new(trimmed)
     }
@@ -55,9 +70,7 @@ fn type_invalid(name: &str, value: Value, msg: String) -> FieldError {
 
 /// A field-less error (upstream's `field.Invalid(nil, "", msg)`).
 fn nil_path(msg: String) -> FieldError {
-    let mut e = FieldError::invalid(&FieldPath::default(), "", msg);
-    e.field = "<nil>".to_string();
-    e
+    FieldError::invalid(&FieldPath::new("<nil>"), "", msg)
 }
 
 /// The JSON type name kube-openapi infers for a value.
@@ -104,7 +117,14 @@ fn types_of(n: &Node) -> Vec<&str> {
     }
 }
 
-fn node(n: &Node, name: &str, v: &Value, out: &mut Outcome) {
+/// Validate `v` at `name`. With `old` (the correlated old value on update), an
+/// unchanged value is not validated at all: upstream's validation ratcheting lets
+/// objects keep values a newer schema would reject, as long as they do not change.
+fn node(n: &Node, name: &str, v: &Value, old: Option<&Value>, out: &mut Outcome) {
+    if old.is_some_and(|o| json_equal(o, v)) {
+        out.matches += 1;
+        return;
+    }
     if v.is_null() {
         type_check(n, name, v, out);
         enum_check(n, name, v, out);
@@ -128,12 +148,12 @@ fn node(n: &Node, name: &str, v: &Value, out: &mut Outcome) {
             }
         }
         Value::Number(_) => number_checks(n, name, v, out),
-        Value::Array(items) => array_checks(n, name, items, out),
+        Value::Array(items) => array_checks(n, name, items, old, out),
         _ => {}
     }
     enum_check(n, name, v, out);
     if let Value::Object(m) = v {
-        object_checks(n, name, m, out);
+        object_checks(n, name, m, old, out);
     }
     if out.errs.len() == before {
         out.matches += 1;
@@ -274,10 +294,11 @@ fn number_checks(n: &Node, name: &str, v: &Value, out: &mut Outcome) {
     }
 }
 
-fn array_checks(n: &Node, name: &str, items: &[Value], out: &mut Outcome) {
+fn array_checks(n: &Node, name: &str, items: &[Value], old: Option<&Value>, out: &mut Outcome) {
     if let Some(item_schema) = &n.items {
         for (i, item) in items.iter().enumerate() {
-            node(item_schema, &format!("{name}[{i}]"), item, out);
+            let o = correlate_item(n, item, old);
+            node(item_schema, &format!("{name}[{i}]"), item, o, out);
         }
     }
     let size = items.len() as i64;
@@ -341,7 +362,13 @@ fn enum_check(n: &Node, name: &str, v: &Value, out: &mut Outcome) {
         .push(FieldError::not_supported(&path_of(name), v.clone(), &refs));
 }
 
-fn object_checks(n: &Node, name: &str, m: &serde_json::Map<String, Value>, out: &mut Outcome) {
+fn object_checks(
+    n: &Node,
+    name: &str,
+    m: &serde_json::Map<String, Value>,
+    old: Option<&Value>,
+    out: &mut Outcome,
+) {
     let num = m.len() as i64;
     if let Some(min) = n.min_properties.filter(|x| num < *x) {
         let msg = format!("{} should have at least {min} properties", subject(name));
@@ -363,7 +390,8 @@ fn object_checks(n: &Node, name: &str, m: &serde_json::Map<String, Value>, out: 
         }
         Some(Additional::Schema(s)) => {
             for (k, v) in m.iter().filter(|(k, _)| !n.properties.contains_key(*k)) {
-                node(s, &format!("{name}.{k}"), v, out);
+                let o = old.and_then(|o| o.get(k));
+                node(s, &format!("{name}.{k}"), v, o, out);
             }
         }
         _ => {}
@@ -375,7 +403,7 @@ fn object_checks(n: &Node, name: &str, m: &serde_json::Map<String, Value>, out: 
             } else {
                 format!("{name}.{k}")
             };
-            node(s, &child, v, out);
+            node(s, &child, v, old.and_then(|o| o.get(k)), out);
         }
     }
     for k in n.required.iter().filter(|k| !m.contains_key(*k)) {
@@ -386,7 +414,7 @@ fn object_checks(n: &Node, name: &str, m: &serde_json::Map<String, Value>, out: 
 
 fn run(n: &Node, name: &str, v: &Value) -> Outcome {
     let mut o = Outcome::default();
-    node(n, name, v, &mut o);
+    node(n, name, v, None, &mut o);
     o
 }
 

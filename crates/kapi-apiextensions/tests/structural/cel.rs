@@ -241,3 +241,79 @@ fn runtime_cost_limits() {
         ]
     );
 }
+
+#[test]
+fn typed_values_and_library_functions() {
+    let s = schema(spec_schema(json!({"type": "object",
+    "properties": {
+        "at": {"type": "string", "format": "date-time"},
+        "timeout": {"type": "string", "format": "duration"},
+        "mem": {"x-kubernetes-int-or-string": true},
+        "name": {"type": "string"},
+        "ips": {"type": "array", "items": {"type": "string"}}
+    },
+    "x-kubernetes-validations": [
+        {"rule": "self.at > timestamp('2024-01-01T00:00:00Z')", "message": "too early"},
+        {"rule": "self.timeout <= duration('1h')", "message": "timeout too long"},
+        {"rule": "quantity(string(self.mem)).isLessThan(quantity('1Gi'))", "message": "too much memory"},
+        {"rule": "self.name.indexOf('x') < 0", "message": "no x"},
+        {"rule": "self.ips.all(i, isIP(i))", "message": "bad ip"}
+    ]})));
+    let good = json!({"spec": {"at": "2024-06-01T00:00:00Z", "timeout": "30m", "mem": "512Mi", "name": "abc", "ips": ["10.0.0.1"]}});
+    assert_eq!(messages(&s.validate_cel(&good, None)), Vec::<String>::new());
+    let bad = json!({"spec": {"at": "2023-06-01T00:00:00Z", "timeout": "2h", "mem": "2Gi", "name": "xyz", "ips": ["nope"]}});
+    assert_eq!(
+        messages(&s.validate_cel(&bad, None)),
+        vec![
+            r#"spec: Invalid value: "object": too early"#,
+            r#"spec: Invalid value: "object": timeout too long"#,
+            r#"spec: Invalid value: "object": too much memory"#,
+            r#"spec: Invalid value: "object": no x"#,
+            r#"spec: Invalid value: "object": bad ip"#,
+        ]
+    );
+}
+
+#[test]
+fn root_rules_see_metadata_name_and_type_meta() {
+    let s = schema(json!({"type": "object",
+        "x-kubernetes-validations": [
+            {"rule": "self.metadata.name.startsWith('ok-')", "message": "bad name"},
+            {"rule": "self.kind == 'Widget'"},
+            {"rule": "!has(self.metadata.labels)", "message": "labels are not visible to rules"}
+        ],
+        "properties": {"spec": {"type": "object"}}}));
+    let good = json!({"apiVersion": "a/v1", "kind": "Widget", "metadata": {"name": "ok-1", "labels": {"a": "b"}}});
+    assert_eq!(messages(&s.validate_cel(&good, None)), Vec::<String>::new());
+    let bad = json!({"apiVersion": "a/v1", "kind": "Gadget", "metadata": {"name": "x"}});
+    assert_eq!(
+        messages(&s.validate_cel(&bad, None)),
+        // Upstream validates from a nil path: errors about the object print `<nil>`.
+        vec![
+            r#"<nil>: Invalid value: "object": bad name"#,
+            r#"<nil>: Invalid value: "object": failed rule: self.kind == 'Widget'"#,
+        ]
+    );
+}
+
+#[test]
+fn ratcheting_unchanged_values() {
+    let s = spec_rules(
+        json!([{"rule": "self.replicas < 10", "message": "too many"},
+        {"rule": "self.replicas >= oldSelf.replicas", "message": "no scale down"}]),
+    );
+    let old = obj(json!({"replicas": 20, "name": "a"}));
+    // Unchanged: the non-transition rule is ratcheted, the transition rule holds.
+    assert_eq!(
+        messages(&s.validate_cel(&old, Some(&old))),
+        Vec::<String>::new()
+    );
+    let changed = obj(json!({"replicas": 15, "name": "a"}));
+    assert_eq!(
+        messages(&s.validate_cel(&changed, Some(&old))),
+        vec![
+            r#"spec: Invalid value: "object": too many"#,
+            r#"spec: Invalid value: "object": no scale down"#,
+        ]
+    );
+}

@@ -157,6 +157,22 @@ fn keyword_table() {
 }
 
 #[test]
+fn root_errors_print_nil_path() {
+    let s = schema(
+        json!({"type": "object", "required": ["spec"], "properties": {"spec": {"type": "object"}}}),
+    );
+    assert_eq!(
+        messages(&s.validate(&json!({}))),
+        vec!["spec: Required value"]
+    );
+    let s = schema(json!({"type": "object", "maxProperties": 1}));
+    assert_eq!(
+        messages(&s.validate(&json!({"a": 1, "b": 2}))),
+        vec!["<nil>: Too many: 2: must have at most 1 items"]
+    );
+}
+
+#[test]
 fn formats() {
     let ok: &[(&str, &str)] = &[
         ("date-time", "2024-01-02T03:04:05Z"),
@@ -283,4 +299,33 @@ fn embedded_resources() {
             r#"spec.f.metadata: Invalid value: "x": invalid metadata: expected object, got string"#
         ]
     );
+}
+
+#[test]
+fn ratcheting_keeps_unchanged_invalid_values() {
+    let s = schema(
+        json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "a": {"type": "string", "maxLength": 2},
+            "b": {"type": "integer", "maximum": 5},
+            "ports": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+                "items": {"type": "object", "properties": {"name": {"type": "string"}, "p": {"type": "integer", "maximum": 10}}}},
+            "args": {"type": "array", "items": {"type": "integer", "maximum": 1}}
+        }}}}),
+    );
+    let old =
+        json!({"spec": {"a": "long", "b": 9, "ports": [{"name": "x", "p": 99}], "args": [5]}});
+    assert_eq!(
+        messages(&s.validate_update(&old, &old)),
+        Vec::<String>::new()
+    );
+    // Reordered map-list items still correlate by key; a changed atomic list does not.
+    let new = json!({"spec": {"a": "long", "b": 8, "ports": [{"name": "y", "p": 1}, {"name": "x", "p": 99}], "args": [5, 0]}});
+    assert_eq!(
+        messages(&s.validate_update(&new, &old)),
+        vec![
+            "spec.args[0]: Invalid value: 5: spec.args[0] in body should be less than or equal to 1",
+            "spec.b: Invalid value: 8: spec.b in body should be less than or equal to 5",
+        ]
+    );
+    assert_eq!(messages(&s.validate(&new)).len(), 4);
 }
