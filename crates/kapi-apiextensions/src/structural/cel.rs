@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use kapi_machinery::validation::{FieldError, FieldPath};
 use kube_cel::cel::objects::{Key, Map as CelMap};
-use kube_cel::cel::{Context, Program, Value as Cel};
+use kube_cel::cel::{Context, ExecutionError, Program, Value as Cel};
 use kube_cel::KubeCelExt;
 use serde_json::Value;
 
@@ -54,17 +54,32 @@ impl std::fmt::Debug for CompiledRules {
     }
 }
 
+/// Parse a CEL expression; errors are laid out as cel-go prints them.
 pub(crate) fn compile_one(src: &str) -> Result<Program, String> {
-    Program::compile(src).map_err(|e| e.to_string())
+    Program::compile(src).map_err(|e| e.to_string().replace("\n| ", "\n | "))
+}
+
+/// Parse a rule and check its field selections against the node's schema
+/// (`resource_root`: the node is the object or an embedded resource).
+pub(crate) fn compile_rule(src: &str, n: &Node, resource_root: bool) -> Result<Program, String> {
+    let p = compile_one(src)?;
+    match super::cel_check::undefined_field(p.expression(), n, resource_root, src) {
+        Some(e) => Err(e),
+        None => Ok(p),
+    }
 }
 
 impl CompiledRules {
     pub(crate) fn compile(n: &Node) -> CompiledRules {
+        Self::compile_node(n, true)
+    }
+
+    fn compile_node(n: &Node, resource_root: bool) -> CompiledRules {
         let rules = n
             .x_validations
             .iter()
             .map(|r| {
-                let program = compile_one(&r.rule);
+                let program = compile_rule(&r.rule, n, resource_root);
                 let uses_old_self = program
                     .as_ref()
                     .is_ok_and(|p| p.references().has_variable("oldSelf"));
@@ -80,13 +95,13 @@ impl CompiledRules {
             .collect();
         let mut properties = BTreeMap::new();
         for (k, p) in &n.properties {
-            let c = CompiledRules::compile(p);
+            let c = CompiledRules::compile_node(p, p.x_embedded_resource);
             if !c.is_empty() {
                 properties.insert(k.clone(), c);
             }
         }
         let sub = |s: Option<&Node>| {
-            s.map(CompiledRules::compile)
+            s.map(|n| CompiledRules::compile_node(n, n.x_embedded_resource))
                 .filter(|c| !c.is_empty())
                 .map(Box::new)
         };
@@ -294,7 +309,15 @@ impl Walk<'_> {
                     continue;
                 }
                 Err(e) => {
-                    let msg = format!("{e} evaluating rule: {}", rule_error_string(&r.rule));
+                    let msg = match go_error(&e) {
+                        GoError::NoSuchOverload => format!(
+                            "'no such overload': call arguments did not match a supported operator, function or macro signature for rule: {}",
+                            rule_error_string(&r.rule)
+                        ),
+                        GoError::Other(text) => {
+                            format!("{text} evaluating rule: {}", rule_error_string(&r.rule))
+                        }
+                    };
                     self.errs.push(FieldError::invalid(path, ty.as_str(), msg));
                     continue;
                 }
@@ -349,6 +372,48 @@ impl Walk<'_> {
         }
         self.budget -= cost;
         true
+    }
+}
+
+/// A runtime error as cel-go words it.
+enum GoError {
+    NoSuchOverload,
+    Other(String),
+}
+
+fn go_error(e: &ExecutionError) -> GoError {
+    use ExecutionError as E;
+    let text = match e {
+        E::NoSuchOverload
+        | E::UnsupportedBinaryOperator(..)
+        | E::UnsupportedUnaryOperator(..)
+        | E::ValuesNotComparable(..)
+        | E::UnexpectedType { .. }
+        | E::UnsupportedTargetType { .. }
+        | E::NotSupportedAsMethod { .. } => return GoError::NoSuchOverload,
+        E::NoSuchKey(k) => format!("no such key: {k}"),
+        E::DivisionByZero(_) => "division by zero".to_string(),
+        E::RemainderByZero(_) => "modulus by zero".to_string(),
+        E::Overflow(..) => "integer overflow".to_string(),
+        E::IndexOutOfBounds(i) => format!("index out of bounds: {}", cel_display(i)),
+        E::FunctionError { message, .. } => message.clone(),
+        other => {
+            let t = other.to_string();
+            let mut c = t.chars();
+            c.next()
+                .map(|f| f.to_lowercase().collect::<String>() + c.as_str())
+                .unwrap_or_default()
+        }
+    };
+    GoError::Other(text)
+}
+
+fn cel_display(v: &Cel) -> String {
+    match v {
+        Cel::Int(i) => i.to_string(),
+        Cel::UInt(u) => u.to_string(),
+        Cel::String(s) => s.to_string(),
+        other => format!("{other:?}"),
     }
 }
 

@@ -8,7 +8,7 @@
 use kapi_machinery::validation::{FieldError, FieldPath};
 use serde_json::Value;
 
-use super::cel::compile_one;
+use super::cel::compile_rule;
 use super::cel_cost::{cost_error_message, Pricer, Shape, STATIC_CRD_LIMIT, STATIC_RULE_LIMIT};
 use super::{Node, Rule};
 
@@ -20,7 +20,7 @@ pub(crate) fn schema_errors(root: &Node, path: &FieldPath) -> Vec<FieldError> {
         errs: Vec::new(),
         total: 0,
     };
-    c.node(root, path, 1, None);
+    c.node(root, path, 1, None, true);
     if c.total > STATIC_CRD_LIMIT {
         c.errs.push(FieldError::forbidden(
             path,
@@ -72,6 +72,7 @@ impl SchemaCheck {
         path: &FieldPath,
         fan_out: u64,
         uncorrelatable: Option<&FieldPath>,
+        resource_root: bool,
     ) {
         for (i, r) in n.x_validations.iter().enumerate() {
             self.rule(
@@ -80,10 +81,17 @@ impl SchemaCheck {
                 &path.child("x-kubernetes-validations").index(i),
                 fan_out,
                 uncorrelatable,
+                resource_root,
             );
         }
         for (k, p) in &n.properties {
-            self.node(p, &path.child("properties").key(k), fan_out, uncorrelatable);
+            self.node(
+                p,
+                &path.child("properties").key(k),
+                fan_out,
+                uncorrelatable,
+                p.x_embedded_resource,
+            );
         }
         let here = fan_out.saturating_mul(Shape::fan_out(n));
         if let Some(items) = n.items.as_deref() {
@@ -93,7 +101,13 @@ impl SchemaCheck {
             } else {
                 Some(path.clone())
             };
-            self.node(items, &path.child("items"), here, unc.as_ref());
+            self.node(
+                items,
+                &path.child("items"),
+                here,
+                unc.as_ref(),
+                items.x_embedded_resource,
+            );
         }
         if let Some(ap) = n.additional_schema() {
             self.node(
@@ -101,6 +115,7 @@ impl SchemaCheck {
                 &path.child("additionalProperties"),
                 here,
                 uncorrelatable,
+                ap.x_embedded_resource,
             );
         }
     }
@@ -112,6 +127,7 @@ impl SchemaCheck {
         rp: &FieldPath,
         fan_out: u64,
         uncorrelatable: Option<&FieldPath>,
+        resource_root: bool,
     ) {
         let errs = &mut self.errs;
         let trimmed = r.rule.trim();
@@ -175,7 +191,7 @@ impl SchemaCheck {
                 ));
             }
         }
-        let program = match compile_one(trimmed) {
+        let program = match compile_rule(trimmed, n, resource_root) {
             Ok(p) => p,
             Err(e) => {
                 errs.push(FieldError::invalid(
@@ -197,7 +213,7 @@ impl SchemaCheck {
         }
         self.total = self.total.saturating_add(cost.saturating_mul(fan_out));
         if !r.message_expression.trim().is_empty() {
-            match compile_one(&r.message_expression) {
+            match compile_rule(&r.message_expression, n, resource_root) {
                 Err(e) => errs.push(FieldError::invalid(
                     rp,
                     rule_json(r),

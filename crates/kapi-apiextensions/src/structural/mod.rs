@@ -28,6 +28,7 @@ use kapi_machinery::validation::{FieldError, FieldPath};
 use serde_json::Value;
 
 pub mod cel;
+mod cel_check;
 mod cel_cost;
 mod cel_schema;
 mod cel_values;

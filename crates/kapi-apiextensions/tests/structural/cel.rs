@@ -74,20 +74,34 @@ fn transition_rules() {
 
 #[test]
 fn runtime_errors_and_compile_errors() {
-    let s = spec_rules(json!([{"rule": "self.nope > 1"}, {"rule": "self.replicas >"}]));
-    let got = messages(&s.validate_cel(&obj(json!({"replicas": 1})), None));
-    assert_eq!(got.len(), 2, "{got:?}");
-    assert!(
-        got[0].starts_with(r#"spec: Invalid value: "object": "#),
-        "{got:?}"
-    );
-    assert!(
-        got[0].ends_with("evaluating rule: self.nope > 1"),
-        "{got:?}"
-    );
-    assert!(
-        got[1].starts_with(r#"spec: Invalid value: "object": rule compile error: compilation failed: ERROR: <input>:1:"#),
-        "{got:?}"
+    let s = schema(json!({"type": "object", "properties": {"spec": {
+        "type": "object",
+        "properties": {
+            "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+            "replicas": {"type": "integer"},
+            "n": {"x-kubernetes-int-or-string": true}
+        },
+        "x-kubernetes-validations": [
+            {"rule": "self.free.nope > 1"},
+            {"rule": "self.replicas / 0 == 1"},
+            {"rule": "self.n > 1"},
+            {"rule": "self.nope > 1"},
+            {"rule": "self.replicas >"}
+        ]
+    }}}));
+    let got = messages(&s.validate_cel(
+        &json!({"spec": {"free": {}, "replicas": 1, "n": "x"}}),
+        None,
+    ));
+    assert_eq!(
+        got,
+        vec![
+            r#"spec: Invalid value: "object": no such key: nope evaluating rule: self.free.nope > 1"#,
+            r#"spec: Invalid value: "object": division by zero evaluating rule: self.replicas / 0 == 1"#,
+            r#"spec: Invalid value: "object": 'no such overload': call arguments did not match a supported operator, function or macro signature for rule: self.n > 1"#,
+            "spec: Invalid value: \"object\": rule compile error: compilation failed: ERROR: <input>:1:5: undefined field 'nope'\n | self.nope > 1\n | ....^",
+            "spec: Invalid value: \"object\": rule compile error: compilation failed: ERROR: <input>:1:16: Syntax error: mismatched input '<EOF>' expecting {'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}\n | self.replicas >\n | ...............^",
+        ]
     );
 }
 
@@ -160,6 +174,10 @@ fn schema_checks_of_rules() {
         ),
         (json!([{"rule": "self.a > 0", "fieldPath": ".a"}]), vec![]),
         (
+            json!([{"rule": "self.b > 0"}]),
+            vec!["s.properties[spec].x-kubernetes-validations[0]: Invalid value: {\"rule\":\"self.b > 0\"}: compilation failed: ERROR: <input>:1:5: undefined field 'b'\n | self.b > 0\n | ....^"],
+        ),
+        (
             json!([{"rule": "self.a > 0", "optionalOldSelf": true}]),
             vec!["s.properties[spec].x-kubernetes-validations[0].optionalOldSelf: Invalid value: true: may not be set if rule does not use oldSelf"],
         ),
@@ -172,6 +190,16 @@ fn schema_checks_of_rules() {
     assert!(
         got[0].starts_with(r#"s.properties[spec].x-kubernetes-validations[0]: Invalid value: {"rule":"self.a >"}: compilation failed: ERROR: <input>:1:"#),
         "{got:?}"
+    );
+}
+
+#[test]
+fn root_metadata_exposes_only_name_and_generate_name() {
+    let s = json!({"type": "object", "properties": {"spec": {"type": "object"}},
+        "x-kubernetes-validations": [{"rule": "!has(self.metadata.labels)"}]});
+    assert_eq!(
+        schema_errors(s),
+        vec!["s.x-kubernetes-validations[0]: Invalid value: {\"rule\":\"!has(self.metadata.labels)\"}: compilation failed: ERROR: <input>:1:19: undefined field 'labels'\n | !has(self.metadata.labels)\n | ..................^"]
     );
 }
 
@@ -279,8 +307,7 @@ fn root_rules_see_metadata_name_and_type_meta() {
     let s = schema(json!({"type": "object",
         "x-kubernetes-validations": [
             {"rule": "self.metadata.name.startsWith('ok-')", "message": "bad name"},
-            {"rule": "self.kind == 'Widget'"},
-            {"rule": "!has(self.metadata.labels)", "message": "labels are not visible to rules"}
+            {"rule": "self.kind == 'Widget'"}
         ],
         "properties": {"spec": {"type": "object"}}}));
     let good = json!({"apiVersion": "a/v1", "kind": "Widget", "metadata": {"name": "ok-1", "labels": {"a": "b"}}});
