@@ -74,7 +74,7 @@ impl CompiledRules {
         Self::compile_node(n, true)
     }
 
-    fn compile_node(n: &Node, resource_root: bool) -> CompiledRules {
+    pub(crate) fn compile_node(n: &Node, resource_root: bool) -> CompiledRules {
         let rules = n
             .x_validations
             .iter()
@@ -326,15 +326,24 @@ impl Walk<'_> {
                 Some((p, _)) if !p.is_empty() => child(path, &p),
                 _ => path.clone(),
             };
-            let detail = r
-                .message
-                .as_ref()
-                .and_then(|m| m.as_ref().ok())
-                .and_then(|m| match m.execute(&ctx) {
-                    Ok(Cel::String(s)) if !s.trim().is_empty() => Some(s.to_string()),
-                    _ => None,
-                })
-                .unwrap_or_else(|| message_or_default(&r.rule));
+            let mut detail = None;
+            if let Some(Ok(m)) = &r.message {
+                match m.execute(&ctx) {
+                    Ok(Cel::String(s)) if !s.trim().is_empty() && !s.contains('\n') => {
+                        detail = Some(s.to_string());
+                    }
+                    Ok(Cel::String(_)) | Err(_) => {}
+                    Ok(_) => {
+                        // Upstream stops evaluating the object here.
+                        let msg = "messageExpression must evaluate to a string";
+                        self.errs
+                            .push(FieldError::invalid(&err_path, ty.as_str(), msg));
+                        self.stopped = true;
+                        return;
+                    }
+                }
+            }
+            let detail = detail.unwrap_or_else(|| message_or_default(&r.rule));
             self.errs
                 .push(error_for_reason(&err_path, &ty, detail, &r.rule.reason));
         }

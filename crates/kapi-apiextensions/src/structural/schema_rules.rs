@@ -421,6 +421,11 @@ fn defaults(s: &Node, p: &FieldPath, errs: &mut Vec<FieldError>) {
             e.field = prefix(p.child("default"), &e.field);
             errs.push(e);
         }
+        let rules = super::cel::CompiledRules::compile_node(s, s.x_embedded_resource);
+        for mut e in rules.validate(s, d, None) {
+            e.field = prefix(p.child("default"), &e.field);
+            errs.push(e);
+        }
         let mut pruned = d.clone();
         let gone = super::prune::prune_value(&mut pruned, s);
         if !gone.is_empty() {

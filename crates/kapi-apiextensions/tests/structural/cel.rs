@@ -344,3 +344,27 @@ fn ratcheting_unchanged_values() {
         ]
     );
 }
+
+#[test]
+fn message_expression_fallbacks() {
+    let s = spec_rules(json!([
+        {"rule": "self.replicas > 5", "messageExpression": "''", "message": "fallback"},
+        {"rule": "self.replicas > 6", "messageExpression": "self.missingKeyOfMap"},
+        {"rule": "self.replicas > 7", "messageExpression": "1"},
+        {"rule": "self.replicas > 8"}
+    ]));
+    let got = messages(&s.validate_cel(&obj(json!({"replicas": 1, "min": 0})), None));
+    assert_eq!(got.len(), 3, "{got:?}");
+    assert_eq!(got[0], r#"spec: Invalid value: "object": fallback"#);
+    // A message expression that does not compile (validate_schema rejects such
+    // CRDs) leaves the default message.
+    assert_eq!(
+        got[1],
+        r#"spec: Invalid value: "object": failed rule: self.replicas > 6"#
+    );
+    // A non-string message stops evaluation: the fourth rule does not run.
+    assert_eq!(
+        got[2],
+        r#"spec: Invalid value: "object": messageExpression must evaluate to a string"#
+    );
+}

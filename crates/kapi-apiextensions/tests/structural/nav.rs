@@ -60,3 +60,43 @@ fn list_and_map_types() {
         TypeRef::new("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta")
     );
 }
+
+/// A stand-in for the built-in schema: answers ObjectMeta questions.
+struct MetaOnly;
+
+impl SchemaNav for MetaOnly {
+    fn field(&self, ty: &TypeRef, name: &str) -> Option<kapi_machinery::schema::FieldInfo> {
+        (ty.0.ends_with("ObjectMeta") && name == "finalizers").then(|| {
+            kapi_machinery::schema::FieldInfo {
+                list_type: ListType::Set,
+                ..Default::default()
+            }
+        })
+    }
+}
+
+#[test]
+fn metadata_questions_go_to_the_fallback() {
+    let s = Arc::new(schema(
+        json!({"type": "object", "properties": {"spec": {"type": "object",
+        "properties": {"tmpl": {"type": "object", "x-kubernetes-embedded-resource": true,
+            "x-kubernetes-preserve-unknown-fields": true}}}}}),
+    ));
+    let plain = StructuralNav::new(s.clone());
+    let nav = StructuralNav::with_fallback(s, Arc::new(MetaOnly));
+    let root = StructuralNav::root_type();
+    let meta = nav.field(&root, "metadata").expect("metadata");
+    assert_eq!(
+        nav.field(&meta.elem, "finalizers").map(|f| f.list_type),
+        Some(ListType::Set)
+    );
+    assert!(plain.field(&meta.elem, "finalizers").is_none());
+    // Embedded resources have ObjectMeta too.
+    let spec = nav.field(&root, "spec").expect("spec");
+    let tmpl = nav.field(&spec.elem, "tmpl").expect("tmpl");
+    let tmeta = nav
+        .field(&tmpl.elem, "metadata")
+        .expect("embedded metadata");
+    assert_eq!(tmeta.elem, meta.elem);
+    assert!(!nav.is_struct(&tmpl.elem));
+}
