@@ -12,7 +12,7 @@
 //! Errors without a field (the junctor summaries) carry the path `<nil>`, which is what
 //! upstream prints for them.
 
-use kapi_machinery::validation::{FieldError, FieldPath};
+use kapi_machinery::validation::{ErrorType, FieldError, FieldPath};
 use serde_json::Value;
 
 use super::{formats, Additional, Node};
@@ -206,9 +206,13 @@ fn type_check(n: &Node, name: &str, v: &Value, out: &mut Outcome) {
 fn string_checks(n: &Node, name: &str, s: &str, out: &mut Outcome) {
     let len = s.chars().count() as i64;
     if let Some(max) = n.max_length.filter(|m| len > *m) {
-        let max = usize::try_from(max).unwrap_or(0);
-        out.errs
-            .push(FieldError::too_long(&path_of(name), Value::from(s), max));
+        // Upstream maps kube-openapi's TooLong to `field.TooLongMaxLength`.
+        out.errs.push(FieldError {
+            kind: ErrorType::TooLong,
+            field: path_of(name).to_string(),
+            bad_value: Some(Value::from(s)),
+            detail: format!("may not be longer than {max}"),
+        });
         return;
     }
     if let Some(min) = n.min_length.filter(|m| len < *m) {

@@ -368,3 +368,39 @@ fn message_expression_fallbacks() {
         r#"spec: Invalid value: "object": messageExpression must evaluate to a string"#
     );
 }
+
+#[test]
+fn library_coverage() {
+    let rules = [
+        "self.items.all(x, x > 0)",
+        "self.items.exists(x, x == 2)",
+        "self.items.exists_one(x, x == 2)",
+        "self.items.map(x, x * 2) == [2, 4]",
+        "self.items.filter(x, x > 1) == [2]",
+        "size(self.items) == 2 && self.items.size() == 2",
+        "self.name.matches('^[a-z]+$')",
+        "self.name.upperAscii() == 'ABC'",
+        "self.name.split('b') == ['a', 'c']",
+        "['a', 'b'].join('-') == 'a-b'",
+        "'%s-%d'.format(['x', 1]) == 'x-1'",
+        "sets.contains([1, 2, 3], [1, 2])",
+        "self.items.indexOf(2) == 1",
+        "self.items.isSorted()",
+        "has(self.name) && !has(self.min)",
+        "self.name in ['abc', 'd']",
+        "int('5') + 1 == 6",
+        "duration('1m') < duration('1h')",
+        "self.name.find('[bc]+') == 'bc'",
+        "math.greatest([1, 5, 3]) == 5",
+        "optional.of(1).hasValue()",
+        // Not supported by the `cel` crate 0.13: optional field selection
+        // (`self.?min`) and two-variable comprehensions (`all(i, x, ...)`).
+    ];
+    let list: Vec<Value> = rules.iter().map(|r| json!({"rule": r})).collect();
+    let s = spec_rules(Value::Array(list));
+    let got = messages(&s.validate_cel(
+        &obj(json!({"replicas": 1, "name": "abc", "items": [1, 2]})),
+        None,
+    ));
+    assert_eq!(got, Vec::<String>::new());
+}

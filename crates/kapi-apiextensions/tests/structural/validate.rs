@@ -82,7 +82,7 @@ fn keyword_table() {
         (
             json!({"type": "string", "maxLength": 3}),
             json!("abcd"),
-            vec!["spec.f: Too long: must have at most 3 bytes"],
+            vec!["spec.f: Too long: may not be longer than 3"],
         ),
         (json!({"type": "string", "maxLength": 3}), json!("äöü"), vec![]),
         (
