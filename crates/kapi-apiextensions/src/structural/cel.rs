@@ -1,0 +1,598 @@
+//! CEL validation rules (`x-kubernetes-validations`), evaluated with the `cel` crate
+//! and the Kubernetes CEL libraries of `kube-cel` (`isSorted`, `indexOf`, quantity,
+//! `format`, sets, regex `find`, semver, ip, …).
+//!
+//! Rules compile once, when the schema is parsed ([`CompiledRules::compile`]); a
+//! rule that does not compile is reported on every object as upstream's
+//! `rule compile error`, and [`compile_errors`] gives `validate_schema` the
+//! compile-time messages. Evaluation walks the object with the schema: `self` is the
+//! value at the rule's node, `oldSelf` the correlated old value (object fields and
+//! map entries by key, `x-kubernetes-list-type: map` items by their keys; other list
+//! items do not correlate). A rule using `oldSelf` runs only when an old value
+//! exists, unless `optionalOldSelf` is set, when `oldSelf` is an optional
+//! (`oldSelf.hasValue()`, `oldSelf.orValue(x)`). Null values are not validated.
+//!
+//! Field names are exposed to CEL escaped as upstream (`__namespace__`,
+//! `foo__dash__bar`, `a__dot__b`); names that cannot be escaped are left out.
+//! Cost limits live in `cel_cost.rs`.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use kapi_machinery::validation::{FieldError, FieldPath};
+use kube_cel::cel::objects::{Key, Map as CelMap};
+use kube_cel::cel::{Context, ExecutionError, Program, Value as Cel};
+use kube_cel::KubeCelExt;
+use serde_json::Value;
+
+use super::cel_cost::{Pricer, Shape, PER_CALL_LIMIT, RUNTIME_BUDGET};
+use super::{Node, Rule};
+
+/// One rule, compiled.
+struct Compiled {
+    rule: Rule,
+    program: Result<Program, String>,
+    message: Option<Result<Program, String>>,
+    uses_old_self: bool,
+}
+
+/// Compiled rules of one schema node and of the nodes below it that have rules.
+#[derive(Default)]
+pub(crate) struct CompiledRules {
+    rules: Vec<Compiled>,
+    properties: BTreeMap<String, CompiledRules>,
+    items: Option<Box<CompiledRules>>,
+    additional: Option<Box<CompiledRules>>,
+}
+
+impl std::fmt::Debug for CompiledRules {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CompiledRules")
+            .field("rules", &self.rules.len())
+            .field("properties", &self.properties)
+            .finish()
+    }
+}
+
+/// Parse a CEL expression; errors are laid out as cel-go prints them.
+pub(crate) fn compile_one(src: &str) -> Result<Program, String> {
+    Program::compile(src).map_err(|e| e.to_string().replace("\n| ", "\n | "))
+}
+
+/// Parse a rule and check its field selections against the node's schema
+/// (`resource_root`: the node is the object or an embedded resource).
+pub(crate) fn compile_rule(src: &str, n: &Node, resource_root: bool) -> Result<Program, String> {
+    let p = compile_one(src)?;
+    match super::cel_check::undefined_field(p.expression(), n, resource_root, src) {
+        Some(e) => Err(e),
+        None => Ok(p),
+    }
+}
+
+impl CompiledRules {
+    pub(crate) fn compile(n: &Node) -> CompiledRules {
+        Self::compile_node(n, true)
+    }
+
+    pub(crate) fn compile_node(n: &Node, resource_root: bool) -> CompiledRules {
+        let rules = n
+            .x_validations
+            .iter()
+            .map(|r| {
+                let program = compile_rule(&r.rule, n, resource_root);
+                let uses_old_self = program
+                    .as_ref()
+                    .is_ok_and(|p| p.references().has_variable("oldSelf"));
+                let message =
+                    (!r.message_expression.is_empty()).then(|| compile_one(&r.message_expression));
+                Compiled {
+                    rule: r.clone(),
+                    program,
+                    message,
+                    uses_old_self,
+                }
+            })
+            .collect();
+        let mut properties = BTreeMap::new();
+        for (k, p) in &n.properties {
+            let c = CompiledRules::compile_node(p, p.x_embedded_resource);
+            if !c.is_empty() {
+                properties.insert(k.clone(), c);
+            }
+        }
+        let sub = |s: Option<&Node>| {
+            s.map(|n| CompiledRules::compile_node(n, n.x_embedded_resource))
+                .filter(|c| !c.is_empty())
+                .map(Box::new)
+        };
+        CompiledRules {
+            rules,
+            properties,
+            items: sub(n.items.as_deref()),
+            additional: sub(n.additional_schema()),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+            && self.properties.is_empty()
+            && self.items.is_none()
+            && self.additional.is_none()
+    }
+
+    /// Evaluate every rule on `obj` (the whole object); `old` on update.
+    pub(crate) fn validate(
+        &self,
+        root: &Node,
+        obj: &Value,
+        old: Option<&Value>,
+    ) -> Vec<FieldError> {
+        let mut ctx = Context::default();
+        ctx.register_all();
+        let mut w = Walk {
+            ctx: &ctx,
+            errs: Vec::new(),
+            budget: RUNTIME_BUDGET,
+            stopped: false,
+        };
+        w.node(
+            self,
+            root,
+            &FieldPath::new(NIL),
+            obj,
+            old,
+            Flags {
+                root: true,
+                ratchet: false,
+            },
+        );
+        w.errs
+    }
+}
+
+/// The message of a rule that evaluated to false (upstream `ruleMessageOrDefault`).
+fn message_or_default(r: &Rule) -> String {
+    if r.message.is_empty() {
+        format!("failed rule: {}", rule_error_string(r))
+    } else {
+        r.message.trim().to_string()
+    }
+}
+
+fn rule_error_string(r: &Rule) -> String {
+    if r.message.is_empty() {
+        r.rule.trim().to_string()
+    } else {
+        r.message.trim().to_string()
+    }
+}
+
+fn schema_type(n: &Node) -> &str {
+    if n.x_int_or_string {
+        "integer-or-string"
+    } else {
+        &n.ty
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Flags {
+    /// The value is a resource root (the object, or an embedded resource).
+    root: bool,
+    /// The value, or a correlated ancestor, is unchanged from the old object.
+    ratchet: bool,
+}
+
+struct Walk<'c> {
+    ctx: &'c Context<'c>,
+    errs: Vec<FieldError>,
+    /// What is left of the per-object runtime cost budget.
+    budget: u64,
+    /// Set once a cost limit stopped evaluation: no further rules run.
+    stopped: bool,
+}
+
+const OUT_OF_BUDGET: &str =
+    "validation failed due to running out of cost budget, no further validation rules will be run";
+
+impl Walk<'_> {
+    fn node(
+        &mut self,
+        c: &CompiledRules,
+        n: &Node,
+        path: &FieldPath,
+        v: &Value,
+        old: Option<&Value>,
+        flags: Flags,
+    ) {
+        if v.is_null() || self.stopped {
+            return;
+        }
+        let old = old.filter(|o| !o.is_null());
+        let flags = Flags {
+            root: flags.root || n.x_embedded_resource,
+            ratchet: flags.ratchet,
+        };
+        // Ratcheting: a value equal to its correlated old value (or inside one)
+        // does not fail rules that do not look at oldSelf.
+        let ratchet = flags.ratchet || old.is_some_and(|o| o == v);
+        let flags = Flags {
+            root: flags.root,
+            ratchet,
+        };
+        if !c.rules.is_empty() {
+            self.rules(c, n, path, v, old, flags);
+        }
+        let below = Flags {
+            root: false,
+            ratchet,
+        };
+        match v {
+            Value::Object(m) => {
+                for (k, sub) in &c.properties {
+                    if let (Some(x), Some(s)) = (m.get(k), n.properties.get(k)) {
+                        let o = old.and_then(|o| o.get(k));
+                        self.node(sub, s, &child(path, k), x, o, below);
+                    }
+                }
+                if let (Some(sub), Some(s)) = (&c.additional, n.additional_schema()) {
+                    for (k, x) in m.iter().filter(|(k, _)| !n.properties.contains_key(*k)) {
+                        let o = old.and_then(|o| o.get(k));
+                        self.node(sub, s, &path.key(k), x, o, below);
+                    }
+                }
+            }
+            Value::Array(items) => {
+                if let (Some(sub), Some(s)) = (&c.items, n.items.as_deref()) {
+                    for (i, x) in items.iter().enumerate() {
+                        let o = correlate_item(n, x, old);
+                        self.node(sub, s, &path.index(i), x, o, below);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn rules(
+        &mut self,
+        c: &CompiledRules,
+        n: &Node,
+        path: &FieldPath,
+        v: &Value,
+        old: Option<&Value>,
+        flags: Flags,
+    ) {
+        let root = flags.root;
+        let ty = schema_type(n).to_string();
+        let self_val = to_cel(v, Some(n), root);
+        let old_val = old.map(|o| to_cel(o, Some(n), root));
+        for r in &c.rules {
+            let program = match &r.program {
+                Ok(p) => p,
+                Err(e) => {
+                    let msg = format!("rule compile error: compilation failed: {e}");
+                    self.errs.push(FieldError::invalid(path, ty.as_str(), msg));
+                    continue;
+                }
+            };
+            let optional = r.rule.optional_old_self.unwrap_or(false);
+            if r.uses_old_self && old.is_none() && !optional {
+                continue;
+            }
+            if flags.ratchet && !r.uses_old_self {
+                continue;
+            }
+            if self.stopped {
+                return;
+            }
+            if !self.charge(program, path, &ty, &r.rule, v, old) {
+                return;
+            }
+            let mut ctx = self.ctx.new_inner_scope();
+            ctx.add_variable_from_value("self", self_val.clone());
+            match (&old_val, optional) {
+                (Some(o), false) => ctx.add_variable_from_value("oldSelf", o.clone()),
+                (o, true) => ctx.add_variable_from_value("oldSelf", optional_of(o.clone())),
+                (None, false) => {}
+            }
+            let result = program.execute(&ctx);
+            match result {
+                Ok(Cel::Bool(true)) => continue,
+                Ok(Cel::Bool(false)) => {}
+                Ok(_) => {
+                    let msg = format!(
+                        "rule evaluation error: expected a bool result for rule: {}",
+                        rule_error_string(&r.rule)
+                    );
+                    self.errs.push(FieldError::invalid(path, ty.as_str(), msg));
+                    continue;
+                }
+                Err(e) => {
+                    let msg = match go_error(&e) {
+                        GoError::NoSuchOverload => format!(
+                            "'no such overload': call arguments did not match a supported operator, function or macro signature for rule: {}",
+                            rule_error_string(&r.rule)
+                        ),
+                        GoError::Other(text) => {
+                            format!("{text} evaluating rule: {}", rule_error_string(&r.rule))
+                        }
+                    };
+                    self.errs.push(FieldError::invalid(path, ty.as_str(), msg));
+                    continue;
+                }
+            }
+            let err_path = match super::cel_schema::resolve_field_path(n, &r.rule.field_path) {
+                Some((p, _)) if !p.is_empty() => child(path, &p),
+                _ => path.clone(),
+            };
+            let mut detail = None;
+            if let Some(Ok(m)) = &r.message {
+                match m.execute(&ctx) {
+                    Ok(Cel::String(s)) if !s.trim().is_empty() && !s.contains('\n') => {
+                        detail = Some(s.to_string());
+                    }
+                    Ok(Cel::String(_)) | Err(_) => {}
+                    Ok(_) => {
+                        // Upstream stops evaluating the object here.
+                        let msg = "messageExpression must evaluate to a string";
+                        self.errs
+                            .push(FieldError::invalid(&err_path, ty.as_str(), msg));
+                        self.stopped = true;
+                        return;
+                    }
+                }
+            }
+            let detail = detail.unwrap_or_else(|| message_or_default(&r.rule));
+            self.errs
+                .push(error_for_reason(&err_path, &ty, detail, &r.rule.reason));
+        }
+    }
+}
+
+impl Walk<'_> {
+    /// Price a rule on these values and take it from the budget; false (with the
+    /// error recorded) when a limit stops evaluation.
+    fn charge(
+        &mut self,
+        program: &Program,
+        path: &FieldPath,
+        ty: &str,
+        rule: &Rule,
+        v: &Value,
+        old: Option<&Value>,
+    ) -> bool {
+        let old_shape = old.map_or(Shape::Unknown, Shape::Data);
+        let limit = PER_CALL_LIMIT.min(self.budget);
+        let cost = Pricer::new(Shape::Data(v), old_shape, limit).cost(program.expression());
+        if cost > PER_CALL_LIMIT {
+            let msg = format!(
+                "'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: {}",
+                rule_error_string(rule)
+            );
+            self.errs.push(FieldError::invalid(path, ty, msg));
+            self.stopped = true;
+            return false;
+        }
+        if cost > self.budget {
+            self.errs.push(FieldError::invalid(path, ty, OUT_OF_BUDGET));
+            self.stopped = true;
+            return false;
+        }
+        self.budget -= cost;
+        true
+    }
+}
+
+/// A runtime error as cel-go words it.
+enum GoError {
+    NoSuchOverload,
+    Other(String),
+}
+
+fn go_error(e: &ExecutionError) -> GoError {
+    use ExecutionError as E;
+    let text = match e {
+        E::NoSuchOverload
+        | E::UnsupportedBinaryOperator(..)
+        | E::UnsupportedUnaryOperator(..)
+        | E::ValuesNotComparable(..)
+        | E::UnexpectedType { .. }
+        | E::UnsupportedTargetType { .. }
+        | E::NotSupportedAsMethod { .. } => return GoError::NoSuchOverload,
+        E::NoSuchKey(k) => format!("no such key: {k}"),
+        E::DivisionByZero(_) => "division by zero".to_string(),
+        E::RemainderByZero(_) => "modulus by zero".to_string(),
+        E::Overflow(..) => "integer overflow".to_string(),
+        E::IndexOutOfBounds(i) => format!("index out of bounds: {}", cel_display(i)),
+        E::FunctionError { message, .. } => message.clone(),
+        other => {
+            let t = other.to_string();
+            let mut c = t.chars();
+            c.next()
+                .map(|f| f.to_lowercase().collect::<String>() + c.as_str())
+                .unwrap_or_default()
+        }
+    };
+    GoError::Other(text)
+}
+
+fn cel_display(v: &Cel) -> String {
+    match v {
+        Cel::Int(i) => i.to_string(),
+        Cel::UInt(u) => u.to_string(),
+        Cel::String(s) => s.to_string(),
+        other => format!("{other:?}"),
+    }
+}
+
+fn optional_of(v: Option<Cel>) -> Cel {
+    use kube_cel::cel::objects::OptionalValue;
+    match v {
+        Some(v) => Cel::Opaque(Arc::new(OptionalValue::of(v))),
+        None => Cel::Opaque(Arc::new(OptionalValue::none())),
+    }
+}
+
+fn error_for_reason(path: &FieldPath, ty: &str, detail: String, reason: &str) -> FieldError {
+    match reason {
+        "FieldValueForbidden" => FieldError::forbidden(path, detail),
+        "FieldValueRequired" => FieldError::required(path, detail),
+        "FieldValueDuplicate" => FieldError::duplicate(path, ty),
+        _ => FieldError::invalid(path, ty, detail),
+    }
+}
+
+/// Upstream validates from a nil path, which prints as `<nil>` for errors about
+/// the object itself.
+const NIL: &str = "<nil>";
+
+fn child(path: &FieldPath, k: &str) -> FieldPath {
+    let p = path.to_string();
+    if p.is_empty() || p == NIL {
+        FieldPath::new(k)
+    } else {
+        path.child(k)
+    }
+}
+
+/// The old item correlated with `x` in a list: only `x-kubernetes-list-type: map`
+/// lists correlate, by their key fields.
+fn correlate_item<'a>(n: &Node, x: &Value, old: Option<&'a Value>) -> Option<&'a Value> {
+    if n.x_list_type.as_deref() != Some("map") || n.x_list_map_keys.is_empty() {
+        return None;
+    }
+    let old = old?.as_array()?;
+    let keys = &n.x_list_map_keys;
+    old.iter()
+        .find(|o| keys.iter().all(|k| o.get(k) == x.get(k)))
+}
+
+const RESERVED: &[&str] = &[
+    "true",
+    "false",
+    "null",
+    "in",
+    "as",
+    "break",
+    "const",
+    "continue",
+    "else",
+    "for",
+    "function",
+    "if",
+    "import",
+    "let",
+    "loop",
+    "package",
+    "namespace",
+    "return",
+    "var",
+    "void",
+    "while",
+];
+
+/// Upstream's CEL property-name escaping; `None` when the name cannot be exposed.
+pub fn escape(name: &str) -> Option<String> {
+    if RESERVED.contains(&name) {
+        return Some(format!("__{name}__"));
+    }
+    let mut out = String::with_capacity(name.len());
+    let mut rest = name;
+    while let Some(c) = rest.chars().next() {
+        if rest.starts_with("__") {
+            out.push_str("__underscores__");
+            rest = &rest[2..];
+            continue;
+        }
+        match c {
+            '.' => out.push_str("__dot__"),
+            '-' => out.push_str("__dash__"),
+            '/' => out.push_str("__slash__"),
+            c if c == '_' || c.is_ascii_alphanumeric() => out.push(c),
+            _ => return None,
+        }
+        rest = &rest[c.len_utf8()..];
+    }
+    let first_ok = out
+        .chars()
+        .next()
+        .is_some_and(|c| c == '_' || c.is_ascii_alphabetic());
+    first_ok.then_some(out)
+}
+
+/// The inverse of [`escape`].
+pub fn unescape(name: &str) -> String {
+    if let Some(inner) = name.strip_prefix("__").and_then(|n| n.strip_suffix("__")) {
+        if RESERVED.contains(&inner) {
+            return inner.to_string();
+        }
+    }
+    name.replace("__underscores__", "\u{0}")
+        .replace("__dot__", ".")
+        .replace("__dash__", "-")
+        .replace("__slash__", "/")
+        .replace('\u{0}', "__")
+}
+
+/// JSON → CEL with the schema: declared properties by escaped name, map entries by
+/// key; at a resource root only `metadata.name`/`generateName` are visible.
+fn to_cel(v: &Value, s: Option<&Node>, resource_root: bool) -> Cel {
+    match v {
+        Value::Null => Cel::Null,
+        Value::Bool(b) => Cel::Bool(*b),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => Cel::Int(i),
+            None => match n.as_u64() {
+                Some(u) => Cel::UInt(u),
+                None => Cel::Float(n.as_f64().unwrap_or(0.0)),
+            },
+        },
+        Value::String(st) => match s.filter(|n| !n.format.is_empty() && !n.x_int_or_string) {
+            Some(n) => super::cel_values::typed_string(&n.format, st),
+            None => Cel::String(Arc::new(st.clone())),
+        },
+        Value::Array(a) => {
+            let item = s.and_then(|s| s.items.as_deref());
+            Cel::List(Arc::new(a.iter().map(|x| to_cel(x, item, false)).collect()))
+        }
+        Value::Object(m) => {
+            let mut out = std::collections::HashMap::new();
+            let declared = s.is_some_and(|s| !s.properties.is_empty());
+            for (k, x) in m {
+                if resource_root && k == "metadata" {
+                    out.insert(Key::String(Arc::new(k.clone())), root_meta(x));
+                    continue;
+                }
+                let (name, sub) = match s {
+                    Some(s) if s.properties.contains_key(k) => {
+                        let Some(e) = escape(k) else { continue };
+                        (e, s.properties.get(k))
+                    }
+                    Some(s) if declared && s.additional_properties.is_none() => match escape(k) {
+                        Some(e) => (e, None),
+                        None => continue,
+                    },
+                    Some(s) => (k.clone(), s.additional_schema()),
+                    None => (k.clone(), None),
+                };
+                let embedded = sub.is_some_and(|n| n.x_embedded_resource);
+                out.insert(Key::String(Arc::new(name)), to_cel(x, sub, embedded));
+            }
+            Cel::Map(CelMap { map: Arc::new(out) })
+        }
+    }
+}
+
+fn root_meta(v: &Value) -> Cel {
+    let mut out = std::collections::HashMap::new();
+    for k in ["name", "generateName"] {
+        if let Some(Value::String(s)) = v.get(k) {
+            out.insert(
+                Key::String(Arc::new(k.to_string())),
+                Cel::String(Arc::new(s.clone())),
+            );
+        }
+    }
+    Cel::Map(CelMap { map: Arc::new(out) })
+}
