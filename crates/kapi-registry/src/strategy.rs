@@ -196,6 +196,13 @@ pub trait Strategy: Send + Sync + 'static {
             .collect()
     }
 
+    /// Fields of `obj` the resource does not know, as dotted paths, when the
+    /// strategy knows its schema (custom resources: what pruning would drop);
+    /// `None` leaves the question to the built-in schemas.
+    fn unknown_fields(&self, _obj: &Value) -> Option<Vec<String>> {
+        None
+    }
+
     /// The `Warning` every response for this resource carries (a deprecated
     /// custom resource version).
     fn deprecation_warning(&self) -> Option<String> {

@@ -104,6 +104,9 @@ impl Server {
 
     /// Fields of `obj` its schema does not know, as dotted paths.
     pub fn unknown_fields(&self, def: &ResourceDef, obj: &Value) -> Vec<String> {
+        if let Some(fields) = def.strategy.unknown_fields(obj) {
+            return fields;
+        }
         let root = self.schema_root(def);
         let mut out = Vec::new();
         if !root.is_unknown() {

@@ -81,7 +81,7 @@ impl CustomStrategy {
         let Some(schema) = &self.schema else {
             return Vec::new();
         };
-        let mut errs = schema.validate(obj);
+        let mut errs = schema.validate(obj, old);
         if errs.is_empty() {
             errs.extend(schema.validate_cel(obj, old));
         }
@@ -174,6 +174,12 @@ impl Strategy for CustomStrategy {
         std::iter::once(name)
             .chain(self.columns.iter().map(|c| self.cell(c, obj)))
             .collect()
+    }
+
+    fn unknown_fields(&self, obj: &Value) -> Option<Vec<String>> {
+        let schema = self.schema.as_ref()?;
+        let mut copy = obj.clone();
+        Some(schema.prune(&mut copy))
     }
 
     fn deprecation_warning(&self) -> Option<String> {

@@ -5,18 +5,24 @@
 
 use std::sync::Arc;
 
-use kapi_machinery::schema::{NoSchema, SchemaNav, TypeRef};
+use kapi_machinery::schema::{SchemaNav, TypeRef};
 use kapi_machinery::validation::{ErrorList, FieldPath};
 use serde_json::Value;
+
+use crate::structural::{self, Structural, StructuralNav};
 
 /// One version's compiled schema.
 pub struct Schema {
     raw: Value,
+    structural: Arc<Structural>,
 }
 
 impl Schema {
     pub fn new(raw: &Value) -> Result<Schema, String> {
-        Ok(Schema { raw: raw.clone() })
+        Ok(Schema {
+            raw: raw.clone(),
+            structural: Arc::new(Structural::from_json(raw)?),
+        })
     }
 
     /// The schema as the definition wrote it.
@@ -24,25 +30,37 @@ impl Schema {
         &self.raw
     }
 
-    pub fn validate(&self, _obj: &Value) -> ErrorList {
-        Vec::new()
+    /// Schema validation; on update, errors in unchanged values are dropped
+    /// (upstream's validation ratcheting).
+    pub fn validate(&self, obj: &Value, old: Option<&Value>) -> ErrorList {
+        match old {
+            Some(old) => self.structural.validate_update(obj, old),
+            None => self.structural.validate(obj),
+        }
     }
 
-    pub fn validate_cel(&self, _obj: &Value, _old: Option<&Value>) -> ErrorList {
-        Vec::new()
+    pub fn validate_cel(&self, obj: &Value, old: Option<&Value>) -> ErrorList {
+        self.structural.validate_cel(obj, old)
     }
 
-    pub fn prune(&self, _obj: &mut Value) {}
+    /// Drop unknown fields; the dropped paths.
+    pub fn prune(&self, obj: &mut Value) -> Vec<String> {
+        self.structural.prune(obj)
+    }
 
-    pub fn default(&self, _obj: &mut Value) {}
+    pub fn default(&self, obj: &mut Value) {
+        self.structural.default(obj)
+    }
 
-    /// The navigator for merges and managedFields, with the root type.
-    pub fn nav(&self) -> (Arc<dyn SchemaNav>, TypeRef) {
-        (Arc::new(NoSchema), TypeRef::UNKNOWN)
+    /// The navigator for merges and managedFields (ObjectMeta answered by
+    /// `fallback`), with the root type.
+    pub fn nav(&self, fallback: Arc<dyn SchemaNav>) -> (Arc<dyn SchemaNav>, TypeRef) {
+        let nav = StructuralNav::with_fallback(self.structural.clone(), fallback);
+        (Arc::new(nav), StructuralNav::root_type())
     }
 }
 
 /// The structural-schema rules of a definition's schema.
-pub fn validate_schema(_schema: &Value, _path: &FieldPath) -> ErrorList {
-    Vec::new()
+pub fn validate_schema(schema: &Value, path: &FieldPath) -> ErrorList {
+    structural::validate_schema(schema, path)
 }

@@ -215,7 +215,7 @@ impl Controller {
         for served in crd::served(obj, since) {
             let def = served.def;
             let (nav, root): (Arc<dyn SchemaNav>, TypeRef) = match &served.schema {
-                Some(s) => s.nav(),
+                Some(s) => s.nav(self.srv.schema.clone()),
                 None => (Arc::new(NoSchema), TypeRef::UNKNOWN),
             };
             if let Some(s) = &served.schema {
