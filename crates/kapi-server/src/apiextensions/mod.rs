@@ -54,6 +54,21 @@ struct Installed {
     defs: Vec<(String, Value)>,
 }
 
+/// What one pass did.
+struct Pass {
+    /// Nothing left to do (false: look again soon).
+    done: bool,
+    /// What is served changed (the OpenAPI documents need rebuilding).
+    installed: bool,
+}
+
+impl Pass {
+    const DONE: Pass = Pass {
+        done: true,
+        installed: false,
+    };
+}
+
 pub(crate) struct Controller {
     srv: Arc<Server>,
     crds: Arc<Entry>,
@@ -74,10 +89,17 @@ pub async fn start(srv: &Arc<Server>) {
         installed: Mutex::new(HashMap::new()),
     });
     if let Ok(list) = crds.store.list(None, &ListOptions::default()).await {
+        let mut changed = false;
         for obj in &list.items {
-            if let Err(e) = ctl.sync(meta::name(obj)).await {
-                tracing::warn!(crd = meta::name(obj), error = %e, "installing a custom resource");
+            match ctl.sync_one(meta::name(obj)).await {
+                Ok(pass) => changed |= pass.installed,
+                Err(e) => {
+                    tracing::warn!(crd = meta::name(obj), error = %e, "installing a custom resource")
+                }
             }
+        }
+        if changed {
+            ctl.rebuild_openapi().await;
         }
     }
     let queue = WorkQueue::<String>::new();
@@ -138,17 +160,33 @@ impl Controller {
             .collect()
     }
 
-    /// One pass over definition `name`; `Ok(false)` asks to look again soon.
+    /// One pass over definition `name`, then the OpenAPI documents if it
+    /// changed what is served; `Ok(false)` asks to look again soon.
     async fn sync(&self, name: &str) -> Result<bool, ApiError> {
+        let pass = self.sync_one(name).await?;
+        if pass.installed {
+            // After the conditions: documents take a moment to render, and
+            // discovery and the handlers already serve the resource.
+            self.rebuild_openapi().await;
+        }
+        Ok(pass.done)
+    }
+
+    /// One pass, leaving the OpenAPI documents alone.
+    async fn sync_one(&self, name: &str) -> Result<Pass, ApiError> {
         let obj = match self.crds.store.get(None, name, None).await {
             Err(e) if e.is_not_found() => {
                 self.uninstall(name).await;
-                return Ok(true);
+                return Ok(Pass::DONE);
             }
             other => other?,
         };
         if meta::is_deleting(&obj) {
-            return finalizer::run(self, &obj).await;
+            let done = finalizer::run(self, &obj).await?;
+            return Ok(Pass {
+                done,
+                installed: false,
+            });
         }
         let crd = Crd::parse(&obj);
         let others = self.all_crds().await;
@@ -166,12 +204,10 @@ impl Controller {
             crd::set_condition(st, "Established", e.status, &e.reason, &e.message);
         })
         .await?;
-        if changed {
-            // After the condition: documents take a moment to render, and
-            // discovery and the handlers already serve the resource.
-            self.rebuild_openapi().await;
-        }
-        Ok(true)
+        Ok(Pass {
+            done: true,
+            installed: changed,
+        })
     }
 
     /// Change the definition's status through `status`.
