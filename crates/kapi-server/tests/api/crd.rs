@@ -645,3 +645,80 @@ async fn conflicting_names_are_not_accepted() {
     let (code, _) = s.get_json("/apis/stable.example.com/v1/crontabz").await;
     assert_eq!(code, 404);
 }
+
+#[tokio::test]
+async fn definitions_present_at_start_are_served_when_start_returns() {
+    let s = harness::start().await;
+    establish(&s, crontab_crd()).await;
+    crontabs(&s, "default")
+        .create(
+            &PostParams::default(),
+            &crontab("kept", json!({"cronSpec": "x"})),
+        )
+        .await
+        .unwrap();
+    // A second server over the same storage, as after a restart.
+    let slot = kapi_storage::slot::BackendSlot::ready("shared".into(), s.backend.clone());
+    let config = kapi_server::ServerConfig {
+        advertise_address: "127.0.0.1:1".into(),
+        port: 1,
+        service_cidr: kapi_server::Cidr::parse("10.0.0.0/24").unwrap(),
+    };
+    let second = kapi_server::Server::builtin(config, slot);
+    let none = kapi_server::controllers::Selection::parse(&[]).unwrap();
+    let opts = kapi_server::controllers::Options {
+        controllers: none,
+        ..Default::default()
+    };
+    second.start(&opts).await.unwrap();
+    let entry = second
+        .apis
+        .lookup("stable.example.com", "v1", "crontabs")
+        .expect("installed at start");
+    let obj = entry
+        .store
+        .get(Some("default"), "kept", None)
+        .await
+        .unwrap();
+    assert_eq!(obj["spec"]["cronSpec"], "x");
+    assert!(second
+        .openapi()
+        .v3_keys()
+        .any(|k| k == "apis/stable.example.com/v1"));
+}
+
+#[tokio::test]
+async fn updating_a_definition_changes_what_is_served() {
+    let s = harness::start().await;
+    establish(&s, crontab_crd()).await;
+    let mut v2 = crontab_crd()["spec"]["versions"][0].clone();
+    v2["name"] = json!("v2");
+    v2["storage"] = json!(false);
+    let patch = json!({"spec": {"versions": [
+        {"name": "v1", "served": false, "storage": true,
+         "schema": crontab_crd()["spec"]["versions"][0]["schema"].clone()},
+        v2
+    ]}});
+    let updated = crd_api(&s)
+        .patch(
+            "crontabs.stable.example.com",
+            &PatchParams::default(),
+            &Patch::Merge(patch),
+        )
+        .await
+        .unwrap();
+    assert_eq!(updated.metadata.generation, Some(2));
+    let mut switched = false;
+    for _ in 0..500 {
+        let (v1, _) = s.get_json("/apis/stable.example.com/v1").await;
+        let (v2, _) = s.get_json("/apis/stable.example.com/v2").await;
+        if (v1, v2) == (404, 200) {
+            switched = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(switched, "v2 served, v1 no longer served");
+    let (_, group) = s.get_json("/apis/stable.example.com").await;
+    assert_eq!(group["preferredVersion"]["version"], "v2");
+}
