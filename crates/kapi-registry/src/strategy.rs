@@ -203,6 +203,12 @@ pub trait Strategy: Send + Sync + 'static {
         None
     }
 
+    /// Why creates are refused for now, if they are (a custom resource whose
+    /// definition is being deleted); answered with 405 as upstream.
+    fn refuses_create(&self) -> Option<String> {
+        None
+    }
+
     /// The `Warning` every response for this resource carries (a deprecated
     /// custom resource version).
     fn deprecation_warning(&self) -> Option<String> {

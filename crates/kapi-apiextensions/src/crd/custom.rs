@@ -12,6 +12,7 @@
 //! out of main-resource writes and everything but `status` out of `/status`
 //! writes when the version has a status subresource.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use kapi_machinery::validation::ErrorList;
@@ -42,6 +43,8 @@ pub struct CustomStrategy {
     selectable: Vec<String>,
     warning: Option<String>,
     since: SinceFn,
+    /// Set while the definition is being deleted: creates are refused.
+    terminating: Arc<AtomicBool>,
 }
 
 impl CustomStrategy {
@@ -51,6 +54,7 @@ impl CustomStrategy {
         selectable: Vec<String>,
         warning: Option<String>,
         since: SinceFn,
+        terminating: Arc<AtomicBool>,
     ) -> CustomStrategy {
         if columns.is_empty() {
             columns.push(PrinterColumn {
@@ -74,6 +78,7 @@ impl CustomStrategy {
             selectable,
             warning,
             since,
+            terminating,
         }
     }
 
@@ -180,6 +185,12 @@ impl Strategy for CustomStrategy {
         let schema = self.schema.as_ref()?;
         let mut copy = obj.clone();
         Some(schema.prune(&mut copy))
+    }
+
+    fn refuses_create(&self) -> Option<String> {
+        self.terminating
+            .load(Ordering::Relaxed)
+            .then(|| "create not allowed while custom resource definition is terminating".into())
     }
 
     fn deprecation_warning(&self) -> Option<String> {

@@ -7,6 +7,7 @@
 //! which the naming controller copies from the spec once they conflict with
 //! nothing), the plural from the spec.
 
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use kapi_registry::{Conversion, ResourceDef, Subresource, Verb};
@@ -44,8 +45,9 @@ pub struct Served {
     pub schema: Option<Arc<Schema>>,
 }
 
-/// The resources `crd` serves, one per served version.
-pub fn served(crd_obj: &Value, since: SinceFn) -> Vec<Served> {
+/// The resources `crd` serves, one per served version; `terminating` (shared
+/// by them) refuses creates while the definition is being deleted.
+pub fn served(crd_obj: &Value, since: SinceFn, terminating: Arc<AtomicBool>) -> Vec<Served> {
     let crd = Crd::parse(crd_obj);
     let Some(storage) = crd.storage_version() else {
         return Vec::new();
@@ -82,6 +84,7 @@ pub fn served(crd_obj: &Value, since: SinceFn) -> Vec<Served> {
                     .collect(),
                 warning(&group, &names.kind, v),
                 since,
+                terminating.clone(),
             );
             let def = ResourceDef {
                 group: group.clone(),

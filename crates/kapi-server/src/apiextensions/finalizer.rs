@@ -23,6 +23,7 @@ pub(super) async fn run(ctl: &Controller, obj: &Value) -> Result<bool, ApiError>
     }
     let crd = Crd::parse(obj);
     let name = crd.metadata.name.clone();
+    ctl.mark_terminating(&name);
     let (reason, message) = if crd.is_true("Established") {
         ctl.write_status(&name, |st| {
             crd::set_condition(

@@ -19,6 +19,7 @@ mod finalizer;
 mod naming;
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -52,6 +53,8 @@ struct Installed {
     gvrs: Vec<(String, String, String)>,
     /// OpenAPI definition name → definition.
     defs: Vec<(String, Value)>,
+    /// Shared with the strategies: creates are refused once set.
+    terminating: Arc<AtomicBool>,
 }
 
 /// What one pass did.
@@ -245,10 +248,15 @@ impl Controller {
         {
             return false;
         }
+        let terminating = self
+            .lock()
+            .get(&name)
+            .map(|i| i.terminating.clone())
+            .unwrap_or_default();
         let backend: Arc<dyn kapi_storage::Backend> = Arc::new(self.srv.slot.clone());
         let mut gvrs = Vec::new();
         let mut openapi_defs = Vec::new();
-        for served in crd::served(obj, since) {
+        for served in crd::served(obj, since, terminating.clone()) {
             let def = served.def;
             let (nav, root): (Arc<dyn SchemaNav>, TypeRef) = match &served.schema {
                 Some(s) => s.nav(self.srv.schema.clone()),
@@ -268,6 +276,7 @@ impl Controller {
                 fingerprint,
                 gvrs: gvrs.clone(),
                 defs: openapi_defs,
+                terminating,
             },
         );
         for gvr in old.map(|o| o.gvrs).unwrap_or_default() {
@@ -276,6 +285,13 @@ impl Controller {
             }
         }
         true
+    }
+
+    /// Refuse creates of definition `name`'s objects from now on.
+    fn mark_terminating(&self, name: &str) {
+        if let Some(i) = self.lock().get(name) {
+            i.terminating.store(true, Ordering::Relaxed);
+        }
     }
 
     /// Stop serving what definition `name` served.

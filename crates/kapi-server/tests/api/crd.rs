@@ -573,10 +573,56 @@ async fn deleting_the_definition_deletes_objects_then_the_resource() {
         .await
         .unwrap();
     }
+    let mut held = crontab("held", json!({"cronSpec": "x"}));
+    held.metadata.finalizers = Some(vec!["example.com/hold".into()]);
+    api.create(&PostParams::default(), &held).await.unwrap();
     crd_api(&s)
         .delete("crontabs.stable.example.com", &DeleteParams::default())
         .await
         .unwrap();
+    // While an object holds the definition, creates are refused as upstream.
+    let mut refused = None;
+    for _ in 0..500 {
+        match api
+            .create(&PostParams::default(), &crontab("late", json!({})))
+            .await
+        {
+            Err(kube::Error::Api(e)) if e.code == 405 => {
+                refused = Some(e);
+                break;
+            }
+            Ok(_) => {
+                let _ = api.delete("late", &DeleteParams::default()).await;
+            }
+            Err(_) => {}
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let refused = refused.expect("creates are refused while terminating");
+    assert_eq!(refused.reason, "MethodNotAllowed");
+    assert_eq!(
+        refused.message,
+        "create not allowed while custom resource definition is terminating"
+    );
+    let crd = serde_json::to_value(
+        crd_api(&s)
+            .get("crontabs.stable.example.com")
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        crd["metadata"]["finalizers"],
+        json!(["customresourcecleanup.apiextensions.k8s.io"])
+    );
+    assert_eq!(condition(&crd, "Terminating")["status"], "True");
+    api.patch(
+        "held",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .unwrap();
     let mut gone = false;
     for _ in 0..200 {
         if matches!(crd_api(&s).get("crontabs.stable.example.com").await, Err(kube::Error::Api(e)) if e.code == 404)
