@@ -127,27 +127,35 @@ impl CompiledRules {
         obj: &Value,
         old: Option<&Value>,
     ) -> Vec<FieldError> {
-        let mut ctx = Context::default();
-        ctx.register_all();
-        let mut w = Walk {
-            ctx: &ctx,
-            errs: Vec::new(),
-            budget: RUNTIME_BUDGET,
-            stopped: false,
-        };
-        w.node(
-            self,
-            root,
-            &FieldPath::new(NIL),
-            obj,
-            old,
-            Flags {
+        if self.is_empty() {
+            return Vec::new();
+        }
+        BASE_CONTEXT.with(|ctx| {
+            let mut w = Walk {
+                ctx,
+                errs: Vec::new(),
+                budget: RUNTIME_BUDGET,
+                stopped: false,
+            };
+            let flags = Flags {
                 root: true,
                 ratchet: false,
-            },
-        );
-        w.errs
+            };
+            w.node(self, root, &FieldPath::new(NIL), obj, old, flags);
+            w.errs
+        })
     }
+}
+
+thread_local! {
+    /// The standard and Kubernetes CEL functions, registered once per thread
+    /// (registering them costs more than evaluating a typical rule); each rule runs
+    /// in an inner scope holding `self` and `oldSelf`.
+    static BASE_CONTEXT: Context<'static> = {
+        let mut ctx = Context::default();
+        ctx.register_all();
+        ctx
+    };
 }
 
 /// The message of a rule that evaluated to false (upstream `ruleMessageOrDefault`).
