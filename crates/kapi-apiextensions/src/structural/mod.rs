@@ -145,6 +145,15 @@ impl Node {
     }
 }
 
+/// Errors after which upstream does not run CEL rules (`hasBlockingErr`).
+fn is_blocking(e: &FieldError) -> bool {
+    use kapi_machinery::validation::ErrorType as T;
+    matches!(
+        e.kind,
+        T::NotSupported | T::Required | T::TooLong | T::TooMany | T::TypeInvalid
+    )
+}
+
 /// A CRD version's schema, parsed. Cheap to share behind an `Arc`.
 #[derive(Debug)]
 pub struct Structural {
@@ -178,6 +187,28 @@ impl Structural {
         let mut errs = validate::validate(&self.root, obj, Some(old));
         errs.extend(embedded::validate(&FieldPath::default(), obj, &self.root));
         errs.extend(listtype::validate(None, &self.root, obj));
+        errs
+    }
+
+    /// Everything upstream's custom-object strategy checks against the schema, in its
+    /// order: OpenAPI validation (ratcheted on update), embedded resources, list
+    /// types, then the CEL rules — unless an earlier error is blocking (a wrong type,
+    /// missing required field, unsupported enum value, too long or too many), when the
+    /// rules are skipped with upstream's note that some were not checked.
+    pub fn validate_all(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
+        let mut errs = match old {
+            Some(old) => self.validate_update(obj, old),
+            None => self.validate(obj),
+        };
+        if errs.iter().any(is_blocking) {
+            errs.push(FieldError::invalid(
+                &FieldPath::new("<nil>"),
+                "null",
+                "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
+            ));
+        } else {
+            errs.extend(self.validate_cel(obj, old));
+        }
         errs
     }
 

@@ -329,3 +329,35 @@ fn ratcheting_keeps_unchanged_invalid_values() {
     );
     assert_eq!(messages(&s.validate(&new)).len(), 4);
 }
+
+#[test]
+fn validate_all_skips_rules_after_blocking_errors() {
+    let s = schema(
+        json!({"type": "object", "properties": {"spec": {"type": "object",
+        "x-kubernetes-validations": [{"rule": "self.n > 1", "message": "n too small"}],
+        "properties": {"n": {"type": "integer", "maximum": 10}, "s": {"type": "string"}}}}}),
+    );
+    // A non-blocking schema error (maximum) still lets the rules run.
+    assert_eq!(
+        messages(&s.validate_all(&json!({"spec": {"n": 11}}), None)),
+        vec!["spec.n: Invalid value: 11: spec.n in body should be less than or equal to 10"]
+    );
+    assert_eq!(
+        messages(&s.validate_all(&json!({"spec": {"n": 0}}), None)),
+        vec![r#"spec: Invalid value: "object": n too small"#]
+    );
+    // A wrong type blocks them.
+    assert_eq!(
+        messages(&s.validate_all(&json!({"spec": {"n": 0, "s": 1}}), None)),
+        vec![
+            r#"spec.s: Invalid value: "integer": spec.s in body must be of type string: "integer""#,
+            r#"<nil>: Invalid value: "null": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"#,
+        ]
+    );
+    // On update, unchanged invalid values are ratcheted and the rules run.
+    let old = json!({"spec": {"n": 20}});
+    assert_eq!(
+        messages(&s.validate_all(&old, Some(&old))),
+        Vec::<String>::new()
+    );
+}
