@@ -54,8 +54,52 @@ impl std::fmt::Debug for CompiledRules {
     }
 }
 
+/// cel-go's `ExpressionSizeCodePointLimit`.
+const MAX_CODE_POINTS: usize = 100_000;
+/// The most operator characters (`.`, brackets, arithmetic, comparison and logic
+/// signs outside string literals) a rule may have. Each level of the parsed tree
+/// needs at least one, so this bounds the recursion of parsing, checking, pricing
+/// and evaluation, which would otherwise overflow the stack on a rule like
+/// `1 + 1 + … + 1` with thousands of terms.
+const MAX_OPERATORS: usize = 1000;
+
+/// Operator characters outside string literals.
+fn operator_chars(src: &str) -> usize {
+    let mut count = 0;
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    for c in src.chars() {
+        match quote {
+            Some(q) => {
+                if escaped {
+                    escaped = false;
+                } else if c == '\\' {
+                    escaped = true;
+                } else if c == q {
+                    quote = None;
+                }
+            }
+            None if c == '\'' || c == '"' => quote = Some(c),
+            None if "+-*/%<>=!&|?.[({".contains(c) => count += 1,
+            None => {}
+        }
+    }
+    count
+}
+
 /// Parse a CEL expression; errors are laid out as cel-go prints them.
 pub(crate) fn compile_one(src: &str) -> Result<Program, String> {
+    let size = src.chars().count();
+    if size > MAX_CODE_POINTS {
+        return Err(format!(
+            "expression code point size exceeds limit: size: {size}, limit {MAX_CODE_POINTS}"
+        ));
+    }
+    if operator_chars(src) > MAX_OPERATORS {
+        return Err(format!(
+            "ERROR: <input>:1:1: expression recursion limit exceeded: more than {MAX_OPERATORS} operators"
+        ));
+    }
     Program::compile(src).map_err(|e| e.to_string().replace("\n| ", "\n | "))
 }
 

@@ -404,3 +404,35 @@ fn library_coverage() {
     ));
     assert_eq!(got, Vec::<String>::new());
 }
+
+/// Rules nest no deeper than the operator limit, so parsing, checking, pricing and
+/// evaluating them fits a 2 MiB thread stack (a tokio worker's) even unoptimized.
+#[test]
+fn rule_nesting_is_bounded() {
+    let run = |rule: String| {
+        std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(move || {
+                let s = schema(
+                    json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+                    "x-kubernetes-validations": [{"rule": rule}]}),
+                );
+                messages(&s.validate_cel(&json!({"a": {"a": 1}}), None))
+            })
+            .expect("thread")
+            .join()
+            .expect("no stack overflow")
+    };
+    // 997 `+` and one `==`: just under the limit.
+    let sum = format!("{} == 998", vec!["1"; 998].join("+"));
+    assert_eq!(run(sum), Vec::<String>::new());
+    let deep = format!("has(self{})", ".a".repeat(999));
+    assert_eq!(run(deep).len(), 1);
+    let too_long = format!("{} == 1", vec!["1"; 5000].join(" + "));
+    let got = run(too_long);
+    assert_eq!(got.len(), 1);
+    assert!(
+        got[0].ends_with("compilation failed: ERROR: <input>:1:1: expression recursion limit exceeded: more than 1000 operators"),
+        "{got:?}"
+    );
+}
