@@ -436,3 +436,39 @@ fn rule_nesting_is_bounded() {
         "{got:?}"
     );
 }
+
+/// Work over function results is priced by the result's size.
+#[test]
+fn function_results_are_priced() {
+    let rule = "self.s.split('').all(c, self.s.split('').exists(d, c == d))";
+    let s = schema(spec_schema(
+        json!({"type": "object", "properties": {"s": {"type": "string"}},
+        "x-kubernetes-validations": [{"rule": rule}]}),
+    ));
+    assert_eq!(
+        messages(&s.validate_cel(&json!({"spec": {"s": "abc"}}), None)),
+        Vec::<String>::new()
+    );
+    let long = "x".repeat(5000);
+    let got = messages(&s.validate_cel(&json!({"spec": {"s": long}}), None));
+    assert_eq!(
+        got,
+        vec![format!(
+            r#"spec: Invalid value: "object": 'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: {rule}"#
+        )]
+    );
+    // Statically, an unbounded string makes the same rule far too expensive.
+    let errs = schema_errors(spec_schema(
+        json!({"type": "object", "properties": {"s": {"type": "string"}},
+        "x-kubernetes-validations": [{"rule": rule}]}),
+    ));
+    assert!(
+        errs[0].contains("estimated rule cost exceeds budget by factor of more than 100x"),
+        "{errs:?}"
+    );
+    let bounded = schema_errors(spec_schema(
+        json!({"type": "object", "properties": {"s": {"type": "string", "maxLength": 64}},
+        "x-kubernetes-validations": [{"rule": rule}]}),
+    ));
+    assert_eq!(bounded, Vec::<String>::new());
+}
