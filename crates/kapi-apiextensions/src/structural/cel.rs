@@ -296,8 +296,12 @@ impl Walk<'_> {
             }
             Value::Array(items) => {
                 if let (Some(sub), Some(s)) = (&c.items, n.items.as_deref()) {
+                    // Only map-list items correlate for rules.
+                    let olds = super::canon::old_items(n, old, false);
                     for (i, x) in items.iter().enumerate() {
-                        let o = correlate_item(n, x, old);
+                        let o = olds
+                            .as_ref()
+                            .and_then(|m| m.get(&super::canon::item_key(n, x)).copied());
                         self.node(sub, s, &path.index(i), x, o, below);
                     }
                 }
@@ -506,18 +510,6 @@ fn child(path: &FieldPath, k: &str) -> FieldPath {
     } else {
         path.child(k)
     }
-}
-
-/// The old item correlated with `x` in a list: only `x-kubernetes-list-type: map`
-/// lists correlate, by their key fields.
-fn correlate_item<'a>(n: &Node, x: &Value, old: Option<&'a Value>) -> Option<&'a Value> {
-    if n.x_list_type.as_deref() != Some("map") || n.x_list_map_keys.is_empty() {
-        return None;
-    }
-    let old = old?.as_array()?;
-    let keys = &n.x_list_map_keys;
-    old.iter()
-        .find(|o| keys.iter().all(|k| o.get(k) == x.get(k)))
 }
 
 const RESERVED: &[&str] = &[

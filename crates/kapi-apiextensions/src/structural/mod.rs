@@ -27,6 +27,7 @@ use std::collections::BTreeMap;
 use kapi_machinery::validation::{FieldError, FieldPath};
 use serde_json::Value;
 
+mod canon;
 pub mod cel;
 mod cel_check;
 mod cel_cost;

@@ -15,27 +15,13 @@
 use kapi_machinery::validation::{ErrorType, FieldError, FieldPath};
 use serde_json::Value;
 
-use super::{formats, Additional, Node};
+use super::{canon, formats, Additional, Node};
 
 /// Validate `obj` (the whole object) against `root`.
 pub(super) fn validate(root: &Node, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
     let mut out = Outcome::default();
     node(root, "", obj, old, &mut out);
     out.errs
-}
-
-/// The old value correlated with list item `x` for ratcheting: items of
-/// `x-kubernetes-list-type: map` lists by their keys, of `set` lists by value;
-/// items of atomic lists do not correlate.
-fn correlate_item<'a>(n: &Node, x: &Value, old: Option<&'a Value>) -> Option<&'a Value> {
-    let old = old?.as_array()?;
-    match n.x_list_type.as_deref() {
-        Some("map") if !n.x_list_map_keys.is_empty() => old
-            .iter()
-            .find(|o| n.x_list_map_keys.iter().all(|k| o.get(k) == x.get(k))),
-        Some("set") => old.iter().find(|o| json_equal(o, x)),
-        _ => None,
-    }
 }
 
 /// Errors plus kube-openapi's match count (used to pick the best failed alternative).
@@ -300,8 +286,12 @@ fn number_checks(n: &Node, name: &str, v: &Value, out: &mut Outcome) {
 
 fn array_checks(n: &Node, name: &str, items: &[Value], old: Option<&Value>, out: &mut Outcome) {
     if let Some(item_schema) = &n.items {
+        // Ratcheting correlates items of map lists by key and of sets by value.
+        let olds = canon::old_items(n, old, true);
         for (i, item) in items.iter().enumerate() {
-            let o = correlate_item(n, item, old);
+            let o = olds
+                .as_ref()
+                .and_then(|m| m.get(&canon::item_key(n, item)).copied());
             node(item_schema, &format!("{name}[{i}]"), item, o, out);
         }
     }
@@ -322,10 +312,8 @@ fn array_checks(n: &Node, name: &str, items: &[Value], old: Option<&Value>, out:
 }
 
 fn has_duplicates(items: &[Value]) -> bool {
-    items
-        .iter()
-        .enumerate()
-        .any(|(i, a)| items[..i].iter().any(|b| json_equal(a, b)))
+    let mut seen = std::collections::HashSet::with_capacity(items.len());
+    !items.iter().all(|x| seen.insert(canon::canonical(x)))
 }
 
 /// Deep equality with numbers compared by value (`1` equals `1.0`).

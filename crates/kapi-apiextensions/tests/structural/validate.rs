@@ -361,3 +361,26 @@ fn validate_all_skips_rules_after_blocking_errors() {
         Vec::<String>::new()
     );
 }
+
+#[test]
+fn large_lists_are_checked_by_hashing() {
+    let s = schema(
+        json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "set": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}},
+            "map": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["k"],
+                "items": {"type": "object", "required": ["k"], "properties": {"k": {"type": "integer"}, "v": {"type": "integer", "maximum": 1}}}}
+        }}}}),
+    );
+    let mut set: Vec<Value> = (0..20_000).map(|i| json!(format!("v{i}"))).collect();
+    set.push(json!("v7"));
+    let map: Vec<Value> = (0..20_000).map(|i| json!({"k": i, "v": 2})).collect();
+    let old = json!({"spec": {"map": map}});
+    let mut reversed = map.clone();
+    reversed.reverse();
+    let new = json!({"spec": {"set": set, "map": reversed}});
+    // Every map item correlates with its old self (unchanged, so ratcheted).
+    assert_eq!(
+        messages(&s.validate_update(&new, &old)),
+        vec![r#"spec.set[20000]: Duplicate value: "v7""#]
+    );
+}
