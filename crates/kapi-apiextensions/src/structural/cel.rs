@@ -164,20 +164,22 @@ impl CompiledRules {
             && self.additional.is_none()
     }
 
-    /// Evaluate every rule on `obj` (the whole object); `old` on update.
+    /// Evaluate every rule on `obj` (the whole object); `old` on update. Returns the
+    /// errors and the warnings of ratcheted rules.
     pub(crate) fn validate(
         &self,
         root: &Node,
         obj: &Value,
         old: Option<&Value>,
-    ) -> Vec<FieldError> {
+    ) -> (Vec<FieldError>, Vec<String>) {
         if self.is_empty() {
-            return Vec::new();
+            return (Vec::new(), Vec::new());
         }
         BASE_CONTEXT.with(|ctx| {
             let mut w = Walk {
                 ctx,
                 errs: Vec::new(),
+                warnings: Vec::new(),
                 budget: RUNTIME_BUDGET,
                 stopped: false,
             };
@@ -186,7 +188,7 @@ impl CompiledRules {
                 ratchet: false,
             };
             w.node(self, root, &FieldPath::new(NIL), obj, old, flags);
-            w.errs
+            (w.errs, w.warnings)
         })
     }
 }
@@ -238,6 +240,8 @@ struct Flags {
 struct Walk<'c> {
     ctx: &'c Context<'c>,
     errs: Vec<FieldError>,
+    /// Failures of rules on unchanged values (ratcheted into warnings).
+    warnings: Vec<String>,
     /// What is left of the per-object runtime cost budget.
     budget: u64,
     /// Set once a cost limit stopped evaluation: no further rules run.
@@ -336,9 +340,6 @@ impl Walk<'_> {
             if r.uses_old_self && old.is_none() && !optional {
                 continue;
             }
-            if flags.ratchet && !r.uses_old_self {
-                continue;
-            }
             if self.stopped {
                 return;
             }
@@ -400,8 +401,13 @@ impl Walk<'_> {
                 }
             }
             let detail = detail.unwrap_or_else(|| message_or_default(&r.rule));
-            self.errs
-                .push(error_for_reason(&err_path, &ty, detail, &r.rule.reason));
+            let err = error_for_reason(&err_path, &ty, detail, &r.rule.reason);
+            if flags.ratchet && !r.uses_old_self {
+                // Ratcheting: an unchanged value only warns (upstream's warning text).
+                self.warnings.push(err.to_string());
+            } else {
+                self.errs.push(err);
+            }
         }
     }
 }

@@ -197,6 +197,16 @@ impl Structural {
     /// missing required field, unsupported enum value, too long or too many), when the
     /// rules are skipped with upstream's note that some were not checked.
     pub fn validate_all(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
+        self.validate_all_with_warnings(obj, old).0
+    }
+
+    /// [`Structural::validate_all`] plus the ratcheting warnings of the CEL rules.
+    pub fn validate_all_with_warnings(
+        &self,
+        obj: &Value,
+        old: Option<&Value>,
+    ) -> (Vec<FieldError>, Vec<String>) {
+        let mut warnings = Vec::new();
         let mut errs = match old {
             Some(old) => self.validate_update(obj, old),
             None => self.validate(obj),
@@ -208,14 +218,27 @@ impl Structural {
                 "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
             ));
         } else {
-            errs.extend(self.validate_cel(obj, old));
+            let (cel_errs, cel_warnings) = self.validate_cel_with_warnings(obj, old);
+            errs.extend(cel_errs);
+            warnings = cel_warnings;
         }
-        errs
+        (errs, warnings)
     }
 
     /// Evaluate the `x-kubernetes-validations` rules; `old` is the stored object on
     /// update (`None` on create, when transition rules are skipped).
     pub fn validate_cel(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
+        self.cel.validate(&self.root, obj, old).0
+    }
+
+    /// [`Structural::validate_cel`] plus the warnings upstream sends instead of
+    /// errors for rules (without `oldSelf`) failing on values that did not change
+    /// (ratcheting), as `Warning` header texts.
+    pub fn validate_cel_with_warnings(
+        &self,
+        obj: &Value,
+        old: Option<&Value>,
+    ) -> (Vec<FieldError>, Vec<String>) {
         self.cel.validate(&self.root, obj, old)
     }
 

@@ -422,7 +422,7 @@ fn defaults(s: &Node, p: &FieldPath, errs: &mut Vec<FieldError>) {
             errs.push(e);
         }
         let rules = super::cel::CompiledRules::compile_node(s, s.x_embedded_resource);
-        for mut e in rules.validate(s, d, None) {
+        for mut e in rules.validate(s, d, None).0 {
             e.field = prefix(p.child("default"), &e.field);
             errs.push(e);
         }
