@@ -121,16 +121,20 @@ fn nested_rules_and_escaping() {
                 ]}
             },
             "labels": {"type": "object", "additionalProperties": {"type": "string",
-                "x-kubernetes-validations": [{"rule": "self.size() < 5"}]}}
+                "x-kubernetes-validations": [{"rule": "self.size() < 5"}]},
+                "x-kubernetes-validations": [{"rule": "!('bad.key' in self)", "fieldPath": "['bad.key']", "message": "no bad key"}]}
         }}}
     }));
     let new = obj(
-        json!({"ports": [{"name": "a", "port-number": 0}, {"name": "b", "port-number": 2}], "labels": {"k": "toolong"}}),
+        json!({"ports": [{"name": "a", "port-number": 0}, {"name": "b", "port-number": 2}], "labels": {"k": "toolong", "bad.key": "x"}}),
     );
     let old = obj(json!({"ports": [{"name": "b", "port-number": 3}]}));
     assert_eq!(
         messages(&s.validate_cel(&new, Some(&old))),
         vec![
+            // Upstream appends the normalized fieldPath as one child name, so a
+            // subscript path prints after a dot.
+            r#"spec.labels.[bad.key]: Invalid value: "object": no bad key"#,
             r#"spec.labels[k]: Invalid value: "string": failed rule: self.size() < 5"#,
             r#"spec.ports[0]: Invalid value: "object": port must be positive"#,
             r#"spec.ports[1]: Invalid value: "object": port is immutable"#,
@@ -173,6 +177,7 @@ fn schema_checks_of_rules() {
             vec![r#"s.properties[spec].x-kubernetes-validations[0].fieldPath: Invalid value: ".b": fieldPath must be a valid path"#],
         ),
         (json!([{"rule": "self.a > 0", "fieldPath": ".a"}]), vec![]),
+        (json!([{"rule": "self.a > 0", "fieldPath": "['a']"}]), vec![]),
         (
             json!([{"rule": "self.b > 0"}]),
             vec!["s.properties[spec].x-kubernetes-validations[0]: Invalid value: {\"rule\":\"self.b > 0\"}: compilation failed: ERROR: <input>:1:5: undefined field 'b'\n | self.b > 0\n | ....^"],
