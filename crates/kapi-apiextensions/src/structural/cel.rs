@@ -2,30 +2,31 @@
 //! and the Kubernetes CEL libraries of `kube-cel` (`isSorted`, `indexOf`, quantity,
 //! `format`, sets, regex `find`, semver, ip, …).
 //!
-//! Rules compile once, when the schema is parsed ([`CompiledRules::compile`]); a
-//! rule that does not compile is reported on every object as upstream's
-//! `rule compile error`, and [`compile_errors`] gives `validate_schema` the
-//! compile-time messages. Evaluation walks the object with the schema: `self` is the
-//! value at the rule's node, `oldSelf` the correlated old value (object fields and
-//! map entries by key, `x-kubernetes-list-type: map` items by their keys; other list
-//! items do not correlate). A rule using `oldSelf` runs only when an old value
+//! Rules compile once, when the schema is parsed ([`CompiledRules::compile`]), with
+//! the size and nesting limits and the undefined-field check (`cel_check.rs`); a rule
+//! that does not compile is reported on every object as upstream's `rule compile
+//! error` (`validate_schema` rejects such CRDs first, `cel_schema.rs`). Evaluation
+//! walks the object with the schema: `self` is the value at the rule's node
+//! (converted by `cel_values.rs`), `oldSelf` the correlated old value (object fields
+//! and map entries by key, `x-kubernetes-list-type: map` items by their keys; other
+//! list items do not correlate). A rule using `oldSelf` runs only when an old value
 //! exists, unless `optionalOldSelf` is set, when `oldSelf` is an optional
-//! (`oldSelf.hasValue()`, `oldSelf.orValue(x)`). Null values are not validated.
-//!
-//! Field names are exposed to CEL escaped as upstream (`__namespace__`,
-//! `foo__dash__bar`, `a__dot__b`); names that cannot be escaped are left out.
-//! Cost limits live in `cel_cost.rs`.
+//! (`oldSelf.hasValue()`, `oldSelf.orValue(x)`). Null values are not validated. A
+//! rule without `oldSelf` failing on an unchanged value is a warning, not an error
+//! (ratcheting). Every rule is priced before it runs (`cel_cost.rs`): over the
+//! per-call limit or the object's budget, evaluation stops with upstream's message.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use kapi_machinery::validation::{FieldError, FieldPath};
-use kube_cel::cel::objects::{Key, Map as CelMap};
 use kube_cel::cel::{Context, ExecutionError, Program, Value as Cel};
 use kube_cel::KubeCelExt;
 use serde_json::Value;
 
 use super::cel_cost::{Pricer, Shape, PER_CALL_LIMIT, RUNTIME_BUDGET};
+use super::cel_values::to_cel;
+pub use super::cel_values::{escape, unescape};
 use super::{Node, Rule};
 
 /// One rule, compiled.
@@ -516,133 +517,4 @@ fn child(path: &FieldPath, k: &str) -> FieldPath {
     } else {
         path.child(k)
     }
-}
-
-const RESERVED: &[&str] = &[
-    "true",
-    "false",
-    "null",
-    "in",
-    "as",
-    "break",
-    "const",
-    "continue",
-    "else",
-    "for",
-    "function",
-    "if",
-    "import",
-    "let",
-    "loop",
-    "package",
-    "namespace",
-    "return",
-    "var",
-    "void",
-    "while",
-];
-
-/// Upstream's CEL property-name escaping; `None` when the name cannot be exposed.
-pub fn escape(name: &str) -> Option<String> {
-    if RESERVED.contains(&name) {
-        return Some(format!("__{name}__"));
-    }
-    let mut out = String::with_capacity(name.len());
-    let mut rest = name;
-    while let Some(c) = rest.chars().next() {
-        if rest.starts_with("__") {
-            out.push_str("__underscores__");
-            rest = &rest[2..];
-            continue;
-        }
-        match c {
-            '.' => out.push_str("__dot__"),
-            '-' => out.push_str("__dash__"),
-            '/' => out.push_str("__slash__"),
-            c if c == '_' || c.is_ascii_alphanumeric() => out.push(c),
-            _ => return None,
-        }
-        rest = &rest[c.len_utf8()..];
-    }
-    let first_ok = out
-        .chars()
-        .next()
-        .is_some_and(|c| c == '_' || c.is_ascii_alphabetic());
-    first_ok.then_some(out)
-}
-
-/// The inverse of [`escape`].
-pub fn unescape(name: &str) -> String {
-    if let Some(inner) = name.strip_prefix("__").and_then(|n| n.strip_suffix("__")) {
-        if RESERVED.contains(&inner) {
-            return inner.to_string();
-        }
-    }
-    name.replace("__underscores__", "\u{0}")
-        .replace("__dot__", ".")
-        .replace("__dash__", "-")
-        .replace("__slash__", "/")
-        .replace('\u{0}', "__")
-}
-
-/// JSON → CEL with the schema: declared properties by escaped name, map entries by
-/// key; at a resource root only `metadata.name`/`generateName` are visible.
-fn to_cel(v: &Value, s: Option<&Node>, resource_root: bool) -> Cel {
-    match v {
-        Value::Null => Cel::Null,
-        Value::Bool(b) => Cel::Bool(*b),
-        Value::Number(n) => match n.as_i64() {
-            Some(i) => Cel::Int(i),
-            None => match n.as_u64() {
-                Some(u) => Cel::UInt(u),
-                None => Cel::Float(n.as_f64().unwrap_or(0.0)),
-            },
-        },
-        Value::String(st) => match s.filter(|n| !n.format.is_empty() && !n.x_int_or_string) {
-            Some(n) => super::cel_values::typed_string(&n.format, st),
-            None => Cel::String(Arc::new(st.clone())),
-        },
-        Value::Array(a) => {
-            let item = s.and_then(|s| s.items.as_deref());
-            Cel::List(Arc::new(a.iter().map(|x| to_cel(x, item, false)).collect()))
-        }
-        Value::Object(m) => {
-            let mut out = std::collections::HashMap::new();
-            let declared = s.is_some_and(|s| !s.properties.is_empty());
-            for (k, x) in m {
-                if resource_root && k == "metadata" {
-                    out.insert(Key::String(Arc::new(k.clone())), root_meta(x));
-                    continue;
-                }
-                let (name, sub) = match s {
-                    Some(s) if s.properties.contains_key(k) => {
-                        let Some(e) = escape(k) else { continue };
-                        (e, s.properties.get(k))
-                    }
-                    Some(s) if declared && s.additional_properties.is_none() => match escape(k) {
-                        Some(e) => (e, None),
-                        None => continue,
-                    },
-                    Some(s) => (k.clone(), s.additional_schema()),
-                    None => (k.clone(), None),
-                };
-                let embedded = sub.is_some_and(|n| n.x_embedded_resource);
-                out.insert(Key::String(Arc::new(name)), to_cel(x, sub, embedded));
-            }
-            Cel::Map(CelMap { map: Arc::new(out) })
-        }
-    }
-}
-
-fn root_meta(v: &Value) -> Cel {
-    let mut out = std::collections::HashMap::new();
-    for k in ["name", "generateName"] {
-        if let Some(Value::String(s)) = v.get(k) {
-            out.insert(
-                Key::String(Arc::new(k.to_string())),
-                Cel::String(Arc::new(s.clone())),
-            );
-        }
-    }
-    Cel::Map(CelMap { map: Arc::new(out) })
 }

@@ -7,11 +7,14 @@
 //!   and the value validations under `allOf`/`anyOf`/`oneOf`/`not`, which upstream
 //!   keeps apart; the structural rules in `schema_rules.rs` enforce the split.
 //! - object validation (`validate.rs`, `formats.rs`: kube-openapi's validator with its
-//!   messages; `listtype.rs`: list-type set/map uniqueness; `embedded.rs`:
-//!   `x-kubernetes-embedded-resource` apiVersion/kind/metadata), pruning (`prune.rs`),
-//!   defaulting (`default.rs`), CEL rules (`cel.rs`), the CRD-side schema checks
-//!   ([`validate_schema`], `schema_rules.rs`) and the [`StructuralNav`] that lets
-//!   strategic merge and server-side apply merge custom objects (`nav.rs`).
+//!   messages, ratcheting on update; `listtype.rs`: list-type set/map uniqueness;
+//!   `embedded.rs`: `x-kubernetes-embedded-resource` apiVersion/kind/metadata),
+//!   pruning (`prune.rs`), defaulting (`default.rs`), CEL rules (`cel.rs` with
+//!   `cel_check.rs`, `cel_cost.rs`, `cel_values.rs`), the CRD-side schema checks
+//!   ([`validate_schema`]: `schema_rules.rs`, `schema_ext.rs`, `cel_schema.rs`) and
+//!   the [`StructuralNav`] that lets strategic merge and server-side apply merge
+//!   custom objects (`nav.rs`). `canon.rs` hashes JSON values so duplicate checks
+//!   and list-item correlation stay linear.
 //!
 //! Invariants: nothing here panics on any schema or object; a schema that
 //! [`validate_schema`] accepts parses with [`Structural::from_json`]; error paths and
