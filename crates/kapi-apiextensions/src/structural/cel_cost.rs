@@ -204,17 +204,19 @@ impl<'a> Pricer<'a> {
             "_==_" | "_!=_" | "_<_" | "_<=_" | "_>_" | "_>=_" | "@in" | "_+_" => {
                 let a = shapes.first().map_or(1, Shape::size);
                 let b = shapes.get(1).map_or(1, Shape::size);
-                1 + tenth(a.max(b))
+                tenth(a.max(b)).saturating_add(1)
             }
             "contains" | "startsWith" | "endsWith" | "lowerAscii" | "upperAscii" | "trim"
             | "string" | "split" | "replace" | "substring" | "charAt" | "indexOf"
             | "lastIndexOf" | "join" | "format" | "quantity" | "isQuantity" | "url" | "isURL"
             | "ip" | "isIP" | "cidr" | "isCIDR" | "semver" | "isSemver" => {
-                1 + tenth(subject.size())
+                tenth(subject.size()).saturating_add(1)
             }
-            "matches" | "find" | "findAll" => 1 + subject.size(),
+            "matches" | "find" | "findAll" => subject.size().saturating_add(1),
             "isSorted" | "sum" | "min" | "max" | "reverse" | "distinct" | "flatten" | "sort"
-            | "sets.contains" | "sets.equivalent" | "sets.intersects" => 1 + subject.size(),
+            | "sets.contains" | "sets.equivalent" | "sets.intersects" => {
+                subject.size().saturating_add(1)
+            }
             _ => 1,
         };
         (

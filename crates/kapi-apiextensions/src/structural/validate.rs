@@ -219,11 +219,21 @@ fn number_checks(n: &Node, name: &str, v: &Value, out: &mut Outcome) {
         .as_i64()
         .filter(|_| !v.as_number().is_some_and(|x| x.is_f64()));
     let f = v.as_f64().unwrap_or(0.0);
-    if let Some(factor) = n.multiple_of {
+    if let Some(factor) = n.multiple_of.filter(|f| *f < 0.0) {
+        // kube-openapi reports the factor as the int64 or float64 it compared with.
+        let (shown, value) = match as_int {
+            Some(_) if factor.fract() == 0.0 => {
+                (format!("{}", factor as i64), Value::from(factor as i64))
+            }
+            _ => (go_float(factor), Value::from(factor)),
+        };
+        let m = format!("factor MultipleOf declared for {name} must be positive: {shown}");
+        out.errs.push(invalid(name, value, m));
+    } else if let Some(factor) = n.multiple_of {
         let bad = match as_int {
             Some(i) if factor >= 1.0 || factor.fract() == 0.0 => {
                 let fi = factor as i64;
-                fi != 0 && i % fi != 0
+                fi != 0 && i.checked_rem(fi).is_some_and(|r| r != 0)
             }
             _ if factor > 0.0 => {
                 let mult = if factor < 1.0 {

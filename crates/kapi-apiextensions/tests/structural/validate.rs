@@ -79,6 +79,17 @@ fn keyword_table() {
             vec!["spec.f: Invalid value: 7: spec.f in body should be a multiple of 3"],
         ),
         (json!({"type": "integer", "multipleOf": 3}), json!(9), vec![]),
+        (json!({"type": "number", "multipleOf": 0.5}), json!(1.5), vec![]),
+        (
+            json!({"type": "number", "multipleOf": 0.5}),
+            json!(1.25),
+            vec!["spec.f: Invalid value: 1.25: spec.f in body should be a multiple of 0.5"],
+        ),
+        (
+            json!({"type": "integer", "multipleOf": -1}),
+            json!(i64::MIN),
+            vec!["spec.f: Invalid value: -1: factor MultipleOf declared for spec.f must be positive: -1"],
+        ),
         (
             json!({"type": "string", "maxLength": 3}),
             json!("abcd"),
