@@ -194,6 +194,10 @@ impl CompiledRules {
     }
 }
 
+fn dyn_identity(v: Cel) -> kube_cel::cel::ResolveResult {
+    Ok(v)
+}
+
 thread_local! {
     /// The standard and Kubernetes CEL functions, registered once per thread
     /// (registering them costs more than evaluating a typical rule); each rule runs
@@ -201,6 +205,8 @@ thread_local! {
     static BASE_CONTEXT: Context<'static> = {
         let mut ctx = Context::default();
         ctx.register_all();
+        // cel-go's `dyn(x)` (a type-checker hint) is the identity at runtime.
+        ctx.add_function("dyn", dyn_identity);
         ctx
     };
 }

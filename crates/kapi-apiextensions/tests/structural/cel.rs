@@ -398,6 +398,7 @@ fn library_coverage() {
         "self.name.find('[bc]+') == 'bc'",
         "math.greatest([1, 5, 3]) == 5",
         "optional.of(1).hasValue()",
+        "dyn(self.replicas) == 1",
         // Not supported by the `cel` crate 0.13: optional field selection
         // (`self.?min`) and two-variable comprehensions (`all(i, x, ...)`).
     ];
