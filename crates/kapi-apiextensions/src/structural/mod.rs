@@ -39,6 +39,7 @@ mod cel_values;
 mod default;
 mod embedded;
 mod formats;
+mod go_regex;
 mod listtype;
 mod nav;
 mod parse;

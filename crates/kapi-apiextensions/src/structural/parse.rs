@@ -152,7 +152,7 @@ pub(super) fn node(v: &Value, path: &str) -> Result<Node, String> {
     };
     let pattern = get_str(m, path, "pattern")?;
     if !pattern.is_empty() {
-        n.pattern_re = regex::Regex::new(&pattern).ok().map(super::Pattern);
+        n.pattern_re = super::go_regex::compile(&pattern).ok().map(super::Pattern);
         n.pattern = Some(pattern);
     }
     if let Some(p) = get_bool(m, path, "x-kubernetes-preserve-unknown-fields")? {

@@ -240,7 +240,7 @@ fn value_validation(
         nested(n, false, lvl, &p.child("not"), errs);
     }
     if let Some(pat) = s.pattern.as_ref().filter(|_| s.pattern_re.is_none()) {
-        let err = regex::Regex::new(pat)
+        let err = super::go_regex::compile(pat)
             .err()
             .map(|e| e.to_string())
             .unwrap_or_default();

@@ -106,6 +106,25 @@ fn keyword_table() {
             json!("A1"),
             vec![r#"spec.f: Invalid value: "A1": spec.f in body should match '^[a-z]+$'"#],
         ),
+        // Go's \d, \w, \s and \b are ASCII-only.
+        (json!({"type": "string", "pattern": "^\\d+$"}), json!("123"), vec![]),
+        (
+            json!({"type": "string", "pattern": "^\\d+$"}),
+            json!("١٢٣"),
+            vec![r#"spec.f: Invalid value: "١٢٣": spec.f in body should match '^\d+$'"#],
+        ),
+        (
+            json!({"type": "string", "pattern": "^[\\w.-]+\\b$"}),
+            json!("ä"),
+            vec![r#"spec.f: Invalid value: "ä": spec.f in body should match '^[\w.-]+\b$'"#],
+        ),
+        (json!({"type": "string", "pattern": "^[\\w.-]+\\b$"}), json!("a.b_c"), vec![]),
+        (json!({"type": "string", "pattern": "^[^\\s]+[[:alpha:]]$"}), json!("x1a"), vec![]),
+        (
+            json!({"type": "string", "pattern": "^[^\\S]$"}),
+            json!("\u{a0}"),
+            vec!["spec.f: Invalid value: \"\u{a0}\": spec.f in body should match '^[^\\S]$'"],
+        ),
         (
             json!({"type": "string", "enum": ["a", "b"]}),
             json!("c"),
