@@ -162,6 +162,8 @@ fn is_blocking(e: &FieldError) -> bool {
 /// A CRD version's schema, parsed. Cheap to share behind an `Arc`.
 #[derive(Debug)]
 pub struct Structural {
+    /// The schema tree. Read-only in spirit: the compiled CEL rules were built from
+    /// it, so a changed schema is parsed anew with [`Structural::from_json`].
     pub root: Node,
     pub(crate) cel: cel::CompiledRules,
 }
@@ -251,7 +253,9 @@ impl Structural {
         prune::prune(obj, &self.root)
     }
 
-    /// Apply `default`s (structural defaulting).
+    /// Apply `default`s (structural defaulting), after dropping `null`s of fields that
+    /// are neither nullable nor defaulted — both as upstream's decoder does on create,
+    /// update and every read from storage.
     pub fn default(&self, obj: &mut Value) {
         default::default(obj, &self.root)
     }
