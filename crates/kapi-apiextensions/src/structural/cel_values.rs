@@ -175,6 +175,10 @@ pub(super) fn to_cel(v: &Value, s: Option<&Node>, resource_root: bool) -> Cel {
     match v {
         Value::Null => Cel::Null,
         Value::Bool(b) => Cel::Bool(*b),
+        // A `type: number` field is a double in CEL even when written as `1`.
+        Value::Number(n) if s.is_some_and(|s| s.ty == "number") => {
+            Cel::Float(n.as_f64().unwrap_or(0.0))
+        }
         Value::Number(n) => match n.as_i64() {
             Some(i) => Cel::Int(i),
             None => match n.as_u64() {

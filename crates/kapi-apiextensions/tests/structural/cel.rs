@@ -282,6 +282,7 @@ fn typed_values_and_library_functions() {
         "at": {"type": "string", "format": "date-time"},
         "timeout": {"type": "string", "format": "duration"},
         "mem": {"x-kubernetes-int-or-string": true},
+        "ratio": {"type": "number"},
         "name": {"type": "string"},
         "ips": {"type": "array", "items": {"type": "string"}}
     },
@@ -290,9 +291,10 @@ fn typed_values_and_library_functions() {
         {"rule": "self.timeout <= duration('1h')", "message": "timeout too long"},
         {"rule": "quantity(string(self.mem)).isLessThan(quantity('1Gi'))", "message": "too much memory"},
         {"rule": "self.name.indexOf('x') < 0", "message": "no x"},
-        {"rule": "self.ips.all(i, isIP(i))", "message": "bad ip"}
+        {"rule": "self.ips.all(i, isIP(i))", "message": "bad ip"},
+        {"rule": "!has(self.ratio) || self.ratio == 2.0", "message": "a number field is a double"}
     ]})));
-    let good = json!({"spec": {"at": "2024-06-01T00:00:00Z", "timeout": "30m", "mem": "512Mi", "name": "abc", "ips": ["10.0.0.1"]}});
+    let good = json!({"spec": {"at": "2024-06-01T00:00:00Z", "timeout": "30m", "mem": "512Mi", "name": "abc", "ips": ["10.0.0.1"], "ratio": 2}});
     assert_eq!(messages(&s.validate_cel(&good, None)), Vec::<String>::new());
     let bad = json!({"spec": {"at": "2023-06-01T00:00:00Z", "timeout": "2h", "mem": "2Gi", "name": "xyz", "ips": ["nope"]}});
     assert_eq!(
