@@ -45,6 +45,9 @@ fn object(path: Option<&FieldPath>, s: &Node, m: &Map<String, Value>) -> Vec<Fie
 }
 
 fn value(path: &FieldPath, s: &Node, v: &Value) -> Vec<FieldError> {
+    if !s.list_type_below {
+        return Vec::new();
+    }
     match v {
         Value::Array(items) => array(path, s, items),
         Value::Object(m) => object(Some(path), s, m),

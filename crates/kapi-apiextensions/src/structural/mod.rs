@@ -114,6 +114,11 @@ pub struct Node {
     pub has_external_docs: bool,
     /// `pattern` compiled; `None` when absent or invalid (`validate_schema` reports it).
     pub(crate) pattern_re: Option<Pattern>,
+    /// This node or one below it (properties, items, additionalProperties) is an
+    /// embedded resource / has a set or map list type: lets those walks skip
+    /// subtrees with nothing to check.
+    pub(crate) embedded_below: bool,
+    pub(crate) list_type_below: bool,
 }
 
 /// A compiled `pattern`; equal when the source is.

@@ -205,6 +205,17 @@ pub(super) fn node(v: &Value, path: &str) -> Result<Node, String> {
         None | Some(Value::Null) => {}
         Some(v) => n.not = Some(Box::new(node(v, &join(path, "not"))?)),
     }
+    let (embedded, lists) = n
+        .properties
+        .values()
+        .chain(n.items.as_deref())
+        .chain(n.additional_schema())
+        .fold((false, false), |(e, l), c| {
+            (e || c.embedded_below, l || c.list_type_below)
+        });
+    n.embedded_below = embedded || n.x_embedded_resource;
+    n.list_type_below = lists;
+    n.list_type_below |= matches!(n.x_list_type.as_deref(), Some("set" | "map"));
     Ok(n)
 }
 

@@ -421,6 +421,9 @@ fn run(n: &Node, name: &str, v: &Value) -> Outcome {
 }
 
 fn junctors(n: &Node, name: &str, v: &Value, out: &mut Outcome) {
+    if n.any_of.is_empty() && n.one_of.is_empty() && n.all_of.is_empty() && n.not.is_none() {
+        return;
+    }
     let shown = quote(name);
     if !n.any_of.is_empty() {
         let mut best: Option<Outcome> = None;
