@@ -94,3 +94,58 @@ pub(super) fn translate(pattern: &str) -> String {
 pub(super) fn compile(pattern: &str) -> Result<Regex, regex::Error> {
     Regex::new(&translate(pattern))
 }
+
+/// Go's `regexp.Compile` error text for an invalid pattern
+/// (`error parsing regexp: missing closing ]: `[a``), from the `regex` crate's
+/// parse error; other errors keep the crate's own text.
+pub(super) fn error_message(pattern: &str, err: &regex::Error) -> String {
+    use regex_syntax::ast::ErrorKind as K;
+    let Err(e) = regex_syntax::ast::parse::Parser::new().parse(pattern) else {
+        return match err {
+            regex::Error::CompiledTooBig(_) => "error parsing regexp: expression too large".into(),
+            other => other.to_string(),
+        };
+    };
+    let span = e.span();
+    // An empty span points at one character (the operator without an argument).
+    let at = |a: usize, b: usize| {
+        let b = if b > a {
+            b
+        } else {
+            a + pattern
+                .get(a..)
+                .and_then(|r| r.chars().next())
+                .map_or(0, char::len_utf8)
+        };
+        pattern.get(a..b).unwrap_or("").to_string()
+    };
+    let (code, expr) = match e.kind() {
+        K::ClassUnclosed => ("missing closing ]", at(span.start.offset, pattern.len())),
+        K::GroupUnclosed => ("missing closing )", pattern.to_string()),
+        K::GroupUnopened => ("unexpected )", pattern.to_string()),
+        K::EscapeUnexpectedEof => ("trailing backslash at end of expression", String::new()),
+        K::EscapeUnrecognized | K::ClassEscapeInvalid => (
+            "invalid escape sequence",
+            at(span.start.offset, span.end.offset),
+        ),
+        K::RepetitionMissing => (
+            "missing argument to repetition operator",
+            at(span.start.offset, span.end.offset),
+        ),
+        K::ClassRangeInvalid | K::ClassRangeLiteral => (
+            "invalid character class range",
+            at(span.start.offset, span.end.offset),
+        ),
+        K::RepetitionCountInvalid | K::RepetitionCountUnclosed | K::DecimalInvalid => (
+            "invalid repeat count",
+            at(span.start.offset, span.end.offset),
+        ),
+        K::UnsupportedLookAround | K::UnsupportedBackreference | K::FlagUnrecognized => (
+            "invalid or unsupported Perl syntax",
+            at(span.start.offset, span.end.offset),
+        ),
+        K::NestLimitExceeded(_) => ("expression nests too deeply", pattern.to_string()),
+        _ => return err.to_string(),
+    };
+    format!("error parsing regexp: {code}: `{expr}`")
+}

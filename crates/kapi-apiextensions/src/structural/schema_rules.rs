@@ -240,10 +240,10 @@ fn value_validation(
         nested(n, false, lvl, &p.child("not"), errs);
     }
     if let Some(pat) = s.pattern.as_ref().filter(|_| s.pattern_re.is_none()) {
-        let err = super::go_regex::compile(pat)
-            .err()
-            .map(|e| e.to_string())
-            .unwrap_or_default();
+        let err = match super::go_regex::compile(pat) {
+            Err(e) => super::go_regex::error_message(pat, &e),
+            Ok(_) => String::new(),
+        };
         errs.push(FieldError::invalid(
             &p.child("pattern"),
             pat.as_str(),

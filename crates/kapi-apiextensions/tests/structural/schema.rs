@@ -102,13 +102,23 @@ fn structural_violations() {
         with_spec(json!({"type": "object", "x-kubernetes-embedded-resource": true})),
         "$P.properties[spec].properties: Required value: must not be empty if x-kubernetes-embedded-resource is true without x-kubernetes-preserve-unknown-fields",
     );
-    one(
-        with_spec(json!({"type": "string", "pattern": "(["})),
-        r#"$P.properties[spec].pattern: Invalid value: "([": must be a valid regular expression, but isn't: regex parse error:
-    ([
-     ^
-error: unclosed character class"#,
-    );
+    for (pattern, message) in [
+        ("[a", "missing closing ]: `[a`"),
+        ("(a", "missing closing ): `(a`"),
+        ("a)", "unexpected ): `a)`"),
+        ("*a", "missing argument to repetition operator: `*`"),
+        ("a\\q", "invalid escape sequence: `\\q`"),
+        ("[z-a]", "invalid character class range: `z-a`"),
+        ("(?=a)", "invalid or unsupported Perl syntax: `(?=`"),
+    ] {
+        one(
+            with_spec(json!({"type": "string", "pattern": pattern})),
+            &format!(
+                "$P.properties[spec].pattern: Invalid value: {}: must be a valid regular expression, but isn't: error parsing regexp: {message}",
+                kapi_machinery::validation::go_quote(pattern)
+            ),
+        );
+    }
 }
 
 #[test]
