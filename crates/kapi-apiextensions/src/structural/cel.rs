@@ -108,7 +108,10 @@ pub(crate) fn compile_one(src: &str) -> Result<Program, String> {
 /// (`resource_root`: the node is the object or an embedded resource).
 pub(crate) fn compile_rule(src: &str, n: &Node, resource_root: bool) -> Result<Program, String> {
     let p = compile_one(src)?;
-    match super::cel_check::undefined_field(p.expression(), n, resource_root, src) {
+    if let Some(e) = super::cel_check::undefined_field(p.expression(), n, resource_root, src) {
+        return Err(e);
+    }
+    match super::cel_check::undeclared_function(p.expression(), src) {
         Some(e) => Err(e),
         None => Ok(p),
     }
@@ -196,6 +199,37 @@ impl CompiledRules {
 
 fn dyn_identity(v: Cel) -> kube_cel::cel::ResolveResult {
     Ok(v)
+}
+
+/// Whether calling function `name` (on receiver identifier `ns`, for namespaced
+/// functions such as `math.greatest`) reaches a function of the CEL environment.
+/// Probed once per name and thread by calling it with no arguments: only an unknown
+/// function fails as an undeclared reference to its own name; anything else (wrong
+/// arguments, an unknown receiver) counts as known, so the check never rejects a
+/// rule that could run.
+pub(crate) fn function_exists(ns: Option<&str>, name: &str) -> bool {
+    thread_local! {
+        static KNOWN: std::cell::RefCell<std::collections::HashMap<String, bool>> =
+            Default::default();
+    }
+    let qualified = match ns {
+        Some(ns) => format!("{ns}.{name}"),
+        None => name.to_string(),
+    };
+    if let Some(known) = KNOWN.with(|k| k.borrow().get(&qualified).copied()) {
+        return known;
+    }
+    let exists = match Program::compile(&format!("{qualified}()")) {
+        Ok(p) => BASE_CONTEXT.with(|ctx| match p.execute(ctx) {
+            Err(ExecutionError::UndeclaredReference(n)) => {
+                n.as_str() != name && n.as_str() != qualified
+            }
+            _ => true,
+        }),
+        Err(_) => true,
+    };
+    KNOWN.with(|k| k.borrow_mut().insert(qualified, exists));
+    exists
 }
 
 thread_local! {

@@ -177,6 +177,11 @@ fn schema_checks_of_rules() {
             vec![r#"s.properties[spec].x-kubernetes-validations[0].fieldPath: Invalid value: ".b": fieldPath must be a valid path"#],
         ),
         (json!([{"rule": "self.a > 0", "fieldPath": ".a"}]), vec![]),
+        (
+            json!([{"rule": "string(self.a).lowerascii() == 'x'"}]),
+            vec!["s.properties[spec].x-kubernetes-validations[0]: Invalid value: {\"rule\":\"string(self.a).lowerascii() == 'x'\"}: compilation failed: ERROR: <input>:1:26: undeclared reference to 'lowerascii' (in container '')\n | string(self.a).lowerascii() == 'x'\n | .........................^"],
+        ),
+        (json!([{"rule": "[string(self.a)].all(x, x.lowerAscii() != 'q') && math.greatest([1]) == 1"}]), vec![]),
         (json!([{"rule": "self.a > 0", "fieldPath": "['a']"}]), vec![]),
         (
             json!([{"rule": "self.b > 0"}]),
