@@ -320,6 +320,16 @@ fn embedded_resources() {
             r#"spec.f.kind: Invalid value: "": must not be empty"#,
         ]
     );
+    // Embedded names follow the path-segment rule, not DNS names.
+    let pod = |meta: Value| json!({"apiVersion": "v1", "kind": "Pod", "metadata": meta});
+    assert_eq!(
+        check(emb.clone(), pod(json!({"name": "A_B"}))),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        check(emb.clone(), pod(json!({"name": "a/b"}))),
+        vec![r#"spec.f.metadata.name: Invalid value: "a/b": may not contain '/'"#]
+    );
     assert_eq!(
         check(
             emb,
