@@ -199,6 +199,14 @@ fn defaults_must_validate_and_be_pruned() {
         // upstream's message starts with " in body".
         "$P.properties[spec].properties[n].default: Invalid value: 5:  in body should be less than or equal to 3",
     );
+    // Defaults must also pass the node's CEL rules.
+    one(
+        with_spec(
+            json!({"type": "object", "properties": {"n": {"type": "integer", "default": 5,
+            "x-kubernetes-validations": [{"rule": "self % 2 == 0", "message": "must be even"}]}}}),
+        ),
+        r#"$P.properties[spec].properties[n].default: Invalid value: "integer": must be even"#,
+    );
     one(
         with_spec(
             json!({"type": "object", "properties": {"o": {"type": "object", "properties": {"a": {"type": "string"}},
