@@ -342,11 +342,19 @@ fn ratcheting_unchanged_values() {
         {"rule": "self.replicas >= oldSelf.replicas", "message": "no scale down"}]),
     );
     let old = obj(json!({"replicas": 20, "name": "a"}));
-    // Unchanged: the non-transition rule is ratcheted, the transition rule holds.
+    // Unchanged: the non-transition rule is ratcheted into a warning, the
+    // transition rule holds.
     assert_eq!(
         messages(&s.validate_cel(&old, Some(&old))),
         Vec::<String>::new()
     );
+    let (errs, warnings) = s.validate_cel_with_warnings(&old, Some(&old));
+    assert!(errs.is_empty());
+    assert_eq!(warnings, vec![r#"spec: Invalid value: "object": too many"#]);
+    // Through validate_all too.
+    let (errs, warnings) = s.validate_all_with_warnings(&old, Some(&old));
+    assert!(errs.is_empty());
+    assert_eq!(warnings.len(), 1);
     let changed = obj(json!({"replicas": 15, "name": "a"}));
     assert_eq!(
         messages(&s.validate_cel(&changed, Some(&old))),
