@@ -1,6 +1,7 @@
 //! Canonical text of JSON values, for hashing: object keys sorted, numbers as
 //! written (`1` and `1.0` stay different, as Go's int64 and float64 do). Used to find
-//! duplicates and to correlate list items in linear time.
+//! duplicates and to correlate list items in linear time, and to align an old value's
+//! set and map lists with the new value's order for CEL's `oldSelf`.
 
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -84,5 +85,59 @@ pub(super) fn item_key(n: &Node, x: &Value) -> String {
     match n.x_list_type.as_deref() {
         Some("map") => map_key(x, &n.x_list_map_keys),
         _ => canonical(x),
+    }
+}
+
+/// `old` with the items of every `set` and `map` list reordered to follow the
+/// matching items of `new` (old-only items after them, in their order). CEL compares
+/// lists in order, upstream compares set and map lists as sets and maps: aligning
+/// `oldSelf` this way makes `self == oldSelf` agree with upstream.
+pub(super) fn align_old(old: &Value, new: &Value, s: Option<&Node>) -> Value {
+    match (old, new) {
+        (Value::Object(om), Value::Object(nm)) => Value::Object(
+            om.iter()
+                .map(|(k, ov)| {
+                    let sub = s.and_then(|s| s.child(k));
+                    let aligned = match nm.get(k) {
+                        Some(nv) => align_old(ov, nv, sub),
+                        None => ov.clone(),
+                    };
+                    (k.clone(), aligned)
+                })
+                .collect(),
+        ),
+        (Value::Array(oa), Value::Array(na)) => {
+            let Some(n) = s.filter(|n| matches!(n.x_list_type.as_deref(), Some("set" | "map")))
+            else {
+                let item = s.and_then(|s| s.items.as_deref());
+                return Value::Array(
+                    oa.iter()
+                        .zip(na.iter().map(Some).chain(std::iter::repeat(None)))
+                        .map(|(o, nv)| nv.map_or_else(|| o.clone(), |nv| align_old(o, nv, item)))
+                        .collect(),
+                );
+            };
+            let item = n.items.as_deref();
+            let mut by_key: HashMap<String, Vec<usize>> = HashMap::new();
+            for (i, o) in oa.iter().enumerate().rev() {
+                by_key.entry(item_key(n, o)).or_default().push(i);
+            }
+            let mut used = vec![false; oa.len()];
+            let mut out = Vec::with_capacity(oa.len());
+            for nv in na {
+                if let Some(i) = by_key.get_mut(&item_key(n, nv)).and_then(Vec::pop) {
+                    used[i] = true;
+                    out.push(align_old(&oa[i], nv, item));
+                }
+            }
+            out.extend(
+                oa.iter()
+                    .zip(&used)
+                    .filter(|(_, u)| !**u)
+                    .map(|(o, _)| o.clone()),
+            );
+            Value::Array(out)
+        }
+        _ => old.clone(),
     }
 }

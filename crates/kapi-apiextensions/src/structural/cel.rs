@@ -9,7 +9,9 @@
 //! walks the object with the schema: `self` is the value at the rule's node
 //! (converted by `cel_values.rs`), `oldSelf` the correlated old value (object fields
 //! and map entries by key, `x-kubernetes-list-type: map` items by their keys; other
-//! list items do not correlate). A rule using `oldSelf` runs only when an old value
+//! list items do not correlate; set and map lists inside `oldSelf` are put in
+//! `self`'s order so `==` ignores their order, as upstream's set/map equality does).
+//! A rule using `oldSelf` runs only when an old value
 //! exists, unless `optionalOldSelf` is set, when `oldSelf` is an optional
 //! (`oldSelf.hasValue()`, `oldSelf.orValue(x)`). Null values are not validated. A
 //! rule without `oldSelf` failing on an unchanged value is a warning, not an error
@@ -367,7 +369,10 @@ impl Walk<'_> {
         let root = flags.root;
         let ty = schema_type(n).to_string();
         let self_val = to_cel(v, Some(n), root);
-        let old_val = old.map(|o| to_cel(o, Some(n), root));
+        // oldSelf's set and map lists follow self's order, so equality ignores order.
+        let old_val = old
+            .filter(|_| c.rules.iter().any(|r| r.uses_old_self))
+            .map(|o| to_cel(&super::canon::align_old(o, v, Some(n)), Some(n), root));
         for r in &c.rules {
             let program = match &r.program {
                 Ok(p) => p,

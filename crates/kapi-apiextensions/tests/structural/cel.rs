@@ -493,3 +493,38 @@ fn function_results_are_priced() {
     ));
     assert_eq!(bounded, Vec::<String>::new());
 }
+
+/// Set and map lists compare as sets and maps in `self == oldSelf`, as upstream.
+#[test]
+fn immutability_ignores_the_order_of_set_and_map_lists() {
+    let s = schema(spec_schema(json!({"type": "object",
+    "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": "spec is immutable"}],
+    "properties": {
+        "tags": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}},
+        "ports": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+            "items": {"type": "object", "required": ["name"], "properties": {
+                "name": {"type": "string"},
+                "hosts": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}}}}},
+        "args": {"type": "array", "items": {"type": "string"}}
+    }})));
+    let old = json!({"spec": {"tags": ["a", "b"], "args": ["x", "y"],
+        "ports": [{"name": "p", "hosts": ["h1", "h2"]}, {"name": "q"}]}});
+    let reordered = json!({"spec": {"tags": ["b", "a"], "args": ["x", "y"],
+        "ports": [{"name": "q"}, {"name": "p", "hosts": ["h2", "h1"]}]}});
+    assert_eq!(
+        messages(&s.validate_cel(&reordered, Some(&old))),
+        Vec::<String>::new()
+    );
+    let immutable = vec![r#"spec: Invalid value: "object": spec is immutable"#];
+    // Atomic lists keep their order.
+    let args = json!({"spec": {"tags": ["a", "b"], "args": ["y", "x"],
+        "ports": [{"name": "p", "hosts": ["h1", "h2"]}, {"name": "q"}]}});
+    assert_eq!(messages(&s.validate_cel(&args, Some(&old))), immutable);
+    // A changed or added item is a change.
+    let changed = json!({"spec": {"tags": ["a", "c"], "args": ["x", "y"],
+        "ports": [{"name": "p", "hosts": ["h1", "h2"]}, {"name": "q"}]}});
+    assert_eq!(messages(&s.validate_cel(&changed, Some(&old))), immutable);
+    let nested = json!({"spec": {"tags": ["a", "b"], "args": ["x", "y"],
+        "ports": [{"name": "p", "hosts": ["h1"]}, {"name": "q"}]}});
+    assert_eq!(messages(&s.validate_cel(&nested, Some(&old))), immutable);
+}
