@@ -11,11 +11,10 @@
 //! and map entries by key, `x-kubernetes-list-type: map` items by their keys; other
 //! list items do not correlate; set and map lists inside `oldSelf` are put in
 //! `self`'s order so `==` ignores their order, as upstream's set/map equality does).
-//! A rule using `oldSelf` runs only when an old value
-//! exists, unless `optionalOldSelf` is set, when `oldSelf` is an optional
-//! (`oldSelf.hasValue()`, `oldSelf.orValue(x)`). Null values are not validated. A
-//! rule without `oldSelf` failing on an unchanged value is a warning, not an error
-//! (ratcheting). Every rule is priced before it runs (`cel_cost.rs`): over the
+//! A rule using `oldSelf` runs only when an old value exists, unless
+//! `optionalOldSelf` is set, when `oldSelf` is an optional (`oldSelf.hasValue()`,
+//! `oldSelf.orValue(x)`). Null values are not validated. A rule without `oldSelf`
+//! failing on an unchanged value is a warning, not an error (ratcheting). Every rule is priced before it runs (`cel_cost.rs`): over the
 //! per-call limit or the object's budget, evaluation stops with upstream's message.
 
 use std::collections::BTreeMap;
