@@ -2,30 +2,32 @@
 //! and the Kubernetes CEL libraries of `kube-cel` (`isSorted`, `indexOf`, quantity,
 //! `format`, sets, regex `find`, semver, ip, …).
 //!
-//! Rules compile once, when the schema is parsed ([`CompiledRules::compile`]); a
-//! rule that does not compile is reported on every object as upstream's
-//! `rule compile error`, and [`compile_errors`] gives `validate_schema` the
-//! compile-time messages. Evaluation walks the object with the schema: `self` is the
-//! value at the rule's node, `oldSelf` the correlated old value (object fields and
-//! map entries by key, `x-kubernetes-list-type: map` items by their keys; other list
-//! items do not correlate). A rule using `oldSelf` runs only when an old value
-//! exists, unless `optionalOldSelf` is set, when `oldSelf` is an optional
-//! (`oldSelf.hasValue()`, `oldSelf.orValue(x)`). Null values are not validated.
-//!
-//! Field names are exposed to CEL escaped as upstream (`__namespace__`,
-//! `foo__dash__bar`, `a__dot__b`); names that cannot be escaped are left out.
-//! Cost limits live in `cel_cost.rs`.
+//! Rules compile once, when the schema is parsed ([`CompiledRules::compile`]), with
+//! the size and nesting limits and the undefined-field check (`cel_check.rs`); a rule
+//! that does not compile is reported on every object as upstream's `rule compile
+//! error` (`validate_schema` rejects such CRDs first, `cel_schema.rs`). Evaluation
+//! walks the object with the schema: `self` is the value at the rule's node
+//! (converted by `cel_values.rs`), `oldSelf` the correlated old value (object fields
+//! and map entries by key, `x-kubernetes-list-type: map` items by their keys; other
+//! list items do not correlate; set and map lists inside `oldSelf` are put in
+//! `self`'s order so `==` ignores their order, as upstream's set/map equality does).
+//! A rule using `oldSelf` runs only when an old value exists, unless
+//! `optionalOldSelf` is set, when `oldSelf` is an optional (`oldSelf.hasValue()`,
+//! `oldSelf.orValue(x)`). Null values are not validated. A rule without `oldSelf`
+//! failing on an unchanged value is a warning, not an error (ratcheting). Every rule is priced before it runs (`cel_cost.rs`): over the
+//! per-call limit or the object's budget, evaluation stops with upstream's message.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use kapi_machinery::validation::{FieldError, FieldPath};
-use kube_cel::cel::objects::{Key, Map as CelMap};
 use kube_cel::cel::{Context, ExecutionError, Program, Value as Cel};
 use kube_cel::KubeCelExt;
 use serde_json::Value;
 
 use super::cel_cost::{Pricer, Shape, PER_CALL_LIMIT, RUNTIME_BUDGET};
+use super::cel_values::to_cel;
+pub use super::cel_values::{escape, unescape};
 use super::{Node, Rule};
 
 /// One rule, compiled.
@@ -54,8 +56,52 @@ impl std::fmt::Debug for CompiledRules {
     }
 }
 
+/// cel-go's `ExpressionSizeCodePointLimit`.
+const MAX_CODE_POINTS: usize = 100_000;
+/// The most operator characters (`.`, brackets, arithmetic, comparison and logic
+/// signs outside string literals) a rule may have. Each level of the parsed tree
+/// needs at least one, so this bounds the recursion of parsing, checking, pricing
+/// and evaluation, which would otherwise overflow the stack on a rule like
+/// `1 + 1 + … + 1` with thousands of terms.
+const MAX_OPERATORS: usize = 1000;
+
+/// Operator characters outside string literals.
+fn operator_chars(src: &str) -> usize {
+    let mut count = 0;
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    for c in src.chars() {
+        match quote {
+            Some(q) => {
+                if escaped {
+                    escaped = false;
+                } else if c == '\\' {
+                    escaped = true;
+                } else if c == q {
+                    quote = None;
+                }
+            }
+            None if c == '\'' || c == '"' => quote = Some(c),
+            None if "+-*/%<>=!&|?.[({".contains(c) => count += 1,
+            None => {}
+        }
+    }
+    count
+}
+
 /// Parse a CEL expression; errors are laid out as cel-go prints them.
 pub(crate) fn compile_one(src: &str) -> Result<Program, String> {
+    let size = src.chars().count();
+    if size > MAX_CODE_POINTS {
+        return Err(format!(
+            "expression code point size exceeds limit: size: {size}, limit {MAX_CODE_POINTS}"
+        ));
+    }
+    if operator_chars(src) > MAX_OPERATORS {
+        return Err(format!(
+            "ERROR: <input>:1:1: expression recursion limit exceeded: more than {MAX_OPERATORS} operators"
+        ));
+    }
     Program::compile(src).map_err(|e| e.to_string().replace("\n| ", "\n | "))
 }
 
@@ -63,7 +109,10 @@ pub(crate) fn compile_one(src: &str) -> Result<Program, String> {
 /// (`resource_root`: the node is the object or an embedded resource).
 pub(crate) fn compile_rule(src: &str, n: &Node, resource_root: bool) -> Result<Program, String> {
     let p = compile_one(src)?;
-    match super::cel_check::undefined_field(p.expression(), n, resource_root, src) {
+    if let Some(e) = super::cel_check::undefined_field(p.expression(), n, resource_root, src) {
+        return Err(e);
+    }
+    match super::cel_check::undeclared_function(p.expression(), src) {
         Some(e) => Err(e),
         None => Ok(p),
     }
@@ -120,34 +169,81 @@ impl CompiledRules {
             && self.additional.is_none()
     }
 
-    /// Evaluate every rule on `obj` (the whole object); `old` on update.
+    /// Evaluate every rule on `obj` (the whole object); `old` on update. Returns the
+    /// errors and the warnings of ratcheted rules.
     pub(crate) fn validate(
         &self,
         root: &Node,
         obj: &Value,
         old: Option<&Value>,
-    ) -> Vec<FieldError> {
-        let mut ctx = Context::default();
-        ctx.register_all();
-        let mut w = Walk {
-            ctx: &ctx,
-            errs: Vec::new(),
-            budget: RUNTIME_BUDGET,
-            stopped: false,
-        };
-        w.node(
-            self,
-            root,
-            &FieldPath::new(NIL),
-            obj,
-            old,
-            Flags {
+    ) -> (Vec<FieldError>, Vec<String>) {
+        if self.is_empty() {
+            return (Vec::new(), Vec::new());
+        }
+        BASE_CONTEXT.with(|ctx| {
+            let mut w = Walk {
+                ctx,
+                errs: Vec::new(),
+                warnings: Vec::new(),
+                budget: RUNTIME_BUDGET,
+                stopped: false,
+            };
+            let flags = Flags {
                 root: true,
                 ratchet: false,
-            },
-        );
-        w.errs
+            };
+            w.node(self, root, &FieldPath::new(NIL), obj, old, flags);
+            (w.errs, w.warnings)
+        })
     }
+}
+
+fn dyn_identity(v: Cel) -> kube_cel::cel::ResolveResult {
+    Ok(v)
+}
+
+/// Whether calling function `name` (on receiver identifier `ns`, for namespaced
+/// functions such as `math.greatest`) reaches a function of the CEL environment.
+/// Probed once per name and thread by calling it with no arguments: only an unknown
+/// function fails as an undeclared reference to its own name; anything else (wrong
+/// arguments, an unknown receiver) counts as known, so the check never rejects a
+/// rule that could run.
+pub(crate) fn function_exists(ns: Option<&str>, name: &str) -> bool {
+    thread_local! {
+        static KNOWN: std::cell::RefCell<std::collections::HashMap<String, bool>> =
+            Default::default();
+    }
+    let qualified = match ns {
+        Some(ns) => format!("{ns}.{name}"),
+        None => name.to_string(),
+    };
+    if let Some(known) = KNOWN.with(|k| k.borrow().get(&qualified).copied()) {
+        return known;
+    }
+    let exists = match Program::compile(&format!("{qualified}()")) {
+        Ok(p) => BASE_CONTEXT.with(|ctx| match p.execute(ctx) {
+            Err(ExecutionError::UndeclaredReference(n)) => {
+                n.as_str() != name && n.as_str() != qualified
+            }
+            _ => true,
+        }),
+        Err(_) => true,
+    };
+    KNOWN.with(|k| k.borrow_mut().insert(qualified, exists));
+    exists
+}
+
+thread_local! {
+    /// The standard and Kubernetes CEL functions, registered once per thread
+    /// (registering them costs more than evaluating a typical rule); each rule runs
+    /// in an inner scope holding `self` and `oldSelf`.
+    static BASE_CONTEXT: Context<'static> = {
+        let mut ctx = Context::default();
+        ctx.register_all();
+        // cel-go's `dyn(x)` (a type-checker hint) is the identity at runtime.
+        ctx.add_function("dyn", dyn_identity);
+        ctx
+    };
 }
 
 /// The message of a rule that evaluated to false (upstream `ruleMessageOrDefault`).
@@ -186,6 +282,8 @@ struct Flags {
 struct Walk<'c> {
     ctx: &'c Context<'c>,
     errs: Vec<FieldError>,
+    /// Failures of rules on unchanged values (ratcheted into warnings).
+    warnings: Vec<String>,
     /// What is left of the per-object runtime cost budget.
     budget: u64,
     /// Set once a cost limit stopped evaluation: no further rules run.
@@ -244,8 +342,12 @@ impl Walk<'_> {
             }
             Value::Array(items) => {
                 if let (Some(sub), Some(s)) = (&c.items, n.items.as_deref()) {
+                    // Only map-list items correlate for rules.
+                    let olds = super::canon::old_items(n, old, false);
                     for (i, x) in items.iter().enumerate() {
-                        let o = correlate_item(n, x, old);
+                        let o = olds
+                            .as_ref()
+                            .and_then(|m| m.get(&super::canon::item_key(n, x)).copied());
                         self.node(sub, s, &path.index(i), x, o, below);
                     }
                 }
@@ -266,7 +368,10 @@ impl Walk<'_> {
         let root = flags.root;
         let ty = schema_type(n).to_string();
         let self_val = to_cel(v, Some(n), root);
-        let old_val = old.map(|o| to_cel(o, Some(n), root));
+        // oldSelf's set and map lists follow self's order, so equality ignores order.
+        let old_val = old
+            .filter(|_| c.rules.iter().any(|r| r.uses_old_self))
+            .map(|o| to_cel(&super::canon::align_old(o, v, Some(n)), Some(n), root));
         for r in &c.rules {
             let program = match &r.program {
                 Ok(p) => p,
@@ -278,9 +383,6 @@ impl Walk<'_> {
             };
             let optional = r.rule.optional_old_self.unwrap_or(false);
             if r.uses_old_self && old.is_none() && !optional {
-                continue;
-            }
-            if flags.ratchet && !r.uses_old_self {
                 continue;
             }
             if self.stopped {
@@ -344,8 +446,13 @@ impl Walk<'_> {
                 }
             }
             let detail = detail.unwrap_or_else(|| message_or_default(&r.rule));
-            self.errs
-                .push(error_for_reason(&err_path, &ty, detail, &r.rule.reason));
+            let err = error_for_reason(&err_path, &ty, detail, &r.rule.reason);
+            if flags.ratchet && !r.uses_old_self {
+                // Ratcheting: an unchanged value only warns (upstream's warning text).
+                self.warnings.push(err.to_string());
+            } else {
+                self.errs.push(err);
+            }
         }
     }
 }
@@ -454,145 +561,4 @@ fn child(path: &FieldPath, k: &str) -> FieldPath {
     } else {
         path.child(k)
     }
-}
-
-/// The old item correlated with `x` in a list: only `x-kubernetes-list-type: map`
-/// lists correlate, by their key fields.
-fn correlate_item<'a>(n: &Node, x: &Value, old: Option<&'a Value>) -> Option<&'a Value> {
-    if n.x_list_type.as_deref() != Some("map") || n.x_list_map_keys.is_empty() {
-        return None;
-    }
-    let old = old?.as_array()?;
-    let keys = &n.x_list_map_keys;
-    old.iter()
-        .find(|o| keys.iter().all(|k| o.get(k) == x.get(k)))
-}
-
-const RESERVED: &[&str] = &[
-    "true",
-    "false",
-    "null",
-    "in",
-    "as",
-    "break",
-    "const",
-    "continue",
-    "else",
-    "for",
-    "function",
-    "if",
-    "import",
-    "let",
-    "loop",
-    "package",
-    "namespace",
-    "return",
-    "var",
-    "void",
-    "while",
-];
-
-/// Upstream's CEL property-name escaping; `None` when the name cannot be exposed.
-pub fn escape(name: &str) -> Option<String> {
-    if RESERVED.contains(&name) {
-        return Some(format!("__{name}__"));
-    }
-    let mut out = String::with_capacity(name.len());
-    let mut rest = name;
-    while let Some(c) = rest.chars().next() {
-        if rest.starts_with("__") {
-            out.push_str("__underscores__");
-            rest = &rest[2..];
-            continue;
-        }
-        match c {
-            '.' => out.push_str("__dot__"),
-            '-' => out.push_str("__dash__"),
-            '/' => out.push_str("__slash__"),
-            c if c == '_' || c.is_ascii_alphanumeric() => out.push(c),
-            _ => return None,
-        }
-        rest = &rest[c.len_utf8()..];
-    }
-    let first_ok = out
-        .chars()
-        .next()
-        .is_some_and(|c| c == '_' || c.is_ascii_alphabetic());
-    first_ok.then_some(out)
-}
-
-/// The inverse of [`escape`].
-pub fn unescape(name: &str) -> String {
-    if let Some(inner) = name.strip_prefix("__").and_then(|n| n.strip_suffix("__")) {
-        if RESERVED.contains(&inner) {
-            return inner.to_string();
-        }
-    }
-    name.replace("__underscores__", "\u{0}")
-        .replace("__dot__", ".")
-        .replace("__dash__", "-")
-        .replace("__slash__", "/")
-        .replace('\u{0}', "__")
-}
-
-/// JSON → CEL with the schema: declared properties by escaped name, map entries by
-/// key; at a resource root only `metadata.name`/`generateName` are visible.
-fn to_cel(v: &Value, s: Option<&Node>, resource_root: bool) -> Cel {
-    match v {
-        Value::Null => Cel::Null,
-        Value::Bool(b) => Cel::Bool(*b),
-        Value::Number(n) => match n.as_i64() {
-            Some(i) => Cel::Int(i),
-            None => match n.as_u64() {
-                Some(u) => Cel::UInt(u),
-                None => Cel::Float(n.as_f64().unwrap_or(0.0)),
-            },
-        },
-        Value::String(st) => match s.filter(|n| !n.format.is_empty() && !n.x_int_or_string) {
-            Some(n) => super::cel_values::typed_string(&n.format, st),
-            None => Cel::String(Arc::new(st.clone())),
-        },
-        Value::Array(a) => {
-            let item = s.and_then(|s| s.items.as_deref());
-            Cel::List(Arc::new(a.iter().map(|x| to_cel(x, item, false)).collect()))
-        }
-        Value::Object(m) => {
-            let mut out = std::collections::HashMap::new();
-            let declared = s.is_some_and(|s| !s.properties.is_empty());
-            for (k, x) in m {
-                if resource_root && k == "metadata" {
-                    out.insert(Key::String(Arc::new(k.clone())), root_meta(x));
-                    continue;
-                }
-                let (name, sub) = match s {
-                    Some(s) if s.properties.contains_key(k) => {
-                        let Some(e) = escape(k) else { continue };
-                        (e, s.properties.get(k))
-                    }
-                    Some(s) if declared && s.additional_properties.is_none() => match escape(k) {
-                        Some(e) => (e, None),
-                        None => continue,
-                    },
-                    Some(s) => (k.clone(), s.additional_schema()),
-                    None => (k.clone(), None),
-                };
-                let embedded = sub.is_some_and(|n| n.x_embedded_resource);
-                out.insert(Key::String(Arc::new(name)), to_cel(x, sub, embedded));
-            }
-            Cel::Map(CelMap { map: Arc::new(out) })
-        }
-    }
-}
-
-fn root_meta(v: &Value) -> Cel {
-    let mut out = std::collections::HashMap::new();
-    for k in ["name", "generateName"] {
-        if let Some(Value::String(s)) = v.get(k) {
-            out.insert(
-                Key::String(Arc::new(k.to_string())),
-                Cel::String(Arc::new(s.clone())),
-            );
-        }
-    }
-    Cel::Map(CelMap { map: Arc::new(out) })
 }

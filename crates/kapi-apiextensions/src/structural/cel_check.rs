@@ -1,5 +1,6 @@
-//! The part of cel-go's type check that rules most often fail: selecting a field
-//! the schema does not declare (`undefined field 'nope'`). The `cel` crate parses
+//! The parts of cel-go's type check that rules most often fail: selecting a field
+//! the schema does not declare (`undefined field 'nope'`) and calling a function the
+//! environment does not have (`undeclared reference to 'f' (in container '')`). The `cel` crate parses
 //! without a checker, so this walks the parsed rule with the schema: `self` (and
 //! `oldSelf`) have the rule node's schema, comprehension variables the item schema
 //! of the list they range over. Objects that accept unknown fields (maps,
@@ -12,7 +13,7 @@
 
 use kube_cel::cel::common::ast::{EntryExpr, Expr, IdedExpr};
 
-use super::cel::unescape;
+use super::cel::{function_exists, unescape};
 use super::Node;
 
 /// What a name in the rule refers to.
@@ -32,6 +33,65 @@ pub(super) fn undefined_field(e: &IdedExpr, n: &Node, root: bool, source: &str) 
     };
     c.walk(e);
     c.found.map(|f| message(source, &f))
+}
+
+/// The first call of a function the environment does not have (cel-go:
+/// `undeclared reference to 'f' (in container '')`, at the call's parenthesis).
+pub(super) fn undeclared_function(e: &IdedExpr, source: &str) -> Option<String> {
+    let name = first_unknown_call(e)?;
+    let needle = format!("{name}(");
+    let (line_no, line, col) = source
+        .lines()
+        .enumerate()
+        .find_map(|(i, l)| l.find(&needle).map(|c| (i + 1, l, c + name.len())))
+        .unwrap_or((1, source.lines().next().unwrap_or(""), 0));
+    let col_chars = line.get(..col).map_or(0, |p| p.chars().count());
+    Some(format!(
+        "ERROR: <input>:{line_no}:{}: undeclared reference to '{name}' (in container '')\n | {line}\n | {}^",
+        col_chars + 1,
+        ".".repeat(col_chars)
+    ))
+}
+
+/// Operators (`_+_`, `@in`, `!_`) and namespaced names are not looked up.
+fn first_unknown_call(e: &IdedExpr) -> Option<String> {
+    match &e.expr {
+        Expr::Call(call) => {
+            let f = call.func_name.as_str();
+            let plain = f.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+                && f.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            let ns = match call.target.as_deref().map(|t| &t.expr) {
+                Some(Expr::Ident(ns)) => Some(ns.as_str()),
+                _ => None,
+            };
+            if plain && !function_exists(ns, f) {
+                return Some(f.to_string());
+            }
+            call.target
+                .iter()
+                .map(|t| &**t)
+                .chain(call.args.iter())
+                .find_map(first_unknown_call)
+        }
+        Expr::Select(sel) => first_unknown_call(&sel.operand),
+        Expr::List(l) => l.elements.iter().find_map(first_unknown_call),
+        Expr::Map(m) => m.entries.iter().find_map(|entry| match &entry.expr {
+            EntryExpr::MapEntry(me) => {
+                first_unknown_call(&me.key).or_else(|| first_unknown_call(&me.value))
+            }
+            EntryExpr::StructField(_) => None,
+        }),
+        Expr::Comprehension(c) => [
+            &c.iter_range,
+            &c.accu_init,
+            &c.loop_cond,
+            &c.loop_step,
+            &c.result,
+        ]
+        .into_iter()
+        .find_map(first_unknown_call),
+        Expr::Unspecified | Expr::Literal(_) | Expr::Ident(_) | Expr::Struct(_) => None,
+    }
 }
 
 struct Checker<'a> {

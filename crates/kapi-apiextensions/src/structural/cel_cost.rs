@@ -34,12 +34,14 @@ pub const RUNTIME_BUDGET: u64 = 10_000_000;
 /// Upstream's maximum request size used to bound unbounded values (3 MiB).
 const MAX_REQUEST_BYTES: u64 = 3 * 1024 * 1024;
 
-/// What is known about a value's size: its schema, the value itself, or nothing.
+/// What is known about a value's size: its schema, the value itself, a computed
+/// bound (a function result: size, and the size of each element), or nothing.
 #[derive(Clone, Copy)]
 pub(crate) enum Shape<'a> {
     Unknown,
     Schema(&'a Node),
     Data(&'a Value),
+    Sized(u64, u64),
 }
 
 /// The smallest JSON a value of schema `n` serializes to (upstream
@@ -71,6 +73,7 @@ impl<'a> Shape<'a> {
     fn size(&self) -> u64 {
         match self {
             Shape::Unknown => 1,
+            Shape::Sized(n, _) => (*n).max(1),
             Shape::Data(Value::String(s)) => s.len() as u64,
             Shape::Data(Value::Array(a)) => a.len() as u64,
             Shape::Data(Value::Object(m)) => m.len() as u64,
@@ -114,6 +117,7 @@ impl<'a> Shape<'a> {
 
     fn elem(&self) -> Shape<'a> {
         match self {
+            Shape::Sized(_, e) => Shape::Sized(*e, *e),
             Shape::Schema(n) => match n.ty.as_str() {
                 "array" => n.items.as_deref().map_or(Shape::Unknown, Shape::Schema),
                 // A comprehension over a map ranges over its keys.
@@ -160,12 +164,14 @@ impl<'a> Pricer<'a> {
                 (c.saturating_add(1), shape.field(&sel.field))
             }
             Expr::List(l) => {
-                let c = l
-                    .elements
-                    .iter()
-                    .map(|x| self.price(x).0)
-                    .fold(10, u64::saturating_add);
-                (c, Shape::Unknown)
+                let mut c = 10u64;
+                let mut elem = 1u64;
+                for x in &l.elements {
+                    let (xc, xs) = self.price(x);
+                    c = c.saturating_add(xc);
+                    elem = elem.max(xs.size());
+                }
+                (c, Shape::Sized(l.elements.len() as u64, elem))
             }
             Expr::Map(m) => (30u64.saturating_add(m.entries.len() as u64), Shape::Unknown),
             Expr::Struct(s) => (40u64.saturating_add(s.entries.len() as u64), Shape::Unknown),
@@ -198,20 +204,25 @@ impl<'a> Pricer<'a> {
             "_==_" | "_!=_" | "_<_" | "_<=_" | "_>_" | "_>=_" | "@in" | "_+_" => {
                 let a = shapes.first().map_or(1, Shape::size);
                 let b = shapes.get(1).map_or(1, Shape::size);
-                1 + tenth(a.max(b))
+                tenth(a.max(b)).saturating_add(1)
             }
             "contains" | "startsWith" | "endsWith" | "lowerAscii" | "upperAscii" | "trim"
             | "string" | "split" | "replace" | "substring" | "charAt" | "indexOf"
             | "lastIndexOf" | "join" | "format" | "quantity" | "isQuantity" | "url" | "isURL"
             | "ip" | "isIP" | "cidr" | "isCIDR" | "semver" | "isSemver" => {
-                1 + tenth(subject.size())
+                tenth(subject.size()).saturating_add(1)
             }
-            "matches" | "find" | "findAll" => 1 + subject.size(),
+            "matches" | "find" | "findAll" => subject.size().saturating_add(1),
             "isSorted" | "sum" | "min" | "max" | "reverse" | "distinct" | "flatten" | "sort"
-            | "sets.contains" | "sets.equivalent" | "sets.intersects" => 1 + subject.size(),
+            | "sets.contains" | "sets.equivalent" | "sets.intersects" => {
+                subject.size().saturating_add(1)
+            }
             _ => 1,
         };
-        (cost.saturating_add(own), Shape::Unknown)
+        (
+            cost.saturating_add(own),
+            result_shape(&call.func_name, subject, &shapes),
+        )
     }
 
     fn comprehension(
@@ -239,7 +250,14 @@ impl<'a> Pricer<'a> {
             }
         }
         cost = cost.saturating_add(self.price(&c.result).0);
-        (cost, Shape::Unknown)
+        // `map` and `filter` accumulate into a list as long as the range.
+        let builds_list = matches!(&c.accu_init.expr, Expr::List(l) if l.elements.is_empty());
+        let shape = if builds_list {
+            Shape::Sized(range.size(), range.elem().size())
+        } else {
+            Shape::Unknown
+        };
+        (cost, shape)
     }
 
     fn body(&mut self, c: &kube_cel::cel::common::ast::ComprehensionExpr, elem: Shape<'a>) -> u64 {
@@ -250,6 +268,31 @@ impl<'a> Pricer<'a> {
             .saturating_add(self.price(&c.loop_step).0);
         self.vars.pop();
         cost.saturating_add(1)
+    }
+}
+
+/// How big a function's result can be, so that work over it is priced too
+/// (`self.s.split('').all(...)` iterates as often as the string is long).
+fn result_shape<'a>(func: &str, subject: Shape<'a>, args: &[Shape<'a>]) -> Shape<'a> {
+    let n = subject.size();
+    match func {
+        "split" | "findAll" => Shape::Sized(n.saturating_add(1), n),
+        "replace" => {
+            let growth = args.get(1).map_or(1, Shape::size).max(1);
+            Shape::Sized(n.saturating_mul(growth), 1)
+        }
+        "lowerAscii" | "upperAscii" | "trim" | "substring" | "string" | "format" | "charAt"
+        | "reverse" | "distinct" | "sort" | "flatten" => Shape::Sized(n, subject.elem().size()),
+        "join" => Shape::Sized(n.saturating_mul(subject.elem().size()), 1),
+        "_+_" => {
+            let a = args.first().copied().unwrap_or(Shape::Unknown);
+            let b = args.get(1).copied().unwrap_or(Shape::Unknown);
+            Shape::Sized(
+                a.size().saturating_add(b.size()),
+                a.elem().size().max(b.elem().size()),
+            )
+        }
+        _ => Shape::Unknown,
     }
 }
 

@@ -262,30 +262,25 @@ pub(crate) fn resolve_field_path<'a>(n: &'a Node, fp: &str) -> Option<(String, &
         return None;
     }
     while !rest.is_empty() {
-        let (name, named, next) = if let Some(r) = rest.strip_prefix('.') {
+        let (name, next) = if let Some(r) = rest.strip_prefix('.') {
             let end = r.find(['.', '[']).unwrap_or(r.len());
-            (r[..end].to_string(), true, &r[end..])
+            (r[..end].to_string(), &r[end..])
         } else if let Some(r) = rest.strip_prefix("['") {
             let end = r.find("']")?;
-            (r[..end].replace("\\'", "'"), false, &r[end + 2..])
+            (r[..end].replace("\\'", "'"), &r[end + 2..])
         } else {
             return None;
         };
         if name.is_empty() {
             return None;
         }
-        let by_property =
-            !node.properties.is_empty() || named && node.additional_schema().is_none();
-        if by_property {
+        if !node.properties.is_empty() {
+            // Upstream names a property as a child even when written `['name']`.
             node = node.properties.get(&name)?;
-            if named {
-                if !out.is_empty() {
-                    out.push('.');
-                }
-                out.push_str(&name);
-            } else {
-                out.push_str(&format!("[{name}]"));
+            if !out.is_empty() {
+                out.push('.');
             }
+            out.push_str(&name);
         } else {
             node = node.additional_schema()?;
             out.push_str(&format!("[{name}]"));

@@ -1,12 +1,19 @@
-//! Typed CEL values for string formats, as upstream's CEL type model declares them:
-//! `date` and `date-time` strings are timestamps, `duration` strings durations and
-//! `byte` strings bytes. A string that does not parse stays a string (schema
-//! validation reports it).
+//! JSON values as CEL sees them, following upstream's CEL type model: declared
+//! properties under their escaped names (`__namespace__`, `foo__dash__bar`), map
+//! entries under their keys, a resource's `metadata` with only `name` and
+//! `generateName`, and typed strings — `date`/`date-time` are timestamps,
+//! `duration` durations, `byte` bytes. A string that does not parse as its format
+//! stays a string (schema validation reports it).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use chrono::{DateTime, Duration, FixedOffset, NaiveDate};
+use kube_cel::cel::objects::{Key, Map as CelMap};
 use kube_cel::cel::Value as Cel;
+use serde_json::Value;
+
+use super::Node;
 
 /// The CEL value of string `s` with schema format `format`.
 pub(super) fn typed_string(format: &str, s: &str) -> Cel {
@@ -93,4 +100,137 @@ fn base64_decode(s: &str) -> Option<Vec<u8>> {
         out.extend_from_slice(&bytes[..3 - pad]);
     }
     Some(out)
+}
+
+const RESERVED: &[&str] = &[
+    "true",
+    "false",
+    "null",
+    "in",
+    "as",
+    "break",
+    "const",
+    "continue",
+    "else",
+    "for",
+    "function",
+    "if",
+    "import",
+    "let",
+    "loop",
+    "package",
+    "namespace",
+    "return",
+    "var",
+    "void",
+    "while",
+];
+
+/// Upstream's CEL property-name escaping; `None` when the name cannot be exposed.
+pub fn escape(name: &str) -> Option<String> {
+    if RESERVED.contains(&name) {
+        return Some(format!("__{name}__"));
+    }
+    let mut out = String::with_capacity(name.len());
+    let mut rest = name;
+    while let Some(c) = rest.chars().next() {
+        if rest.starts_with("__") {
+            out.push_str("__underscores__");
+            rest = &rest[2..];
+            continue;
+        }
+        match c {
+            '.' => out.push_str("__dot__"),
+            '-' => out.push_str("__dash__"),
+            '/' => out.push_str("__slash__"),
+            c if c == '_' || c.is_ascii_alphanumeric() => out.push(c),
+            _ => return None,
+        }
+        rest = &rest[c.len_utf8()..];
+    }
+    let first_ok = out
+        .chars()
+        .next()
+        .is_some_and(|c| c == '_' || c.is_ascii_alphabetic());
+    first_ok.then_some(out)
+}
+
+/// The inverse of [`escape`].
+pub fn unescape(name: &str) -> String {
+    if let Some(inner) = name.strip_prefix("__").and_then(|n| n.strip_suffix("__")) {
+        if RESERVED.contains(&inner) {
+            return inner.to_string();
+        }
+    }
+    name.replace("__underscores__", "\u{0}")
+        .replace("__dot__", ".")
+        .replace("__dash__", "-")
+        .replace("__slash__", "/")
+        .replace('\u{0}', "__")
+}
+
+/// JSON → CEL with the schema: declared properties by escaped name, map entries by
+/// key; at a resource root only `metadata.name`/`generateName` are visible.
+pub(super) fn to_cel(v: &Value, s: Option<&Node>, resource_root: bool) -> Cel {
+    match v {
+        Value::Null => Cel::Null,
+        Value::Bool(b) => Cel::Bool(*b),
+        // A `type: number` field is a double in CEL even when written as `1`.
+        Value::Number(n) if s.is_some_and(|s| s.ty == "number") => {
+            Cel::Float(n.as_f64().unwrap_or(0.0))
+        }
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => Cel::Int(i),
+            None => match n.as_u64() {
+                Some(u) => Cel::UInt(u),
+                None => Cel::Float(n.as_f64().unwrap_or(0.0)),
+            },
+        },
+        Value::String(st) => match s.filter(|n| !n.format.is_empty() && !n.x_int_or_string) {
+            Some(n) => typed_string(&n.format, st),
+            None => Cel::String(Arc::new(st.clone())),
+        },
+        Value::Array(a) => {
+            let item = s.and_then(|s| s.items.as_deref());
+            Cel::List(Arc::new(a.iter().map(|x| to_cel(x, item, false)).collect()))
+        }
+        Value::Object(m) => {
+            let mut out = HashMap::new();
+            let declared = s.is_some_and(|s| !s.properties.is_empty());
+            for (k, x) in m {
+                if resource_root && k == "metadata" {
+                    out.insert(Key::String(Arc::new(k.clone())), root_meta(x));
+                    continue;
+                }
+                let (name, sub) = match s {
+                    Some(s) if s.properties.contains_key(k) => {
+                        let Some(e) = escape(k) else { continue };
+                        (e, s.properties.get(k))
+                    }
+                    Some(s) if declared && s.additional_properties.is_none() => match escape(k) {
+                        Some(e) => (e, None),
+                        None => continue,
+                    },
+                    Some(s) => (k.clone(), s.additional_schema()),
+                    None => (k.clone(), None),
+                };
+                let embedded = sub.is_some_and(|n| n.x_embedded_resource);
+                out.insert(Key::String(Arc::new(name)), to_cel(x, sub, embedded));
+            }
+            Cel::Map(CelMap { map: Arc::new(out) })
+        }
+    }
+}
+
+fn root_meta(v: &Value) -> Cel {
+    let mut out = HashMap::new();
+    for k in ["name", "generateName"] {
+        if let Some(Value::String(s)) = v.get(k) {
+            out.insert(
+                Key::String(Arc::new(k.to_string())),
+                Cel::String(Arc::new(s.clone())),
+            );
+        }
+    }
+    Cel::Map(CelMap { map: Arc::new(out) })
 }

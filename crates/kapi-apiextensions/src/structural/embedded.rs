@@ -120,6 +120,9 @@ fn object_meta_error(v: &Value) -> Option<String> {
 /// Validate every embedded resource in `x` (described by `s`).
 pub(super) fn validate(path: &FieldPath, x: &Value, s: &Node) -> Vec<FieldError> {
     let mut errs = Vec::new();
+    if !s.embedded_below {
+        return errs;
+    }
     match x {
         Value::Object(m) => {
             if s.x_embedded_resource {
@@ -213,6 +216,9 @@ fn meta(path: &FieldPath, v: &Value) -> Vec<FieldError> {
 /// Reduce the `metadata` of every embedded resource under `x` to ObjectMeta fields;
 /// returns the dropped paths (`spec.template.metadata.foo`).
 pub(super) fn prune_metadata(path: &str, x: &mut Value, s: &Node, out: &mut Vec<String>) {
+    if !s.embedded_below {
+        return;
+    }
     match x {
         Value::Object(m) => {
             if s.x_embedded_resource {

@@ -6,6 +6,9 @@
 use kapi_machinery::validation::{FieldError, FieldPath};
 use serde_json::{Map, Value};
 
+use std::collections::HashMap;
+
+use super::canon::canonical;
 use super::Node;
 
 fn child(path: Option<&FieldPath>, name: &str) -> FieldPath {
@@ -42,6 +45,9 @@ fn object(path: Option<&FieldPath>, s: &Node, m: &Map<String, Value>) -> Vec<Fie
 }
 
 fn value(path: &FieldPath, s: &Node, v: &Value) -> Vec<FieldError> {
+    if !s.list_type_below {
+        return Vec::new();
+    }
     match v {
         Value::Array(items) => array(path, s, items),
         Value::Object(m) => object(Some(path), s, m),
@@ -70,10 +76,12 @@ fn array(path: &FieldPath, s: &Node, items: &[Value]) -> Vec<FieldError> {
 
 /// Indices of the second appearance of each repeated element.
 fn non_unique(items: &[Value]) -> Vec<usize> {
+    let mut seen: HashMap<String, usize> = HashMap::with_capacity(items.len());
     let mut out = Vec::new();
     for (i, x) in items.iter().enumerate() {
-        let earlier = items[..i].iter().filter(|y| *y == x).count();
-        if earlier == 1 {
+        let times = seen.entry(canonical(x)).or_insert(0);
+        *times += 1;
+        if *times == 2 {
             out.push(i);
         }
     }

@@ -7,11 +7,14 @@
 //!   and the value validations under `allOf`/`anyOf`/`oneOf`/`not`, which upstream
 //!   keeps apart; the structural rules in `schema_rules.rs` enforce the split.
 //! - object validation (`validate.rs`, `formats.rs`: kube-openapi's validator with its
-//!   messages; `listtype.rs`: list-type set/map uniqueness; `embedded.rs`:
-//!   `x-kubernetes-embedded-resource` apiVersion/kind/metadata), pruning (`prune.rs`),
-//!   defaulting (`default.rs`), CEL rules (`cel.rs`), the CRD-side schema checks
-//!   ([`validate_schema`], `schema_rules.rs`) and the [`StructuralNav`] that lets
-//!   strategic merge and server-side apply merge custom objects (`nav.rs`).
+//!   messages, ratcheting on update; `listtype.rs`: list-type set/map uniqueness;
+//!   `embedded.rs`: `x-kubernetes-embedded-resource` apiVersion/kind/metadata),
+//!   pruning (`prune.rs`), defaulting (`default.rs`), CEL rules (`cel.rs` with
+//!   `cel_check.rs`, `cel_cost.rs`, `cel_values.rs`), the CRD-side schema checks
+//!   ([`validate_schema`]: `schema_rules.rs`, `schema_ext.rs`, `cel_schema.rs`) and
+//!   the [`StructuralNav`] that lets strategic merge and server-side apply merge
+//!   custom objects (`nav.rs`). `canon.rs` hashes JSON values so duplicate checks
+//!   and list-item correlation stay linear.
 //!
 //! Invariants: nothing here panics on any schema or object; a schema that
 //! [`validate_schema`] accepts parses with [`Structural::from_json`]; error paths and
@@ -27,6 +30,7 @@ use std::collections::BTreeMap;
 use kapi_machinery::validation::{FieldError, FieldPath};
 use serde_json::Value;
 
+mod canon;
 pub mod cel;
 mod cel_check;
 mod cel_cost;
@@ -35,6 +39,7 @@ mod cel_values;
 mod default;
 mod embedded;
 mod formats;
+mod go_regex;
 mod listtype;
 mod nav;
 mod parse;
@@ -109,6 +114,11 @@ pub struct Node {
     pub has_external_docs: bool,
     /// `pattern` compiled; `None` when absent or invalid (`validate_schema` reports it).
     pub(crate) pattern_re: Option<Pattern>,
+    /// This node or one below it (properties, items, additionalProperties) is an
+    /// embedded resource / has a set or map list type: lets those walks skip
+    /// subtrees with nothing to check.
+    pub(crate) embedded_below: bool,
+    pub(crate) list_type_below: bool,
 }
 
 /// A compiled `pattern`; equal when the source is.
@@ -145,9 +155,20 @@ impl Node {
     }
 }
 
+/// Errors after which upstream does not run CEL rules (`hasBlockingErr`).
+fn is_blocking(e: &FieldError) -> bool {
+    use kapi_machinery::validation::ErrorType as T;
+    matches!(
+        e.kind,
+        T::NotSupported | T::Required | T::TooLong | T::TooMany | T::TypeInvalid
+    )
+}
+
 /// A CRD version's schema, parsed. Cheap to share behind an `Arc`.
 #[derive(Debug)]
 pub struct Structural {
+    /// The schema tree. Read-only in spirit: the compiled CEL rules were built from
+    /// it, so a changed schema is parsed anew with [`Structural::from_json`].
     pub root: Node,
     pub(crate) cel: cel::CompiledRules,
 }
@@ -181,9 +202,54 @@ impl Structural {
         errs
     }
 
+    /// Everything upstream's custom-object strategy checks against the schema, in its
+    /// order: OpenAPI validation (ratcheted on update), embedded resources, list
+    /// types, then the CEL rules — unless an earlier error is blocking (a wrong type,
+    /// missing required field, unsupported enum value, too long or too many), when the
+    /// rules are skipped with upstream's note that some were not checked.
+    pub fn validate_all(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
+        self.validate_all_with_warnings(obj, old).0
+    }
+
+    /// [`Structural::validate_all`] plus the ratcheting warnings of the CEL rules.
+    pub fn validate_all_with_warnings(
+        &self,
+        obj: &Value,
+        old: Option<&Value>,
+    ) -> (Vec<FieldError>, Vec<String>) {
+        let mut warnings = Vec::new();
+        let mut errs = match old {
+            Some(old) => self.validate_update(obj, old),
+            None => self.validate(obj),
+        };
+        if errs.iter().any(is_blocking) {
+            errs.push(FieldError::invalid(
+                &FieldPath::new("<nil>"),
+                "null",
+                "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
+            ));
+        } else {
+            let (cel_errs, cel_warnings) = self.validate_cel_with_warnings(obj, old);
+            errs.extend(cel_errs);
+            warnings = cel_warnings;
+        }
+        (errs, warnings)
+    }
+
     /// Evaluate the `x-kubernetes-validations` rules; `old` is the stored object on
     /// update (`None` on create, when transition rules are skipped).
     pub fn validate_cel(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
+        self.cel.validate(&self.root, obj, old).0
+    }
+
+    /// [`Structural::validate_cel`] plus the warnings upstream sends instead of
+    /// errors for rules (without `oldSelf`) failing on values that did not change
+    /// (ratcheting), as `Warning` header texts.
+    pub fn validate_cel_with_warnings(
+        &self,
+        obj: &Value,
+        old: Option<&Value>,
+    ) -> (Vec<FieldError>, Vec<String>) {
         self.cel.validate(&self.root, obj, old)
     }
 
@@ -192,7 +258,9 @@ impl Structural {
         prune::prune(obj, &self.root)
     }
 
-    /// Apply `default`s (structural defaulting).
+    /// Apply `default`s (structural defaulting), after dropping `null`s of fields that
+    /// are neither nullable nor defaulted — both as upstream's decoder does on create,
+    /// update and every read from storage.
     pub fn default(&self, obj: &mut Value) {
         default::default(obj, &self.root)
     }

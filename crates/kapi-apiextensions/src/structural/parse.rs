@@ -152,7 +152,7 @@ pub(super) fn node(v: &Value, path: &str) -> Result<Node, String> {
     };
     let pattern = get_str(m, path, "pattern")?;
     if !pattern.is_empty() {
-        n.pattern_re = regex::Regex::new(&pattern).ok().map(super::Pattern);
+        n.pattern_re = super::go_regex::compile(&pattern).ok().map(super::Pattern);
         n.pattern = Some(pattern);
     }
     if let Some(p) = get_bool(m, path, "x-kubernetes-preserve-unknown-fields")? {
@@ -205,6 +205,17 @@ pub(super) fn node(v: &Value, path: &str) -> Result<Node, String> {
         None | Some(Value::Null) => {}
         Some(v) => n.not = Some(Box::new(node(v, &join(path, "not"))?)),
     }
+    let (embedded, lists) = n
+        .properties
+        .values()
+        .chain(n.items.as_deref())
+        .chain(n.additional_schema())
+        .fold((false, false), |(e, l), c| {
+            (e || c.embedded_below, l || c.list_type_below)
+        });
+    n.embedded_below = embedded || n.x_embedded_resource;
+    n.list_type_below = lists;
+    n.list_type_below |= matches!(n.x_list_type.as_deref(), Some("set" | "map"));
     Ok(n)
 }
 

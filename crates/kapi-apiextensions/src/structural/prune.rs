@@ -64,15 +64,20 @@ fn walk(x: &mut Value, s: Schema<'_>, resource_root: bool, path: &str, out: &mut
                 if keeps_meta && META_FIELDS.contains(&k.as_str()) {
                     return true;
                 }
-                let p = join(path, k);
+                // Scalars have nothing to prune: build paths only for containers.
+                let container = v.is_object() || v.is_array();
                 if let Some(prop) = n.properties.get(k) {
-                    walk(v, Some(prop), false, &p, out);
+                    if container {
+                        walk(v, Some(prop), false, &join(path, k), out);
+                    }
                     true
                 } else if has_ap {
-                    walk(v, ap, false, &p, out);
+                    if container {
+                        walk(v, ap, false, &join(path, k), out);
+                    }
                     true
                 } else {
-                    out.push(p);
+                    out.push(join(path, k));
                     false
                 }
             });
@@ -94,6 +99,9 @@ fn skip(x: &mut Value, n: &Node, resource_root: bool, path: &str, out: &mut Vec<
             let (has_ap, ap) = additional(n);
             for (k, v) in m.iter_mut() {
                 if keeps_meta && META_FIELDS.contains(&k.as_str()) {
+                    continue;
+                }
+                if !(v.is_object() || v.is_array()) {
                     continue;
                 }
                 let p = join(path, k);

@@ -240,10 +240,10 @@ fn value_validation(
         nested(n, false, lvl, &p.child("not"), errs);
     }
     if let Some(pat) = s.pattern.as_ref().filter(|_| s.pattern_re.is_none()) {
-        let err = regex::Regex::new(pat)
-            .err()
-            .map(|e| e.to_string())
-            .unwrap_or_default();
+        let err = match super::go_regex::compile(pat) {
+            Err(e) => super::go_regex::error_message(pat, &e),
+            Ok(_) => String::new(),
+        };
         errs.push(FieldError::invalid(
             &p.child("pattern"),
             pat.as_str(),
@@ -422,7 +422,7 @@ fn defaults(s: &Node, p: &FieldPath, errs: &mut Vec<FieldError>) {
             errs.push(e);
         }
         let rules = super::cel::CompiledRules::compile_node(s, s.x_embedded_resource);
-        for mut e in rules.validate(s, d, None) {
+        for mut e in rules.validate(s, d, None).0 {
             e.field = prefix(p.child("default"), &e.field);
             errs.push(e);
         }

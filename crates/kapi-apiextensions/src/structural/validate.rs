@@ -15,27 +15,13 @@
 use kapi_machinery::validation::{ErrorType, FieldError, FieldPath};
 use serde_json::Value;
 
-use super::{formats, Additional, Node};
+use super::{canon, formats, Additional, Node};
 
 /// Validate `obj` (the whole object) against `root`.
 pub(super) fn validate(root: &Node, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
     let mut out = Outcome::default();
     node(root, "", obj, old, &mut out);
     out.errs
-}
-
-/// The old value correlated with list item `x` for ratcheting: items of
-/// `x-kubernetes-list-type: map` lists by their keys, of `set` lists by value;
-/// items of atomic lists do not correlate.
-fn correlate_item<'a>(n: &Node, x: &Value, old: Option<&'a Value>) -> Option<&'a Value> {
-    let old = old?.as_array()?;
-    match n.x_list_type.as_deref() {
-        Some("map") if !n.x_list_map_keys.is_empty() => old
-            .iter()
-            .find(|o| n.x_list_map_keys.iter().all(|k| o.get(k) == x.get(k))),
-        Some("set") => old.iter().find(|o| json_equal(o, x)),
-        _ => None,
-    }
 }
 
 /// Errors plus kube-openapi's match count (used to pick the best failed alternative).
@@ -233,11 +219,21 @@ fn number_checks(n: &Node, name: &str, v: &Value, out: &mut Outcome) {
         .as_i64()
         .filter(|_| !v.as_number().is_some_and(|x| x.is_f64()));
     let f = v.as_f64().unwrap_or(0.0);
-    if let Some(factor) = n.multiple_of {
+    if let Some(factor) = n.multiple_of.filter(|f| *f < 0.0) {
+        // kube-openapi reports the factor as the int64 or float64 it compared with.
+        let (shown, value) = match as_int {
+            Some(_) if factor.fract() == 0.0 => {
+                (format!("{}", factor as i64), Value::from(factor as i64))
+            }
+            _ => (go_float(factor), Value::from(factor)),
+        };
+        let m = format!("factor MultipleOf declared for {name} must be positive: {shown}");
+        out.errs.push(invalid(name, value, m));
+    } else if let Some(factor) = n.multiple_of {
         let bad = match as_int {
             Some(i) if factor >= 1.0 || factor.fract() == 0.0 => {
                 let fi = factor as i64;
-                fi != 0 && i % fi != 0
+                fi != 0 && i.checked_rem(fi).is_some_and(|r| r != 0)
             }
             _ if factor > 0.0 => {
                 let mult = if factor < 1.0 {
@@ -300,8 +296,12 @@ fn number_checks(n: &Node, name: &str, v: &Value, out: &mut Outcome) {
 
 fn array_checks(n: &Node, name: &str, items: &[Value], old: Option<&Value>, out: &mut Outcome) {
     if let Some(item_schema) = &n.items {
+        // Ratcheting correlates items of map lists by key and of sets by value.
+        let olds = canon::old_items(n, old, true);
         for (i, item) in items.iter().enumerate() {
-            let o = correlate_item(n, item, old);
+            let o = olds
+                .as_ref()
+                .and_then(|m| m.get(&canon::item_key(n, item)).copied());
             node(item_schema, &format!("{name}[{i}]"), item, o, out);
         }
     }
@@ -322,10 +322,8 @@ fn array_checks(n: &Node, name: &str, items: &[Value], old: Option<&Value>, out:
 }
 
 fn has_duplicates(items: &[Value]) -> bool {
-    items
-        .iter()
-        .enumerate()
-        .any(|(i, a)| items[..i].iter().any(|b| json_equal(a, b)))
+    let mut seen = std::collections::HashSet::with_capacity(items.len());
+    !items.iter().all(|x| seen.insert(canon::canonical(x)))
 }
 
 /// Deep equality with numbers compared by value (`1` equals `1.0`).
@@ -423,6 +421,9 @@ fn run(n: &Node, name: &str, v: &Value) -> Outcome {
 }
 
 fn junctors(n: &Node, name: &str, v: &Value, out: &mut Outcome) {
+    if n.any_of.is_empty() && n.one_of.is_empty() && n.all_of.is_empty() && n.not.is_none() {
+        return;
+    }
     let shown = quote(name);
     if !n.any_of.is_empty() {
         let mut best: Option<Outcome> = None;

@@ -121,16 +121,20 @@ fn nested_rules_and_escaping() {
                 ]}
             },
             "labels": {"type": "object", "additionalProperties": {"type": "string",
-                "x-kubernetes-validations": [{"rule": "self.size() < 5"}]}}
+                "x-kubernetes-validations": [{"rule": "self.size() < 5"}]},
+                "x-kubernetes-validations": [{"rule": "!('bad.key' in self)", "fieldPath": "['bad.key']", "message": "no bad key"}]}
         }}}
     }));
     let new = obj(
-        json!({"ports": [{"name": "a", "port-number": 0}, {"name": "b", "port-number": 2}], "labels": {"k": "toolong"}}),
+        json!({"ports": [{"name": "a", "port-number": 0}, {"name": "b", "port-number": 2}], "labels": {"k": "toolong", "bad.key": "x"}}),
     );
     let old = obj(json!({"ports": [{"name": "b", "port-number": 3}]}));
     assert_eq!(
         messages(&s.validate_cel(&new, Some(&old))),
         vec![
+            // Upstream appends the normalized fieldPath as one child name, so a
+            // subscript path prints after a dot.
+            r#"spec.labels.[bad.key]: Invalid value: "object": no bad key"#,
             r#"spec.labels[k]: Invalid value: "string": failed rule: self.size() < 5"#,
             r#"spec.ports[0]: Invalid value: "object": port must be positive"#,
             r#"spec.ports[1]: Invalid value: "object": port is immutable"#,
@@ -173,6 +177,12 @@ fn schema_checks_of_rules() {
             vec![r#"s.properties[spec].x-kubernetes-validations[0].fieldPath: Invalid value: ".b": fieldPath must be a valid path"#],
         ),
         (json!([{"rule": "self.a > 0", "fieldPath": ".a"}]), vec![]),
+        (
+            json!([{"rule": "string(self.a).lowerascii() == 'x'"}]),
+            vec!["s.properties[spec].x-kubernetes-validations[0]: Invalid value: {\"rule\":\"string(self.a).lowerascii() == 'x'\"}: compilation failed: ERROR: <input>:1:26: undeclared reference to 'lowerascii' (in container '')\n | string(self.a).lowerascii() == 'x'\n | .........................^"],
+        ),
+        (json!([{"rule": "[string(self.a)].all(x, x.lowerAscii() != 'q') && math.greatest([1]) == 1"}]), vec![]),
+        (json!([{"rule": "self.a > 0", "fieldPath": "['a']"}]), vec![]),
         (
             json!([{"rule": "self.b > 0"}]),
             vec!["s.properties[spec].x-kubernetes-validations[0]: Invalid value: {\"rule\":\"self.b > 0\"}: compilation failed: ERROR: <input>:1:5: undefined field 'b'\n | self.b > 0\n | ....^"],
@@ -277,6 +287,7 @@ fn typed_values_and_library_functions() {
         "at": {"type": "string", "format": "date-time"},
         "timeout": {"type": "string", "format": "duration"},
         "mem": {"x-kubernetes-int-or-string": true},
+        "ratio": {"type": "number"},
         "name": {"type": "string"},
         "ips": {"type": "array", "items": {"type": "string"}}
     },
@@ -285,9 +296,10 @@ fn typed_values_and_library_functions() {
         {"rule": "self.timeout <= duration('1h')", "message": "timeout too long"},
         {"rule": "quantity(string(self.mem)).isLessThan(quantity('1Gi'))", "message": "too much memory"},
         {"rule": "self.name.indexOf('x') < 0", "message": "no x"},
-        {"rule": "self.ips.all(i, isIP(i))", "message": "bad ip"}
+        {"rule": "self.ips.all(i, isIP(i))", "message": "bad ip"},
+        {"rule": "!has(self.ratio) || self.ratio == 2.0", "message": "a number field is a double"}
     ]})));
-    let good = json!({"spec": {"at": "2024-06-01T00:00:00Z", "timeout": "30m", "mem": "512Mi", "name": "abc", "ips": ["10.0.0.1"]}});
+    let good = json!({"spec": {"at": "2024-06-01T00:00:00Z", "timeout": "30m", "mem": "512Mi", "name": "abc", "ips": ["10.0.0.1"], "ratio": 2}});
     assert_eq!(messages(&s.validate_cel(&good, None)), Vec::<String>::new());
     let bad = json!({"spec": {"at": "2023-06-01T00:00:00Z", "timeout": "2h", "mem": "2Gi", "name": "xyz", "ips": ["nope"]}});
     assert_eq!(
@@ -330,11 +342,19 @@ fn ratcheting_unchanged_values() {
         {"rule": "self.replicas >= oldSelf.replicas", "message": "no scale down"}]),
     );
     let old = obj(json!({"replicas": 20, "name": "a"}));
-    // Unchanged: the non-transition rule is ratcheted, the transition rule holds.
+    // Unchanged: the non-transition rule is ratcheted into a warning, the
+    // transition rule holds.
     assert_eq!(
         messages(&s.validate_cel(&old, Some(&old))),
         Vec::<String>::new()
     );
+    let (errs, warnings) = s.validate_cel_with_warnings(&old, Some(&old));
+    assert!(errs.is_empty());
+    assert_eq!(warnings, vec![r#"spec: Invalid value: "object": too many"#]);
+    // Through validate_all too.
+    let (errs, warnings) = s.validate_all_with_warnings(&old, Some(&old));
+    assert!(errs.is_empty());
+    assert_eq!(warnings.len(), 1);
     let changed = obj(json!({"replicas": 15, "name": "a"}));
     assert_eq!(
         messages(&s.validate_cel(&changed, Some(&old))),
@@ -393,6 +413,7 @@ fn library_coverage() {
         "self.name.find('[bc]+') == 'bc'",
         "math.greatest([1, 5, 3]) == 5",
         "optional.of(1).hasValue()",
+        "dyn(self.replicas) == 1",
         // Not supported by the `cel` crate 0.13: optional field selection
         // (`self.?min`) and two-variable comprehensions (`all(i, x, ...)`).
     ];
@@ -403,4 +424,107 @@ fn library_coverage() {
         None,
     ));
     assert_eq!(got, Vec::<String>::new());
+}
+
+/// Rules nest no deeper than the operator limit, so parsing, checking, pricing and
+/// evaluating them fits a 2 MiB thread stack (a tokio worker's) even unoptimized.
+#[test]
+fn rule_nesting_is_bounded() {
+    let run = |rule: String| {
+        std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(move || {
+                let s = schema(
+                    json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+                    "x-kubernetes-validations": [{"rule": rule}]}),
+                );
+                messages(&s.validate_cel(&json!({"a": {"a": 1}}), None))
+            })
+            .expect("thread")
+            .join()
+            .expect("no stack overflow")
+    };
+    // 997 `+` and one `==`: just under the limit.
+    let sum = format!("{} == 998", vec!["1"; 998].join("+"));
+    assert_eq!(run(sum), Vec::<String>::new());
+    let deep = format!("has(self{})", ".a".repeat(999));
+    assert_eq!(run(deep).len(), 1);
+    let too_long = format!("{} == 1", vec!["1"; 5000].join(" + "));
+    let got = run(too_long);
+    assert_eq!(got.len(), 1);
+    assert!(
+        got[0].ends_with("compilation failed: ERROR: <input>:1:1: expression recursion limit exceeded: more than 1000 operators"),
+        "{got:?}"
+    );
+}
+
+/// Work over function results is priced by the result's size.
+#[test]
+fn function_results_are_priced() {
+    let rule = "self.s.split('').all(c, self.s.split('').exists(d, c == d))";
+    let s = schema(spec_schema(
+        json!({"type": "object", "properties": {"s": {"type": "string"}},
+        "x-kubernetes-validations": [{"rule": rule}]}),
+    ));
+    assert_eq!(
+        messages(&s.validate_cel(&json!({"spec": {"s": "abc"}}), None)),
+        Vec::<String>::new()
+    );
+    let long = "x".repeat(5000);
+    let got = messages(&s.validate_cel(&json!({"spec": {"s": long}}), None));
+    assert_eq!(
+        got,
+        vec![format!(
+            r#"spec: Invalid value: "object": 'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: {rule}"#
+        )]
+    );
+    // Statically, an unbounded string makes the same rule far too expensive.
+    let errs = schema_errors(spec_schema(
+        json!({"type": "object", "properties": {"s": {"type": "string"}},
+        "x-kubernetes-validations": [{"rule": rule}]}),
+    ));
+    assert!(
+        errs[0].contains("estimated rule cost exceeds budget by factor of more than 100x"),
+        "{errs:?}"
+    );
+    let bounded = schema_errors(spec_schema(
+        json!({"type": "object", "properties": {"s": {"type": "string", "maxLength": 64}},
+        "x-kubernetes-validations": [{"rule": rule}]}),
+    ));
+    assert_eq!(bounded, Vec::<String>::new());
+}
+
+/// Set and map lists compare as sets and maps in `self == oldSelf`, as upstream.
+#[test]
+fn immutability_ignores_the_order_of_set_and_map_lists() {
+    let s = schema(spec_schema(json!({"type": "object",
+    "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": "spec is immutable"}],
+    "properties": {
+        "tags": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}},
+        "ports": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+            "items": {"type": "object", "required": ["name"], "properties": {
+                "name": {"type": "string"},
+                "hosts": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}}}}},
+        "args": {"type": "array", "items": {"type": "string"}}
+    }})));
+    let old = json!({"spec": {"tags": ["a", "b"], "args": ["x", "y"],
+        "ports": [{"name": "p", "hosts": ["h1", "h2"]}, {"name": "q"}]}});
+    let reordered = json!({"spec": {"tags": ["b", "a"], "args": ["x", "y"],
+        "ports": [{"name": "q"}, {"name": "p", "hosts": ["h2", "h1"]}]}});
+    assert_eq!(
+        messages(&s.validate_cel(&reordered, Some(&old))),
+        Vec::<String>::new()
+    );
+    let immutable = vec![r#"spec: Invalid value: "object": spec is immutable"#];
+    // Atomic lists keep their order.
+    let args = json!({"spec": {"tags": ["a", "b"], "args": ["y", "x"],
+        "ports": [{"name": "p", "hosts": ["h1", "h2"]}, {"name": "q"}]}});
+    assert_eq!(messages(&s.validate_cel(&args, Some(&old))), immutable);
+    // A changed or added item is a change.
+    let changed = json!({"spec": {"tags": ["a", "c"], "args": ["x", "y"],
+        "ports": [{"name": "p", "hosts": ["h1", "h2"]}, {"name": "q"}]}});
+    assert_eq!(messages(&s.validate_cel(&changed, Some(&old))), immutable);
+    let nested = json!({"spec": {"tags": ["a", "b"], "args": ["x", "y"],
+        "ports": [{"name": "p", "hosts": ["h1"]}, {"name": "q"}]}});
+    assert_eq!(messages(&s.validate_cel(&nested, Some(&old))), immutable);
 }

@@ -102,13 +102,23 @@ fn structural_violations() {
         with_spec(json!({"type": "object", "x-kubernetes-embedded-resource": true})),
         "$P.properties[spec].properties: Required value: must not be empty if x-kubernetes-embedded-resource is true without x-kubernetes-preserve-unknown-fields",
     );
-    one(
-        with_spec(json!({"type": "string", "pattern": "(["})),
-        r#"$P.properties[spec].pattern: Invalid value: "([": must be a valid regular expression, but isn't: regex parse error:
-    ([
-     ^
-error: unclosed character class"#,
-    );
+    for (pattern, message) in [
+        ("[a", "missing closing ]: `[a`"),
+        ("(a", "missing closing ): `(a`"),
+        ("a)", "unexpected ): `a)`"),
+        ("*a", "missing argument to repetition operator: `*`"),
+        ("a\\q", "invalid escape sequence: `\\q`"),
+        ("[z-a]", "invalid character class range: `z-a`"),
+        ("(?=a)", "invalid or unsupported Perl syntax: `(?=`"),
+    ] {
+        one(
+            with_spec(json!({"type": "string", "pattern": pattern})),
+            &format!(
+                "$P.properties[spec].pattern: Invalid value: {}: must be a valid regular expression, but isn't: error parsing regexp: {message}",
+                kapi_machinery::validation::go_quote(pattern)
+            ),
+        );
+    }
 }
 
 #[test]
@@ -189,6 +199,14 @@ fn defaults_must_validate_and_be_pruned() {
         // upstream's message starts with " in body".
         "$P.properties[spec].properties[n].default: Invalid value: 5:  in body should be less than or equal to 3",
     );
+    // Defaults must also pass the node's CEL rules.
+    one(
+        with_spec(
+            json!({"type": "object", "properties": {"n": {"type": "integer", "default": 5,
+            "x-kubernetes-validations": [{"rule": "self % 2 == 0", "message": "must be even"}]}}}),
+        ),
+        r#"$P.properties[spec].properties[n].default: Invalid value: "integer": must be even"#,
+    );
     one(
         with_spec(
             json!({"type": "object", "properties": {"o": {"type": "object", "properties": {"a": {"type": "string"}},
@@ -196,5 +214,61 @@ fn defaults_must_validate_and_be_pruned() {
         ),
         // Upstream prints the map with Go's %#v; objects print as JSON here.
         r#"$P.properties[spec].properties[o].default: Invalid value: {"a":"x","b":1}: must not have unknown fields: b"#,
+    );
+}
+
+/// A schema shaped like controller-gen output: descriptions everywhere, int-or-string
+/// quantities with a pattern, pod-template metadata below the root, atomic maps.
+#[test]
+fn controller_gen_style_schema_is_accepted_and_works() {
+    let quantity = json!({
+        "anyOf": [{"type": "integer"}, {"type": "string"}],
+        "pattern": "^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$",
+        "x-kubernetes-int-or-string": true
+    });
+    let schema = json!({
+        "description": "Widget is the Schema for the widgets API",
+        "type": "object",
+        "properties": {
+            "apiVersion": {"description": "APIVersion defines...", "type": "string"},
+            "kind": {"description": "Kind is...", "type": "string"},
+            "metadata": {"type": "object"},
+            "spec": {"description": "spec", "type": "object", "required": ["template"], "properties": {
+                "replicas": {"type": "integer", "format": "int32", "default": 1},
+                "memory": quantity,
+                "selector": {"type": "object", "x-kubernetes-map-type": "atomic", "properties": {
+                    "matchLabels": {"type": "object", "additionalProperties": {"type": "string"}}}},
+                "mode": {"type": "string", "enum": ["Fast", "Safe"]},
+                "template": {"type": "object", "properties": {
+                    "metadata": {"type": "object", "properties": {
+                        "labels": {"type": "object", "additionalProperties": {"type": "string"}}}},
+                    "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}
+            }},
+            "status": {"type": "object", "properties": {
+                "conditions": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"],
+                    "items": {"type": "object", "required": ["type", "status"], "properties": {
+                        "type": {"type": "string", "maxLength": 316},
+                        "status": {"type": "string", "enum": ["True", "False", "Unknown"]},
+                        "lastTransitionTime": {"type": "string", "format": "date-time"}}}}}}
+        }
+    });
+    assert_eq!(check(schema.clone()), Vec::<String>::new());
+    let s = super::schema(schema);
+    let mut obj = json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"},
+        "spec": {"memory": "512Mi", "mode": "Fast", "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": []}}},
+        "status": {"conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2024-01-01T00:00:00Z"}]}});
+    assert!(s.prune(&mut obj).is_empty());
+    s.default(&mut obj);
+    assert_eq!(obj["spec"]["replicas"], json!(1));
+    assert_eq!(messages(&s.validate_all(&obj, None)), Vec::<String>::new());
+    obj["spec"]["memory"] = json!("lots");
+    obj["spec"]["mode"] = json!("Slow");
+    assert_eq!(
+        messages(&s.validate_all(&obj, None)),
+        vec![
+            r#"spec.memory: Invalid value: "lots": spec.memory in body should match '^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$'"#,
+            r#"spec.mode: Unsupported value: "Slow": supported values: "Fast", "Safe""#,
+            r#"<nil>: Invalid value: "null": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"#,
+        ]
     );
 }

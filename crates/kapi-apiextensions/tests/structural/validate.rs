@@ -79,6 +79,17 @@ fn keyword_table() {
             vec!["spec.f: Invalid value: 7: spec.f in body should be a multiple of 3"],
         ),
         (json!({"type": "integer", "multipleOf": 3}), json!(9), vec![]),
+        (json!({"type": "number", "multipleOf": 0.5}), json!(1.5), vec![]),
+        (
+            json!({"type": "number", "multipleOf": 0.5}),
+            json!(1.25),
+            vec!["spec.f: Invalid value: 1.25: spec.f in body should be a multiple of 0.5"],
+        ),
+        (
+            json!({"type": "integer", "multipleOf": -1}),
+            json!(i64::MIN),
+            vec!["spec.f: Invalid value: -1: factor MultipleOf declared for spec.f must be positive: -1"],
+        ),
         (
             json!({"type": "string", "maxLength": 3}),
             json!("abcd"),
@@ -94,6 +105,25 @@ fn keyword_table() {
             json!({"type": "string", "pattern": "^[a-z]+$"}),
             json!("A1"),
             vec![r#"spec.f: Invalid value: "A1": spec.f in body should match '^[a-z]+$'"#],
+        ),
+        // Go's \d, \w, \s and \b are ASCII-only.
+        (json!({"type": "string", "pattern": "^\\d+$"}), json!("123"), vec![]),
+        (
+            json!({"type": "string", "pattern": "^\\d+$"}),
+            json!("١٢٣"),
+            vec![r#"spec.f: Invalid value: "١٢٣": spec.f in body should match '^\d+$'"#],
+        ),
+        (
+            json!({"type": "string", "pattern": "^[\\w.-]+\\b$"}),
+            json!("ä"),
+            vec![r#"spec.f: Invalid value: "ä": spec.f in body should match '^[\w.-]+\b$'"#],
+        ),
+        (json!({"type": "string", "pattern": "^[\\w.-]+\\b$"}), json!("a.b_c"), vec![]),
+        (json!({"type": "string", "pattern": "^[^\\s]+[[:alpha:]]$"}), json!("x1a"), vec![]),
+        (
+            json!({"type": "string", "pattern": "^[^\\S]$"}),
+            json!("\u{a0}"),
+            vec!["spec.f: Invalid value: \"\u{a0}\": spec.f in body should match '^[^\\S]$'"],
         ),
         (
             json!({"type": "string", "enum": ["a", "b"]}),
@@ -290,6 +320,16 @@ fn embedded_resources() {
             r#"spec.f.kind: Invalid value: "": must not be empty"#,
         ]
     );
+    // Embedded names follow the path-segment rule, not DNS names.
+    let pod = |meta: Value| json!({"apiVersion": "v1", "kind": "Pod", "metadata": meta});
+    assert_eq!(
+        check(emb.clone(), pod(json!({"name": "A_B"}))),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        check(emb.clone(), pod(json!({"name": "a/b"}))),
+        vec![r#"spec.f.metadata.name: Invalid value: "a/b": may not contain '/'"#]
+    );
     assert_eq!(
         check(
             emb,
@@ -328,4 +368,59 @@ fn ratcheting_keeps_unchanged_invalid_values() {
         ]
     );
     assert_eq!(messages(&s.validate(&new)).len(), 4);
+}
+
+#[test]
+fn validate_all_skips_rules_after_blocking_errors() {
+    let s = schema(
+        json!({"type": "object", "properties": {"spec": {"type": "object",
+        "x-kubernetes-validations": [{"rule": "self.n > 1", "message": "n too small"}],
+        "properties": {"n": {"type": "integer", "maximum": 10}, "s": {"type": "string"}}}}}),
+    );
+    // A non-blocking schema error (maximum) still lets the rules run.
+    assert_eq!(
+        messages(&s.validate_all(&json!({"spec": {"n": 11}}), None)),
+        vec!["spec.n: Invalid value: 11: spec.n in body should be less than or equal to 10"]
+    );
+    assert_eq!(
+        messages(&s.validate_all(&json!({"spec": {"n": 0}}), None)),
+        vec![r#"spec: Invalid value: "object": n too small"#]
+    );
+    // A wrong type blocks them.
+    assert_eq!(
+        messages(&s.validate_all(&json!({"spec": {"n": 0, "s": 1}}), None)),
+        vec![
+            r#"spec.s: Invalid value: "integer": spec.s in body must be of type string: "integer""#,
+            r#"<nil>: Invalid value: "null": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"#,
+        ]
+    );
+    // On update, unchanged invalid values are ratcheted and the rules run.
+    let old = json!({"spec": {"n": 20}});
+    assert_eq!(
+        messages(&s.validate_all(&old, Some(&old))),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn large_lists_are_checked_by_hashing() {
+    let s = schema(
+        json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "set": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}},
+            "map": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["k"],
+                "items": {"type": "object", "required": ["k"], "properties": {"k": {"type": "integer"}, "v": {"type": "integer", "maximum": 1}}}}
+        }}}}),
+    );
+    let mut set: Vec<Value> = (0..20_000).map(|i| json!(format!("v{i}"))).collect();
+    set.push(json!("v7"));
+    let map: Vec<Value> = (0..20_000).map(|i| json!({"k": i, "v": 2})).collect();
+    let old = json!({"spec": {"map": map}});
+    let mut reversed = map.clone();
+    reversed.reverse();
+    let new = json!({"spec": {"set": set, "map": reversed}});
+    // Every map item correlates with its old self (unchanged, so ratcheted).
+    assert_eq!(
+        messages(&s.validate_update(&new, &old)),
+        vec![r#"spec.set[20000]: Duplicate value: "v7""#]
+    );
 }
