@@ -86,11 +86,7 @@ impl CustomStrategy {
         let Some(schema) = &self.schema else {
             return Vec::new();
         };
-        let mut errs = schema.validate(obj, old);
-        if errs.is_empty() {
-            errs.extend(schema.validate_cel(obj, old));
-        }
-        errs
+        schema.validate(obj, old)
     }
 
     fn cell(&self, col: &Column, obj: &Value) -> Value {

@@ -30,17 +30,10 @@ impl Schema {
         &self.raw
     }
 
-    /// Schema validation; on update, errors in unchanged values are dropped
-    /// (upstream's validation ratcheting).
+    /// Schema validation then CEL rules, in upstream's order (on update, errors
+    /// in unchanged values are dropped: validation ratcheting).
     pub fn validate(&self, obj: &Value, old: Option<&Value>) -> ErrorList {
-        match old {
-            Some(old) => self.structural.validate_update(obj, old),
-            None => self.structural.validate(obj),
-        }
-    }
-
-    pub fn validate_cel(&self, obj: &Value, old: Option<&Value>) -> ErrorList {
-        self.structural.validate_cel(obj, old)
+        self.structural.validate_all(obj, old)
     }
 
     /// Drop unknown fields; the dropped paths.
