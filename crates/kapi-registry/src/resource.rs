@@ -4,6 +4,7 @@
 //! `ResourceDef` is the one declaration the handler installer and discovery both
 //! read, so routes and discovery cannot disagree.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -59,10 +60,11 @@ pub enum Subresource {
     Approval,
     /// `scale`: an autoscaling/v1 Scale view of `spec.replicas`.
     Scale {
-        /// Where the replicas live, as JSON pointers.
-        spec_replicas: &'static str,
-        status_replicas: &'static str,
-        label_selector: &'static str,
+        /// Where the replicas live, as JSON pointers (custom resources name
+        /// them in their definition, hence not always static).
+        spec_replicas: Cow<'static, str>,
+        status_replicas: Cow<'static, str>,
+        label_selector: Cow<'static, str>,
     },
     /// `finalize` (namespaces): an update that may change `spec.finalizers`.
     Finalize,

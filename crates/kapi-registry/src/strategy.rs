@@ -139,6 +139,15 @@ pub trait Strategy: Send + Sync + 'static {
         &[]
     }
 
+    /// Every selectable field, owned: [`Self::selectable_fields`] unless the
+    /// fields are only known at run time (a custom resource's `selectableFields`).
+    fn selectable_field_names(&self) -> Vec<String> {
+        self.selectable_fields()
+            .iter()
+            .map(|f| (*f).to_owned())
+            .collect()
+    }
+
     /// The value of a selectable field of `obj` (called only for listed fields).
     fn field_value(&self, obj: &Value, field: &str) -> Option<String> {
         let pointer = format!("/{}", field.replace('.', "/"));
@@ -173,6 +182,37 @@ pub trait Strategy: Send + Sync + 'static {
     /// Table cells of one object, in `columns()` order.
     fn cells(&self, obj: &Value) -> Vec<Value> {
         default_cells(obj)
+    }
+
+    /// The table's `columnDefinitions`: [`Self::columns`] unless the columns are
+    /// only known at run time (a custom resource's `additionalPrinterColumns`).
+    fn column_definitions(&self) -> Vec<Value> {
+        self.columns()
+            .iter()
+            .map(|c| {
+                serde_json::json!({"name": c.name, "type": c.type_, "format": c.format,
+                       "description": c.description, "priority": c.priority})
+            })
+            .collect()
+    }
+
+    /// Fields of `obj` the resource does not know, as dotted paths, when the
+    /// strategy knows its schema (custom resources: what pruning would drop);
+    /// `None` leaves the question to the built-in schemas.
+    fn unknown_fields(&self, _obj: &Value) -> Option<Vec<String>> {
+        None
+    }
+
+    /// Why creates are refused for now, if they are (a custom resource whose
+    /// definition is being deleted); answered with 405 as upstream.
+    fn refuses_create(&self) -> Option<String> {
+        None
+    }
+
+    /// The `Warning` every response for this resource carries (a deprecated
+    /// custom resource version).
+    fn deprecation_warning(&self) -> Option<String> {
+        None
     }
 }
 

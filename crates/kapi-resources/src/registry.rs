@@ -10,6 +10,7 @@
 //! Where to look next: `core/` and `apps/` for the strategies; `kapi-server` installs
 //! handlers and discovery from these declarations.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use kapi_registry::{Conversion, ResourceDef, Strategy, Subresource, Verb};
@@ -31,9 +32,9 @@ use crate::policy::PodDisruptionBudgetStrategy;
 
 /// The scale subresource of a workload whose replicas live at the usual places.
 pub const WORKLOAD_SCALE: Subresource = Subresource::Scale {
-    spec_replicas: "/spec/replicas",
-    status_replicas: "/status/replicas",
-    label_selector: "/spec/selector",
+    spec_replicas: Cow::Borrowed("/spec/replicas"),
+    status_replicas: Cow::Borrowed("/status/replicas"),
+    label_selector: Cow::Borrowed("/spec/selector"),
 };
 
 /// What varies between declarations; everything else is derived.

@@ -1,6 +1,6 @@
 //! The served resources: every installed `ResourceDef` with its store, looked up
 //! by group, version and resource. Built-ins are installed at start; custom
-//! resources will come and go at run time, hence the lock. Discovery, OpenAPI and
+//! resources come and go at run time (`apiextensions/`), hence the lock. Discovery, OpenAPI and
 //! the handlers all read this one table, so they cannot disagree.
 
 use std::collections::{BTreeMap, HashMap};
@@ -47,7 +47,8 @@ impl Apis {
         backend: Arc<dyn Backend>,
         schema: Arc<dyn SchemaNav>,
     ) -> Apis {
-        let prefixes = defs.iter().map(|d| d.list_prefix(None));
+        let custom = std::iter::once(kapi_apiextensions::crd::CUSTOM_PREFIX.to_owned());
+        let prefixes = defs.iter().map(|d| d.list_prefix(None)).chain(custom);
         let cache = CachedBackend::new(backend.clone(), prefixes, CacheConfig::default());
         let apis = Apis {
             cache: Some(cache),
@@ -88,6 +89,15 @@ impl Apis {
         });
         st.order.push(entry.clone());
         st.by_gvr.insert(gvr, entry);
+    }
+
+    /// Stop serving a resource (a custom resource whose definition changed or went).
+    pub fn remove(&self, group: &str, version: &str, resource: &str) -> Option<Arc<Entry>> {
+        let gvr = (group.to_owned(), version.to_owned(), resource.to_owned());
+        let mut st = self.state.write().expect("apis lock");
+        let gone = st.by_gvr.remove(&gvr)?;
+        st.order.retain(|e| !Arc::ptr_eq(e, &gone));
+        Some(gone)
     }
 
     /// The watch cache the stores read through.

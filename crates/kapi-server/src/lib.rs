@@ -9,6 +9,7 @@
 //! the storage slot, the schemas.
 
 pub mod admission;
+pub mod apiextensions;
 pub mod apis;
 pub mod authn;
 pub mod authz;
@@ -27,7 +28,7 @@ pub mod request;
 mod reviews;
 pub mod tls;
 
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 
 use axum::routing::get;
 use axum::Router;
@@ -54,7 +55,8 @@ pub struct Server {
     pub apis: apis::Apis,
     pub slot: BackendSlot,
     pub schema: Arc<dyn SchemaNav>,
-    pub openapi: OpenApi,
+    /// Rebuilt when custom resources come or go (`apiextensions/`).
+    openapi: RwLock<OpenApi>,
     /// Answers access reviews (the filter chain has its own check for now).
     pub authorizer: Arc<dyn authz::Authorizer>,
     allocations: admission::Allocations,
@@ -70,7 +72,7 @@ impl Server {
             apis: apis::Apis::new(defs, backend, schema.clone()),
             slot,
             schema,
-            openapi,
+            openapi: RwLock::new(openapi),
             authorizer: reviews::default_authorizer(),
             allocations: admission::Allocations::default(),
         })
@@ -78,7 +80,21 @@ impl Server {
 
     /// The built-in API: every resource `kapi-resources` declares.
     pub fn builtin(config: ServerConfig, slot: BackendSlot) -> Arc<Server> {
-        Self::new(config, slot, kapi_resources::registry::builtin_resources())
+        let mut defs = kapi_resources::registry::builtin_resources();
+        defs.push(kapi_apiextensions::crd::definitions_resource());
+        Self::new(config, slot, defs)
+    }
+
+    /// The OpenAPI documents of what is served now.
+    pub fn openapi(&self) -> OpenApi {
+        self.openapi
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    pub(crate) fn set_openapi(&self, api: OpenApi) {
+        *self.openapi.write().unwrap_or_else(PoisonError::into_inner) = api;
     }
 
     /// The schema type of a resource's objects (for patches).
@@ -89,6 +105,9 @@ impl Server {
 
     /// Fields of `obj` its schema does not know, as dotted paths.
     pub fn unknown_fields(&self, def: &ResourceDef, obj: &Value) -> Vec<String> {
+        if let Some(fields) = def.strategy.unknown_fields(obj) {
+            return fields;
+        }
         let root = self.schema_root(def);
         let mut out = Vec::new();
         if !root.is_unknown() {
@@ -104,6 +123,7 @@ impl Server {
         controllers: &controllers::Options,
     ) -> Result<(), ApiError> {
         bootstrap::run(self).await?;
+        apiextensions::start(self).await;
         controllers::spawn(self, controllers);
         Ok(())
     }

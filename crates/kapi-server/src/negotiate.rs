@@ -218,14 +218,7 @@ pub fn table(
 ) -> Value {
     let strategy = &def.strategy;
     let columns: Vec<Value> = if with_columns {
-        strategy
-            .columns()
-            .iter()
-            .map(|c| {
-                json!({"name": c.name, "type": c.type_, "format": c.format,
-                       "description": c.description, "priority": c.priority})
-            })
-            .collect()
+        strategy.column_definitions()
     } else {
         Vec::new()
     };

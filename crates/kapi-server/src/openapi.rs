@@ -93,7 +93,8 @@ fn prefers_protobuf(req: &Request) -> bool {
 /// until the JSON's ETag changes (a server with other resources).
 fn v2_protobuf(srv: &Server) -> (Arc<[u8]>, String) {
     static CACHE: Mutex<Option<(String, Arc<[u8]>)>> = Mutex::new(None);
-    let (json, etag) = srv.openapi.v2_shared();
+    let api = srv.openapi();
+    let (json, etag) = api.v2_shared();
     let mut cache = CACHE.lock().unwrap_or_else(PoisonError::into_inner);
     if let Some((cached_etag, pb)) = cache.as_ref() {
         if cached_etag == etag {
@@ -113,7 +114,8 @@ pub async fn v2(State(srv): State<Arc<Server>>, req: Request) -> Response {
         let body = Body::from(bytes::Bytes::from_owner(pb));
         bytes_response(body, &etag, &req, false, PROTOBUF)
     } else {
-        let (json, etag) = srv.openapi.v2_shared();
+        let api = srv.openapi();
+        let (json, etag) = api.v2_shared();
         let body = Body::from(bytes::Bytes::from_owner(json));
         bytes_response(body, etag, &req, false, "application/json")
     };
@@ -123,7 +125,7 @@ pub async fn v2(State(srv): State<Arc<Server>>, req: Request) -> Response {
 }
 
 pub async fn v3_index(State(srv): State<Arc<Server>>) -> Response {
-    negotiate::respond(StatusCode::OK, &srv.openapi.v3_index(), Format::Json)
+    negotiate::respond(StatusCode::OK, &srv.openapi().v3_index(), Format::Json)
 }
 
 pub async fn v3_document(
@@ -131,7 +133,7 @@ pub async fn v3_document(
     Path(path): Path<String>,
     req: Request,
 ) -> Response {
-    match srv.openapi.v3_document(&path) {
+    match srv.openapi().v3_document(&path) {
         Some((bytes, hash)) => {
             let query = crate::request::Query::parse(req.uri().query());
             let immutable = query.get("hash") == Some(hash.as_str());

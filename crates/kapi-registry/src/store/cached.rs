@@ -205,13 +205,13 @@ impl Store {
             })
             .unwrap_or_default();
         let mut fields = std::collections::BTreeMap::new();
-        let selectable = self.def.strategy.selectable_fields();
+        let selectable = self.def.strategy.selectable_field_names();
         for f in ["metadata.name", "metadata.namespace"]
-            .iter()
-            .chain(selectable.iter())
+            .into_iter()
+            .chain(selectable.iter().map(String::as_str))
         {
             if let Some(v) = self.field_value(&obj, f) {
-                fields.insert((*f).to_owned(), v);
+                fields.insert(f.to_owned(), v);
             }
         }
         Some(Attrs { labels, fields })

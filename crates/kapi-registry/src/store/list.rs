@@ -176,8 +176,9 @@ impl Store {
         &self,
         field: &kapi_machinery::fields::FieldSelector,
     ) -> Result<(), ApiError> {
+        let extra = self.def.strategy.selectable_field_names();
         let mut supported = vec!["metadata.name", "metadata.namespace"];
-        supported.extend(self.def.strategy.selectable_fields());
+        supported.extend(extra.iter().map(String::as_str));
         field
             .validate_fields(&supported)
             .map_err(|e| ApiError::bad_request(e.message().to_owned()))

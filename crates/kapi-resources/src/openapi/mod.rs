@@ -82,6 +82,13 @@ impl std::fmt::Debug for OpenApi {
 impl OpenApi {
     /// Renders every document for `resources`.
     pub fn build(resources: &[ResourceDef]) -> OpenApi {
+        Self::build_with(resources, &Defs::new())
+    }
+
+    /// Renders every document for `resources`, taking the definitions of kinds
+    /// without a built-in schema from `custom` (custom resources' schemas, by
+    /// [`defs::generic_name`]) before falling back to a generic definition.
+    pub fn build_with(resources: &[ResourceDef], custom: &Defs) -> OpenApi {
         let mut by_gv: BTreeMap<(&str, &str), Vec<&ResourceDef>> = BTreeMap::new();
         for r in resources {
             by_gv.entry((&r.group, &r.version)).or_default().push(r);
@@ -94,7 +101,7 @@ impl OpenApi {
             let mut gv_paths = Map::new();
             paths::resources_discovery(&mut gv_paths, &gv);
             for r in list {
-                paths::resource(&mut gv_paths, &gv, &target(r, &mut extra));
+                paths::resource(&mut gv_paths, &gv, &target(r, &mut extra, custom));
             }
             docs.push((gv.doc_key(), gv_paths));
         }
@@ -173,13 +180,17 @@ impl OpenApi {
 
 /// The definitions of a kind and its list; unknown kinds get a generic schema
 /// (recorded in `extra`).
-fn target<'a>(r: &'a ResourceDef, extra: &mut Defs) -> Target<'a> {
+fn target<'a>(r: &'a ResourceDef, extra: &mut Defs, custom: &Defs) -> Target<'a> {
     let (group, version) = (r.group.as_str(), r.version.as_str());
     let def = match kinds::find(group, version, &r.kind) {
         Some(entry) => entry.def_name(),
         None => {
             let name = defs::generic_name(group, version, &r.kind);
-            extra.insert(name.clone(), defs::generic_def(group, version, &r.kind));
+            let def = custom
+                .get(&name)
+                .cloned()
+                .unwrap_or_else(|| defs::generic_def(group, version, &r.kind));
+            extra.insert(name.clone(), def);
             name
         }
     };

@@ -29,9 +29,9 @@ fn res(group: &str, version: &str, resource: &str, kind: &str, namespaced: bool)
 
 fn scale() -> Subresource {
     Subresource::Scale {
-        spec_replicas: "/spec/replicas",
-        status_replicas: "/status/replicas",
-        label_selector: "/status/selector",
+        spec_replicas: "/spec/replicas".into(),
+        status_replicas: "/status/replicas".into(),
+        label_selector: "/status/selector".into(),
     }
 }
 

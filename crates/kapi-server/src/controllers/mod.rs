@@ -19,12 +19,12 @@
 
 mod clusterroles;
 mod gc;
-mod informer;
+pub(crate) mod informer;
 mod kubernetes_service;
 mod masterleases;
 mod namespace;
 mod perns;
-mod queue;
+pub(crate) mod queue;
 mod rootca;
 mod serviceaccounts;
 
@@ -165,6 +165,11 @@ pub fn spawn(srv: &Arc<Server>, opts: &Options) {
 /// The `default/kubernetes` Service as kube-apiserver creates it at start.
 pub fn kubernetes_service_object(srv: &Server) -> serde_json::Value {
     kubernetes_service::service(srv)
+}
+
+/// Write options with `manager` as the field manager.
+pub(crate) fn write_options_for(manager: &str) -> WriteOptions {
+    write_options(manager)
 }
 
 fn write_options(manager: &str) -> WriteOptions {

@@ -9,6 +9,11 @@ use super::{check_identity, read_body, Ctx};
 use crate::negotiate;
 
 pub async fn create(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {
+    if let Some(msg) = ctx.entry.def.strategy.refuses_create() {
+        let mut err = ApiError::method_not_supported(ctx.entry.def.group_resource(), "create");
+        err.message = msg;
+        return Err(err);
+    }
     let bytes = read_body(body).await?;
     let mut obj = negotiate::decode_body(ctx.content_type(), &bytes)?;
     check_identity(ctx, &mut obj, false)?;

@@ -196,6 +196,27 @@ async fn handle(
             .cloned(),
         headers: parts.headers,
     };
+    let warning = ctx.entry.def.strategy.deprecation_warning();
+    let mut resp = serve(ctx, verb, sub, body).await?;
+    if let Some(text) = warning {
+        let value = format!(
+            "299 - \"{}\"",
+            text.replace('\\', "\\\\").replace('"', "\\\"")
+        );
+        if let Ok(v) = axum::http::HeaderValue::from_str(&value) {
+            resp.headers_mut().append(axum::http::header::WARNING, v);
+        }
+    }
+    Ok(resp)
+}
+
+/// Hand the request to its verb's handler.
+async fn serve(
+    ctx: Ctx,
+    verb: Verb,
+    sub: Option<Subresource>,
+    body: Body,
+) -> Result<Response, ApiError> {
     match (verb, sub) {
         (Verb::Get, None) => get::get(&ctx).await,
         (Verb::List, None) => list::list(&ctx).await,

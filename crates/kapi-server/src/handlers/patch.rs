@@ -41,8 +41,24 @@ fn patch_type(content_type: Option<&str>) -> Result<PatchType, ApiError> {
     }
 }
 
+/// What custom resources accept: no strategic merge patch (upstream has no
+/// patch strategies for them).
+const CUSTOM_PATCH_TYPES: &[&str] = &[
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/apply-patch+yaml",
+];
+
 pub async fn patch(ctx: &Ctx, body: Body, status: bool) -> Result<Response, ApiError> {
     let kind = patch_type(ctx.content_type())?;
+    let custom = ctx
+        .entry
+        .def
+        .key_prefix
+        .starts_with(kapi_apiextensions::crd::CUSTOM_PREFIX);
+    if custom && kind == PatchType::Strategic {
+        return Err(ApiError::unsupported_media_type(CUSTOM_PATCH_TYPES));
+    }
     if kind == PatchType::Apply {
         return super::apply::apply(ctx, body, status).await;
     }

@@ -24,8 +24,9 @@ fn scale_view(obj: &Value, sub: &Subresource) -> Value {
     else {
         return Value::Null;
     };
-    let selector = obj
-        .pointer(label_selector)
+    let selector = Some(label_selector)
+        .filter(|p| !p.is_empty())
+        .and_then(|p| obj.pointer(p))
         .and_then(selector_string)
         .unwrap_or_default();
     let m = meta::meta(obj).cloned().unwrap_or_default();
@@ -48,6 +49,10 @@ fn scale_view(obj: &Value, sub: &Subresource) -> Value {
 /// A selector as a string: a `LabelSelector`, or a plain label map (a
 /// ReplicationController's `spec.selector`, upstream `SelectorFromSet`).
 fn selector_string(selector: &Value) -> Option<String> {
+    // A custom resource's labelSelectorPath names a serialized selector.
+    if let Value::String(s) = selector {
+        return Some(s.clone());
+    }
     let map = selector.as_object()?;
     let is_label_map = !map.is_empty()
         && !map.contains_key("matchLabels")
@@ -118,11 +123,7 @@ pub async fn scale(
                     .and_then(Value::as_i64)
                     .ok_or_else(|| ApiError::bad_request("spec.replicas must be an integer"))?;
                 let mut next = current.clone();
-                if let Some(slot) = next.pointer_mut(spec_replicas) {
-                    *slot = json!(replicas);
-                } else if let Some(spec) = next.get_mut("spec").and_then(Value::as_object_mut) {
-                    spec.insert("replicas".into(), json!(replicas));
-                }
+                set_pointer(&mut next, spec_replicas, json!(replicas));
                 Ok(next)
             },
         )
@@ -132,6 +133,24 @@ pub async fn scale(
         &scale_view(&out, sub),
         ctx.accept.format,
     ))
+}
+
+/// Set the value at JSON pointer `ptr`, creating the objects on the way (a
+/// custom resource may not have its replicas field yet).
+fn set_pointer(obj: &mut Value, ptr: &str, value: Value) {
+    let mut here = obj;
+    let parts: Vec<&str> = ptr.split('/').skip(1).collect();
+    for (i, part) in parts.iter().enumerate() {
+        if !here.is_object() {
+            *here = json!({});
+        }
+        let map = here.as_object_mut().expect("made an object");
+        if i + 1 == parts.len() {
+            map.insert((*part).to_owned(), value);
+            return;
+        }
+        here = map.entry((*part).to_owned()).or_insert_with(|| json!({}));
+    }
 }
 
 fn apply_scale_patch(content_type: &str, view: &Value, patch: &Value) -> Result<Value, ApiError> {

@@ -6,6 +6,8 @@ mod apply;
 mod batch;
 mod componentstatus;
 mod controllers;
+mod crd;
+mod crd_schema;
 mod crud;
 mod defaults;
 mod discovery;

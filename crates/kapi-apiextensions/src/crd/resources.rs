@@ -1,0 +1,149 @@
+//! From a definition to what the server installs: one `ResourceDef` per served
+//! version, all sharing one key prefix (`/customresources/<group>/<plural>`,
+//! one watch-cache prefix holds every custom resource) and, when there are
+//! several versions, one [`NoneConversion`] to the storage version.
+//!
+//! Names come from `status.acceptedNames` (upstream serves the accepted names,
+//! which the naming controller copies from the spec once they conflict with
+//! nothing), the plural from the spec.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use kapi_registry::{Conversion, ResourceDef, Subresource, Verb};
+use serde_json::Value;
+
+use super::custom::{CustomStrategy, SinceFn};
+use super::jsonpath::JsonPath;
+use super::schema::Schema;
+use super::types::{Crd, Version};
+
+/// The storage prefix every custom resource lives under.
+pub const CUSTOM_PREFIX: &str = "/customresources/";
+
+/// `conversion.strategy: None`: only `apiVersion` changes between versions.
+pub struct NoneConversion {
+    storage: String,
+}
+
+impl Conversion for NoneConversion {
+    fn storage_api_version(&self) -> &str {
+        &self.storage
+    }
+
+    fn convert(&self, mut obj: Value, api_version: &str) -> Value {
+        if let Some(root) = obj.as_object_mut() {
+            root.insert("apiVersion".into(), api_version.into());
+        }
+        obj
+    }
+}
+
+/// A served version with its compiled schema (for OpenAPI and apply).
+pub struct Served {
+    pub def: ResourceDef,
+    pub schema: Option<Arc<Schema>>,
+}
+
+/// The resources `crd` serves, one per served version; `terminating` (shared
+/// by them) refuses creates while the definition is being deleted.
+pub fn served(crd_obj: &Value, since: SinceFn, terminating: Arc<AtomicBool>) -> Vec<Served> {
+    let crd = Crd::parse(crd_obj);
+    let Some(storage) = crd.storage_version() else {
+        return Vec::new();
+    };
+    let group = crd.spec.group.clone();
+    let storage_av = format!("{group}/{}", storage.name);
+    let conversion: Option<Arc<dyn Conversion>> = (crd.spec.versions.len() > 1).then(|| {
+        Arc::new(NoneConversion {
+            storage: storage_av,
+        }) as Arc<dyn Conversion>
+    });
+    let names = if crd.status.accepted_names.kind.is_empty() {
+        crd.spec.names.clone()
+    } else {
+        crd.status.accepted_names.clone()
+    };
+    crd.spec
+        .versions
+        .iter()
+        .filter(|v| v.served)
+        .map(|v| {
+            let schema = v
+                .schema
+                .as_ref()
+                .and_then(|s| s.open_api_v3_schema.as_ref())
+                .and_then(|s| Schema::new(s).ok())
+                .map(Arc::new);
+            let strategy = CustomStrategy::new(
+                schema.clone(),
+                v.additional_printer_columns.clone(),
+                v.selectable_fields
+                    .iter()
+                    .map(|f| f.json_path.trim_start_matches('.').to_owned())
+                    .collect(),
+                warning(&group, &names.kind, v),
+                since,
+                terminating.clone(),
+            );
+            let def = ResourceDef {
+                group: group.clone(),
+                version: v.name.clone(),
+                resource: crd.spec.names.plural.clone(),
+                singular: names.singular.clone(),
+                kind: names.kind.clone(),
+                list_kind: names.list_kind.clone(),
+                namespaced: crd.namespaced(),
+                verbs: Verb::ALL.to_vec(),
+                subresources: subresources(v),
+                short_names: names.short_names.clone(),
+                categories: names.categories.clone(),
+                strategy: Arc::new(strategy),
+                key_prefix: format!("{CUSTOM_PREFIX}{group}/{}", crd.spec.names.plural),
+                conversion: conversion.clone(),
+            };
+            Served { def, schema }
+        })
+        .collect()
+}
+
+/// Upstream's default: `<group>/<version> <Kind> is deprecated`.
+fn warning(group: &str, kind: &str, v: &Version) -> Option<String> {
+    if !v.deprecated {
+        return None;
+    }
+    Some(
+        v.deprecation_warning
+            .clone()
+            .unwrap_or_else(|| format!("{group}/{} {kind} is deprecated", v.name)),
+    )
+}
+
+fn subresources(v: &Version) -> Vec<Subresource> {
+    let Some(subs) = &v.subresources else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    if subs.status.is_some() {
+        out.push(Subresource::Status);
+    }
+    if let Some(scale) = &subs.scale {
+        let pointer = |p: &str| {
+            JsonPath::parse(p)
+                .ok()
+                .and_then(|j| j.pointer())
+                .unwrap_or_default()
+        };
+        out.push(Subresource::Scale {
+            spec_replicas: pointer(&scale.spec_replicas_path).into(),
+            status_replicas: pointer(&scale.status_replicas_path).into(),
+            label_selector: scale
+                .label_selector_path
+                .as_deref()
+                .map(pointer)
+                .unwrap_or_default()
+                .into(),
+        });
+    }
+    out
+}
