@@ -136,6 +136,33 @@ impl Etcd {
     }
 }
 
+impl Etcd {
+    /// Whether this member is the raft leader (`None` when it does not answer),
+    /// from etcd's JSON gateway `POST /v3/maintenance/status`.
+    pub fn is_leader(&self) -> Option<bool> {
+        use std::io::{Read, Write};
+        let addr = self.client_url.trim_start_matches("http://");
+        let mut s = std::net::TcpStream::connect(addr).ok()?;
+        let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+        s.write_all(
+            b"POST /v3/maintenance/status HTTP/1.0\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}",
+        )
+        .ok()?;
+        let mut body = String::new();
+        let _ = s.read_to_string(&mut body);
+        let field = |name: &str| {
+            let at = body.find(&format!("\"{name}\":\""))? + name.len() + 4;
+            body[at..].split('"').next().map(str::to_owned)
+        };
+        Some(field("member_id")? == field("leader")?)
+    }
+
+    /// Whether the member's process is running.
+    pub fn running(&self) -> bool {
+        self.child.is_some()
+    }
+}
+
 /// GET /health over plain HTTP/1.0 without a client library.
 fn health_ok(addr: &str) -> bool {
     use std::io::{Read, Write};

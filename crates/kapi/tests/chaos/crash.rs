@@ -20,7 +20,9 @@ use std::time::Duration;
 
 use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, DeleteParams, ListParams, PostParams, Preconditions, WatchEvent, WatchParams};
+use kube::api::{
+    Api, DeleteParams, ListParams, PostParams, Preconditions, WatchEvent, WatchParams,
+};
 use serde_json::json;
 
 use crate::proc::Kapi;
@@ -115,7 +117,8 @@ async fn client_loop(api: Api<ConfigMap>, id: usize, seed: u64, t: Arc<Mutex<Tra
                 assert_eq!(v, value, "{name}: the answer carries the written value");
                 t.max_rv = t.max_rv.max(rv);
                 t.acked.push((name.clone(), rv));
-                t.known.insert(name.clone(), Known::Present { value: v, rv });
+                t.known
+                    .insert(name.clone(), Known::Present { value: v, rv });
             }
             Ok(None) => {
                 t.deletes += 1;
@@ -155,7 +158,11 @@ impl WatchLog {
             WatchEvent::Deleted(o) => (o, true),
             WatchEvent::Bookmark(b) => {
                 let rv: u64 = b.metadata.resource_version.parse().unwrap_or(0);
-                assert!(rv >= self.last_rv, "bookmark went back: {rv} < {}", self.last_rv);
+                assert!(
+                    rv >= self.last_rv,
+                    "bookmark went back: {rv} < {}",
+                    self.last_rv
+                );
                 self.last_rv = rv;
                 return Ok(());
             }
@@ -292,7 +299,10 @@ async fn sigkill_under_load_loses_no_acknowledged_write() {
 /// Every key holds its acknowledged state, or the intended outcome of the one
 /// write whose answer was lost; the revision did not go back.
 async fn check_state(api: &Api<ConfigMap>, tracker: &Arc<Mutex<Tracker>>, round: u64) {
-    let list = api.list(&ListParams::default()).await.expect("list after restart");
+    let list = api
+        .list(&ListParams::default())
+        .await
+        .expect("list after restart");
     let list_rv: u64 = list.metadata.resource_version.unwrap().parse().unwrap();
     let actual: HashMap<String, (String, u64)> = list
         .items
@@ -310,13 +320,14 @@ async fn check_state(api: &Api<ConfigMap>, tracker: &Arc<Mutex<Tracker>>, round:
     for name in names {
         let known = t.known.get(&name).cloned().unwrap_or(Known::Absent);
         let now = match actual.get(&name) {
-            Some((v, rv)) => Known::Present { value: v.clone(), rv: *rv },
+            Some((v, rv)) => Known::Present {
+                value: v.clone(),
+                rv: *rv,
+            },
             None => Known::Absent,
         };
         let matches_intent = match (pending.get(&name), &now) {
-            (Some(Some(v)), Known::Present { value, rv }) => {
-                value == v && *rv > known_rv(&known)
-            }
+            (Some(Some(v)), Known::Present { value, rv }) => value == v && *rv > known_rv(&known),
             (Some(None), Known::Absent) => true,
             _ => false,
         };
@@ -345,7 +356,11 @@ fn known_rv(k: &Known) -> u64 {
 
 /// The watch saw every acknowledged write after its last relist, and replays
 /// to the listed state.
-async fn check_watch(api: &Api<ConfigMap>, tracker: &Arc<Mutex<Tracker>>, wlog: &Arc<Mutex<WatchLog>>) {
+async fn check_watch(
+    api: &Api<ConfigMap>,
+    tracker: &Arc<Mutex<Tracker>>,
+    wlog: &Arc<Mutex<WatchLog>>,
+) {
     let list = api.list(&ListParams::default()).await.expect("list");
     let w = wlog.lock().unwrap();
     let listed: BTreeMap<String, (String, u64)> = list
@@ -357,6 +372,9 @@ async fn check_watch(api: &Api<ConfigMap>, tracker: &Arc<Mutex<Tracker>>, wlog: 
     let seen: std::collections::HashSet<&(String, u64)> = w.seen.iter().collect();
     let t = tracker.lock().unwrap();
     for a in t.acked.iter().filter(|a| a.1 > w.floor) {
-        assert!(seen.contains(a), "acknowledged write {a:?} missing from the watch");
+        assert!(
+            seen.contains(a),
+            "acknowledged write {a:?} missing from the watch"
+        );
     }
 }

@@ -82,7 +82,10 @@ async fn full_disk_fails_writes_cleanly_and_recovers() {
     let mut first = String::new();
     for i in 0..20 {
         let name = format!("full-{i}");
-        match api.create(&PostParams::default(), &cm(&name, 100_000)).await {
+        match api
+            .create(&PostParams::default(), &cm(&name, 100_000))
+            .await
+        {
             Ok(c) => {
                 acked.insert(name, c.metadata.resource_version.unwrap());
             }
@@ -99,8 +102,15 @@ async fn full_disk_fails_writes_cleanly_and_recovers() {
     }
     assert!(failed > 0, "no write failed on a full disk");
     // Reads are served from memory all along.
-    let list = api.list(&ListParams::default()).await.expect("list on a full disk");
-    assert_eq!(list.items.len(), acked.len(), "only acknowledged writes are listed");
+    let list = api
+        .list(&ListParams::default())
+        .await
+        .expect("list on a full disk");
+    assert_eq!(
+        list.items.len(),
+        acked.len(),
+        "only acknowledged writes are listed"
+    );
     api.get("before-0").await.expect("get on a full disk");
 
     std::fs::remove_file(fs.0.join("filler")).unwrap();
@@ -118,13 +128,24 @@ async fn full_disk_fails_writes_cleanly_and_recovers() {
     kapi.kill();
     let kapi = Kapi::start(&data, &[]).await;
     let api: Api<ConfigMap> = Api::namespaced(kapi.client.clone(), &ns);
-    let list = api.list(&ListParams::default()).await.expect("list after restart");
+    let list = api
+        .list(&ListParams::default())
+        .await
+        .expect("list after restart");
     let got: BTreeMap<String, String> = list
         .items
         .into_iter()
-        .map(|c| (c.metadata.name.unwrap(), c.metadata.resource_version.unwrap()))
+        .map(|c| {
+            (
+                c.metadata.name.unwrap(),
+                c.metadata.resource_version.unwrap(),
+            )
+        })
         .collect();
-    assert_eq!(got, acked, "after a restart exactly the acknowledged writes are there");
+    assert_eq!(
+        got, acked,
+        "after a restart exactly the acknowledged writes are there"
+    );
     eprintln!(
         "diskfull: {failed} writes refused on a full disk (first: {first}), {after} accepted after freeing space, {} objects intact after restart",
         acked.len()

@@ -20,7 +20,15 @@ struct Case {
     reason: Option<&'static str>,
 }
 
-fn case(what: &'static str, method: &'static str, path: &str, ct: &'static str, body: &[u8], code: u16, reason: &'static str) -> Case {
+fn case(
+    what: &'static str,
+    method: &'static str,
+    path: &str,
+    ct: &'static str,
+    body: &[u8],
+    code: u16,
+    reason: &'static str,
+) -> Case {
     Case {
         what,
         method,
@@ -57,7 +65,9 @@ fn cases(ns: &str) -> Vec<Case> {
     let coll = format!("/api/v1/namespaces/{ns}/configmaps");
     let one = format!("{coll}/victim");
     let deep = format!("{}1{}", "[".repeat(10_000), "]".repeat(10_000));
-    let deep_obj = format!(r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"deep"}},"data":{{"k":{deep}}}}}"#);
+    let deep_obj = format!(
+        r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"deep"}},"data":{{"k":{deep}}}}}"#
+    );
     let long_name = "a".repeat(254);
     let mut v = vec![
         case("malformed JSON", "POST", &coll, JSON, b"{\"apiVersion\":\"v1\",,}", 400, "BadRequest"),
@@ -157,7 +167,12 @@ async fn snapshot(tls: &Tls, ns: &str) -> Vec<String> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|i| format!("{} {} {}", i["metadata"]["name"], i["metadata"]["resourceVersion"], i["data"]))
+        .map(|i| {
+            format!(
+                "{} {} {}",
+                i["metadata"]["name"], i["metadata"]["resourceVersion"], i["data"]
+            )
+        })
         .collect();
     out.sort();
     out
@@ -184,7 +199,9 @@ async fn hostile_requests_get_exact_errors_and_change_nothing() {
         let reason = serde_json::from_str::<serde_json::Value>(&body)
             .ok()
             .and_then(|v| v["reason"].as_str().map(String::from));
-        if std::env::var("HOSTILE_DEBUG").is_ok() && code == 200 { eprintln!("{}: {body}", c.what); }
+        if std::env::var("HOSTILE_DEBUG").is_ok() && code == 200 {
+            eprintln!("{}: {body}", c.what);
+        }
         let ok = code == c.code && (c.reason.is_none() || reason.as_deref() == c.reason);
         if !ok {
             let short: String = body.chars().take(300).collect();
@@ -195,6 +212,13 @@ async fn hostile_requests_get_exact_errors_and_change_nothing() {
         }
     }
     assert!(wrong.is_empty(), "wrong answers:\n{}", wrong.join("\n"));
-    assert_eq!(snapshot(&tls, &ns).await, before, "hostile input changed the store");
-    eprintln!("hostile: {} inputs, each answered as upstream, store unchanged", cases.len());
+    assert_eq!(
+        snapshot(&tls, &ns).await,
+        before,
+        "hostile input changed the store"
+    );
+    eprintln!(
+        "hostile: {} inputs, each answered as upstream, store unchanged",
+        cases.len()
+    );
 }

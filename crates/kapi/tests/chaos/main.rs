@@ -10,5 +10,8 @@
 
 mod crash;
 mod diskfull;
+mod ha;
+mod hostile;
+mod linear;
 mod proc;
 mod util;

@@ -71,7 +71,10 @@ impl Kapi {
         let mut child = Command::new("sh")
             .arg("-c")
             .arg(script)
-            .env("RUST_LOG", std::env::var("KAPI_TEST_LOG").unwrap_or("info".into()))
+            .env(
+                "RUST_LOG",
+                std::env::var("KAPI_TEST_LOG").unwrap_or("info".into()),
+            )
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -199,7 +202,9 @@ impl Tls {
             let key = rustls_pemfile::private_key(&mut read("admin.key").as_slice())
                 .expect("key pem")
                 .expect("a key");
-            builder.with_client_auth_cert(certs, key).expect("client auth")
+            builder
+                .with_client_auth_cert(certs, key)
+                .expect("client auth")
         } else {
             builder.with_no_client_auth()
         };
@@ -246,7 +251,10 @@ pub fn parse_response(raw: &[u8]) -> (u16, String) {
     let Some((head, body)) = text.split_once("\r\n\r\n") else {
         return (code, String::new());
     };
-    if !head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
+    if !head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
         return (code, body.to_string());
     }
     let mut out = String::new();
