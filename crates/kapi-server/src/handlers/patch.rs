@@ -66,6 +66,14 @@ pub async fn patch(ctx: &Ctx, body: Body, status: bool) -> Result<Response, ApiE
                 let current = current.expect("patch never creates");
                 let mut patched = apply(kind, current, &patch, &srv, &def)?;
                 srv.prune_unknown(&def, &mut patched);
+                // As upstream: a patched object that does not decode is invalid.
+                if let Some(e) = crate::fieldcheck::bad_bytes(&def, &patched) {
+                    return Err(ApiError::new(
+                        422,
+                        Reason::Invalid,
+                        format!("patch: Invalid value: {e}"),
+                    ));
+                }
                 check_unchanged_identity(current, &patched)?;
                 Ok(patched)
             },

@@ -223,7 +223,10 @@ async fn two_instances_on_a_three_member_etcd_cluster() {
     }
     // A request already on the dead member's connection may be lost with it;
     // new ones go to the live members (before the fix, half of them failed).
-    assert!(follower_failures <= 1, "{follower_failures} failed attempts with one follower down");
+    assert!(
+        follower_failures <= 1,
+        "{follower_failures} failed attempts with one follower down"
+    );
     etcd[follower].restart(true);
 
     // 4. The leader down: a short unavailability, no kapi restart.

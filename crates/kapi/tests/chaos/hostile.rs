@@ -131,6 +131,9 @@ fn cases(ns: &str) -> Vec<Case> {
         // Go decodes a lone surrogate to U+FFFD (then 422 for the name); serde_json
         // refuses the document: 400.
         case("lone surrogate in a name", "POST", &coll, JSON, &cm_json("\\ud800", ""), 400, "BadRequest"),
+        case("Secret data not base64", "POST", &format!("/api/v1/namespaces/{ns}/secrets"), JSON, br#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s"},"data":{"k":"not base64!"}}"#, 400, "BadRequest"),
+        case("binaryData not base64", "POST", &coll, JSON, br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"bd"},"binaryData":{"k":"%%%"}}"#, 400, "BadRequest"),
+        case("patch to binaryData not base64", "PATCH", &one, MERGE, br#"{"binaryData":{"k":"%%%"}}"#, 422, "Invalid"),
         case("100 MB body", "POST", &coll, JSON, &vec![b' '; 100 * 1024 * 1024], 413, "RequestEntityTooLarge"),
     ];
     // 2 MiB of headers (upstream's Go server stops at 1 MiB).

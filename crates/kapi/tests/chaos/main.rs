@@ -13,5 +13,7 @@ mod diskfull;
 mod ha;
 mod hostile;
 mod linear;
+mod loris;
 mod proc;
+mod security;
 mod util;

@@ -47,8 +47,20 @@ impl Kapi {
             .unwrap_or_else(|log| panic!("kapi did not start:\n{log}"))
     }
 
+    /// As [`Kapi::start`], logging at `level` (a `RUST_LOG` filter).
+    pub async fn start_logging(data_dir: &Path, extra: &[&str], level: &str) -> Kapi {
+        Self::spawn(data_dir, extra, level)
+            .await
+            .unwrap_or_else(|log| panic!("kapi did not start:\n{log}"))
+    }
+
     /// As [`Kapi::start`], returning the log on failure.
     pub async fn try_start(data_dir: &Path, extra: &[&str]) -> Result<Kapi, String> {
+        let level = std::env::var("KAPI_TEST_LOG").unwrap_or("info".into());
+        Self::spawn(data_dir, extra, &level).await
+    }
+
+    async fn spawn(data_dir: &Path, extra: &[&str], level: &str) -> Result<Kapi, String> {
         install_crypto_provider();
         let mut args = vec![
             "serve".to_string(),
@@ -71,10 +83,7 @@ impl Kapi {
         let mut child = Command::new("sh")
             .arg("-c")
             .arg(script)
-            .env(
-                "RUST_LOG",
-                std::env::var("KAPI_TEST_LOG").unwrap_or("info".into()),
-            )
+            .env("RUST_LOG", level)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()

@@ -43,3 +43,12 @@ pub async fn namespace(client: &kube::Client, name: &str) -> String {
         .expect("create namespace");
     name.to_string()
 }
+
+/// A ConfigMap named `name` with `data: {k: v}`.
+pub fn configmap(name: &str) -> k8s_openapi::api::core::v1::ConfigMap {
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name}, "data": {"k": "v"}
+    }))
+    .unwrap()
+}
