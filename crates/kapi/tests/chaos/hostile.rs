@@ -99,6 +99,7 @@ fn cases(ns: &str) -> Vec<Case> {
         case("data key with a slash", "POST", &coll, JSON, br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"dk"},"data":{"a/b":"c"}}"#, 422, "Invalid"),
         case("invalid label selector", "GET", &format!("{coll}?labelSelector=a%20in%20(b"), JSON, b"", 400, "BadRequest"),
         case("invalid label selector value", "GET", &format!("{coll}?labelSelector=a%3D%3D%3Db"), JSON, b"", 400, "BadRequest"),
+        case("non-ASCII after an operator in a label selector", "GET", &format!("{coll}?labelSelector=%21%C3%A9"), JSON, b"", 400, "BadRequest"),
         case("unknown field selector", "GET", &format!("{coll}?fieldSelector=spec.x%3Dy"), JSON, b"", 400, "BadRequest"),
         case("field selector without operator", "GET", &format!("{coll}?fieldSelector=metadata.name"), JSON, b"", 400, "BadRequest"),
         case("JSON patch not a list", "PATCH", &one, JSONPATCH, br#"{"op":"add"}"#, 400, "BadRequest"),

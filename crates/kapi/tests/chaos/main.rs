@@ -15,5 +15,6 @@ mod hostile;
 mod linear;
 mod loris;
 mod proc;
+mod props;
 mod security;
 mod util;
