@@ -1,4 +1,5 @@
-//! Fixtures for tests: real etcd servers started on free loopback ports.
+//! Fixtures for tests: real etcd servers started on free loopback ports, and
+//! which member of a cluster leads ([`Etcd::is_leader`]).
 //!
 //! Each [`Etcd`] is a Debian `etcd` process in its own temporary data directory,
 //! killed when the value is dropped. A watchdog shell kills it too if the test
@@ -155,11 +156,6 @@ impl Etcd {
             body[at..].split('"').next().map(str::to_owned)
         };
         Some(field("member_id")? == field("leader")?)
-    }
-
-    /// Whether the member's process is running.
-    pub fn running(&self) -> bool {
-        self.child.is_some()
     }
 }
 

@@ -248,10 +248,11 @@ async fn sigkill_under_load_loses_no_acknowledged_write() {
     let ns = namespace(&kapi.client, "crash").await;
     let tracker = Arc::new(Mutex::new(Tracker::default()));
     let wlog = Arc::new(Mutex::new(WatchLog::default()));
-    wlog.lock()
-        .unwrap()
+    let mut first = WatchLog::default();
+    first
         .relist(&Api::namespaced(kapi.client.clone(), &ns))
         .await;
+    *wlog.lock().unwrap() = first;
     let mut rng = Rng::new(0x6b617069);
     for round in 0..rounds {
         let api: Api<ConfigMap> = Api::namespaced(kapi.client.clone(), &ns);

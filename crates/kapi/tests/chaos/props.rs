@@ -312,7 +312,9 @@ fn fuzz_regressions() {
     }
 }
 
-const REGRESSIONS: &[(fn(&[u8]), &[u8])] = &[
+type Target = fn(&[u8]);
+
+const REGRESSIONS: &[(Target, &[u8])] = &[
     // The label selector lexer sliced inside a multi-byte character after `!`.
     (entry::label_selector, "!\u{e9}".as_bytes()),
     (entry::label_selector, "a=\u{20ac}".as_bytes()),
