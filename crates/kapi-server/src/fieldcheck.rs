@@ -66,3 +66,42 @@ pub fn add_warnings(resp: &mut Response, warnings: &[String]) {
         }
     }
 }
+
+/// Maps whose values are `[]byte` upstream, so base64 in JSON: decoding a
+/// value that is not base64 fails there before anything else runs.
+const BYTE_MAPS: &[(&str, &str, &str)] = &[("", "Secret", "data"), ("", "ConfigMap", "binaryData")];
+
+/// The decode error upstream reports for a `[]byte` map value that is not
+/// base64 (`illegal base64 data at input byte N`), if `obj` has one.
+pub fn bad_bytes(def: &kapi_registry::ResourceDef, obj: &Value) -> Option<String> {
+    use base64::Engine as _;
+    let (_, _, field) = BYTE_MAPS
+        .iter()
+        .find(|(g, k, _)| *g == def.group && *k == def.kind)?;
+    let map = obj.get(*field)?.as_object()?;
+    map.values().find_map(|v| {
+        let text = v.as_str()?;
+        let err = base64::engine::general_purpose::STANDARD
+            .decode(text)
+            .err()?;
+        let at = match err {
+            base64::DecodeError::InvalidByte(at, _) => at,
+            base64::DecodeError::InvalidLastSymbol(at, _) => at,
+            _ => text.len(),
+        };
+        Some(format!("illegal base64 data at input byte {at}"))
+    })
+}
+
+/// [`bad_bytes`] as upstream answers it for a request body: 400, the object
+/// cannot be decoded.
+pub fn check_bytes(def: &kapi_registry::ResourceDef, obj: &Value) -> Result<(), ApiError> {
+    match bad_bytes(def, obj) {
+        None => Ok(()),
+        Some(e) => Err(ApiError::bad_request(format!(
+            "{kind} in version \"{v}\" cannot be handled as a {kind}: {e}",
+            kind = def.kind,
+            v = def.version,
+        ))),
+    }
+}

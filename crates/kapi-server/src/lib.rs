@@ -116,6 +116,15 @@ impl Server {
         out
     }
 
+    /// Drop the fields of `obj` its schema does not know, as upstream's decoding
+    /// into typed objects does (under `fieldValidation` Warn and Ignore).
+    pub fn prune_unknown(&self, def: &ResourceDef, obj: &mut Value) {
+        let root = self.schema_root(def);
+        if !root.is_unknown() {
+            prune_unknown(self.schema.as_ref(), &root, obj);
+        }
+    }
+
     /// Bootstrap objects and the in-process controllers `controllers` selects;
     /// call once storage is ready.
     pub async fn start(
@@ -156,6 +165,33 @@ impl Server {
 }
 
 /// Walk `obj` along its schema, noting fields the schema does not have.
+fn prune_unknown(schema: &dyn SchemaNav, ty: &TypeRef, obj: &mut Value) {
+    let Some(map) = obj.as_object_mut() else {
+        return;
+    };
+    if !schema.is_struct(ty) {
+        return;
+    }
+    map.retain(|k, _| schema.field(ty, k).is_some());
+    for (k, v) in map.iter_mut() {
+        let Some(info) = schema.field(ty, k) else {
+            continue;
+        };
+        if info.elem.is_unknown() {
+            continue;
+        }
+        match v {
+            Value::Array(items) => {
+                for item in items {
+                    prune_unknown(schema, &info.elem, item);
+                }
+            }
+            Value::Object(_) => prune_unknown(schema, &info.elem, v),
+            _ => {}
+        }
+    }
+}
+
 fn collect_unknown(
     schema: &dyn SchemaNav,
     ty: &TypeRef,

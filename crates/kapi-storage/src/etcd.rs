@@ -57,6 +57,19 @@ pub struct EtcdBackend {
     progress_interval: Duration,
 }
 
+/// How often a request is sent when the connection to the member the balanced
+/// channel picked cannot even be opened (a member is down). The channel picks a
+/// member at random per request and keeps picking the dead one, so without this
+/// every third request fails while the cluster itself is healthy.
+const SEND_ATTEMPTS: usize = 8;
+
+/// The connection could not be opened, so the request never reached etcd and
+/// sending it again cannot apply it twice (writes included).
+fn never_sent(e: &etcd_client::Error) -> bool {
+    let text = e.to_string();
+    text.contains("tcp connect error") || text.contains("error trying to connect")
+}
+
 fn map_err(e: etcd_client::Error) -> StorageError {
     let text = e.to_string();
     if text.contains("required revision has been compacted") {
@@ -136,7 +149,24 @@ impl EtcdBackend {
     }
 
     async fn txn(&self, txn: Txn) -> Result<TxnResponse> {
-        self.kv().txn(txn).await.map_err(map_err)
+        let mut attempt = 0;
+        loop {
+            match self.kv().txn(txn.clone()).await {
+                Err(e) if never_sent(&e) && attempt + 1 < SEND_ATTEMPTS => attempt += 1,
+                r => return r.map_err(map_err),
+            }
+        }
+    }
+
+    /// A range read, sent again like [`Self::txn`] when it never left.
+    async fn range(&self, key: String, opts: GetOptions) -> Result<etcd_client::GetResponse> {
+        let mut attempt = 0;
+        loop {
+            match self.kv().get(key.clone(), Some(opts.clone())).await {
+                Err(e) if never_sent(&e) && attempt + 1 < SEND_ATTEMPTS => attempt += 1,
+                r => return r.map_err(map_err),
+            }
+        }
     }
 
     /// The value the else-branch `get` of a failed transaction read.
@@ -182,11 +212,7 @@ impl Backend for EtcdBackend {
         if let Some(rev) = revision.filter(|r| *r > 0) {
             opts = opts.with_revision(rev);
         }
-        let resp = self
-            .kv()
-            .get(self.full(key), Some(opts))
-            .await
-            .map_err(map_err)?;
+        let resp = self.range(self.full(key), opts).await?;
         Ok(resp.kvs().first().map(|kv| self.convert(kv)))
     }
 
@@ -203,7 +229,7 @@ impl Backend for EtcdBackend {
         if let Some(rev) = opts.revision.filter(|r| *r > 0) {
             get = get.with_revision(rev);
         }
-        let resp = self.kv().get(start, Some(get)).await.map_err(map_err)?;
+        let resp = self.range(start, get).await?;
         let kvs: Vec<KeyValue> = resp.kvs().iter().map(|kv| self.convert(kv)).collect();
         let revision = opts
             .revision
@@ -223,7 +249,7 @@ impl Backend for EtcdBackend {
         let opts = GetOptions::new()
             .with_range(prefix_end(&full))
             .with_count_only();
-        let resp = self.kv().get(full, Some(opts)).await.map_err(map_err)?;
+        let resp = self.range(full, opts).await?;
         Ok(resp.count())
     }
 
@@ -330,10 +356,8 @@ impl Backend for EtcdBackend {
 
     async fn current_revision(&self) -> Result<Revision> {
         let resp = self
-            .kv()
-            .get(self.full("/"), Some(GetOptions::new().with_count_only()))
-            .await
-            .map_err(map_err)?;
+            .range(self.full("/"), GetOptions::new().with_count_only())
+            .await?;
         Ok(resp.header().map_or(0, |h| h.revision()))
     }
 

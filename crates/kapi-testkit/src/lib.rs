@@ -1,4 +1,5 @@
-//! Fixtures for tests: real etcd servers started on free loopback ports.
+//! Fixtures for tests: real etcd servers started on free loopback ports, and
+//! which member of a cluster leads ([`Etcd::is_leader`]).
 //!
 //! Each [`Etcd`] is a Debian `etcd` process in its own temporary data directory,
 //! killed when the value is dropped. A watchdog shell kills it too if the test
@@ -133,6 +134,28 @@ impl Etcd {
         if wait {
             self.wait_ready(Duration::from_secs(30));
         }
+    }
+}
+
+impl Etcd {
+    /// Whether this member is the raft leader (`None` when it does not answer),
+    /// from etcd's JSON gateway `POST /v3/maintenance/status`.
+    pub fn is_leader(&self) -> Option<bool> {
+        use std::io::{Read, Write};
+        let addr = self.client_url.trim_start_matches("http://");
+        let mut s = std::net::TcpStream::connect(addr).ok()?;
+        let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+        s.write_all(
+            b"POST /v3/maintenance/status HTTP/1.0\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}",
+        )
+        .ok()?;
+        let mut body = String::new();
+        let _ = s.read_to_string(&mut body);
+        let field = |name: &str| {
+            let at = body.find(&format!("\"{name}\":\""))? + name.len() + 4;
+            body[at..].split('"').next().map(str::to_owned)
+        };
+        Some(field("member_id")? == field("leader")?)
     }
 }
 

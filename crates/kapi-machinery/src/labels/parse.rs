@@ -46,7 +46,11 @@ pub(super) fn lex(s: &str) -> Vec<Item> {
         let start = pos;
         if is_special(bytes[pos]) {
             pos += 1;
-            let two = pos < bytes.len() && symbol_token(&s[start..pos + 1]).is_some();
+            // Two-byte symbols are ASCII; a multi-byte character after a symbol
+            // is not one (and slicing into it would panic).
+            let two = pos < bytes.len()
+                && bytes[pos].is_ascii()
+                && symbol_token(&s[start..pos + 1]).is_some();
             if two {
                 pos += 1;
             }

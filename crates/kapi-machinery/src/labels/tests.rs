@@ -720,3 +720,24 @@ fn errors_display_their_message() {
     assert_eq!(Operator::NotIn.to_string(), "notin");
     assert_eq!(Operator::GreaterThan.as_str(), "gt");
 }
+
+/// Found by the fuzz entry point: a multi-byte character right after a
+/// one-byte symbol made the lexer slice inside the character and panic.
+#[test]
+fn multibyte_character_after_a_symbol_is_an_error_not_a_panic() {
+    for s in [
+        "!é",
+        "a=é",
+        "a!é",
+        "a>€",
+        "(é",
+        "a in (é",
+        "ty\u{11}.\u{fffd}yr\u{fffd},!\u{fffd}",
+    ] {
+        assert!(parse(s).is_err(), "{s:?}");
+    }
+    assert_eq!(
+        tokens("!é"),
+        vec![Token::DoesNotExist, Token::Identifier, Token::EndOfString]
+    );
+}

@@ -5,9 +5,14 @@
 //! current even when only other resources change, and a consistent read never
 //! waits for a progress notification.
 //!
-//! On any failure (the watch ends, the backend is unreachable, the start revision
-//! was compacted) every cache stops serving and closes its watchers, and the
-//! reflector lists again after a second.
+//! When the backend watch breaks (an etcd member or the whole cluster gone) the
+//! reflector resumes it from the last revision it applied, once a second, while
+//! the caches keep serving what they hold and their watchers stay open — as
+//! upstream's cacher, whose etcd watch retries underneath it: a storage outage
+//! leaves `resourceVersion=0` reads and open watches working, and no event is
+//! lost or repeated when the watch resumes. Only when that fails for good (the
+//! revision was compacted meanwhile) or the list fails does every cache stop
+//! serving and close its watchers, and the reflector lists again after a second.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -89,15 +94,22 @@ async fn follow(inner: &Inner) -> Result<()> {
     }
     inner.publish(revision);
     tracing::debug!(revision, "watch cache filled");
+    let mut at = revision;
     loop {
         let msg = tokio::select! {
             m = stream.next() => m,
             _ = inner.cancelled() => return Ok(()),
         };
         match msg {
-            None => return Err(StorageError::Unavailable("backend watch ended".into())),
+            None | Some(Err(StorageError::Unavailable(_))) => {
+                let Some(resumed) = resume(inner, at).await? else {
+                    return Ok(());
+                };
+                stream = resumed;
+            }
             Some(Err(e)) => return Err(e),
             Some(Ok(WatchMessage::Progress(rev))) => {
+                at = rev;
                 for c in &inner.caches {
                     c.progress(rev, true);
                 }
@@ -107,6 +119,7 @@ async fn follow(inner: &Inner) -> Result<()> {
                 let Some(rev) = events.last().map(Event::revision) else {
                     continue;
                 };
+                at = rev;
                 let mut routed: Vec<Vec<Event>> = vec![Vec::new(); inner.caches.len()];
                 for e in events {
                     if let Some(i) = inner.route(&e.kv.key) {
@@ -122,6 +135,34 @@ async fn follow(inner: &Inner) -> Result<()> {
                 }
                 inner.publish(rev);
             }
+        }
+    }
+}
+
+/// Open the backend watch again after `at`, retrying once a second while the
+/// backend is unavailable; `None` when the reflector is stopped meanwhile.
+async fn resume(
+    inner: &Inner,
+    at: kapi_storage::Revision,
+) -> Result<Option<kapi_storage::WatchStream>> {
+    tracing::warn!(
+        revision = at,
+        "watch cache: backend watch broke; resuming it"
+    );
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+            _ = inner.cancelled() => return Ok(None),
+        }
+        match inner.backend.watch(&inner.root, at).await {
+            Ok(stream) => {
+                tracing::info!(revision = at, "watch cache: backend watch resumed");
+                return Ok(Some(stream));
+            }
+            Err(StorageError::Unavailable(e)) => {
+                tracing::debug!(error = %e, "watch cache: backend still unavailable")
+            }
+            Err(e) => return Err(e),
         }
     }
 }

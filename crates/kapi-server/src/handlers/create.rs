@@ -25,6 +25,8 @@ pub async fn create(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {
     }
     let opts = ctx.write_options()?;
     let warnings = ctx.srv.check_fields(ctx, &obj)?;
+    ctx.srv.prune_unknown(&ctx.entry.def, &mut obj);
+    crate::fieldcheck::check_bytes(&ctx.entry.def, &obj)?;
     ctx.srv.admit_create(ctx, &mut obj, &opts).await?;
     let created = ctx.entry.store.create(obj, &opts).await?;
     let mut resp = super::get::respond_object(ctx, StatusCode::CREATED, &created)?;

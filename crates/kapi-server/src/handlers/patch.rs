@@ -80,7 +80,16 @@ pub async fn patch(ctx: &Ctx, body: Body, status: bool) -> Result<Response, ApiE
             false,
             |current| {
                 let current = current.expect("patch never creates");
-                let patched = apply(kind, current, &patch, &srv, &def)?;
+                let mut patched = apply(kind, current, &patch, &srv, &def)?;
+                srv.prune_unknown(&def, &mut patched);
+                // As upstream: a patched object that does not decode is invalid.
+                if let Some(e) = crate::fieldcheck::bad_bytes(&def, &patched) {
+                    return Err(ApiError::new(
+                        422,
+                        Reason::Invalid,
+                        format!("patch: Invalid value: {e}"),
+                    ));
+                }
                 check_unchanged_identity(current, &patched)?;
                 Ok(patched)
             },
@@ -98,19 +107,39 @@ fn apply(
 ) -> Result<Value, ApiError> {
     match kind {
         PatchType::Json => {
-            let ops: json_patch::Patch = serde_json::from_value(patch.clone())
-                .map_err(|e| ApiError::bad_request(format!("invalid JSON patch: {e}")))?;
-            let mut doc = current.clone();
-            json_patch::patch(&mut doc, &ops).map_err(|e| {
+            // As upstream: only a body that is not a list of objects is a bad
+            // request; an unknown op or a malformed path fails when applied (422).
+            let well_formed = patch
+                .as_array()
+                .is_some_and(|ops| ops.iter().all(Value::is_object));
+            if !well_formed {
+                return Err(ApiError::bad_request(
+                    "invalid JSON patch: expected a list of operations",
+                ));
+            }
+            let rejected = |e: &dyn std::fmt::Display| {
                 ApiError::new(
                     422,
                     Reason::Invalid,
                     format!("the server rejected our request due to an error in our request: {e}"),
                 )
-            })?;
+            };
+            let ops: json_patch::Patch =
+                serde_json::from_value(patch.clone()).map_err(|e| rejected(&e))?;
+            let mut doc = current.clone();
+            json_patch::patch(&mut doc, &ops).map_err(|e| rejected(&e))?;
             Ok(doc)
         }
         PatchType::Merge => {
+            // As upstream: a list replaces the whole document, which then does
+            // not decode as an object (422); any other non-object is a bad patch.
+            if patch.is_array() {
+                return Err(ApiError::new(
+                    422,
+                    Reason::Invalid,
+                    "patch: Invalid value: a merge patch that is a list replaces the object with a list",
+                ));
+            }
             if !patch.is_object() {
                 return Err(ApiError::bad_request("merge patch must be a JSON object"));
             }

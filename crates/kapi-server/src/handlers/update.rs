@@ -31,6 +31,8 @@ pub async fn update_target(
     check_identity(ctx, &mut obj, true)?;
     let opts = ctx.write_options()?;
     let warnings = ctx.srv.check_fields(ctx, &obj)?;
+    ctx.srv.prune_unknown(&ctx.entry.def, &mut obj);
+    crate::fieldcheck::check_bytes(&ctx.entry.def, &obj)?;
     let create = target == UpdateTarget::Main && ctx.entry.def.strategy.allow_create_on_update();
     let (out, created) = ctx
         .entry

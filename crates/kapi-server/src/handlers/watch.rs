@@ -37,11 +37,18 @@ pub async fn watch(ctx: Ctx) -> Result<Response, ApiError> {
         send_initial_events,
         encoded_json: ctx.accept.view == View::Object && ctx.accept.format == Format::Json,
     };
-    let timeout = ctx
-        .query
-        .non_empty("timeoutSeconds")
-        .and_then(|t| t.parse::<u64>().ok())
-        .map_or(DEFAULT_TIMEOUT, Duration::from_secs);
+    let timeout = match ctx.query.non_empty("timeoutSeconds") {
+        // An int64 in upstream's ListOptions: what does not parse is a bad request.
+        Some(t) => match t.parse::<i64>() {
+            Ok(secs) => Duration::from_secs(secs.max(0) as u64),
+            Err(e) => {
+                return Err(ApiError::bad_request(format!(
+                    "timeoutSeconds: invalid value {t:?}: {e}"
+                )))
+            }
+        },
+        None => DEFAULT_TIMEOUT,
+    };
     let include = IncludeObject::parse(ctx.query.get("includeObject"))?;
     let rx = ctx.entry.store.watch(ctx.namespace(), &opts).await?;
     let def = ctx.entry.def.clone();

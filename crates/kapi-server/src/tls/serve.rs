@@ -2,7 +2,8 @@
 //! TCP ([`serve_plain`]).
 //!
 //! Per connection: (TLS handshake bounded by [`HANDSHAKE_TIMEOUT`]) → hyper-util
-//! auto builder (HTTP/1.1 or HTTP/2, upgrades enabled) → the router, wrapped so
+//! auto builder (HTTP/1.1 or HTTP/2, upgrades enabled; HTTP/1 request heads
+//! bounded by [`HEADER_READ_TIMEOUT`]) → the router, wrapped so
 //! that every request carries two extensions: `Option<PeerIdentity>` (always
 //! present; `Some` only for a verified client certificate) and
 //! `axum::extract::ConnectInfo<SocketAddr>`.
@@ -23,7 +24,7 @@ use axum::extract::ConnectInfo;
 use axum::Router;
 use hyper::body::Incoming;
 use hyper::Request;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -36,6 +37,11 @@ use super::PeerIdentity;
 
 /// Upper bound for a client to complete the TLS handshake.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a client may take to send a request's headers (upstream's
+/// `ReadHeaderTimeout`): a slow-loris client cannot hold a connection longer.
+/// hyper starts the clock when it waits for a request head, so an HTTP/1
+/// keep-alive connection idle that long is closed too (clients reconnect).
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(32);
 /// How long shutdown waits for open connections before aborting them.
 pub const SHUTDOWN_DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -156,7 +162,11 @@ async fn connection<Fut, S>(
         req.extensions_mut().insert(ConnectInfo(remote));
         req
     });
-    let builder = auto::Builder::new(TokioExecutor::new());
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT);
     let conn =
         builder.serve_connection_with_upgrades(TokioIo::new(io), TowerToHyperService::new(svc));
     tokio::pin!(conn);
