@@ -69,6 +69,9 @@ pub enum Subresource {
     /// `eviction` (pods): create a policy/v1 Eviction, which deletes the pod when
     /// its disruption budget allows.
     Eviction,
+    /// `token` (serviceaccounts): create an authentication.k8s.io/v1
+    /// TokenRequest, answered with a signed token for the account.
+    Token,
 }
 
 impl Subresource {
@@ -79,13 +82,14 @@ impl Subresource {
             Subresource::Scale { .. } => "scale",
             Subresource::Finalize => "finalize",
             Subresource::Eviction => "eviction",
+            Subresource::Token => "token",
         }
     }
 
     pub fn verbs(&self) -> &'static [Verb] {
         match self {
             Subresource::Finalize => &[Verb::Update],
-            Subresource::Eviction => &[Verb::Create],
+            Subresource::Eviction | Subresource::Token => &[Verb::Create],
             _ => &[Verb::Get, Verb::Patch, Verb::Update],
         }
     }
@@ -97,6 +101,7 @@ impl Subresource {
             Subresource::Status | Subresource::Finalize | Subresource::Approval => None,
             Subresource::Scale { .. } => Some(("autoscaling", "v1", "Scale")),
             Subresource::Eviction => Some(("policy", "v1", "Eviction")),
+            Subresource::Token => Some(("authentication.k8s.io", "v1", "TokenRequest")),
         }
     }
 }

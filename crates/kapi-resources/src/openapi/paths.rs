@@ -21,6 +21,7 @@ const WATCH_EVENT: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.WatchEvent";
 const PATCH: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Patch";
 const SCALE: &str = "io.k8s.api.autoscaling.v1.Scale";
 const EVICTION: &str = "io.k8s.api.policy.v1.Eviction";
+const TOKEN_REQUEST: &str = "io.k8s.api.authentication.v1.TokenRequest";
 
 const ANY: &[&str] = &["*/*"];
 pub const PATCH_TYPES: &[&str] = &[
@@ -379,6 +380,11 @@ fn sub_ops(gv: &GroupVersion, t: &Target, scope: &str, sub: &Subresource) -> Vec
             gvk(&t.res.group, &t.res.version, kind),
         ),
         Subresource::Eviction => ("Eviction", EVICTION, gvk("policy", "v1", "Eviction")),
+        Subresource::Token => (
+            "Token",
+            TOKEN_REQUEST,
+            gvk("authentication.k8s.io", "v1", "TokenRequest"),
+        ),
     };
     let what = format!("{} of the specified", sub.name());
     let mut ops = Vec::new();

@@ -13,7 +13,7 @@ pub async fn create(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {
     let mut obj = negotiate::decode_body(ctx.content_type(), &bytes)?;
     check_identity(ctx, &mut obj, false)?;
     if crate::reviews::is_review(ctx) {
-        return crate::reviews::create(ctx, obj);
+        return crate::reviews::create(ctx, obj).await;
     }
     let opts = ctx.write_options()?;
     let warnings = ctx.srv.check_fields(ctx, &obj)?;

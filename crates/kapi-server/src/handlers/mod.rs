@@ -12,6 +12,7 @@ mod json_fast;
 mod list;
 mod patch;
 mod scale;
+mod token;
 mod update;
 mod watch;
 
@@ -215,6 +216,7 @@ async fn handle(
             update::update_target(&ctx, body, UpdateTarget::Finalize).await
         }
         (Verb::Create, Some(Subresource::Eviction)) => eviction::evict(&ctx, body).await,
+        (Verb::Create, Some(Subresource::Token)) => token::token(&ctx, body).await,
         _ => Err(ApiError::method_not_supported(
             ctx.entry.def.group_resource(),
             ctx.info.verb,
