@@ -167,7 +167,10 @@ impl SigningKey {
 
     /// The key id: base64url SHA-256 of the public key.
     pub fn kid(&self) -> String {
-        B64.encode(ring::digest::digest(&ring::digest::SHA256, &self.verify_key().public))
+        B64.encode(ring::digest::digest(
+            &ring::digest::SHA256,
+            &self.verify_key().public,
+        ))
     }
 
     /// A compact JWS of `claims`.

@@ -319,13 +319,17 @@ mod tests {
 
     #[tokio::test]
     async fn anonymous_and_group_adder_rules() {
-        let anon = Authenticator::new(None, true).authenticate(None, None).await;
+        let anon = Authenticator::new(None, true)
+            .authenticate(None, None)
+            .await;
         let AuthResult::Anonymous(user) = anon else {
             panic!("{anon:?}")
         };
         assert_eq!(user.name, ANONYMOUS_USER);
         assert_eq!(user.groups, vec![ALL_UNAUTHENTICATED]);
-        let closed = Authenticator::new(None, false).authenticate(None, None).await;
+        let closed = Authenticator::new(None, false)
+            .authenticate(None, None)
+            .await;
         assert!(matches!(closed, AuthResult::Rejected(_)));
 
         let t = TokenFile::parse("a,system:anonymous,1\nb,u,2,system:unauthenticated\n").unwrap();
@@ -334,7 +338,8 @@ mod tests {
             ("Bearer a", vec![]),
             ("Bearer b", vec![ALL_UNAUTHENTICATED]),
         ] {
-            let AuthResult::Authenticated(user) = auth.authenticate(None, Some(header)).await else {
+            let AuthResult::Authenticated(user) = auth.authenticate(None, Some(header)).await
+            else {
                 panic!("{header}")
             };
             assert_eq!(user.groups, groups, "{header}");

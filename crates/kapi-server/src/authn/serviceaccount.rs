@@ -152,7 +152,9 @@ impl Issuer {
         let num = |k: &str| claims.get(k).and_then(Value::as_i64);
         let now = now();
         match num("exp") {
-            Some(exp) if now > exp + LEEWAY => return Err("service account token has expired".into()),
+            Some(exp) if now > exp + LEEWAY => {
+                return Err("service account token has expired".into())
+            }
             Some(_) => {}
             None => return Err("service account token has no expiry".into()),
         }
@@ -161,15 +163,29 @@ impl Issuer {
         }
         let token_aud: Vec<String> = match claims.get("aud") {
             Some(Value::String(a)) => vec![a.clone()],
-            Some(Value::Array(a)) => a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect(),
+            Some(Value::Array(a)) => a
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect(),
             _ => Vec::new(),
         };
-        let matched: Vec<String> = audiences.iter().filter(|a| token_aud.contains(a)).cloned().collect();
+        let matched: Vec<String> = audiences
+            .iter()
+            .filter(|a| token_aud.contains(a))
+            .cloned()
+            .collect();
         if matched.is_empty() {
-            return Err(format!("token audiences {token_aud:?} is invalid for the target audiences {audiences:?}"));
+            return Err(format!(
+                "token audiences {token_aud:?} is invalid for the target audiences {audiences:?}"
+            ));
         }
         let k8s = claims.get("kubernetes.io").cloned().unwrap_or(Value::Null);
-        let s = |p: &str| k8s.pointer(p).and_then(Value::as_str).unwrap_or("").to_owned();
+        let s = |p: &str| {
+            k8s.pointer(p)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned()
+        };
         let ns = s("/namespace");
         let (sa_name, sa_uid) = (s("/serviceaccount/name"), s("/serviceaccount/uid"));
         expect_uid(srv, "serviceaccounts", &ns, &sa_name, &sa_uid).await?;
@@ -186,12 +202,20 @@ impl Issuer {
             }
         }
         if let Some(jti) = claims.get("jti").and_then(Value::as_str) {
-            extra.insert("authentication.kubernetes.io/credential-id".into(), vec![format!("JTI={jti}")]);
+            extra.insert(
+                "authentication.kubernetes.io/credential-id".into(),
+                vec![format!("JTI={jti}")],
+            );
         }
         Ok((account_user(&ns, &sa_name, &sa_uid, extra), matched))
     }
 
-    async fn legacy_user(&self, srv: &Server, token: &str, claims: &Value) -> Result<(UserInfo, Vec<String>), String> {
+    async fn legacy_user(
+        &self,
+        srv: &Server,
+        token: &str,
+        claims: &Value,
+    ) -> Result<(UserInfo, Vec<String>), String> {
         let c = |k: &str| {
             claims
                 .get(format!("kubernetes.io/serviceaccount/{k}"))
@@ -199,9 +223,16 @@ impl Issuer {
                 .unwrap_or("")
                 .to_owned()
         };
-        let (ns, secret, sa, uid) = (c("namespace"), c("secret.name"), c("service-account.name"), c("service-account.uid"));
+        let (ns, secret, sa, uid) = (
+            c("namespace"),
+            c("secret.name"),
+            c("service-account.name"),
+            c("service-account.uid"),
+        );
         expect_uid(srv, "serviceaccounts", &ns, &sa, &uid).await?;
-        let obj = lookup(srv, "secrets", &ns, &secret).await.ok_or("the token's secret no longer exists")?;
+        let obj = lookup(srv, "secrets", &ns, &secret)
+            .await
+            .ok_or("the token's secret no longer exists")?;
         let stored = obj
             .pointer("/data/token")
             .and_then(Value::as_str)
@@ -212,7 +243,10 @@ impl Issuer {
         if stored.as_deref() != Some(token.as_bytes()) || owner != Some(sa.as_str()) {
             return Err("the token does not match its secret".into());
         }
-        Ok((account_user(&ns, &sa, &uid, BTreeMap::new()), self.audiences.clone()))
+        Ok((
+            account_user(&ns, &sa, &uid, BTreeMap::new()),
+            self.audiences.clone(),
+        ))
     }
 }
 
@@ -220,7 +254,10 @@ fn account_user(ns: &str, name: &str, uid: &str, extra: BTreeMap<String, Vec<Str
     UserInfo {
         name: format!("system:serviceaccount:{ns}:{name}"),
         uid: uid.to_owned(),
-        groups: vec!["system:serviceaccounts".into(), format!("system:serviceaccounts:{ns}")],
+        groups: vec![
+            "system:serviceaccounts".into(),
+            format!("system:serviceaccounts:{ns}"),
+        ],
         extra,
     }
 }
@@ -237,9 +274,18 @@ async fn lookup(srv: &Server, resource: &str, ns: &str, name: &str) -> Option<Va
     }
 }
 
-async fn expect_uid(srv: &Server, resource: &str, ns: &str, name: &str, uid: &str) -> Result<(), String> {
+async fn expect_uid(
+    srv: &Server,
+    resource: &str,
+    ns: &str,
+    name: &str,
+    uid: &str,
+) -> Result<(), String> {
     let obj = lookup(srv, resource, ns, name).await;
-    let found = obj.as_ref().and_then(|o| o.pointer("/metadata/uid")).and_then(Value::as_str);
+    let found = obj
+        .as_ref()
+        .and_then(|o| o.pointer("/metadata/uid"))
+        .and_then(Value::as_str);
     match found {
         None => Err(format!("{resource} {ns}/{name} referenced by the token no longer exists")),
         Some(u) if !uid.is_empty() && u != uid => {
@@ -262,13 +308,23 @@ fn uuid() -> String {
     b[6] = (b[6] & 0x0f) | 0x40;
     b[8] = (b[8] & 0x3f) | 0x80;
     let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!("{}-{}-{}-{}-{}", &h[..8], &h[8..12], &h[12..16], &h[16..20], &h[20..])
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..]
+    )
 }
 
 /// Unix seconds as RFC 3339 (`expirationTimestamp`).
 pub fn rfc3339(secs: i64) -> String {
     time::OffsetDateTime::from_unix_timestamp(secs)
         .ok()
-        .and_then(|t| t.format(&time::format_description::well_known::Rfc3339).ok())
+        .and_then(|t| {
+            t.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
         .unwrap_or_default()
 }

@@ -153,7 +153,6 @@ fn csv_record(
     Ok(Some(fields))
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

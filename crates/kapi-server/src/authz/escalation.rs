@@ -217,7 +217,11 @@ impl Guard {
         let obj = match obj {
             Some(o) => o,
             None => {
-                stored = ctx.entry.store.get(ctx.namespace(), ctx.name(), None).await?;
+                stored = ctx
+                    .entry
+                    .store
+                    .get(ctx.namespace(), ctx.name(), None)
+                    .await?;
                 &stored
             }
         };
@@ -233,7 +237,12 @@ impl Guard {
                 let kind = obj.pointer("/roleRef/kind").and_then(Value::as_str);
                 ResourceAttrs {
                     group: GROUP.into(),
-                    resource: if kind == Some("Role") { "roles" } else { "clusterroles" }.into(),
+                    resource: if kind == Some("Role") {
+                        "roles"
+                    } else {
+                        "clusterroles"
+                    }
+                    .into(),
                     namespace: namespace.clone(),
                     name: obj
                         .pointer("/roleRef/name")
@@ -275,8 +284,14 @@ impl Guard {
             .unwrap_or("");
         let gr = GroupResource::new(GROUP, &self.resource);
         if self.resource.ends_with("bindings") {
-            let kind = new.pointer("/roleRef/kind").and_then(Value::as_str).unwrap_or("");
-            let role = new.pointer("/roleRef/name").and_then(Value::as_str).unwrap_or("");
+            let kind = new
+                .pointer("/roleRef/kind")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let role = new
+                .pointer("/roleRef/name")
+                .and_then(Value::as_str)
+                .unwrap_or("");
             let rules = self
                 .policy
                 .role_rules(kind, role, &self.namespace)
@@ -284,7 +299,11 @@ impl Guard {
             return confirm_no_escalation(&self.policy, &self.user, &self.namespace, rules)
                 .map_err(|msg| ApiError::forbidden(gr, name, msg));
         }
-        let rules = new.get("rules").and_then(Value::as_array).cloned().unwrap_or_default();
+        let rules = new
+            .get("rules")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
         confirm_no_escalation(&self.policy, &self.user, &self.namespace, &rules)
             .map_err(|msg| ApiError::forbidden(gr.clone(), name, msg))?;
         let aggregates = new
@@ -312,7 +331,12 @@ fn only_gc_fields_differ(old: &Value, new: &Value) -> bool {
     let strip = |v: &Value| {
         let mut v = v.clone();
         if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
-            for k in ["ownerReferences", "finalizers", "resourceVersion", "managedFields"] {
+            for k in [
+                "ownerReferences",
+                "finalizers",
+                "resourceVersion",
+                "managedFields",
+            ] {
                 m.remove(k);
             }
         }
@@ -345,9 +369,23 @@ mod tests {
             describe_missing(&missing),
             vec![r#"{APIGroups:[""], Resources:["secrets"], Verbs:["get" "delete"]}"#]
         );
-        let named = vec![json!({"verbs": ["get"], "apiGroups": [""], "resources": ["pods"], "resourceNames": ["a"]})];
-        assert!(!covers(&named, &[json!({"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]})]).0);
+        let named = vec![
+            json!({"verbs": ["get"], "apiGroups": [""], "resources": ["pods"], "resourceNames": ["a"]}),
+        ];
+        assert!(
+            !covers(
+                &named,
+                &[json!({"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]})]
+            )
+            .0
+        );
         let star = vec![json!({"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]})];
-        assert!(!covers(&star, &[json!({"verbs": ["get"], "nonResourceURLs": ["/x"]})]).0);
+        assert!(
+            !covers(
+                &star,
+                &[json!({"verbs": ["get"], "nonResourceURLs": ["/x"]})]
+            )
+            .0
+        );
     }
 }

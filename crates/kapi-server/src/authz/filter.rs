@@ -22,7 +22,11 @@ use crate::request::{self, Query};
 use crate::Server;
 
 /// The attributes of an HTTP request made by `user`.
-pub fn attributes(user: &UserInfo, method: &axum::http::Method, uri: &axum::http::Uri) -> Attributes {
+pub fn attributes(
+    user: &UserInfo,
+    method: &axum::http::Method,
+    uri: &axum::http::Uri,
+) -> Attributes {
     let query = Query::parse(uri.query());
     match request::parse(method, uri.path(), &query) {
         Some(info) => {
@@ -111,16 +115,37 @@ mod tests {
     fn request_attributes_as_upstream() {
         let a = attrs(Method::GET, "/api/v1/namespaces/default/configmaps");
         let r = a.resource.unwrap();
-        assert_eq!((a.verb.as_str(), r.resource.as_str(), r.namespace.as_str()), ("list", "configmaps", "default"));
-        let a = attrs(Method::GET, "/api/v1/namespaces/x/pods?watch=1&fieldSelector=metadata.name%3Dp1");
-        assert_eq!((a.verb.as_str(), a.resource.unwrap().name.as_str()), ("watch", "p1"));
-        let a = attrs(Method::PUT, "/apis/apps/v1/namespaces/x/deployments/d/scale");
+        assert_eq!(
+            (a.verb.as_str(), r.resource.as_str(), r.namespace.as_str()),
+            ("list", "configmaps", "default")
+        );
+        let a = attrs(
+            Method::GET,
+            "/api/v1/namespaces/x/pods?watch=1&fieldSelector=metadata.name%3Dp1",
+        );
+        assert_eq!(
+            (a.verb.as_str(), a.resource.unwrap().name.as_str()),
+            ("watch", "p1")
+        );
+        let a = attrs(
+            Method::PUT,
+            "/apis/apps/v1/namespaces/x/deployments/d/scale",
+        );
         let r = a.resource.unwrap();
-        assert_eq!((a.verb.as_str(), r.group.as_str(), r.subresource.as_str()), ("update", "apps", "scale"));
+        assert_eq!(
+            (a.verb.as_str(), r.group.as_str(), r.subresource.as_str()),
+            ("update", "apps", "scale")
+        );
         let a = attrs(Method::GET, "/apis/apps/v1");
-        assert_eq!((a.verb.as_str(), a.path.as_deref()), ("get", Some("/apis/apps/v1")));
+        assert_eq!(
+            (a.verb.as_str(), a.path.as_deref()),
+            ("get", Some("/apis/apps/v1"))
+        );
         let a = attrs(Method::POST, "/api/v1/namespaces/n/serviceaccounts/s/token");
-        assert_eq!((a.verb.as_str(), a.resource.unwrap().subresource.as_str()), ("create", "token"));
+        assert_eq!(
+            (a.verb.as_str(), a.resource.unwrap().subresource.as_str()),
+            ("create", "token")
+        );
         assert_eq!(name_from_selector("metadata.name==a"), Some("a".into()));
         assert_eq!(name_from_selector("metadata.name=a,x=y"), None);
     }

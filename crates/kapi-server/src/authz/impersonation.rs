@@ -72,7 +72,9 @@ fn wanted(headers: &HeaderMap) -> Result<Option<Wanted>, String> {
         return Ok(None);
     }
     if w.user.as_deref().is_none_or(str::is_empty) {
-        return Err("requested impersonation of groups, extra or uid without impersonating a user".into());
+        return Err(
+            "requested impersonation of groups, extra or uid without impersonating a user".into(),
+        );
     }
     Ok(Some(w))
 }
@@ -103,7 +105,10 @@ fn checks(w: &Wanted, requester: &UserInfo) -> (Vec<Attributes>, UserInfo) {
         Some((ns, sa_name)) => {
             out.push(core("serviceaccounts", ns, sa_name));
             if w.groups.is_empty() {
-                groups = vec!["system:serviceaccounts".into(), format!("system:serviceaccounts:{ns}")];
+                groups = vec![
+                    "system:serviceaccounts".into(),
+                    format!("system:serviceaccounts:{ns}"),
+                ];
             }
         }
         None => out.push(core("users", "", &name)),
@@ -123,7 +128,10 @@ fn checks(w: &Wanted, requester: &UserInfo) -> (Vec<Attributes>, UserInfo) {
         if !groups.iter().any(|g| g == ALL_UNAUTHENTICATED) {
             groups.push(ALL_UNAUTHENTICATED.into());
         }
-    } else if !groups.iter().any(|g| g == ALL_AUTHENTICATED || g == ALL_UNAUTHENTICATED) {
+    } else if !groups
+        .iter()
+        .any(|g| g == ALL_AUTHENTICATED || g == ALL_UNAUTHENTICATED)
+    {
         groups.push(ALL_AUTHENTICATED.into());
     }
     let attrs = out
@@ -140,7 +148,11 @@ fn checks(w: &Wanted, requester: &UserInfo) -> (Vec<Attributes>, UserInfo) {
 }
 
 /// axum middleware: replace the request's user by the impersonated one.
-pub async fn impersonate_layer(State(srv): State<Arc<Server>>, mut req: Request, next: Next) -> Response {
+pub async fn impersonate_layer(
+    State(srv): State<Arc<Server>>,
+    mut req: Request,
+    next: Next,
+) -> Response {
     let w = match wanted(req.headers()) {
         Ok(None) => return next.run(req).await,
         Ok(Some(w)) => w,
@@ -227,15 +239,25 @@ mod tests {
         );
         assert_eq!(user.groups, vec!["dev", "ops", ALL_AUTHENTICATED]);
         assert_eq!(user.extra["scopes/a"], vec!["s1"]);
-        let sa = wanted(&headers(&[("Impersonate-User", "system:serviceaccount:ns1:robot")]))
-            .unwrap()
-            .unwrap();
+        let sa = wanted(&headers(&[(
+            "Impersonate-User",
+            "system:serviceaccount:ns1:robot",
+        )]))
+        .unwrap()
+        .unwrap();
         let (attrs, user) = checks(&sa, &UserInfo::default());
         let r = attrs[0].resource.as_ref().unwrap();
-        assert_eq!((r.resource.as_str(), r.namespace.as_str(), r.name.as_str()), ("serviceaccounts", "ns1", "robot"));
+        assert_eq!(
+            (r.resource.as_str(), r.namespace.as_str(), r.name.as_str()),
+            ("serviceaccounts", "ns1", "robot")
+        );
         assert_eq!(
             user.groups,
-            vec!["system:serviceaccounts", "system:serviceaccounts:ns1", ALL_AUTHENTICATED]
+            vec![
+                "system:serviceaccounts",
+                "system:serviceaccounts:ns1",
+                ALL_AUTHENTICATED
+            ]
         );
     }
 }

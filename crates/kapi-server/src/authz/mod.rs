@@ -170,7 +170,9 @@ impl Mode {
                 }
             };
             if out.contains(&mode) {
-                return Err(format!("authorization-mode {item:?} has mode specified more than once"));
+                return Err(format!(
+                    "authorization-mode {item:?} has mode specified more than once"
+                ));
             }
             out.push(mode);
         }

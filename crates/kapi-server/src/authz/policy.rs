@@ -156,7 +156,11 @@ fn edit_rules() -> Vec<Value> {
             ],
         ),
         rule(WRITE, "policy", &["poddisruptionbudgets"]),
-        rule(WRITE, "networking.k8s.io", &["networkpolicies", "ingresses"]),
+        rule(
+            WRITE,
+            "networking.k8s.io",
+            &["networkpolicies", "ingresses"],
+        ),
         rule(WRITE, "coordination.k8s.io", &["leases"]),
     ]
 }
@@ -217,7 +221,10 @@ fn view_rules() -> Vec<Value> {
         rule(
             READ,
             "autoscaling",
-            &["horizontalpodautoscalers", "horizontalpodautoscalers/status"],
+            &[
+                "horizontalpodautoscalers",
+                "horizontalpodautoscalers/status",
+            ],
         ),
         rule(
             READ,
@@ -262,16 +269,20 @@ pub fn cluster_roles() -> Vec<Value> {
     let discovery: Vec<&str> = HEALTH
         .iter()
         .copied()
-        .chain(["/openapi", "/openapi/*", "/api", "/api/*", "/apis", "/apis/*"])
+        .chain([
+            "/openapi",
+            "/openapi/*",
+            "/api",
+            "/api/*",
+            "/apis",
+            "/apis/*",
+        ])
         .collect();
     let review = |g: &str, r: &[&str]| rule(&["create"], g, r);
     vec![
         role(
             "cluster-admin",
-            vec![
-                rule(&["*"], "*", &["*"]),
-                urls(&["*"], &["*"]),
-            ],
+            vec![rule(&["*"], "*", &["*"]), urls(&["*"], &["*"])],
         ),
         role("system:discovery", vec![urls(&["get"], &discovery)]),
         role(
@@ -325,7 +336,12 @@ pub fn cluster_roles() -> Vec<Value> {
             "system:service-account-issuer-discovery",
             vec![urls(
                 &["get"],
-                &["/.well-known/openid-configuration", "/.well-known/openid-configuration/", "/openid/v1/jwks", "/openid/v1/jwks/"],
+                &[
+                    "/.well-known/openid-configuration",
+                    "/.well-known/openid-configuration/",
+                    "/openid/v1/jwks",
+                    "/openid/v1/jwks/",
+                ],
             )],
         ),
         role(
@@ -334,10 +350,19 @@ pub fn cluster_roles() -> Vec<Value> {
                 rule(&["create", "patch", "update"], "", &["events"]),
                 rule(&["create", "patch", "update"], "events.k8s.io", &["events"]),
                 rule(&["create"], "coordination.k8s.io", &["leases"]),
-                named(&["get", "update"], "coordination.k8s.io", &["leases"], &["kube-controller-manager"]),
+                named(
+                    &["get", "update"],
+                    "coordination.k8s.io",
+                    &["leases"],
+                    &["kube-controller-manager"],
+                ),
                 rule(&["create"], "", &["secrets", "serviceaccounts"]),
                 rule(&["delete"], "", &["secrets"]),
-                rule(&["get"], "", &["namespaces", "secrets", "serviceaccounts", "configmaps"]),
+                rule(
+                    &["get"],
+                    "",
+                    &["namespaces", "secrets", "serviceaccounts", "configmaps"],
+                ),
                 rule(&["update"], "", &["secrets", "serviceaccounts"]),
                 review("authentication.k8s.io", &["tokenreviews"]),
                 review("authorization.k8s.io", &["subjectaccessreviews"]),
@@ -369,7 +394,10 @@ pub fn cluster_role_bindings() -> Vec<Value> {
         cluster_binding("system:basic-user", vec![group("system:authenticated")]),
         cluster_binding(
             "system:public-info-viewer",
-            vec![group("system:authenticated"), group("system:unauthenticated")],
+            vec![
+                group("system:authenticated"),
+                group("system:unauthenticated"),
+            ],
         ),
         cluster_binding(
             "system:service-account-issuer-discovery",
@@ -427,8 +455,10 @@ async fn reconcile(entry: &crate::apis::Entry, want: Value) -> Result<(), ApiErr
 
 /// `cur` with what `want` adds, unless `cur` opted out of updates.
 fn merged(mut cur: Value, want: &Value) -> Value {
-    if cur.pointer(&format!("/metadata/annotations/{}", AUTOUPDATE.replace('/', "~1")))
-        == Some(&json!("false"))
+    if cur.pointer(&format!(
+        "/metadata/annotations/{}",
+        AUTOUPDATE.replace('/', "~1")
+    )) == Some(&json!("false"))
     {
         return cur;
     }
@@ -448,7 +478,9 @@ fn merged(mut cur: Value, want: &Value) -> Value {
         }
     }
     if let Some(sel) = want.pointer("/aggregationRule/clusterRoleSelectors") {
-        let have = cur["aggregationRule"]["clusterRoleSelectors"].as_array().cloned();
+        let have = cur["aggregationRule"]["clusterRoleSelectors"]
+            .as_array()
+            .cloned();
         let mut all = have.unwrap_or_default();
         for s in sel.as_array().into_iter().flatten() {
             if !all.contains(s) {
@@ -468,7 +500,10 @@ fn merged(mut cur: Value, want: &Value) -> Value {
     if let Some(subjects) = want.get("subjects").and_then(Value::as_array) {
         let mut have = cur["subjects"].as_array().cloned().unwrap_or_default();
         for s in subjects {
-            if !have.iter().any(|h| h["kind"] == s["kind"] && h["name"] == s["name"]) {
+            if !have
+                .iter()
+                .any(|h| h["kind"] == s["kind"] && h["name"] == s["name"])
+            {
                 have.push(s.clone());
             }
         }

@@ -29,7 +29,12 @@ use crate::apis::{Apis, Entry};
 use crate::authn::UserInfo;
 
 const GROUP: &str = "rbac.authorization.k8s.io";
-const RESOURCES: [&str; 4] = ["clusterroles", "roles", "clusterrolebindings", "rolebindings"];
+const RESOURCES: [&str; 4] = [
+    "clusterroles",
+    "roles",
+    "clusterrolebindings",
+    "rolebindings",
+];
 
 /// One subject of a binding.
 #[derive(Debug, Clone)]
@@ -158,7 +163,11 @@ impl Policy {
             other => return Err(format!("unsupported role reference kind: {other:?}")),
         };
         found.map(Vec::as_slice).ok_or_else(|| {
-            let res = if kind == "Role" { "role" } else { "clusterrole" };
+            let res = if kind == "Role" {
+                "role"
+            } else {
+                "clusterrole"
+            };
             format!("{res}.{GROUP} {name:?} not found")
         })
     }
@@ -219,10 +228,7 @@ impl Policy {
 
     /// Upstream `RBACAuthorizer.Authorize` over this policy.
     pub fn authorize(&self, attrs: &Attributes) -> Decision {
-        let namespace = attrs
-            .resource
-            .as_ref()
-            .map_or("", |r| r.namespace.as_str());
+        let namespace = attrs.resource.as_ref().map_or("", |r| r.namespace.as_str());
         let mut reason = None;
         let errors = self.visit(&attrs.user, namespace, |src, rule| {
             if rule_allows(attrs, rule) {
@@ -342,7 +348,11 @@ impl Rbac {
                 _ => {
                     for o in &objs {
                         let b = binding(o);
-                        policy.bindings.entry(b.namespace.clone()).or_default().push(b);
+                        policy
+                            .bindings
+                            .entry(b.namespace.clone())
+                            .or_default()
+                            .push(b);
                     }
                 }
             }
@@ -389,13 +399,18 @@ impl Authorizer for Rbac {
         };
         for r in rules {
             let list = |k: &str| r.get(k).cloned().unwrap_or_else(|| json!([]));
-            if r.get("nonResourceURLs").is_some_and(|u| u.as_array().is_some_and(|a| !a.is_empty())) {
-                out.non_resource_rules
-                    .push(json!({"verbs": list("verbs"), "nonResourceURLs": list("nonResourceURLs")}));
+            if r.get("nonResourceURLs")
+                .is_some_and(|u| u.as_array().is_some_and(|a| !a.is_empty()))
+            {
+                out.non_resource_rules.push(
+                    json!({"verbs": list("verbs"), "nonResourceURLs": list("nonResourceURLs")}),
+                );
             } else {
                 let mut rr = json!({"verbs": list("verbs"), "apiGroups": list("apiGroups"),
                     "resources": list("resources")});
-                if r.get("resourceNames").is_some_and(|n| n.as_array().is_some_and(|a| !a.is_empty())) {
+                if r.get("resourceNames")
+                    .is_some_and(|n| n.as_array().is_some_and(|a| !a.is_empty()))
+                {
                     rr["resourceNames"] = list("resourceNames");
                 }
                 out.resource_rules.push(rr);

@@ -43,36 +43,54 @@ pub async fn token(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {
     let ns = ctx.namespace().unwrap_or("").to_owned();
     let name = ctx.name().to_owned();
     let sa = ctx.entry.store.get(Some(&ns), &name, None).await?;
-    let sa_uid = sa.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or("").to_owned();
+    let sa_uid = sa
+        .pointer("/metadata/uid")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
     let issuer = ctx.srv.service_accounts();
 
     let spec = req.get("spec").cloned().unwrap_or(json!({}));
     let audiences: Vec<String> = spec
         .get("audiences")
         .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
         .filter(|a: &Vec<String>| !a.is_empty())
         .unwrap_or_else(|| issuer.audiences());
     let expiration = match spec.get("expirationSeconds") {
         None | Some(Value::Null) => 3600,
-        Some(v) => v.as_i64().ok_or_else(|| {
-            ApiError::bad_request("spec.expirationSeconds must be an integer")
-        })?,
+        Some(v) => v
+            .as_i64()
+            .ok_or_else(|| ApiError::bad_request("spec.expirationSeconds must be an integer"))?,
     };
     if expiration < 600 {
-        return Err(invalid(&name, "spec.expirationSeconds", json!(expiration),
-            "may not specify a duration less than 10 minutes"));
+        return Err(invalid(
+            &name,
+            "spec.expirationSeconds",
+            json!(expiration),
+            "may not specify a duration less than 10 minutes",
+        ));
     }
     if expiration > 1 << 32 {
-        return Err(invalid(&name, "spec.expirationSeconds", json!(expiration),
-            "may not specify a duration larger than 2^32 seconds"));
+        return Err(invalid(
+            &name,
+            "spec.expirationSeconds",
+            json!(expiration),
+            "may not specify a duration larger than 2^32 seconds",
+        ));
     }
 
     let bound = bound_object(ctx, &ns, &name, spec.get("boundObjectRef")).await?;
     let (token, exp) = issuer.issue(&Binding {
         namespace: &ns,
         account: (&name, &sa_uid),
-        object: bound.as_ref().map(|(k, n, u)| (k.as_str(), n.as_str(), u.as_str())),
+        object: bound
+            .as_ref()
+            .map(|(k, n, u)| (k.as_str(), n.as_str(), u.as_str())),
         audiences: &audiences,
         expiration_seconds: expiration,
     });
@@ -80,7 +98,8 @@ pub async fn token(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {
     spec["audiences"] = json!(audiences);
     spec["expirationSeconds"] = json!(expiration);
     if let Some((kind, bname, uid)) = &bound {
-        spec["boundObjectRef"] = json!({"kind": kind, "apiVersion": "v1", "name": bname, "uid": uid});
+        spec["boundObjectRef"] =
+            json!({"kind": kind, "apiVersion": "v1", "name": bname, "uid": uid});
     }
     req = json!({
         "kind": KIND, "apiVersion": "authentication.k8s.io/v1",
@@ -120,7 +139,11 @@ async fn bound_object(
         .lookup("", "v1", resource)
         .ok_or_else(super::not_found)?;
     let obj = entry.store.get(Some(ns), &name, None).await?;
-    let actual = obj.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or("").to_owned();
+    let actual = obj
+        .pointer("/metadata/uid")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
     if !uid.is_empty() && uid != actual {
         return Err(ApiError::conflict(
             GroupResource::new("", &kind),

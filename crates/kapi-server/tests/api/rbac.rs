@@ -185,7 +185,15 @@ async fn watch_sees_clusterrole_changes() {
     let s = harness::start().await;
     let api: Api<ClusterRole> = s.cluster();
     let wp = WatchParams::default().timeout(30).disable_bookmarks();
-    let mut events = api.watch(&wp, "0").await.unwrap().boxed();
+    // From now: the bootstrap policy's ClusterRoles are not part of this test.
+    let rv = api
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let mut events = api.watch(&wp, &rv).await.unwrap().boxed();
     let cr: ClusterRole = serde_json::from_value(json!({"metadata": {"name": "w"}})).unwrap();
     api.create(&PostParams::default(), &cr).await.unwrap();
     api.delete("w", &DeleteParams::default()).await.unwrap();
