@@ -101,7 +101,7 @@ fn binding(obj: &Value) -> Binding {
 fn applies_to(user: &UserInfo, sub: &Subject, namespace: &str) -> bool {
     match sub.kind.as_str() {
         "User" => user.name == sub.name,
-        "Group" => user.groups.iter().any(|g| *g == sub.name),
+        "Group" => user.groups.contains(&sub.name),
         "ServiceAccount" => {
             let ns = if sub.namespace.is_empty() {
                 namespace
