@@ -36,6 +36,12 @@ pub fn attributes(
                     name = name_from_selector(sel).unwrap_or_default();
                 }
             }
+            // A namespace is its own namespace (upstream's RequestInfo), so
+            // RoleBindings in it may grant reading it.
+            let namespace = match (&info.namespace, info.resource.as_str(), &info.name) {
+                (None, "namespaces", Some(n)) if info.group.is_empty() => n.clone(),
+                (ns, _, _) => ns.clone().unwrap_or_default(),
+            };
             let verb = if info.verb.is_empty() {
                 method.as_str().to_ascii_lowercase()
             } else {
@@ -48,7 +54,7 @@ pub fn attributes(
                     group: info.group,
                     resource: info.resource,
                     subresource: info.subresource.unwrap_or_default(),
-                    namespace: info.namespace.unwrap_or_default(),
+                    namespace,
                     name,
                 },
             )
@@ -145,6 +151,12 @@ mod tests {
         assert_eq!(
             (a.verb.as_str(), a.resource.unwrap().subresource.as_str()),
             ("create", "token")
+        );
+        let a = attrs(Method::GET, "/api/v1/namespaces/team");
+        let r = a.resource.unwrap();
+        assert_eq!(
+            (r.resource.as_str(), r.namespace.as_str(), r.name.as_str()),
+            ("namespaces", "team", "team")
         );
         assert_eq!(name_from_selector("metadata.name==a"), Some("a".into()));
         assert_eq!(name_from_selector("metadata.name=a,x=y"), None);

@@ -14,7 +14,7 @@
 //! The impersonated user gets `system:authenticated` (or, when it is
 //! `system:anonymous`, `system:unauthenticated`) unless the request named one;
 //! a service account without `Impersonate-Group` gets its fixed groups. Groups,
-//! extras or a uid without a user is an error (500, as upstream). The headers
+//! extras or a uid without a user is an error (500 with a plain-text body, as upstream). The headers
 //! are removed once consumed.
 
 use std::collections::BTreeMap;
@@ -23,8 +23,7 @@ use std::sync::Arc;
 use axum::extract::{Request, State};
 use axum::http::HeaderMap;
 use axum::middleware::Next;
-use axum::response::Response;
-use kapi_machinery::status::ApiError;
+use axum::response::{IntoResponse, Response};
 
 use super::{filter::forbidden, Attributes, ResourceAttrs};
 use crate::authn::{UserInfo, ALL_AUTHENTICATED, ALL_UNAUTHENTICATED, ANONYMOUS_USER};
@@ -157,10 +156,16 @@ pub async fn impersonate_layer(
         Ok(None) => return next.run(req).await,
         Ok(Some(w)) => w,
         Err(msg) => {
-            return error_response(&ApiError::internal(format!(
-                "Internal Server Error: {:?}: {msg}",
-                req.uri().path()
-            )))
+            // Upstream answers with `responsewriters.InternalError`: plain text.
+            let body = format!(
+                "Internal Server Error: {:?}: {msg}\n",
+                req.uri().to_string()
+            );
+            let headers = [(
+                axum::http::header::CONTENT_TYPE,
+                "text/plain; charset=utf-8",
+            )];
+            return (axum::http::StatusCode::INTERNAL_SERVER_ERROR, headers, body).into_response();
         }
     };
     let requester = req

@@ -80,7 +80,8 @@ async fn matrix_policy(s: &TestServer) {
     let a = format!("{RBAC}/namespaces/ns-a");
     let b = format!("{RBAC}/namespaces/ns-b");
     admin_create(s, &format!("{a}/roles"), role("Role", "cm-reader",
-        json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]}]))).await;
+        json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]},
+               {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get"]}]))).await;
     admin_create(
         s,
         &format!("{a}/rolebindings"),
@@ -175,6 +176,9 @@ async fn rbac_matrix() {
         ("alice", "GET", "/api/v1/configmaps".into(), None, 403),
         ("alice", "GET", "/api/v1/namespaces".into(), None, 403),
         ("alice", "GET", "/api/v1/secrets".into(), None, 403),
+        // A namespace is read in its own namespace.
+        ("alice", "GET", "/api/v1/namespaces/ns-a".into(), None, 200),
+        ("alice", "GET", "/api/v1/namespaces/ns-b".into(), None, 403),
         ("carol", "GET", pod("ns-a", "/p/status"), None, 404),
         ("carol", "GET", pod("ns-b", "/p/status"), None, 404),
         ("carol", "GET", pod("ns-a", "/p"), None, 403),
@@ -402,4 +406,158 @@ async fn bad_credentials_are_unauthorized() {
                 "message": "Unauthorized", "reason": "Unauthorized", "code": 401})
         );
     }
+}
+
+#[tokio::test]
+async fn legacy_secret_tokens_only_when_enabled() {
+    use base64::Engine as _;
+    use kapi_server::authn::serviceaccount::Issuer;
+    let s = harness::start().await;
+    admin_create(
+        &s,
+        "/api/v1/namespaces/default/serviceaccounts",
+        json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "robot"}}),
+    )
+    .await;
+    let (_, sa) = call(
+        &s.client,
+        "GET",
+        "/api/v1/namespaces/default/serviceaccounts/robot",
+        None,
+    )
+    .await;
+    let claims = json!({"iss": "kubernetes/serviceaccount", "sub": "system:serviceaccount:default:robot",
+        "kubernetes.io/serviceaccount/namespace": "default",
+        "kubernetes.io/serviceaccount/secret.name": "robot-token",
+        "kubernetes.io/serviceaccount/service-account.name": "robot",
+        "kubernetes.io/serviceaccount/service-account.uid": sa["metadata"]["uid"]});
+    let token = s.server.service_accounts().sign_claims(&claims);
+    let secret = |token: &str| {
+        json!({"apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "robot-token", "annotations": {"kubernetes.io/service-account.name": "robot"}},
+        "type": "kubernetes.io/service-account-token",
+        "data": {"token": base64::engine::general_purpose::STANDARD.encode(token)}})
+    };
+    admin_create(&s, "/api/v1/namespaces/default/secrets", secret(&token)).await;
+    let client = s.client_with_token(&token).await;
+    assert_eq!(
+        call(&client, "GET", "/version", None).await.0,
+        401,
+        "legacy tokens are off by default"
+    );
+
+    let pem = kapi_server::authn::jwt::generate_ec_pem();
+    s.server
+        .set_service_accounts(Issuer::new(&pem, &[], vec![], vec![], true).unwrap());
+    let token = s.server.service_accounts().sign_claims(&claims);
+    assert_eq!(
+        call(
+            &s.client,
+            "DELETE",
+            "/api/v1/namespaces/default/secrets/robot-token",
+            None
+        )
+        .await
+        .0,
+        200
+    );
+    admin_create(&s, "/api/v1/namespaces/default/secrets", secret(&token)).await;
+    let client = s.client_with_token(&token).await;
+    let (code, me) = call(
+        &client,
+        "POST",
+        "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+        Some(json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})),
+    )
+    .await;
+    assert_eq!(code, 201, "{me}");
+    assert_eq!(
+        me["status"]["userInfo"]["username"],
+        "system:serviceaccount:default:robot"
+    );
+    // A token its secret does not hold is refused.
+    let forged =
+        s.server
+            .service_accounts()
+            .sign_claims(&json!({"iss": "kubernetes/serviceaccount",
+        "kubernetes.io/serviceaccount/namespace": "default",
+        "kubernetes.io/serviceaccount/secret.name": "robot-token",
+        "kubernetes.io/serviceaccount/service-account.name": "robot",
+        "kubernetes.io/serviceaccount/service-account.uid": sa["metadata"]["uid"], "extra": 1}));
+    let client = s.client_with_token(&forged).await;
+    assert_eq!(call(&client, "GET", "/version", None).await.0, 401);
+}
+
+#[tokio::test]
+async fn bootstrap_policy_keeps_user_edits() {
+    let s = harness::start().await;
+    let cr = |name: &str| format!("{RBAC}/clusterroles/{name}");
+    let merge = [("content-type", "application/merge-patch+json")];
+    let (_, discovery) = call(&s.client, "GET", &cr("system:discovery"), None).await;
+    let mut rules = discovery["rules"].as_array().unwrap().clone();
+    rules.push(json!({"verbs": ["get"], "nonResourceURLs": ["/custom"]}));
+    let (code, _) = call_with(
+        &s.client,
+        "PATCH",
+        &cr("system:discovery"),
+        Some(json!({"rules": rules})),
+        &merge,
+    )
+    .await;
+    assert_eq!(code, 200);
+    let frozen = json!({"metadata": {"annotations": {"rbac.authorization.kubernetes.io/autoupdate": "false"}},
+        "rules": [{"verbs": ["get"], "nonResourceURLs": ["/healthz"]}]});
+    let (code, _) = call_with(
+        &s.client,
+        "PATCH",
+        &cr("system:public-info-viewer"),
+        Some(frozen),
+        &merge,
+    )
+    .await;
+    assert_eq!(code, 200);
+    assert_eq!(
+        call(&s.client, "DELETE", &cr("system:basic-user"), None)
+            .await
+            .0,
+        200
+    );
+
+    kapi_server::authz::policy::ensure(&s.server).await.unwrap();
+    let (_, discovery) = call(&s.client, "GET", &cr("system:discovery"), None).await;
+    let urls: Vec<Value> = discovery["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| r["nonResourceURLs"].as_array().unwrap().clone())
+        .collect();
+    assert!(
+        urls.contains(&json!("/custom")) && urls.contains(&json!("/apis/*")),
+        "{urls:?}"
+    );
+    let (_, viewer) = call(&s.client, "GET", &cr("system:public-info-viewer"), None).await;
+    assert_eq!(
+        viewer["rules"],
+        json!([{"verbs": ["get"], "nonResourceURLs": ["/healthz"]}])
+    );
+    let (code, basic) = call(&s.client, "GET", &cr("system:basic-user"), None).await;
+    assert_eq!(code, 200, "{basic}");
+    assert_eq!(
+        basic["metadata"]["labels"]["kubernetes.io/bootstrapping"],
+        "rbac-defaults"
+    );
+    // The aggregated user-facing roles are filled by the aggregation controller.
+    let mut admin_rules = 0;
+    for _ in 0..100 {
+        let (_, admin) = call(&s.client, "GET", &cr("admin"), None).await;
+        admin_rules = admin["rules"].as_array().map_or(0, Vec::len);
+        if admin_rules > 20 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(
+        admin_rules > 20,
+        "admin aggregates edit and view: {admin_rules} rules"
+    );
 }
