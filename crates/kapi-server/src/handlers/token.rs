@@ -128,9 +128,10 @@ async fn bound_object(
         ("Pod", "v1" | "") => "pods",
         ("Secret", "v1" | "") => "secrets",
         _ => {
+            let (group, version) = api_version.split_once('/').unwrap_or(("", &api_version));
             return Err(ApiError::bad_request(format!(
-                "cannot bind token for object of type {kind} ({api_version})"
-            )))
+                "cannot bind token to object of type {group}/{version}, Kind={kind}"
+            )));
         }
     };
     let entry = ctx
