@@ -99,8 +99,13 @@ async fn token_review(ctx: &Ctx, obj: &Value) -> Result<Value, ApiError> {
             status
         }
         Err(reason) => {
-            tracing::debug!(%reason, "token review: not authenticated");
-            json!({"authenticated": false, "user": {}, "error": "[invalid bearer token]"})
+            // Upstream reports the failing authenticator's error; a token no
+            // authenticator recognises is simply not authenticated.
+            let mut status = json!({"authenticated": false, "user": {}});
+            if reason != crate::authn::UNKNOWN_TOKEN {
+                status["error"] = reason.into();
+            }
+            status
         }
     })
 }

@@ -40,6 +40,8 @@ pub use tokenfile::{TokenFile, TokenFileError};
 pub const ANONYMOUS_USER: &str = "system:anonymous";
 pub const ALL_UNAUTHENTICATED: &str = "system:unauthenticated";
 pub const ALL_AUTHENTICATED: &str = "system:authenticated";
+/// The reason for a bearer token no authenticator recognises.
+pub const UNKNOWN_TOKEN: &str = "invalid bearer token";
 
 /// An authenticated (or anonymous) user, as in `k8s.io/apiserver/pkg/authentication/user`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -163,7 +165,7 @@ impl Authenticator {
                 let (user, matched) = issuer.authenticate(srv, token, &wanted).await?;
                 Ok((with_authenticated_group(user), matched))
             }
-            _ => Err("invalid bearer token".into()),
+            _ => Err(UNKNOWN_TOKEN.into()),
         }
     }
 }

@@ -136,7 +136,7 @@ impl Issuer {
         token: &str,
         audiences: &[String],
     ) -> Result<(UserInfo, Vec<String>), String> {
-        let claims = jwt::peek_claims(token).ok_or("invalid bearer token")?;
+        let claims = jwt::peek_claims(token).ok_or(super::UNKNOWN_TOKEN)?;
         let iss = claims.get("iss").and_then(Value::as_str).unwrap_or("");
         if iss == LEGACY_ISSUER {
             if !self.legacy {
@@ -146,7 +146,7 @@ impl Issuer {
             return self.legacy_user(srv, token, &claims).await;
         }
         if !self.issuers.iter().any(|i| i == iss) {
-            return Err("invalid bearer token".into());
+            return Err(super::UNKNOWN_TOKEN.into());
         }
         let claims = jwt::verify(token, &self.verify)?;
         let num = |k: &str| claims.get(k).and_then(Value::as_i64);
