@@ -5,7 +5,7 @@
 //! A bound token is a JWT with `iss` (the first `--service-account-issuer`),
 //! `aud`, `exp`/`iat`/`nbf`, `jti`, `sub` (`system:serviceaccount:<ns>:<name>`)
 //! and a private `kubernetes.io` claim naming the namespace, the account and
-//! the bound pod or secret with their uids. It authenticates while its
+//! the bound pod, secret or node with their uids. It authenticates while its
 //! signature verifies, its issuer is accepted, it has not expired (60 s leeway,
 //! as go-jose), one of its audiences is wanted, and the account and bound
 //! object still exist with the same uids — read from the watch cache, and from
@@ -43,7 +43,7 @@ pub struct Issuer {
 pub struct Binding<'a> {
     pub namespace: &'a str,
     pub account: (&'a str, &'a str),
-    /// `("Pod" | "Secret", name, uid)`.
+    /// `("Pod" | "Secret" | "Node", name, uid)`.
     pub object: Option<(&'a str, &'a str, &'a str)>,
     pub audiences: &'a [String],
     pub expiration_seconds: i64,
@@ -190,15 +190,22 @@ impl Issuer {
         let (sa_name, sa_uid) = (s("/serviceaccount/name"), s("/serviceaccount/uid"));
         expect_uid(srv, "serviceaccounts", &ns, &sa_name, &sa_uid).await?;
         let mut extra = BTreeMap::new();
-        for kind in ["pod", "secret"] {
+        for kind in ["pod", "secret", "node"] {
             let (name, uid) = (s(&format!("/{kind}/name")), s(&format!("/{kind}/uid")));
             if name.is_empty() {
                 continue;
             }
-            expect_uid(srv, &format!("{kind}s"), &ns, &name, &uid).await?;
-            if kind == "pod" {
-                extra.insert("authentication.kubernetes.io/pod-name".into(), vec![name]);
-                extra.insert("authentication.kubernetes.io/pod-uid".into(), vec![uid]);
+            let scope = if kind == "node" { "" } else { ns.as_str() };
+            expect_uid(srv, &format!("{kind}s"), scope, &name, &uid).await?;
+            if kind != "secret" {
+                extra.insert(
+                    format!("authentication.kubernetes.io/{kind}-name"),
+                    vec![name],
+                );
+                extra.insert(
+                    format!("authentication.kubernetes.io/{kind}-uid"),
+                    vec![uid],
+                );
             }
         }
         if let Some(jti) = claims.get("jti").and_then(Value::as_str) {
@@ -264,13 +271,14 @@ fn account_user(ns: &str, name: &str, uid: &str, extra: BTreeMap<String, Vec<Str
 
 /// The object from the watch cache, or from the backend when the cache lacks it.
 async fn lookup(srv: &Server, resource: &str, ns: &str, name: &str) -> Option<Value> {
-    if ns.is_empty() || name.is_empty() {
+    let entry = srv.apis.lookup("", "v1", resource)?;
+    if name.is_empty() || (entry.def.namespaced && ns.is_empty()) {
         return None;
     }
-    let entry = srv.apis.lookup("", "v1", resource)?;
-    match entry.store.get(Some(ns), name, Some("0")).await {
+    let ns = entry.def.namespaced.then_some(ns);
+    match entry.store.get(ns, name, Some("0")).await {
         Ok(v) => Some(v),
-        Err(_) => entry.store.get(Some(ns), name, None).await.ok(),
+        Err(_) => entry.store.get(ns, name, None).await.ok(),
     }
 }
 

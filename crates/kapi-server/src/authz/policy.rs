@@ -120,7 +120,6 @@ fn edit_rules() -> Vec<Value> {
                 "persistentvolumeclaims",
                 "configmaps",
                 "secrets",
-                "events",
             ],
         ),
         rule(&["create"], "", &["serviceaccounts/token"]),

@@ -3,7 +3,8 @@
 //!
 //! `spec.audiences` defaults to the API audiences, `spec.expirationSeconds` to
 //! 3600 (at least 600, at most 2^32); `spec.boundObjectRef` may name a Pod or
-//! Secret of the account's namespace, which must exist (and have the given uid);
+//! Secret of the account's namespace or a Node, which must exist (and have the
+//! given uid);
 //! a pod must run as this account. The token stops authenticating when the
 //! account or the bound object is deleted (`authn/serviceaccount.rs`).
 
@@ -127,6 +128,7 @@ async fn bound_object(
     let resource = match (kind.as_str(), api_version.as_str()) {
         ("Pod", "v1" | "") => "pods",
         ("Secret", "v1" | "") => "secrets",
+        ("Node", "v1" | "") => "nodes",
         _ => {
             let (group, version) = api_version.split_once('/').unwrap_or(("", &api_version));
             return Err(ApiError::bad_request(format!(
@@ -139,7 +141,8 @@ async fn bound_object(
         .apis
         .lookup("", "v1", resource)
         .ok_or_else(super::not_found)?;
-    let obj = entry.store.get(Some(ns), &name, None).await?;
+    let scope = (resource != "nodes").then_some(ns);
+    let obj = entry.store.get(scope, &name, None).await?;
     let actual = obj
         .pointer("/metadata/uid")
         .and_then(Value::as_str)

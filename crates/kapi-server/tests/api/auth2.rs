@@ -563,6 +563,54 @@ async fn token_request_flow() {
         "not for the API audience"
     );
 
+    // A node-bound token names its node.
+    admin_create(
+        &s,
+        "/api/v1/nodes",
+        json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}),
+    )
+    .await;
+    let (code, out) = token_for(
+        &s,
+        "apps",
+        "robot",
+        json!({"boundObjectRef": {"kind": "Node", "apiVersion": "v1", "name": "n1"}}),
+    )
+    .await;
+    assert_eq!(code, 201, "{out}");
+    let node_token = out["status"]["token"].as_str().unwrap().to_owned();
+    let (_, out) = call(
+        &s.client,
+        "POST",
+        tr,
+        Some(json!({"apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenReview", "spec": {"token": node_token}})),
+    )
+    .await;
+    assert_eq!(
+        out["status"]["user"]["extra"]["authentication.kubernetes.io/node-name"],
+        json!(["n1"])
+    );
+    assert_eq!(
+        call(&s.client, "DELETE", "/api/v1/nodes/n1", None).await.0,
+        200
+    );
+    assert!(
+        becomes_unauthorized(&s, &node_token).await,
+        "node-bound token survives its node"
+    );
+    assert_eq!(
+        token_for(
+            &s,
+            "apps",
+            "robot",
+            json!({"boundObjectRef": {"kind": "Service", "apiVersion": "v1", "name": "x"}})
+        )
+        .await
+        .0,
+        400
+    );
+
     // Bad requests.
     assert_eq!(
         token_for(&s, "apps", "robot", json!({"expirationSeconds": 599}))
