@@ -6,7 +6,8 @@
 //! The four RBAC resources are read from the watch cache, never the backend,
 //! and compiled into a [`Policy`] that is kept until the cache holds other
 //! objects (detected by count and highest `mod_revision` per resource, which
-//! any write changes). One exception keeps "grant, then use" deterministic: a
+//! any write changes; not even looked at while the cache's revision stands
+//! still). One exception keeps "grant, then use" deterministic: a
 //! request no rule allows is checked once more against a policy read at the
 //! backend's current revision before it is refused (the cache may be one event
 //! behind the write that granted it). Revocation is, as upstream, eventually
@@ -269,6 +270,9 @@ type Fingerprint = [(usize, kapi_storage::Revision); 4];
 pub struct Rbac {
     entries: Vec<Arc<Entry>>,
     compiled: Mutex<Option<(Fingerprint, Arc<Policy>)>>,
+    /// The cache revision the compiled policy was last confirmed at: while the
+    /// cache has not moved, not even the fingerprint needs computing.
+    confirmed_at: Mutex<Option<kapi_storage::Revision>>,
 }
 
 impl Rbac {
@@ -280,6 +284,7 @@ impl Rbac {
         Rbac {
             entries,
             compiled: Mutex::new(None),
+            confirmed_at: Mutex::new(None),
         }
     }
 
@@ -294,7 +299,20 @@ impl Rbac {
         }
     }
 
+    /// The revision the watch cache has reached (all RBAC prefixes share it).
+    fn cache_revision(&self) -> Option<kapi_storage::Revision> {
+        let e = self.entries.first()?;
+        e.store.cache()?.revision(&e.def.list_prefix(None))
+    }
+
     async fn load(&self, fresh: bool) -> Result<Arc<Policy>, kapi_machinery::status::ApiError> {
+        let revision = self.cache_revision();
+        if !fresh && revision.is_some() && *self.confirmed_at.lock().expect("rbac lock") == revision
+        {
+            if let Some((_, p)) = self.compiled.lock().expect("rbac lock").as_ref() {
+                return Ok(p.clone());
+            }
+        }
         let opts = ListOptions {
             resource_version: (!fresh).then(|| "0".to_string()),
             ..Default::default()
@@ -320,8 +338,12 @@ impl Rbac {
                 }
             }
         }
+        let cacheable = fingerprint.iter().all(|(n, _)| *n != usize::MAX);
+        if cacheable && !fresh {
+            *self.confirmed_at.lock().expect("rbac lock") = revision;
+        }
         if let Some((fp, p)) = self.compiled.lock().expect("rbac lock").as_ref() {
-            if *fp == fingerprint && fp.iter().all(|(n, _)| *n != usize::MAX) {
+            if *fp == fingerprint && cacheable {
                 return Ok(p.clone());
             }
         }
