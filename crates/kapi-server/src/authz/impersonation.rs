@@ -57,10 +57,7 @@ fn wanted(headers: &HeaderMap) -> Result<Option<Wanted>, String> {
         } else if name == UID {
             w.uid = Some(value());
         } else if let Some(key) = name.strip_prefix(EXTRA) {
-            let key = form_urlencoded::parse(format!("k={key}").as_bytes())
-                .next()
-                .map(|(_, v)| v.into_owned())
-                .unwrap_or_else(|| key.to_owned());
+            let key = path_unescape(key);
             w.extra.entry(key).or_default().push(value());
         } else {
             continue;
@@ -76,6 +73,32 @@ fn wanted(headers: &HeaderMap) -> Result<Option<Wanted>, String> {
         );
     }
     Ok(Some(w))
+}
+
+/// Go's `url.PathUnescape` (keys with invalid escapes are kept as sent).
+fn path_unescape(key: &str) -> String {
+    let bytes = key.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (
+            bytes[i],
+            bytes.get(i + 1).copied(),
+            bytes.get(i + 2).copied(),
+        ) {
+            (b'%', Some(h), Some(l)) if hex(h).is_some() && hex(l).is_some() => {
+                out.push((hex(h).unwrap_or(0) * 16 + hex(l).unwrap_or(0)) as u8);
+                i += 3;
+            }
+            (b'%', _, _) => return key.to_owned(),
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).unwrap_or_else(|_| key.to_owned())
 }
 
 /// The access checks impersonating `w` needs, with the resulting user.
@@ -218,7 +241,7 @@ mod tests {
             ("Impersonate-User", "bob"),
             ("Impersonate-Group", "dev"),
             ("Impersonate-Group", "ops"),
-            ("Impersonate-Extra-Scopes%2Fa", "s1"),
+            ("Impersonate-Extra-Scopes%2Fa+b", "s1"),
             ("Impersonate-Uid", "u1"),
         ]))
         .unwrap()
@@ -237,13 +260,13 @@ mod tests {
                 ("users", "", "bob"),
                 ("groups", "", "dev"),
                 ("groups", "", "ops"),
-                ("userextras", "scopes/a", "s1"),
+                ("userextras", "scopes/a+b", "s1"),
                 ("uids", "", "u1")
             ]
             .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()))
         );
         assert_eq!(user.groups, vec!["dev", "ops", ALL_AUTHENTICATED]);
-        assert_eq!(user.extra["scopes/a"], vec!["s1"]);
+        assert_eq!(user.extra["scopes/a+b"], vec!["s1"]);
         let sa = wanted(&headers(&[(
             "Impersonate-User",
             "system:serviceaccount:ns1:robot",
