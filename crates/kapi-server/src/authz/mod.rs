@@ -5,7 +5,9 @@
 //! ([`Chain`]): members of `system:masters` are always allowed (upstream's
 //! privileged-group authorizer, which runs before every mode), then the modes
 //! in order — `RBAC` ([`rbac::Rbac`]), `AlwaysAllow`, `AlwaysDeny`; the first
-//! one with an opinion decides, and no opinion at all means "forbidden".
+//! one with an opinion (allow or deny) decides, and no opinion at all means
+//! "forbidden", with the reasons of every mode joined. Like upstream, RBAC and
+//! AlwaysDeny never deny outright; they only have no opinion.
 //!
 //! Where to look next: `filter.rs` (the filter that asks the chain for every
 //! request and writes upstream's 403), `impersonation.rs`, `rbac.rs` (rule
@@ -201,16 +203,14 @@ impl Authorizer for AlwaysAllow {
     }
 }
 
-/// `AlwaysDeny`.
+/// `AlwaysDeny`: as upstream, no opinion (a later mode may still allow) with
+/// the reason "Everything is forbidden.".
 pub struct AlwaysDeny;
 
 #[async_trait]
 impl Authorizer for AlwaysDeny {
     async fn authorize(&self, _: &Attributes) -> Decision {
-        Decision {
-            verdict: Verdict::Deny,
-            reason: "Everything is forbidden.".into(),
-        }
+        Decision::no_opinion("Everything is forbidden.")
     }
 
     async fn rules_for(&self, _: &UserInfo, _: &str) -> RuleSet {
@@ -338,25 +338,30 @@ mod tests {
 
     #[tokio::test]
     async fn first_opinion_wins_and_masters_always_pass() {
-        let deny_first = Chain {
-            modes: vec![Arc::new(AlwaysDeny), Arc::new(AlwaysAllow)],
-        };
         let attrs = Attributes {
             user: user("alice", &[]),
             verb: "get".into(),
             path: Some("/x".into()),
             resource: None,
         };
-        assert_eq!(deny_first.authorize(&attrs).await.verdict, Verdict::Deny);
+        let deny = Chain {
+            modes: vec![Arc::new(AlwaysDeny)],
+        };
+        let d = deny.authorize(&attrs).await;
+        assert_eq!(
+            (d.verdict, d.reason.as_str()),
+            (Verdict::NoOpinion, "Everything is forbidden.")
+        );
         let admin = Attributes {
             user: user("root", &[PRIVILEGED_GROUP]),
             ..attrs.clone()
         };
-        assert!(deny_first.authorize(&admin).await.allowed());
-        let allow_first = Chain {
-            modes: vec![Arc::new(AlwaysAllow), Arc::new(AlwaysDeny)],
+        assert!(deny.authorize(&admin).await.allowed());
+        // AlwaysDeny has no opinion, so a later mode still decides (upstream).
+        let deny_then_allow = Chain {
+            modes: vec![Arc::new(AlwaysDeny), Arc::new(AlwaysAllow)],
         };
-        assert!(allow_first.authorize(&attrs).await.allowed());
+        assert!(deny_then_allow.authorize(&attrs).await.allowed());
         let none = Chain { modes: vec![] };
         assert_eq!(none.authorize(&attrs).await.verdict, Verdict::NoOpinion);
     }
