@@ -76,6 +76,9 @@ pub enum Subresource {
     /// `ephemeralcontainers` (pods): get, update and patch of
     /// `spec.ephemeralContainers` only.
     EphemeralContainers,
+    /// `token` (serviceaccounts): create an authentication.k8s.io/v1
+    /// TokenRequest, answered with a signed token for the account.
+    Token,
 }
 
 impl Subresource {
@@ -88,13 +91,14 @@ impl Subresource {
             Subresource::Eviction => "eviction",
             Subresource::Binding => "binding",
             Subresource::EphemeralContainers => "ephemeralcontainers",
+            Subresource::Token => "token",
         }
     }
 
     pub fn verbs(&self) -> &'static [Verb] {
         match self {
             Subresource::Finalize => &[Verb::Update],
-            Subresource::Eviction | Subresource::Binding => &[Verb::Create],
+            Subresource::Eviction | Subresource::Binding | Subresource::Token => &[Verb::Create],
             _ => &[Verb::Get, Verb::Patch, Verb::Update],
         }
     }
@@ -110,6 +114,7 @@ impl Subresource {
             Subresource::Scale { .. } => Some(("autoscaling", "v1", "Scale")),
             Subresource::Eviction => Some(("policy", "v1", "Eviction")),
             Subresource::Binding => Some(("", "v1", "Binding")),
+            Subresource::Token => Some(("authentication.k8s.io", "v1", "TokenRequest")),
         }
     }
 }

@@ -224,7 +224,8 @@ fn core_resources() -> Vec<Decl> {
             "ServiceAccount",
             Arc::new(ServiceAccountStrategy),
         )
-        .short(&["sa"]),
+        .short(&["sa"])
+        .sub(vec![Subresource::Token]),
         Decl::new("", "nodes", "Node", Arc::new(NodeStrategy))
             .cluster_scoped()
             .short(&["no"])

@@ -114,6 +114,9 @@ impl Server {
         if ctx.entry.def.group == kapi_resources::certificates::GROUP {
             fill_requestor(ctx, obj);
         }
+        if let Some(guard) = crate::authz::escalation::Guard::prepare(ctx, Some(obj)).await? {
+            guard.check(obj, None)?;
+        }
         Ok(())
     }
 

@@ -1,7 +1,8 @@
 //! First-start objects, as kube-apiserver creates them: the namespaces `default`,
 //! `kube-system`, `kube-public`, `kube-node-lease`, and the `default/kubernetes`
 //! Service on the first address of the service range, the two system
-//! PriorityClasses, and the flow-control configuration (`flowcontrol.rs`).
+//! PriorityClasses, the flow-control configuration (`flowcontrol.rs`), and
+//! the bootstrap RBAC policy (`authz/policy.rs`).
 //! Idempotent: existing objects are left alone.
 
 use kapi_machinery::status::ApiError;
@@ -37,6 +38,7 @@ pub async fn run(srv: &Server) -> Result<(), ApiError> {
         }
     }
     flow_control(srv).await?;
+    crate::authz::policy::ensure(srv).await?;
     Ok(())
 }
 

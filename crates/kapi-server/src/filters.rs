@@ -1,10 +1,6 @@
 //! The filter chain every request passes before any route, listed in the order a
-//! request meets them: panic recovery, authentication, authorization.
-//!
-//! Authorization is, for now, "authenticated users may do everything; anonymous
-//! users may read health and version only" — what upstream's default RBAC grants
-//! `system:unauthenticated` through `system:public-info-viewer`. Full RBAC
-//! replaces `authorize` without moving it.
+//! request meets them: panic recovery, authentication (`authn/`), impersonation
+//! (`authz/impersonation.rs`), authorization (`authz/filter.rs`).
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -14,15 +10,18 @@ use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::Router;
 use futures::FutureExt;
-use kapi_machinery::status::{ApiError, Reason};
+use kapi_machinery::status::ApiError;
 
-use crate::authn::{self, Authenticator, UserInfo};
+use crate::authn::{self, Authenticator};
+use crate::authz::{filter::authorize_layer, impersonation::impersonate_layer};
 use crate::negotiate::error_response;
+use crate::Server;
 
-pub fn apply(routes: Router, auth: Arc<Authenticator>) -> Router {
+pub fn apply(routes: Router, auth: Arc<Authenticator>, srv: Arc<Server>) -> Router {
     // Layers wrap outside-in: the last added meets the request first.
     routes
-        .layer(middleware::from_fn(authorize))
+        .layer(middleware::from_fn_with_state(srv.clone(), authorize_layer))
+        .layer(middleware::from_fn_with_state(srv, impersonate_layer))
         .layer(middleware::from_fn_with_state(
             auth,
             authn::authenticate_layer,
@@ -40,36 +39,4 @@ async fn recover(req: Request, next: Next) -> Response {
             error_response(&ApiError::internal("an unexpected error occurred"))
         }
     }
-}
-
-const PUBLIC_PATHS: &[&str] = &["/healthz", "/livez", "/readyz", "/version", "/version/"];
-
-fn is_public(path: &str) -> bool {
-    PUBLIC_PATHS.contains(&path)
-        || ["/healthz/", "/livez/", "/readyz/"]
-            .iter()
-            .any(|p| path.starts_with(p))
-}
-
-async fn authorize(req: Request, next: Next) -> Response {
-    let anonymous = req
-        .extensions()
-        .get::<UserInfo>()
-        .is_none_or(|u| u.name == "system:anonymous");
-    if anonymous && !is_public(req.uri().path()) {
-        let verb = match req.method().as_str() {
-            "GET" | "HEAD" => "get",
-            "POST" => "post",
-            "PUT" => "put",
-            "PATCH" => "patch",
-            "DELETE" => "delete",
-            _ => "use",
-        };
-        let msg = format!(
-            "forbidden: User \"system:anonymous\" cannot {verb} path \"{}\"",
-            req.uri().path()
-        );
-        return error_response(&ApiError::new(403, Reason::Forbidden, msg));
-    }
-    next.run(req).await
 }

@@ -1,5 +1,6 @@
 //! kapi-server: the HTTP layer. A request meets, in order: the filters
-//! (`filters.rs`: panic recovery, authentication, authorization), then the
+//! (`filters.rs`: panic recovery, authentication, impersonation,
+//! authorization), then the
 //! routes — health and version (`health.rs`), discovery (`discovery.rs`), OpenAPI
 //! (`openapi.rs`) — and for resource URLs the handler dispatcher
 //! (`handlers/`), which runs admission (`admission.rs`) and calls the generic
@@ -57,8 +58,13 @@ pub struct Server {
     pub schema: Arc<dyn SchemaNav>,
     /// Rebuilt when custom resources come or go (`apiextensions/`).
     openapi: RwLock<OpenApi>,
-    /// Answers access reviews (the filter chain has its own check for now).
-    pub authorizer: Arc<dyn authz::Authorizer>,
+    /// The `--authorization-mode` chain every request and access review asks.
+    authorizer: std::sync::RwLock<Arc<dyn authz::Authorizer>>,
+    /// RBAC over the watch-cached RBAC objects (escalation checks use it in
+    /// every mode, as upstream's RBAC storage does).
+    pub rbac: Arc<authz::rbac::Rbac>,
+    /// Signs and verifies service account tokens.
+    service_accounts: std::sync::RwLock<Arc<authn::serviceaccount::Issuer>>,
     allocations: admission::Allocations,
 }
 
@@ -67,15 +73,43 @@ impl Server {
         let openapi = OpenApi::build(&defs);
         let backend: Arc<dyn kapi_storage::Backend> = Arc::new(slot.clone());
         let schema: Arc<dyn SchemaNav> = kapi_resources::patchmeta::BuiltinSchema::shared();
+        let apis = apis::Apis::new(defs, backend, schema.clone());
+        let rbac = Arc::new(authz::rbac::Rbac::new(&apis));
+        let chain = authz::Chain::new(&[authz::Mode::Rbac], rbac.clone());
         Arc::new(Server {
             config,
-            apis: apis::Apis::new(defs, backend, schema.clone()),
+            apis,
             slot,
             schema,
             openapi: RwLock::new(openapi),
-            authorizer: reviews::default_authorizer(),
+            authorizer: std::sync::RwLock::new(Arc::new(chain)),
+            rbac,
+            service_accounts: std::sync::RwLock::new(Arc::new(
+                authn::serviceaccount::Issuer::ephemeral(),
+            )),
             allocations: admission::Allocations::default(),
         })
+    }
+
+    /// The authorizer chain (`--authorization-mode`).
+    pub fn authorizer(&self) -> Arc<dyn authz::Authorizer> {
+        self.authorizer.read().expect("authorizer lock").clone()
+    }
+
+    /// Authorize with `modes`, in order (`system:masters` is always allowed).
+    pub fn set_authorization_modes(&self, modes: &[authz::Mode]) {
+        let chain = authz::Chain::new(modes, self.rbac.clone());
+        *self.authorizer.write().expect("authorizer lock") = Arc::new(chain);
+    }
+
+    /// The service account token issuer (keys, issuer, audiences).
+    pub fn service_accounts(&self) -> Arc<authn::serviceaccount::Issuer> {
+        self.service_accounts.read().expect("issuer lock").clone()
+    }
+
+    /// Sign and verify service account tokens with `issuer`.
+    pub fn set_service_accounts(&self, issuer: authn::serviceaccount::Issuer) {
+        *self.service_accounts.write().expect("issuer lock") = Arc::new(issuer);
     }
 
     /// The built-in API: every resource `kapi-resources` declares.
@@ -160,7 +194,8 @@ impl Server {
             .route("/openapi/v3/{*path}", get(openapi::v3_document))
             .fallback(handlers::dispatch)
             .with_state(self.clone());
-        filters::apply(routes, auth)
+        let auth = Arc::new(auth.as_ref().clone().with_server(self.clone()));
+        filters::apply(routes, auth, self.clone())
     }
 }
 

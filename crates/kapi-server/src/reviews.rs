@@ -14,8 +14,8 @@ use kapi_machinery::status::ApiError;
 use kapi_resources::reviews::{AUTHENTICATION, AUTHORIZATION};
 use serde_json::{json, Map, Value};
 
-use crate::authn::{AuthResult, UserInfo};
-use crate::authz::{Attributes, Authorizer, ResourceAttrs};
+use crate::authn::UserInfo;
+use crate::authz::{Attributes, ResourceAttrs, Verdict};
 use crate::handlers::Ctx;
 
 /// Whether `ctx` addresses a review resource.
@@ -25,7 +25,7 @@ pub fn is_review(ctx: &Ctx) -> bool {
 }
 
 /// Answer a review: default, validate, then fill `status`.
-pub fn create(ctx: &Ctx, mut obj: Value) -> Result<Response, ApiError> {
+pub async fn create(ctx: &Ctx, mut obj: Value) -> Result<Response, ApiError> {
     let def = &ctx.entry.def;
     let root = obj
         .as_object_mut()
@@ -39,12 +39,12 @@ pub fn create(ctx: &Ctx, mut obj: Value) -> Result<Response, ApiError> {
     }
     let requester = ctx.user.clone().unwrap_or_else(UserInfo::anonymous);
     let status = match def.resource.as_str() {
-        "tokenreviews" => token_review(ctx, &obj)?,
+        "tokenreviews" => token_review(ctx, &obj).await?,
         "selfsubjectreviews" => json!({"userInfo": user_json(&requester)}),
-        "selfsubjectrulesreviews" => rules_review(ctx, &obj, &requester)?,
-        "selfsubjectaccessreviews" => access_review(ctx, &obj, requester),
+        "selfsubjectrulesreviews" => rules_review(ctx, &obj, &requester).await?,
+        "selfsubjectaccessreviews" => access_review(ctx, &obj, requester).await,
         "subjectaccessreviews" | "localsubjectaccessreviews" => {
-            access_review(ctx, &obj, spec_user(&obj))
+            access_review(ctx, &obj, spec_user(&obj)).await
         }
         _ => return Err(crate::handlers::not_found()),
     };
@@ -70,7 +70,7 @@ fn user_json(user: &UserInfo) -> Value {
     Value::Object(m)
 }
 
-fn token_review(ctx: &Ctx, obj: &Value) -> Result<Value, ApiError> {
+async fn token_review(ctx: &Ctx, obj: &Value) -> Result<Value, ApiError> {
     let token = obj
         .pointer("/spec/token")
         .and_then(Value::as_str)
@@ -83,19 +83,31 @@ fn token_review(ctx: &Ctx, obj: &Value) -> Result<Value, ApiError> {
     let Some(auth) = &ctx.authenticator else {
         return Ok(json!({"authenticated": false, "user": {}}));
     };
-    let mut status = match auth.authenticate(None, Some(&format!("Bearer {token}"))) {
-        AuthResult::Authenticated(user) => json!({"authenticated": true, "user": user_json(&user)}),
-        _ => json!({"authenticated": false, "user": {}}),
-    };
-    if let Some(aud) = obj
+    let audiences: Vec<String> = obj
         .pointer("/spec/audiences")
-        .filter(|a| a.as_array().is_some_and(|a| !a.is_empty()))
-    {
-        if status["authenticated"] == true {
-            status["audiences"] = aud.clone();
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.as_str().map(str::to_owned))
+        .collect();
+    Ok(match auth.authenticate_token(token, &audiences).await {
+        Ok((user, matched)) => {
+            let mut status = json!({"authenticated": true, "user": user_json(&user)});
+            if !matched.is_empty() {
+                status["audiences"] = json!(matched);
+            }
+            status
         }
-    }
-    Ok(status)
+        Err(reason) => {
+            // Upstream reports the failing authenticator's error; a token no
+            // authenticator recognises is simply not authenticated.
+            let mut status = json!({"authenticated": false, "user": {}});
+            if reason != crate::authn::UNKNOWN_TOKEN {
+                status["error"] = reason.into();
+            }
+            status
+        }
+    })
 }
 
 /// The subject of a (local) SubjectAccessReview, from its spec.
@@ -138,7 +150,7 @@ fn spec_user(obj: &Value) -> UserInfo {
     }
 }
 
-fn access_review(ctx: &Ctx, obj: &Value, user: UserInfo) -> Value {
+async fn access_review(ctx: &Ctx, obj: &Value, user: UserInfo) -> Value {
     let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
     let mut attrs = Attributes {
         user,
@@ -160,15 +172,18 @@ fn access_review(ctx: &Ctx, obj: &Value, user: UserInfo) -> Value {
         attrs.verb = s(n, "verb");
         attrs.path = Some(s(n, "path"));
     }
-    let decision = ctx.srv.authorizer.authorize(&attrs);
-    let mut status = json!({"allowed": decision.allowed});
+    let decision = ctx.srv.authorizer().authorize(&attrs).await;
+    let mut status = json!({"allowed": decision.allowed()});
+    if decision.verdict == Verdict::Deny {
+        status["denied"] = true.into();
+    }
     if !decision.reason.is_empty() {
         status["reason"] = decision.reason.into();
     }
     status
 }
 
-fn rules_review(ctx: &Ctx, obj: &Value, user: &UserInfo) -> Result<Value, ApiError> {
+async fn rules_review(ctx: &Ctx, obj: &Value, user: &UserInfo) -> Result<Value, ApiError> {
     let ns = obj
         .pointer("/spec/namespace")
         .and_then(Value::as_str)
@@ -176,15 +191,14 @@ fn rules_review(ctx: &Ctx, obj: &Value, user: &UserInfo) -> Result<Value, ApiErr
     if ns.is_empty() {
         return Err(ApiError::bad_request("no namespace on request"));
     }
-    let rules = ctx.srv.authorizer.rules_for(user, ns);
-    Ok(json!({
+    let rules = ctx.srv.authorizer().rules_for(user, ns).await;
+    let mut status = json!({
         "resourceRules": rules.resource_rules,
         "nonResourceRules": rules.non_resource_rules,
         "incomplete": rules.incomplete,
-    }))
-}
-
-/// The authorizer every server starts with.
-pub fn default_authorizer() -> std::sync::Arc<dyn Authorizer> {
-    std::sync::Arc::new(crate::authz::AllowAuthenticated)
+    });
+    if !rules.errors.is_empty() {
+        status["evaluationError"] = rules.errors.join(", ").into();
+    }
+    Ok(status)
 }

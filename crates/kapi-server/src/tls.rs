@@ -31,6 +31,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::WebPkiClientVerifier;
 
+pub(crate) use pki::write_file_atomic;
 pub use pki::{load_or_generate, Pki, ADMIN_GROUP, ADMIN_USER, CA_COMMON_NAME};
 pub use serve::{serve_plain, serve_tls, HANDSHAKE_TIMEOUT, SHUTDOWN_DRAIN_TIMEOUT};
 

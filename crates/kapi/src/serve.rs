@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
+use kapi_server::authn::serviceaccount::Issuer;
 use kapi_server::authn::{Authenticator, TokenFile};
 use kapi_server::{tls, Cidr, Server, ServerConfig};
 use kapi_storage::embedded::EmbeddedConfig;
@@ -56,9 +57,30 @@ pub struct ServeArgs {
     /// Static bearer tokens, upstream's CSV format.
     #[arg(long)]
     token_auth_file: Option<PathBuf>,
-    /// Allow anonymous requests (they only reach health and version).
+    /// Allow anonymous requests (`system:anonymous`, group
+    /// `system:unauthenticated`; they reach only what RBAC grants them).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     anonymous_auth: bool,
+    /// Authorizers, in order (first decision wins): RBAC, AlwaysAllow, AlwaysDeny.
+    #[arg(long, default_value = "RBAC")]
+    authorization_mode: String,
+    /// Private key (PEM: PKCS#8 EC P-256 or RSA, or PKCS#1 RSA) service account
+    /// tokens are signed with; generated into the data dir when absent.
+    #[arg(long)]
+    service_account_signing_key_file: Option<PathBuf>,
+    /// More keys (PEM public keys, certificates or private keys) that verify
+    /// service account tokens; repeatable.
+    #[arg(long)]
+    service_account_key_file: Vec<PathBuf>,
+    /// Token issuer identifiers; the first signs, all are accepted. Repeatable.
+    #[arg(long)]
+    service_account_issuer: Vec<String>,
+    /// Audiences the API accepts tokens for (default: the first issuer).
+    #[arg(long, value_delimiter = ',')]
+    api_audiences: Vec<String>,
+    /// Accept legacy secret-based service account tokens (off: refused).
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set)]
+    service_account_legacy_tokens: bool,
     /// The address written into the kubeconfig and discovery (default: loopback);
     /// also the address of the `default/kubernetes` Endpoints.
     #[arg(long)]
@@ -146,7 +168,12 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
         endpoint_reconciler: a.endpoint_reconciler_type == "lease",
         root_ca: Some(pki.ca_cert_pem.clone()),
     };
+    let modes = kapi_server::authz::Mode::parse_list(&a.authorization_mode)
+        .map_err(|e| format!("--authorization-mode: {e}"))?;
+    let issuer = service_account_issuer(&a)?;
     let server = Server::builtin(config, slot);
+    server.set_authorization_modes(&modes);
+    server.set_service_accounts(issuer);
     server
         .start(&controllers)
         .await
@@ -182,6 +209,26 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
     tls::serve_tls(listener, tls_config, app, shutdown_signal())
         .await
         .map_err(|e| format!("serving: {e}"))
+}
+
+fn service_account_issuer(a: &ServeArgs) -> Result<Issuer, String> {
+    let signing = match &a.service_account_signing_key_file {
+        Some(p) => read(p)?,
+        None => Issuer::load_or_generate_key(&a.data_dir.join("sa.key"))?,
+    };
+    let verify = a
+        .service_account_key_file
+        .iter()
+        .map(read)
+        .collect::<Result<Vec<_>, _>>()?;
+    Issuer::new(
+        &signing,
+        &verify,
+        a.service_account_issuer.clone(),
+        a.api_audiences.clone(),
+        a.service_account_legacy_tokens,
+    )
+    .map_err(|e| format!("service account keys: {e}"))
 }
 
 async fn shutdown_signal() {

@@ -92,6 +92,7 @@ kinds! {
     "apps" "v1" ReplicaSet list => api::apps::v1::ReplicaSet;
     "apps" "v1" StatefulSet list => api::apps::v1::StatefulSet;
     "authentication.k8s.io" "v1" SelfSubjectReview single => api::authentication::v1::SelfSubjectReview;
+    "authentication.k8s.io" "v1" TokenRequest single => api::authentication::v1::TokenRequest;
     "authentication.k8s.io" "v1" TokenReview single => api::authentication::v1::TokenReview;
     "authorization.k8s.io" "v1" LocalSubjectAccessReview single => api::authorization::v1::LocalSubjectAccessReview;
     "authorization.k8s.io" "v1" SelfSubjectAccessReview single => api::authorization::v1::SelfSubjectAccessReview;

@@ -22,6 +22,7 @@ const PATCH: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Patch";
 const SCALE: &str = "io.k8s.api.autoscaling.v1.Scale";
 const EVICTION: &str = "io.k8s.api.policy.v1.Eviction";
 const BINDING: &str = "io.k8s.api.core.v1.Binding";
+const TOKEN_REQUEST: &str = "io.k8s.api.authentication.v1.TokenRequest";
 
 const ANY: &[&str] = &["*/*"];
 pub const PATCH_TYPES: &[&str] = &[
@@ -385,6 +386,11 @@ fn sub_ops(gv: &GroupVersion, t: &Target, scope: &str, sub: &Subresource) -> Vec
             "EphemeralContainers",
             t.def.as_str(),
             gvk(&t.res.group, &t.res.version, kind),
+        ),
+        Subresource::Token => (
+            "Token",
+            TOKEN_REQUEST,
+            gvk("authentication.k8s.io", "v1", "TokenRequest"),
         ),
     };
     let what = format!("{} of the specified", sub.name());

@@ -87,6 +87,7 @@ pub async fn apply(ctx: &Ctx, body: Body, status: bool) -> Result<Response, ApiE
             return Ok(resp);
         }
     }
+    let guard = crate::authz::escalation::Guard::prepare(ctx, Some(&patch)).await?;
     let (out, created) = store
         .update_with(
             ctx.namespace(),
@@ -102,6 +103,9 @@ pub async fn apply(ctx: &Ctx, body: Body, status: bool) -> Result<Response, ApiE
                 meta::set_str(&mut obj, "name", &name);
                 if let Some(ns) = &namespace {
                     meta::set_str(&mut obj, "namespace", ns);
+                }
+                if let Some(g) = &guard {
+                    g.check(&obj, current)?;
                 }
                 Ok(obj)
             },

@@ -18,7 +18,7 @@ pub async fn create(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {
     let mut obj = negotiate::decode_body(ctx.content_type(), &bytes)?;
     check_identity(ctx, &mut obj, false)?;
     if crate::reviews::is_review(ctx) {
-        return crate::reviews::create(ctx, obj);
+        return crate::reviews::create(ctx, obj).await;
     }
     if ctx.entry.def.group.is_empty() && ctx.entry.def.resource == "bindings" {
         return super::binding::bind_legacy(ctx, obj).await;

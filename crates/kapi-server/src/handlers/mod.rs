@@ -13,6 +13,7 @@ mod json_fast;
 pub(crate) mod list;
 mod patch;
 mod scale;
+mod token;
 mod update;
 mod watch;
 
@@ -244,6 +245,7 @@ async fn serve(
         }
         (Verb::Create, Some(Subresource::Eviction)) => eviction::evict(&ctx, body).await,
         (Verb::Create, Some(Subresource::Binding)) => binding::bind_subresource(&ctx, body).await,
+        (Verb::Create, Some(Subresource::Token)) => token::token(&ctx, body).await,
         _ => Err(ApiError::method_not_supported(
             ctx.entry.def.group_resource(),
             ctx.info.verb,

@@ -69,6 +69,7 @@ pub async fn patch(ctx: &Ctx, body: Body, status: bool) -> Result<Response, ApiE
     let target = ctx.update_target();
     let def = ctx.entry.def.clone();
     let srv = ctx.srv.clone();
+    let guard = crate::authz::escalation::Guard::prepare(ctx, None).await?;
     let (out, _) = ctx
         .entry
         .store
@@ -91,6 +92,9 @@ pub async fn patch(ctx: &Ctx, body: Body, status: bool) -> Result<Response, ApiE
                     ));
                 }
                 check_unchanged_identity(current, &patched)?;
+                if let Some(g) = &guard {
+                    g.check(&patched, Some(current))?;
+                }
                 Ok(patched)
             },
         )

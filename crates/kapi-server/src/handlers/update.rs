@@ -34,10 +34,14 @@ pub async fn update_target(
     ctx.srv.prune_unknown(&ctx.entry.def, &mut obj);
     crate::fieldcheck::check_bytes(&ctx.entry.def, &obj)?;
     let create = target == UpdateTarget::Main && ctx.entry.def.strategy.allow_create_on_update();
+    let guard = crate::authz::escalation::Guard::prepare(ctx, Some(&obj)).await?;
     let (out, created) = ctx
         .entry
         .store
-        .update_with(ctx.namespace(), ctx.name(), target, &opts, create, |_| {
+        .update_with(ctx.namespace(), ctx.name(), target, &opts, create, |cur| {
+            if let Some(g) = &guard {
+                g.check(&obj, cur)?;
+            }
             Ok(obj.clone())
         })
         .await?;

@@ -10,7 +10,7 @@
 use std::sync::{Arc, Once};
 use std::time::Duration;
 
-use kapi_server::authn::Authenticator;
+use kapi_server::authn::{Authenticator, TokenFile};
 use kapi_server::{tls, Cidr, Server, ServerConfig};
 use kapi_storage::embedded::EmbeddedConfig;
 use kapi_storage::factory::{self, StorageConfig};
@@ -23,6 +23,10 @@ use serde_json::Value;
 pub struct TestServer {
     pub client: Client,
     pub backend: Arc<dyn Backend>,
+    /// The server itself (tests mint service account tokens with its issuer).
+    pub server: Arc<Server>,
+    url: String,
+    ca_pem: String,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     _dir: tempfile::TempDir,
 }
@@ -106,7 +110,8 @@ async fn start_with(selection: kapi_server::controllers::Selection) -> TestServe
         Some(cache) => Arc::new(cache.clone()),
         None => backend,
     };
-    let app = server.router(Arc::new(Authenticator::new(None, true)));
+    let tokens = TokenFile::parse(TOKENS).expect("test tokens");
+    let app = server.router(Arc::new(Authenticator::new(Some(tokens), true)));
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     tokio::spawn(async move {
         let stop = async move {
@@ -138,12 +143,55 @@ async fn start_with(selection: kapi_server::controllers::Selection) -> TestServe
     TestServer {
         client,
         backend,
+        server,
+        url,
+        ca_pem: pki.ca_cert_pem.clone(),
         shutdown: Some(tx),
         _dir: dir,
     }
 }
 
+/// The static tokens every test server accepts (`--token-auth-file` format):
+/// `<name>-token` authenticates `<name>`. Only the admin (client certificate,
+/// `system:masters`) holds any permission beyond the bootstrap policy.
+pub const TOKENS: &str = "alice-token,alice,uid-alice,\"dev\"\n\
+    bob-token,bob,uid-bob\n\
+    carol-token,carol,uid-carol,\"ops,dev\"\n\
+    dave-token,dave,uid-dave\n";
+
 impl TestServer {
+    /// A client authenticating with `Authorization: Bearer <token>`.
+    #[allow(dead_code)]
+    pub async fn client_with_token(&self, token: &str) -> Client {
+        self.client_with_user(&format!("{{token: {token:?}}}"))
+            .await
+    }
+
+    /// A client sending no credentials (anonymous).
+    #[allow(dead_code)]
+    pub async fn anonymous_client(&self) -> Client {
+        self.client_with_user("{}").await
+    }
+
+    async fn client_with_user(&self, user: &str) -> Client {
+        use base64::Engine as _;
+        let ca = base64::engine::general_purpose::STANDARD.encode(&self.ca_pem);
+        let yaml = format!(
+            "apiVersion: v1\nkind: Config\ncurrent-context: t\n\
+             clusters: [{{name: c, cluster: {{server: \"{}\", certificate-authority-data: {ca}}}}}]\n\
+             users: [{{name: u, user: {user}}}]\n\
+             contexts: [{{name: t, context: {{cluster: c, user: u}}}}]\n",
+            self.url
+        );
+        let kubeconfig = Kubeconfig::from_yaml(&yaml).expect("kubeconfig");
+        let mut config =
+            kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+                .await
+                .expect("kube config");
+        config.default_retry = false;
+        Client::try_from(config).expect("client")
+    }
+
     pub fn api<K>(&self, ns: &str) -> Api<K>
     where
         K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>,

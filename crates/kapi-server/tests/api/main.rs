@@ -3,6 +3,8 @@
 //! (`harness.rs`); modules group the tests by the behaviour they check.
 
 mod apply;
+mod auth;
+mod auth2;
 mod batch;
 mod componentstatus;
 mod controllers;

@@ -227,6 +227,12 @@ async fn access_reviews_ask_the_authorizer() {
     let review: SubjectAccessReview = from(json!({"spec": {"user": "alice",
         "resourceAttributes": {"verb": "delete", "resource": "pods", "namespace": "default"}}}));
     let out = sar.create(&PostParams::default(), &review).await.unwrap();
+    assert!(!out.status.unwrap().allowed, "RBAC grants alice nothing");
+    let master: SubjectAccessReview = from(
+        json!({"spec": {"user": "alice", "groups": ["system:masters"],
+        "resourceAttributes": {"verb": "delete", "resource": "pods", "namespace": "default"}}}),
+    );
+    let out = sar.create(&PostParams::default(), &master).await.unwrap();
     assert!(out.status.unwrap().allowed);
     let anon: SubjectAccessReview = from(
         json!({"spec": {"user": "system:anonymous", "groups": ["system:unauthenticated"],

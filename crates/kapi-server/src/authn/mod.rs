@@ -1,7 +1,9 @@
 //! Request authentication: verified client certificate → static bearer token
-//! (`--token-auth-file`) → anonymous, with upstream kube-apiserver semantics.
+//! (`--token-auth-file`, `tokenfile.rs`) → service account JWT
+//! (`serviceaccount.rs`, signed and verified by `jwt.rs`) → anonymous, with
+//! upstream kube-apiserver semantics.
 //!
-//! Owns [`UserInfo`], [`TokenFile`], [`Authenticator`] and the axum middleware
+//! Owns [`UserInfo`], [`Authenticator`] and the axum middleware
 //! [`authenticate_layer`]. Invariants (as upstream's union authenticator +
 //! `AuthenticatedGroupAdder` + `FailOnError` anonymous fallback):
 //! - a client certificate with a non-empty CN wins; its O values are groups;
@@ -18,8 +20,11 @@
 //! middleware stores [`UserInfo`] in the request extensions for authorization
 //! and handlers, and strips the `Authorization` header once it is consumed.
 
-use std::collections::{BTreeMap, HashMap};
-use std::path::Path;
+pub mod jwt;
+pub mod serviceaccount;
+mod tokenfile;
+
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
@@ -28,10 +33,15 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use crate::tls::PeerIdentity;
+use crate::Server;
+
+pub use tokenfile::{TokenFile, TokenFileError};
 
 pub const ANONYMOUS_USER: &str = "system:anonymous";
 pub const ALL_UNAUTHENTICATED: &str = "system:unauthenticated";
 pub const ALL_AUTHENTICATED: &str = "system:authenticated";
+/// The reason for a bearer token no authenticator recognises.
+pub const UNKNOWN_TOKEN: &str = "invalid bearer token";
 
 /// An authenticated (or anonymous) user, as in `k8s.io/apiserver/pkg/authentication/user`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -62,168 +72,43 @@ pub enum AuthResult {
     Rejected(String),
 }
 
-/// Error reading a token file.
-#[derive(Debug, thiserror::Error)]
-#[error("token file '{path}': {message}")]
-pub struct TokenFileError {
-    pub path: String,
-    pub message: String,
-}
-
-/// Static tokens, upstream's `--token-auth-file` format: CSV rows
-/// `token,user,uid[,"group1,group2"]`. Blank lines are skipped; rows with
-/// fewer than 3 columns are an error; rows with an empty token are skipped;
-/// for duplicate tokens the last row wins; empty group names are dropped.
-#[derive(Clone, Debug, Default)]
-pub struct TokenFile {
-    tokens: HashMap<String, UserInfo>,
-}
-
-impl TokenFile {
-    /// Read and parse the file at `path`.
-    pub fn load(path: &Path) -> Result<Self, TokenFileError> {
-        let text = std::fs::read_to_string(path).map_err(|e| TokenFileError {
-            path: path.display().to_string(),
-            message: e.to_string(),
-        })?;
-        Self::parse(&text).map_err(|mut e| {
-            e.path = path.display().to_string();
-            e
-        })
-    }
-
-    /// Parse token file contents (the error's `path` is empty).
-    pub fn parse(text: &str) -> Result<Self, TokenFileError> {
-        let err = |message: String| TokenFileError {
-            path: String::new(),
-            message,
-        };
-        let mut tokens = HashMap::new();
-        for (line, record) in csv_records(text).map_err(err)? {
-            if record.len() < 3 {
-                return Err(err(format!(
-                    "line {line}: must have at least 3 columns (token, user name, user uid), found {}",
-                    record.len()
-                )));
-            }
-            if record[0].is_empty() {
-                tracing::warn!(line, "empty token in token file; row skipped");
-                continue;
-            }
-            let groups = record.get(3).map_or_else(Vec::new, |g| {
-                g.split(',')
-                    .filter(|s| !s.is_empty())
-                    .map(str::to_string)
-                    .collect()
-            });
-            let user = UserInfo {
-                name: record[1].clone(),
-                uid: record[2].clone(),
-                groups,
-                extra: BTreeMap::new(),
-            };
-            if tokens.insert(record[0].clone(), user).is_some() {
-                tracing::warn!(line, "duplicate token in token file; the later row wins");
-            }
-        }
-        Ok(TokenFile { tokens })
-    }
-
-    /// The user for `token`, if known.
-    pub fn lookup(&self, token: &str) -> Option<&UserInfo> {
-        self.tokens.get(token)
-    }
-
-    pub fn len(&self) -> usize {
-        self.tokens.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.tokens.is_empty()
-    }
-}
-
-/// Parse CSV as Go's `encoding/csv` does with a variable field count:
-/// `"`-quoted fields (with `""` escapes and embedded newlines/commas), blank
-/// lines skipped, CRLF accepted. Returns `(line number, fields)` per record.
-fn csv_records(text: &str) -> Result<Vec<(usize, Vec<String>)>, String> {
-    let mut records = Vec::new();
-    let mut chars = text.chars().peekable();
-    let mut line = 1;
-    while chars.peek().is_some() {
-        let start_line = line;
-        if let Some(fields) = csv_record(&mut chars, &mut line)? {
-            records.push((start_line, fields));
-        }
-    }
-    Ok(records)
-}
-
-/// One CSV record (up to and including its newline); `None` for a blank line.
-fn csv_record(
-    chars: &mut std::iter::Peekable<std::str::Chars<'_>>,
-    line: &mut usize,
-) -> Result<Option<Vec<String>>, String> {
-    let start_line = *line;
-    let mut fields = Vec::new();
-    let mut field = String::new();
-    let mut quoted = false; // inside a quoted field
-    let mut was_quoted = false; // the current field was quoted and closed
-    while let Some(c) = chars.next() {
-        match (quoted, c) {
-            (true, '"') if chars.peek() == Some(&'"') => {
-                chars.next();
-                field.push('"');
-            }
-            (true, '"') => (quoted, was_quoted) = (false, true),
-            (true, c) => {
-                *line += usize::from(c == '\n');
-                field.push(c);
-            }
-            (false, '"') if field.is_empty() && !was_quoted => quoted = true,
-            (false, '"') => return Err(format!("line {line}: bare \" in non-quoted field")),
-            (false, ',') => {
-                fields.push(std::mem::take(&mut field));
-                was_quoted = false;
-            }
-            (false, '\n') => {
-                *line += 1;
-                break;
-            }
-            (false, '\r') if chars.peek() == Some(&'\n') => {}
-            (false, _) if was_quoted => {
-                return Err(format!(
-                    "line {line}: extraneous character after closing quote"
-                ))
-            }
-            (false, c) => field.push(c),
-        }
-    }
-    if quoted {
-        return Err(format!("line {start_line}: unterminated quoted field"));
-    }
-    if fields.is_empty() && !was_quoted && field.trim().is_empty() {
-        return Ok(None);
-    }
-    fields.push(field);
-    Ok(Some(fields))
-}
-
-/// The authenticator chain: client certificate, token file, anonymous.
-#[derive(Clone, Debug, Default)]
+/// The authenticator chain: client certificate, token file, service account
+/// tokens (once attached to a server), anonymous.
+#[derive(Clone, Default)]
 pub struct Authenticator {
     tokens: Option<TokenFile>,
     anonymous: bool,
+    server: Option<Arc<Server>>,
+}
+
+impl std::fmt::Debug for Authenticator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Authenticator")
+            .field("tokens", &self.tokens.as_ref().map(TokenFile::len))
+            .field("anonymous", &self.anonymous)
+            .field("service_accounts", &self.server.is_some())
+            .finish()
+    }
 }
 
 impl Authenticator {
     pub fn new(tokens: Option<TokenFile>, anonymous: bool) -> Self {
-        Authenticator { tokens, anonymous }
+        Authenticator {
+            tokens,
+            anonymous,
+            server: None,
+        }
+    }
+
+    /// Also accept service account tokens `srv` issued (`Server::router` attaches it).
+    pub fn with_server(mut self, srv: Arc<Server>) -> Self {
+        self.server = Some(srv);
+        self
     }
 
     /// Authenticate from the verified peer certificate and the raw
     /// `Authorization` header value.
-    pub fn authenticate(
+    pub async fn authenticate(
         &self,
         peer: Option<&PeerIdentity>,
         authorization_header: Option<&str>,
@@ -236,15 +121,51 @@ impl Authenticator {
             }));
         }
         if let Some(token) = authorization_header.and_then(bearer_token) {
-            return match self.tokens.as_ref().and_then(|t| t.lookup(token)) {
-                Some(user) => AuthResult::Authenticated(with_authenticated_group(user.clone())),
-                None => AuthResult::Rejected("invalid bearer token".into()),
+            return match self.authenticate_token(token, &[]).await {
+                Ok((user, _)) => AuthResult::Authenticated(user),
+                Err(reason) => AuthResult::Rejected(reason),
             };
         }
         if self.anonymous {
             AuthResult::Anonymous(UserInfo::anonymous())
         } else {
             AuthResult::Rejected("no credentials provided".into())
+        }
+    }
+
+    /// A bearer token's user and the audiences it is good for among
+    /// `audiences` (empty: the server's API audiences), as a TokenReview asks.
+    pub async fn authenticate_token(
+        &self,
+        token: &str,
+        audiences: &[String],
+    ) -> Result<(UserInfo, Vec<String>), String> {
+        let issuer = self.server.as_ref().map(|s| s.service_accounts());
+        let api_audiences = issuer.as_ref().map(|i| i.audiences()).unwrap_or_default();
+        let wanted: Vec<String> = if audiences.is_empty() {
+            api_audiences.clone()
+        } else {
+            audiences.to_vec()
+        };
+        if let Some(user) = self.tokens.as_ref().and_then(|t| t.lookup(token)) {
+            // Not audience-aware: good for the API audiences only (upstream
+            // `WrapAudienceAgnosticToken`).
+            let matched: Vec<String> = wanted
+                .iter()
+                .filter(|a| audiences.is_empty() || api_audiences.contains(a))
+                .cloned()
+                .collect();
+            if !audiences.is_empty() && matched.is_empty() {
+                return Err("token audiences are not the API audiences".into());
+            }
+            return Ok((with_authenticated_group(user.clone()), matched));
+        }
+        match (&self.server, issuer) {
+            (Some(srv), Some(issuer)) => {
+                let (user, matched) = issuer.authenticate(srv, token, &wanted).await?;
+                Ok((with_authenticated_group(user), matched))
+            }
+            _ => Err(UNKNOWN_TOKEN.into()),
         }
     }
 }
@@ -287,7 +208,7 @@ pub async fn authenticate_layer(
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
-    match auth.authenticate(peer.as_ref(), header) {
+    match auth.authenticate(peer.as_ref(), header).await {
         AuthResult::Authenticated(user) => {
             req.headers_mut().remove(header::AUTHORIZATION);
             req.extensions_mut().insert(user);
@@ -337,45 +258,14 @@ mod tests {
         .unwrap()
     }
 
-    #[test]
-    fn token_file_parses_upstream_format() {
-        let t = tokens();
-        assert_eq!(t.len(), 3);
-        let alice = t.lookup("tok1").unwrap();
-        assert_eq!(
-            (alice.name.as_str(), alice.uid.as_str()),
-            ("alice", "uid-1")
-        );
-        assert_eq!(alice.groups, vec!["dev", "ops"]);
-        assert!(t.lookup("tok2").unwrap().groups.is_empty());
-        assert_eq!(t.lookup("tok3").unwrap().groups, vec!["system:masters"]);
-        assert!(t.lookup("").is_none());
-    }
-
-    #[test]
-    fn token_file_errors_and_edge_cases() {
-        let short = TokenFile::parse("tok,alice\n").unwrap_err();
-        assert!(short.message.contains("at least 3 columns"), "{short}");
-        assert!(TokenFile::parse("tok,\"alice,uid\n").is_err());
-        assert!(TokenFile::parse("to\"k,alice,uid\n").is_err());
-        assert!(TokenFile::parse("tok,\"al\"x,uid\n").is_err());
-        let dup = TokenFile::parse("t,a,1\nt,b,2").unwrap();
-        assert_eq!(dup.lookup("t").unwrap().name, "b");
-        let escaped = TokenFile::parse("t,\"a\"\"b\",1,\"g1,,g2\"\n").unwrap();
-        let user = escaped.lookup("t").unwrap();
-        assert_eq!(user.name, "a\"b");
-        assert_eq!(user.groups, vec!["g1", "g2"]);
-        assert!(TokenFile::parse("").unwrap().is_empty());
-    }
-
-    #[test]
-    fn client_cert_wins_and_gets_authenticated_group() {
+    #[tokio::test]
+    async fn client_cert_wins_and_gets_authenticated_group() {
         let auth = Authenticator::new(Some(tokens()), false);
         let peer = PeerIdentity {
             user: "kubernetes-admin".into(),
             groups: vec!["system:masters".into()],
         };
-        let res = auth.authenticate(Some(&peer), Some("Bearer bogus"));
+        let res = auth.authenticate(Some(&peer), Some("Bearer bogus")).await;
         let AuthResult::Authenticated(user) = res else {
             panic!("{res:?}")
         };
@@ -383,14 +273,14 @@ mod tests {
         assert_eq!(user.groups, vec!["system:masters", ALL_AUTHENTICATED]);
     }
 
-    #[test]
-    fn empty_cn_falls_through_to_token() {
+    #[tokio::test]
+    async fn empty_cn_falls_through_to_token() {
         let auth = Authenticator::new(Some(tokens()), false);
         let peer = PeerIdentity {
             user: String::new(),
             groups: vec!["x".into()],
         };
-        let res = auth.authenticate(Some(&peer), Some("bearer tok2"));
+        let res = auth.authenticate(Some(&peer), Some("bearer tok2")).await;
         let AuthResult::Authenticated(user) = res else {
             panic!("{res:?}")
         };
@@ -399,22 +289,22 @@ mod tests {
         assert_eq!(user.groups, vec![ALL_AUTHENTICATED]);
     }
 
-    #[test]
-    fn bearer_tokens() {
+    #[tokio::test]
+    async fn bearer_tokens() {
         let auth = Authenticator::new(Some(tokens()), true);
-        let res = auth.authenticate(None, Some("Bearer tok1"));
+        let res = auth.authenticate(None, Some("Bearer tok1")).await;
         let AuthResult::Authenticated(user) = res else {
             panic!("{res:?}")
         };
         assert_eq!(user.groups, vec!["dev", "ops", ALL_AUTHENTICATED]);
         // Invalid token: rejected even though anonymous is enabled.
         assert!(matches!(
-            auth.authenticate(None, Some("Bearer nope")),
+            auth.authenticate(None, Some("Bearer nope")).await,
             AuthResult::Rejected(_)
         ));
         // Not a bearer token / empty token: treated as no credentials.
         for header in ["Basic abc", "Bearer", "Bearer ", "tok1"] {
-            let res = auth.authenticate(None, Some(header));
+            let res = auth.authenticate(None, Some(header)).await;
             assert_eq!(
                 res,
                 AuthResult::Anonymous(UserInfo::anonymous()),
@@ -424,20 +314,24 @@ mod tests {
         // Token authenticator disabled: any bearer token is invalid.
         let none = Authenticator::new(None, true);
         assert!(matches!(
-            none.authenticate(None, Some("Bearer tok1")),
+            none.authenticate(None, Some("Bearer tok1")).await,
             AuthResult::Rejected(_)
         ));
     }
 
-    #[test]
-    fn anonymous_and_group_adder_rules() {
-        let anon = Authenticator::new(None, true).authenticate(None, None);
+    #[tokio::test]
+    async fn anonymous_and_group_adder_rules() {
+        let anon = Authenticator::new(None, true)
+            .authenticate(None, None)
+            .await;
         let AuthResult::Anonymous(user) = anon else {
             panic!("{anon:?}")
         };
         assert_eq!(user.name, ANONYMOUS_USER);
         assert_eq!(user.groups, vec![ALL_UNAUTHENTICATED]);
-        let closed = Authenticator::new(None, false).authenticate(None, None);
+        let closed = Authenticator::new(None, false)
+            .authenticate(None, None)
+            .await;
         assert!(matches!(closed, AuthResult::Rejected(_)));
 
         let t = TokenFile::parse("a,system:anonymous,1\nb,u,2,system:unauthenticated\n").unwrap();
@@ -446,7 +340,8 @@ mod tests {
             ("Bearer a", vec![]),
             ("Bearer b", vec![ALL_UNAUTHENTICATED]),
         ] {
-            let AuthResult::Authenticated(user) = auth.authenticate(None, Some(header)) else {
+            let AuthResult::Authenticated(user) = auth.authenticate(None, Some(header)).await
+            else {
                 panic!("{header}")
             };
             assert_eq!(user.groups, groups, "{header}");

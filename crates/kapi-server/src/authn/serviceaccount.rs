@@ -1,0 +1,338 @@
+//! Service account tokens (upstream `pkg/serviceaccount`): the [`Issuer`]
+//! signs bound tokens for TokenRequest (`handlers/token.rs`) and authenticates
+//! them.
+//!
+//! A bound token is a JWT with `iss` (the first `--service-account-issuer`),
+//! `aud`, `exp`/`iat`/`nbf`, `jti`, `sub` (`system:serviceaccount:<ns>:<name>`)
+//! and a private `kubernetes.io` claim naming the namespace, the account and
+//! the bound pod, secret or node with their uids. It authenticates while its
+//! signature verifies, its issuer is accepted, it has not expired (60 s leeway,
+//! as go-jose), one of its audiences is wanted, and the account and bound
+//! object still exist with the same uids — read from the watch cache, and from
+//! the backend when the cache does not have them (yet).
+//!
+//! Legacy secret-based tokens (`iss: kubernetes/serviceaccount`) are refused
+//! unless `--service-account-legacy-tokens` is set; then the secret must still
+//! exist, hold this token, and belong to the account.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use base64::Engine as _;
+use serde_json::{json, Value};
+
+use super::jwt::{self, SigningKey, VerifyKey};
+use super::UserInfo;
+use crate::Server;
+
+/// kubeadm's (and kapi's default) issuer.
+pub const DEFAULT_ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
+const LEGACY_ISSUER: &str = "kubernetes/serviceaccount";
+const LEEWAY: i64 = 60;
+
+/// Keys and names service account tokens are issued and checked with.
+pub struct Issuer {
+    signer: SigningKey,
+    verify: Vec<VerifyKey>,
+    issuers: Vec<String>,
+    audiences: Vec<String>,
+    legacy: bool,
+}
+
+/// What [`Issuer::issue`] binds a token to.
+pub struct Binding<'a> {
+    pub namespace: &'a str,
+    pub account: (&'a str, &'a str),
+    /// `("Pod" | "Secret" | "Node", name, uid)`.
+    pub object: Option<(&'a str, &'a str, &'a str)>,
+    pub audiences: &'a [String],
+    pub expiration_seconds: i64,
+}
+
+impl Issuer {
+    /// A fresh in-memory key and the default issuer (tests, embedders).
+    pub fn ephemeral() -> Issuer {
+        Issuer::new(&jwt::generate_ec_pem(), &[], Vec::new(), Vec::new(), false)
+            .expect("generated key is valid")
+    }
+
+    /// `signing_pem` signs; it and every `verify_pems` entry verify. Empty
+    /// `issuers` means [`DEFAULT_ISSUER`]; empty `audiences` means the first issuer.
+    pub fn new(
+        signing_pem: &str,
+        verify_pems: &[String],
+        issuers: Vec<String>,
+        audiences: Vec<String>,
+        legacy: bool,
+    ) -> Result<Issuer, String> {
+        let signer = jwt::parse_signing_key(signing_pem)?;
+        let mut verify = vec![signer.verify_key()];
+        for pem in verify_pems {
+            verify.extend(jwt::parse_verify_keys(pem)?);
+        }
+        let issuers = if issuers.is_empty() {
+            vec![DEFAULT_ISSUER.to_string()]
+        } else {
+            issuers
+        };
+        let audiences = if audiences.is_empty() {
+            vec![issuers[0].clone()]
+        } else {
+            audiences
+        };
+        Ok(Issuer {
+            signer,
+            verify,
+            issuers,
+            audiences,
+            legacy,
+        })
+    }
+
+    /// The signing key PEM at `path`, generated (P-256, mode 0600) when absent.
+    pub fn load_or_generate_key(path: &Path) -> Result<String, String> {
+        if path.exists() {
+            return std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()));
+        }
+        let pem = jwt::generate_ec_pem();
+        crate::tls::write_file_atomic(path, pem.as_bytes(), 0o600)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(pem)
+    }
+
+    /// The API audiences (`--api-audiences`, default the issuer).
+    pub fn audiences(&self) -> Vec<String> {
+        self.audiences.clone()
+    }
+
+    /// A signed token for `b`; returns it with its expiry (Unix seconds).
+    pub fn issue(&self, b: &Binding<'_>) -> (String, i64) {
+        let now = now();
+        let exp = now + b.expiration_seconds;
+        let mut k8s = json!({"namespace": b.namespace,
+            "serviceaccount": {"name": b.account.0, "uid": b.account.1}});
+        if let Some((kind, name, uid)) = b.object {
+            k8s[kind.to_ascii_lowercase()] = json!({"name": name, "uid": uid});
+        }
+        let claims = json!({
+            "aud": b.audiences, "exp": exp, "iat": now, "nbf": now,
+            "iss": self.issuers[0], "jti": uuid(),
+            "sub": format!("system:serviceaccount:{}:{}", b.namespace, b.account.0),
+            "kubernetes.io": k8s,
+        });
+        (self.signer.sign(&claims), exp)
+    }
+
+    /// Sign arbitrary claims (tests mint expired or odd tokens with this).
+    pub fn sign_claims(&self, claims: &Value) -> String {
+        self.signer.sign(claims)
+    }
+
+    /// The user of `token` when it is a valid service account token for one of
+    /// `audiences`, with the audiences it matched.
+    pub async fn authenticate(
+        &self,
+        srv: &Server,
+        token: &str,
+        audiences: &[String],
+    ) -> Result<(UserInfo, Vec<String>), String> {
+        let claims = jwt::peek_claims(token).ok_or(super::UNKNOWN_TOKEN)?;
+        let iss = claims.get("iss").and_then(Value::as_str).unwrap_or("");
+        if iss == LEGACY_ISSUER {
+            if !self.legacy {
+                return Err("legacy service account tokens are not accepted".into());
+            }
+            let claims = jwt::verify(token, &self.verify)?;
+            return self.legacy_user(srv, token, &claims).await;
+        }
+        if !self.issuers.iter().any(|i| i == iss) {
+            return Err(super::UNKNOWN_TOKEN.into());
+        }
+        let claims = jwt::verify(token, &self.verify)?;
+        let num = |k: &str| claims.get(k).and_then(Value::as_i64);
+        let now = now();
+        match num("exp") {
+            Some(exp) if now > exp + LEEWAY => {
+                return Err("service account token has expired".into())
+            }
+            Some(_) => {}
+            None => return Err("service account token has no expiry".into()),
+        }
+        if num("nbf").is_some_and(|nbf| now + LEEWAY < nbf) {
+            return Err("service account token is not valid yet".into());
+        }
+        let token_aud: Vec<String> = match claims.get("aud") {
+            Some(Value::String(a)) => vec![a.clone()],
+            Some(Value::Array(a)) => a
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect(),
+            _ => Vec::new(),
+        };
+        let matched: Vec<String> = audiences
+            .iter()
+            .filter(|a| token_aud.contains(a))
+            .cloned()
+            .collect();
+        if matched.is_empty() {
+            return Err(format!(
+                "token audiences {token_aud:?} is invalid for the target audiences {audiences:?}"
+            ));
+        }
+        let k8s = claims.get("kubernetes.io").cloned().unwrap_or(Value::Null);
+        let s = |p: &str| {
+            k8s.pointer(p)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned()
+        };
+        let ns = s("/namespace");
+        let (sa_name, sa_uid) = (s("/serviceaccount/name"), s("/serviceaccount/uid"));
+        expect_uid(srv, "serviceaccounts", &ns, &sa_name, &sa_uid).await?;
+        let mut extra = BTreeMap::new();
+        for kind in ["pod", "secret", "node"] {
+            let (name, uid) = (s(&format!("/{kind}/name")), s(&format!("/{kind}/uid")));
+            if name.is_empty() {
+                continue;
+            }
+            let scope = if kind == "node" { "" } else { ns.as_str() };
+            expect_uid(srv, &format!("{kind}s"), scope, &name, &uid).await?;
+            if kind != "secret" {
+                extra.insert(
+                    format!("authentication.kubernetes.io/{kind}-name"),
+                    vec![name],
+                );
+                extra.insert(
+                    format!("authentication.kubernetes.io/{kind}-uid"),
+                    vec![uid],
+                );
+            }
+        }
+        if let Some(jti) = claims.get("jti").and_then(Value::as_str) {
+            extra.insert(
+                "authentication.kubernetes.io/credential-id".into(),
+                vec![format!("JTI={jti}")],
+            );
+        }
+        Ok((account_user(&ns, &sa_name, &sa_uid, extra), matched))
+    }
+
+    async fn legacy_user(
+        &self,
+        srv: &Server,
+        token: &str,
+        claims: &Value,
+    ) -> Result<(UserInfo, Vec<String>), String> {
+        let c = |k: &str| {
+            claims
+                .get(format!("kubernetes.io/serviceaccount/{k}"))
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned()
+        };
+        let (ns, secret, sa, uid) = (
+            c("namespace"),
+            c("secret.name"),
+            c("service-account.name"),
+            c("service-account.uid"),
+        );
+        expect_uid(srv, "serviceaccounts", &ns, &sa, &uid).await?;
+        let obj = lookup(srv, "secrets", &ns, &secret)
+            .await
+            .ok_or("the token's secret no longer exists")?;
+        let stored = obj
+            .pointer("/data/token")
+            .and_then(Value::as_str)
+            .and_then(|t| base64::engine::general_purpose::STANDARD.decode(t).ok());
+        let owner = obj
+            .pointer("/metadata/annotations/kubernetes.io~1service-account.name")
+            .and_then(Value::as_str);
+        if stored.as_deref() != Some(token.as_bytes()) || owner != Some(sa.as_str()) {
+            return Err("the token does not match its secret".into());
+        }
+        Ok((
+            account_user(&ns, &sa, &uid, BTreeMap::new()),
+            self.audiences.clone(),
+        ))
+    }
+}
+
+fn account_user(ns: &str, name: &str, uid: &str, extra: BTreeMap<String, Vec<String>>) -> UserInfo {
+    UserInfo {
+        name: format!("system:serviceaccount:{ns}:{name}"),
+        uid: uid.to_owned(),
+        groups: vec![
+            "system:serviceaccounts".into(),
+            format!("system:serviceaccounts:{ns}"),
+        ],
+        extra,
+    }
+}
+
+/// The object from the watch cache, or from the backend when the cache lacks it.
+async fn lookup(srv: &Server, resource: &str, ns: &str, name: &str) -> Option<Value> {
+    let entry = srv.apis.lookup("", "v1", resource)?;
+    if name.is_empty() || (entry.def.namespaced && ns.is_empty()) {
+        return None;
+    }
+    let ns = entry.def.namespaced.then_some(ns);
+    match entry.store.get(ns, name, Some("0")).await {
+        Ok(v) => Some(v),
+        Err(_) => entry.store.get(ns, name, None).await.ok(),
+    }
+}
+
+async fn expect_uid(
+    srv: &Server,
+    resource: &str,
+    ns: &str,
+    name: &str,
+    uid: &str,
+) -> Result<(), String> {
+    let obj = lookup(srv, resource, ns, name).await;
+    let found = obj
+        .as_ref()
+        .and_then(|o| o.pointer("/metadata/uid"))
+        .and_then(Value::as_str);
+    match found {
+        None => Err(format!("{resource} {ns}/{name} referenced by the token no longer exists")),
+        Some(u) if !uid.is_empty() && u != uid => {
+            Err(format!("{resource} {ns}/{name} referenced by the token was recreated (uid {u}, token has {uid})"))
+        }
+        Some(_) => Ok(()),
+    }
+}
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+fn uuid() -> String {
+    let mut b = [0u8; 16];
+    ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut b).expect("random");
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..]
+    )
+}
+
+/// Unix seconds as RFC 3339 (`expirationTimestamp`).
+pub fn rfc3339(secs: i64) -> String {
+    time::OffsetDateTime::from_unix_timestamp(secs)
+        .ok()
+        .and_then(|t| {
+            t.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
+        .unwrap_or_default()
+}
