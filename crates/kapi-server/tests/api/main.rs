@@ -6,6 +6,7 @@ mod apply;
 mod batch;
 mod controllers;
 mod crd;
+mod crd_lifecycle;
 mod crd_schema;
 mod crud;
 mod defaults;
