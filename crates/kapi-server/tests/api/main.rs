@@ -9,6 +9,7 @@ mod batch;
 mod componentstatus;
 mod controllers;
 mod crd;
+mod crd_lifecycle;
 mod crd_schema;
 mod crud;
 mod defaults;
