@@ -1,5 +1,8 @@
 //! The filter chain every request passes before any route, listed in the order a
-//! request meets them: panic recovery, authentication, authorization.
+//! request meets them (as kube-apiserver's `DefaultBuildHandlerChain`): metrics
+//! (`metrics.rs`), panic recovery, the audit ID (`audit/`), the request
+//! deadline and timeout (`limits.rs`), authentication, audit, API Priority and
+//! Fairness (`flowcontrol/`; max-inflight when it is off), authorization.
 //!
 //! Authorization is, for now, "authenticated users may do everything; anonymous
 //! users may read health and version only" — what upstream's default RBAC grants
@@ -17,17 +20,30 @@ use futures::FutureExt;
 use kapi_machinery::status::{ApiError, Reason};
 
 use crate::authn::{self, Authenticator, UserInfo};
+use crate::limits::{self, Chain};
 use crate::negotiate::error_response;
+use crate::{audit, metrics};
 
-pub fn apply(routes: Router, auth: Arc<Authenticator>) -> Router {
+pub fn apply(routes: Router, auth: Arc<Authenticator>, chain: &Chain) -> Router {
     // Layers wrap outside-in: the last added meets the request first.
+    let routes = routes.layer(middleware::from_fn(authorize));
+    let routes = chain.concurrency_layer(routes);
+    let routes = chain.audit_layer(routes);
     routes
-        .layer(middleware::from_fn(authorize))
         .layer(middleware::from_fn_with_state(
             auth,
             authn::authenticate_layer,
         ))
+        .layer(middleware::from_fn_with_state(
+            chain.request_timeout,
+            limits::timeout,
+        ))
+        .layer(middleware::from_fn(audit::id_layer))
         .layer(middleware::from_fn(recover))
+        .layer(middleware::from_fn_with_state(
+            chain.metrics.clone(),
+            metrics::layer,
+        ))
 }
 
 /// Turn a panic in any handler into a 500 Status; the server keeps serving.

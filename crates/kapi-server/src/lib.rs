@@ -10,6 +10,7 @@
 
 pub mod admission;
 pub mod apis;
+pub mod audit;
 pub mod authn;
 pub mod authz;
 mod bootstrap;
@@ -17,8 +18,11 @@ pub mod controllers;
 pub mod discovery;
 pub mod fieldcheck;
 mod filters;
+pub mod flowcontrol;
 pub mod handlers;
 pub mod health;
+pub mod limits;
+pub mod metrics;
 pub mod negotiate;
 mod openapi;
 mod openapi_pb;
@@ -38,6 +42,7 @@ use kapi_storage::slot::BackendSlot;
 use serde_json::Value;
 
 pub use admission::Cidr;
+pub use limits::ChainOptions;
 
 /// Settings the handlers need.
 #[derive(Debug, Clone)]
@@ -107,9 +112,34 @@ impl Server {
         Ok(())
     }
 
-    /// The whole HTTP application, filters included.
+    /// The whole HTTP application, filters included, with the default limits
+    /// and no audit.
     pub fn router(self: &Arc<Self>, auth: Arc<authn::Authenticator>) -> Router {
+        self.router_with(auth, &ChainOptions::default())
+            .expect("the default filter chain opens no files")
+    }
+
+    /// The whole HTTP application with the given filter settings; starts the
+    /// APF configuration controller.
+    pub fn router_with(
+        self: &Arc<Self>,
+        auth: Arc<authn::Authenticator>,
+        opts: &ChainOptions,
+    ) -> Result<Router, String> {
+        let chain = limits::Chain::build(opts)?;
+        if let limits::Concurrency::Apf(fc) = &chain.concurrency {
+            flowcontrol::spawn_controller(self.clone(), fc.clone());
+        }
+        let m = chain.metrics.clone();
         let routes = Router::new()
+            .route(
+                "/metrics",
+                get(
+                    move |axum::extract::State(srv): axum::extract::State<Arc<Server>>| {
+                        metrics::serve(srv, m.clone())
+                    },
+                ),
+            )
             .route("/version", get(health::version))
             .route("/version/", get(health::version))
             .route("/healthz", get(health::healthz))
@@ -130,7 +160,7 @@ impl Server {
             .route("/openapi/v3/{*path}", get(openapi::v3_document))
             .fallback(handlers::dispatch)
             .with_state(self.clone());
-        filters::apply(routes, auth)
+        Ok(filters::apply(routes, auth, &chain))
     }
 }
 

@@ -19,7 +19,7 @@
 
 mod clusterroles;
 mod gc;
-mod informer;
+pub(crate) mod informer;
 mod kubernetes_service;
 mod namespace;
 mod perns;
