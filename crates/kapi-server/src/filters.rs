@@ -1,6 +1,6 @@
 //! The filter chain every request passes before any route, listed in the order a
 //! request meets them (as kube-apiserver's `DefaultBuildHandlerChain`): metrics
-//! (`metrics.rs`), panic recovery, the audit ID (`audit/`), the request
+//! (`metrics.rs`), the audit ID (`audit/`), panic recovery, the request
 //! deadline and timeout (`limits.rs`), authentication, audit, API Priority and
 //! Fairness (`flowcontrol/`; max-inflight when it is off), authorization.
 //!
@@ -38,8 +38,8 @@ pub fn apply(routes: Router, auth: Arc<Authenticator>, chain: &Chain) -> Router 
             chain.request_timeout,
             limits::timeout,
         ))
-        .layer(middleware::from_fn(audit::id_layer))
         .layer(middleware::from_fn(recover))
+        .layer(middleware::from_fn(audit::id_layer))
         .layer(middleware::from_fn_with_state(
             chain.metrics.clone(),
             metrics::layer,

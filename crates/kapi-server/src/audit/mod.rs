@@ -399,3 +399,6 @@ fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
         "panic".into()
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -2,8 +2,11 @@
 //! process, driven by the real `kube` client. One binary, one server per test
 //! (`harness.rs`); modules group the tests by the behaviour they check.
 
+mod apf;
 mod apply;
+mod audit;
 mod batch;
+mod chain;
 mod controllers;
 mod crud;
 mod defaults;
@@ -14,7 +17,9 @@ mod groups;
 mod groups2;
 mod harness;
 mod lifecycle;
+mod limits;
 mod lists;
+mod metrics;
 mod patch;
 mod protobuf;
 mod rbac;
