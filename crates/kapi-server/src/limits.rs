@@ -145,7 +145,16 @@ pub struct Kind {
 }
 
 impl Kind {
+    /// The request's kind: computed once by the outermost filter and kept in
+    /// the request extensions (as upstream's `WithRequestInfo`).
     pub fn of(req: &Request) -> Kind {
+        match req.extensions().get::<Kind>() {
+            Some(k) => k.clone(),
+            None => Kind::compute(req),
+        }
+    }
+
+    fn compute(req: &Request) -> Kind {
         let query = Query::parse(req.uri().query());
         let info = request::parse(req.method(), req.uri().path(), &query);
         let verb = match &info {
@@ -247,8 +256,13 @@ pub async fn timeout(State(max): State<Duration>, mut req: Request, next: Next) 
     let received = Instant::now();
     let at = received + limit;
     req.extensions_mut().insert(Deadline { received, at });
-    match tokio::time::timeout_at(at, next.run(req)).await {
-        Ok(resp) => resp,
+    // As upstream, a request past its deadline is answered but not cancelled:
+    // the handler finishes in the background, so a write is never cut in half.
+    let mut handler = tokio::spawn(next.run(req));
+    match tokio::time::timeout_at(at, &mut handler).await {
+        Ok(Ok(resp)) => resp,
+        Ok(Err(e)) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Ok(Err(e)) => error_response(&ApiError::internal(e)),
         Err(_) => error_response(&ApiError::timeout(
             "request did not complete within requested timeout - context deadline exceeded",
             0,

@@ -290,9 +290,9 @@ fn metric_verb(method: &str, info: Option<&request::RequestInfo>, apply: bool) -
 /// The labels of one request, computed before it runs.
 struct RequestLabels(Vec<String>);
 
-fn request_labels(req: &Request) -> RequestLabels {
+fn request_labels(req: &Request, kind: &crate::limits::Kind) -> RequestLabels {
     let query = Query::parse(req.uri().query());
-    let info = request::parse(req.method(), req.uri().path(), &query);
+    let info = &kind.info;
     let apply = req
         .headers()
         .get(header::CONTENT_TYPE)
@@ -300,7 +300,7 @@ fn request_labels(req: &Request) -> RequestLabels {
         .is_some_and(|c| c.starts_with("application/apply-patch"));
     let verb = metric_verb(req.method().as_str(), info.as_ref(), apply);
     let dry_run = query.get("dryRun").unwrap_or("").to_owned();
-    let (group, version, resource, sub, scope) = match &info {
+    let (group, version, resource, sub, scope) = match info {
         Some(i) => {
             let scope = if i.name.is_some() {
                 "resource"
@@ -333,9 +333,11 @@ fn request_labels(req: &Request) -> RequestLabels {
 
 /// The filter: count and time every request when its response ends; count the
 /// events of watch responses.
-pub async fn layer(State(metrics): State<Metrics>, req: Request, next: Next) -> Response {
+pub async fn layer(State(metrics): State<Metrics>, mut req: Request, next: Next) -> Response {
     let started = Instant::now();
-    let labels = request_labels(&req);
+    let kind = crate::limits::Kind::of(&req);
+    let labels = request_labels(&req, &kind);
+    req.extensions_mut().insert(kind);
     let watch = labels.0[0] == "WATCH";
     let resp = next.run(req).await;
     let code = resp.status().as_u16().to_string();

@@ -360,7 +360,12 @@ pub async fn layer(State(audit): State<Audit>, mut req: Request, next: Next) -> 
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|c| c.starts_with("application/json"));
-    let want_body = json_body && (code >= 400 || event.decision.level == Level::RequestResponse);
+    // Errors for their Status; creates for the name the server gave (upstream
+    // completes objectRef from the object).
+    let want_body = json_body
+        && (code >= 400
+            || event.decision.level == Level::RequestResponse
+            || (kind.verb == "create" && code < 300));
     if !want_body {
         let ev = event.clone();
         return limits::on_body_end(resp, None::<fn()>, move || {
@@ -377,6 +382,9 @@ pub async fn layer(State(audit): State<Audit>, mut req: Request, next: Next) -> 
     let object = body_object(&bytes, omit_mf);
     event.emit("ResponseComplete", |e| {
         with_request(e);
+        if code < 300 {
+            complete_object_ref(e, object.as_ref());
+        }
         e.insert(
             "responseStatus".into(),
             response_status(code, object.as_ref()),
@@ -388,6 +396,21 @@ pub async fn layer(State(audit): State<Audit>, mut req: Request, next: Next) -> 
         }
     });
     Response::from_parts(parts, Body::from(bytes))
+}
+
+/// Fill `objectRef.name` / `namespace` from the object when the URL had none.
+fn complete_object_ref(ev: &mut Map<String, Value>, object: Option<&Value>) {
+    let (Some(obj), Some(Value::Object(r))) = (object, ev.get_mut("objectRef")) else {
+        return;
+    };
+    for key in ["name", "namespace"] {
+        if let Some(v) = obj
+            .pointer(&format!("/metadata/{key}"))
+            .and_then(Value::as_str)
+        {
+            r.entry(key).or_insert_with(|| v.into());
+        }
+    }
 }
 
 fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {

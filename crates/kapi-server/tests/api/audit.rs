@@ -109,6 +109,7 @@ async fn metadata_level_records_who_what_and_outcome_without_bodies() {
     assert_eq!(done["user"]["username"], "alice");
     assert_eq!(done["objectRef"]["resource"], "configmaps");
     assert_eq!(done["objectRef"]["namespace"], "team-b");
+    assert_eq!(done["objectRef"]["name"], "plain");
     assert_eq!(done["objectRef"]["apiVersion"], "v1");
     assert_eq!(done["responseStatus"]["code"], 201);
     assert!(done.get("requestObject").is_none() && done.get("responseObject").is_none());
