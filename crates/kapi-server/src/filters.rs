@@ -39,7 +39,10 @@ pub fn apply(routes: Router, auth: Arc<Authenticator>, chain: &Chain) -> Router 
             limits::timeout,
         ))
         .layer(middleware::from_fn(recover))
-        .layer(middleware::from_fn(audit::id_layer))
+        .layer(middleware::from_fn_with_state(
+            chain.audit.clone(),
+            audit::id_layer,
+        ))
         .layer(middleware::from_fn_with_state(
             chain.metrics.clone(),
             metrics::layer,

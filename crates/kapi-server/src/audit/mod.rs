@@ -85,8 +85,15 @@ impl Audit {
     }
 }
 
-/// Give every request an audit ID and every response an `Audit-ID` header.
-pub async fn id_layer(mut req: Request, next: Next) -> Response {
+/// Give every request an audit ID and every response an `Audit-ID` header;
+/// record requests that failed authentication (the audit filter proper runs
+/// after authentication and never sees them), as upstream's
+/// `WithFailedAuthenticationAudit`: one ResponseStarted event, no user.
+pub async fn id_layer(
+    State(audit): State<Option<Audit>>,
+    mut req: Request,
+    next: Next,
+) -> Response {
     let id = req
         .headers()
         .get("audit-id")
@@ -95,11 +102,61 @@ pub async fn id_layer(mut req: Request, next: Next) -> Response {
         .map(str::to_owned)
         .unwrap_or_else(kapi_registry::meta::new_uid);
     req.extensions_mut().insert(AuditId(id.clone()));
+    let failed = audit.and_then(|a| failed_authn_event(&a, &req).map(|ev| (a, ev)));
     let mut resp = next.run(req).await;
+    if let (Some((audit, mut ev)), 401) = (failed, resp.status().as_u16()) {
+        ev.insert("stage".into(), "ResponseStarted".into());
+        ev.insert("stageTimestamp".into(), micro_time().into());
+        audit.sink.send(Value::Object(ev));
+    }
     if let Ok(v) = HeaderValue::from_str(&id) {
         resp.headers_mut().insert("audit-id", v);
     }
     resp
+}
+
+/// The event for the request should authentication fail: the policy's level
+/// for a request with no user (`None` when that level is None).
+fn failed_authn_event(audit: &Audit, req: &Request) -> Option<Map<String, Value>> {
+    let kind = Kind::of(req);
+    let nobody = UserInfo::default();
+    let decision = audit.policy.evaluate(&Attributes {
+        user: &nobody,
+        verb: &kind.verb,
+        resource: resource_attrs(&kind),
+        path: req.uri().path(),
+    });
+    if decision.level == Level::None || decision.omit_stages.iter().any(|s| s == "ResponseStarted")
+    {
+        return None;
+    }
+    let mut attempted = Vec::new();
+    if req.headers().contains_key(header::AUTHORIZATION) {
+        attempted.push("bearer");
+    }
+    if matches!(
+        req.extensions().get::<Option<crate::tls::PeerIdentity>>(),
+        Some(Some(_))
+    ) {
+        attempted.push("x509");
+    }
+    let mut ev = base_event(req, &kind, &nobody, decision.level);
+    ev.insert(
+        "responseStatus".into(),
+        json!({"metadata": {}, "code": 401,
+            "message": format!("Authentication failed, attempted: {}", attempted.join(", "))}),
+    );
+    Some(ev)
+}
+
+fn resource_attrs(kind: &Kind) -> Option<ResourceAttrs<'_>> {
+    kind.info.as_ref().map(|i| ResourceAttrs {
+        group: &i.group,
+        resource: &i.resource,
+        subresource: i.subresource.as_deref().unwrap_or(""),
+        namespace: i.namespace.as_deref().unwrap_or(""),
+        name: i.name.as_deref().unwrap_or(""),
+    })
 }
 
 fn micro_time() -> String {
@@ -113,7 +170,9 @@ fn micro_time() -> String {
 
 fn user_json(u: &UserInfo) -> Value {
     let mut m = Map::new();
-    m.insert("username".into(), u.name.clone().into());
+    if !u.name.is_empty() {
+        m.insert("username".into(), u.name.clone().into());
+    }
     if !u.uid.is_empty() {
         m.insert("uid".into(), u.uid.clone().into());
     }
@@ -275,13 +334,7 @@ pub async fn layer(State(audit): State<Audit>, mut req: Request, next: Next) -> 
         .get::<UserInfo>()
         .unwrap_or(&anonymous)
         .clone();
-    let resource = kind.info.as_ref().map(|i| ResourceAttrs {
-        group: &i.group,
-        resource: &i.resource,
-        subresource: i.subresource.as_deref().unwrap_or(""),
-        namespace: i.namespace.as_deref().unwrap_or(""),
-        name: i.name.as_deref().unwrap_or(""),
-    });
+    let resource = resource_attrs(&kind);
     let decision = audit.policy.evaluate(&Attributes {
         user: &user,
         verb: &kind.verb,

@@ -264,3 +264,26 @@ async fn the_client_audit_id_is_kept() {
     let _ = chain::text(resp).await;
     events_of(&log, "my-own-id", 2).await;
 }
+
+#[tokio::test]
+async fn a_failed_authentication_is_recorded_without_a_user() {
+    let (c, log) = start().await;
+    let resp = c
+        .call(request(
+            "nobody",
+            "GET",
+            "/api/v1/namespaces/team-b/configmaps",
+            Body::empty(),
+        ))
+        .await;
+    assert_eq!(resp.status(), 401);
+    let id = resp.headers()["audit-id"].to_str().unwrap().to_owned();
+    let evs = events_of(&log, &id, 1).await;
+    assert_eq!(stages(&evs), ["ResponseStarted"]);
+    assert_eq!(evs[0]["user"], serde_json::json!({}));
+    assert_eq!(evs[0]["responseStatus"]["code"], 401);
+    assert_eq!(
+        evs[0]["responseStatus"]["message"],
+        "Authentication failed, attempted: bearer"
+    );
+}
