@@ -58,7 +58,7 @@ pub struct Schema {
     pub precedence: i64,
     pub level: String,
     pub distinguisher: Distinguisher,
-    rules: Vec<Value>,
+    rules: Vec<Rule>,
 }
 
 fn s<'a>(v: &'a Value, ptr: &str) -> &'a str {
@@ -139,14 +139,14 @@ impl Schema {
             rules: obj
                 .pointer("/spec/rules")
                 .and_then(Value::as_array)
-                .cloned()
+                .map(|a| a.iter().map(Rule::from_value).collect())
                 .unwrap_or_default(),
         }
     }
 
     /// Whether any rule matches the request.
     pub fn matches(&self, d: &Digest) -> bool {
-        self.rules.iter().any(|r| rule_matches(r, d))
+        self.rules.iter().any(|r| r.matches(d))
     }
 
     /// The flow distinguisher of a request of this schema.
@@ -163,49 +163,105 @@ impl Schema {
     }
 }
 
-fn rule_matches(rule: &Value, d: &Digest) -> bool {
-    let subjects = rule.get("subjects").and_then(Value::as_array);
-    if !subjects.is_some_and(|s| s.iter().any(|s| subject_matches(s, d.user))) {
-        return false;
+/// One rule of a FlowSchema, read once from its object.
+#[derive(Debug, Clone, Default)]
+struct Rule {
+    subjects: Vec<Subject>,
+    resource_rules: Vec<ResourceRule>,
+    non_resource_rules: Vec<NonResourceRule>,
+}
+
+#[derive(Debug, Clone)]
+enum Subject {
+    User(String),
+    Group(String),
+    ServiceAccount { namespace: String, name: String },
+    Unknown,
+}
+
+#[derive(Debug, Clone)]
+struct ResourceRule {
+    verbs: Vec<String>,
+    groups: Vec<String>,
+    resources: Vec<String>,
+    namespaces: Vec<String>,
+    cluster_scope: bool,
+}
+
+#[derive(Debug, Clone)]
+struct NonResourceRule {
+    verbs: Vec<String>,
+    urls: Vec<String>,
+}
+
+fn array<'a>(v: &'a Value, key: &str) -> impl Iterator<Item = &'a Value> {
+    v.get(key).and_then(Value::as_array).into_iter().flatten()
+}
+
+impl Rule {
+    fn from_value(rule: &Value) -> Rule {
+        let subjects = array(rule, "subjects")
+            .map(|sub| match s(sub, "/kind") {
+                "User" => Subject::User(s(sub, "/user/name").to_owned()),
+                "Group" => Subject::Group(s(sub, "/group/name").to_owned()),
+                "ServiceAccount" => Subject::ServiceAccount {
+                    namespace: s(sub, "/serviceAccount/namespace").to_owned(),
+                    name: s(sub, "/serviceAccount/name").to_owned(),
+                },
+                _ => Subject::Unknown,
+            })
+            .collect();
+        let resource_rules = array(rule, "resourceRules")
+            .map(|r| ResourceRule {
+                verbs: strings(r, "verbs"),
+                groups: strings(r, "apiGroups"),
+                resources: strings(r, "resources"),
+                namespaces: strings(r, "namespaces"),
+                cluster_scope: r
+                    .get("clusterScope")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false),
+            })
+            .collect();
+        let non_resource_rules = array(rule, "nonResourceRules")
+            .map(|r| NonResourceRule {
+                verbs: strings(r, "verbs"),
+                urls: strings(r, "nonResourceURLs"),
+            })
+            .collect();
+        Rule {
+            subjects,
+            resource_rules,
+            non_resource_rules,
+        }
     }
-    let list = |k: &str| {
-        rule.get(k)
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default()
-    };
-    match d.resource {
-        Some(res) => list("resourceRules")
-            .iter()
-            .any(|r| resource_rule_matches(r, d.verb, res)),
-        None => list("nonResourceRules")
-            .iter()
-            .any(|r| non_resource_rule_matches(r, d.verb, d.path)),
+
+    fn matches(&self, d: &Digest) -> bool {
+        if !self.subjects.iter().any(|s| s.matches(d.user)) {
+            return false;
+        }
+        match d.resource {
+            Some(res) => self.resource_rules.iter().any(|r| r.matches(d.verb, res)),
+            None => self
+                .non_resource_rules
+                .iter()
+                .any(|r| r.matches(d.verb, d.path)),
+        }
     }
 }
 
-fn subject_matches(subject: &Value, user: &UserInfo) -> bool {
-    match s(subject, "/kind") {
-        "User" => {
-            let name = s(subject, "/user/name");
-            name == "*" || name == user.name
+impl Subject {
+    fn matches(&self, user: &UserInfo) -> bool {
+        match self {
+            Subject::User(name) => name == "*" || *name == user.name,
+            Subject::Group(name) => name == "*" || user.groups.iter().any(|g| g == name),
+            Subject::ServiceAccount { namespace, name } => user
+                .name
+                .strip_prefix("system:serviceaccount:")
+                .and_then(|rest| rest.split_once(':'))
+                .is_some_and(|(uns, uname)| uns == namespace && (name == "*" || name == uname)),
+            Subject::Unknown => false,
         }
-        "Group" => {
-            let name = s(subject, "/group/name");
-            name == "*" || user.groups.iter().any(|g| g == name)
-        }
-        "ServiceAccount" => {
-            let ns = s(subject, "/serviceAccount/namespace");
-            let name = s(subject, "/serviceAccount/name");
-            match user.name.strip_prefix("system:serviceaccount:") {
-                Some(rest) => match rest.split_once(':') {
-                    Some((uns, uname)) => uns == ns && (name == "*" || name == uname),
-                    None => false,
-                },
-                None => false,
-            }
-        }
-        _ => false,
     }
 }
 
@@ -213,31 +269,29 @@ fn has(list: &[String], v: &str) -> bool {
     list.iter().any(|x| x == "*" || x == v)
 }
 
-fn resource_rule_matches(rule: &Value, verb: &str, res: (&str, &str, Option<&str>)) -> bool {
-    let (group, resource, ns) = res;
-    if !has(&strings(rule, "verbs"), verb)
-        || !has(&strings(rule, "apiGroups"), group)
-        || !has(&strings(rule, "resources"), resource)
-    {
-        return false;
-    }
-    match ns {
-        None => rule
-            .get("clusterScope")
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
-        Some(ns) => has(&strings(rule, "namespaces"), ns),
+impl ResourceRule {
+    fn matches(&self, verb: &str, res: (&str, &str, Option<&str>)) -> bool {
+        let (group, resource, ns) = res;
+        if !has(&self.verbs, verb) || !has(&self.groups, group) || !has(&self.resources, resource) {
+            return false;
+        }
+        match ns {
+            None => self.cluster_scope,
+            Some(ns) => has(&self.namespaces, ns),
+        }
     }
 }
 
-fn non_resource_rule_matches(rule: &Value, verb: &str, path: &str) -> bool {
-    has(&strings(rule, "verbs"), verb)
-        && strings(rule, "nonResourceURLs").iter().any(|u| {
-            u == "*"
-                || u == path
-                || u.strip_suffix('*')
-                    .is_some_and(|prefix| path.starts_with(prefix))
-        })
+impl NonResourceRule {
+    fn matches(&self, verb: &str, path: &str) -> bool {
+        has(&self.verbs, verb)
+            && self.urls.iter().any(|u| {
+                u == "*"
+                    || u == path
+                    || u.strip_suffix('*')
+                        .is_some_and(|prefix| path.starts_with(prefix))
+            })
+    }
 }
 
 /// Schemas in matching order, dangling ones left out.
