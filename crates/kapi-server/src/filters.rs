@@ -1,6 +1,10 @@
 //! The filter chain every request passes before any route, listed in the order a
-//! request meets them: panic recovery, authentication (`authn/`), impersonation
-//! (`authz/impersonation.rs`), authorization (`authz/filter.rs`).
+//! request meets them (as kube-apiserver's `DefaultBuildHandlerChain`): metrics
+//! (`metrics.rs`), the audit ID (`audit/`), panic recovery, the request
+//! deadline and timeout (`limits.rs`), authentication (`authn/`), audit,
+//! impersonation (`authz/impersonation.rs`), API Priority and Fairness
+//! (`flowcontrol/`; max-inflight when it is off), authorization
+//! (`authz/filter.rs`).
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -14,19 +18,35 @@ use kapi_machinery::status::ApiError;
 
 use crate::authn::{self, Authenticator};
 use crate::authz::{filter::authorize_layer, impersonation::impersonate_layer};
+use crate::limits::{self, Chain};
 use crate::negotiate::error_response;
 use crate::Server;
+use crate::{audit, metrics};
 
-pub fn apply(routes: Router, auth: Arc<Authenticator>, srv: Arc<Server>) -> Router {
+pub fn apply(routes: Router, auth: Arc<Authenticator>, srv: Arc<Server>, chain: &Chain) -> Router {
     // Layers wrap outside-in: the last added meets the request first.
+    let routes = routes.layer(middleware::from_fn_with_state(srv.clone(), authorize_layer));
+    let routes = chain.concurrency_layer(routes);
+    let routes = routes.layer(middleware::from_fn_with_state(srv, impersonate_layer));
+    let routes = chain.audit_layer(routes);
     routes
-        .layer(middleware::from_fn_with_state(srv.clone(), authorize_layer))
-        .layer(middleware::from_fn_with_state(srv, impersonate_layer))
         .layer(middleware::from_fn_with_state(
             auth,
             authn::authenticate_layer,
         ))
+        .layer(middleware::from_fn_with_state(
+            chain.request_timeout,
+            limits::timeout,
+        ))
         .layer(middleware::from_fn(recover))
+        .layer(middleware::from_fn_with_state(
+            chain.audit.clone(),
+            audit::id_layer,
+        ))
+        .layer(middleware::from_fn_with_state(
+            chain.metrics.clone(),
+            metrics::layer,
+        ))
 }
 
 /// Turn a panic in any handler into a 500 Status; the server keeps serving.

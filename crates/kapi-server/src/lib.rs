@@ -12,6 +12,7 @@
 pub mod admission;
 pub mod apiextensions;
 pub mod apis;
+pub mod audit;
 pub mod authn;
 pub mod authz;
 mod bootstrap;
@@ -20,8 +21,11 @@ pub mod controllers;
 pub mod discovery;
 pub mod fieldcheck;
 mod filters;
+pub mod flowcontrol;
 pub mod handlers;
 pub mod health;
+pub mod limits;
+pub mod metrics;
 pub mod negotiate;
 mod openapi;
 mod openapi_pb;
@@ -41,6 +45,7 @@ use kapi_storage::slot::BackendSlot;
 use serde_json::Value;
 
 pub use admission::Cidr;
+pub use limits::ChainOptions;
 
 /// Settings the handlers need.
 #[derive(Debug, Clone)]
@@ -171,9 +176,34 @@ impl Server {
         Ok(())
     }
 
-    /// The whole HTTP application, filters included.
+    /// The whole HTTP application, filters included, with the default limits
+    /// and no audit.
     pub fn router(self: &Arc<Self>, auth: Arc<authn::Authenticator>) -> Router {
+        self.router_with(auth, &ChainOptions::default())
+            .expect("the default filter chain opens no files")
+    }
+
+    /// The whole HTTP application with the given filter settings; starts the
+    /// APF configuration controller.
+    pub fn router_with(
+        self: &Arc<Self>,
+        auth: Arc<authn::Authenticator>,
+        opts: &ChainOptions,
+    ) -> Result<Router, String> {
+        let chain = limits::Chain::build(opts)?;
+        if let limits::Concurrency::Apf(fc) = &chain.concurrency {
+            flowcontrol::spawn_controller(self.clone(), fc.clone());
+        }
+        let m = chain.metrics.clone();
         let routes = Router::new()
+            .route(
+                "/metrics",
+                get(
+                    move |axum::extract::State(srv): axum::extract::State<Arc<Server>>| {
+                        metrics::serve(srv, m.clone())
+                    },
+                ),
+            )
             .route("/version", get(health::version))
             .route("/version/", get(health::version))
             .route("/healthz", get(health::healthz))
@@ -195,7 +225,7 @@ impl Server {
             .fallback(handlers::dispatch)
             .with_state(self.clone());
         let auth = Arc::new(auth.as_ref().clone().with_server(self.clone()));
-        filters::apply(routes, auth, self.clone())
+        Ok(filters::apply(routes, auth, self.clone(), &chain))
     }
 }
 

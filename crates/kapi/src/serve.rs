@@ -10,7 +10,7 @@ use std::time::Duration;
 use clap::Args;
 use kapi_server::authn::serviceaccount::Issuer;
 use kapi_server::authn::{Authenticator, TokenFile};
-use kapi_server::{tls, Cidr, Server, ServerConfig};
+use kapi_server::{tls, ChainOptions, Cidr, Server, ServerConfig};
 use kapi_storage::embedded::EmbeddedConfig;
 use kapi_storage::etcd::EtcdConfig;
 use kapi_storage::factory::{self, StorageConfig};
@@ -96,6 +96,66 @@ pub struct ServeArgs {
     /// server's address; `none` leaves them alone.
     #[arg(long, default_value = "lease", value_parser = ["lease", "none"])]
     endpoint_reconciler_type: String,
+    /// Non-mutating requests in flight at most (0: no limit); with API
+    /// Priority and Fairness, part of its total concurrency.
+    #[arg(long, default_value_t = 400)]
+    max_requests_inflight: usize,
+    /// Mutating requests in flight at most (0: no limit); with API Priority
+    /// and Fairness, part of its total concurrency.
+    #[arg(long, default_value_t = 200)]
+    max_mutating_requests_inflight: usize,
+    /// Classify and queue requests by FlowSchemas and PriorityLevelConfigurations.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    enable_priority_and_fairness: bool,
+    /// How long a non-long-running request may take before it is answered 504.
+    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
+    request_timeout: Duration,
+    /// The audit policy (audit.k8s.io/v1 Policy, YAML); without it nothing is audited.
+    #[arg(long)]
+    audit_policy_file: Option<PathBuf>,
+    /// Where audit events go as JSON lines; `-` is standard output.
+    #[arg(long)]
+    audit_log_path: Option<PathBuf>,
+    /// Megabytes of audit log before it rotates (0: 100).
+    #[arg(long, default_value_t = 0)]
+    audit_log_maxsize: u64,
+    /// Rotated audit logs kept (0: all).
+    #[arg(long, default_value_t = 0)]
+    audit_log_maxbackup: usize,
+    /// Days rotated audit logs are kept (0: no limit).
+    #[arg(long, default_value_t = 0)]
+    audit_log_maxage: u32,
+    /// Audit events buffered before new ones are dropped (and counted).
+    #[arg(long, default_value_t = 10_000)]
+    audit_log_batch_buffer_size: usize,
+    /// Audit events written per batch at most.
+    #[arg(long, default_value_t = 400)]
+    audit_log_batch_max_size: usize,
+}
+
+/// The filter settings the flags ask for.
+fn chain_options(a: &ServeArgs) -> Result<ChainOptions, String> {
+    let audit = match (&a.audit_policy_file, &a.audit_log_path) {
+        (Some(policy), Some(path)) => {
+            let policy = kapi_server::audit::policy::Policy::load(policy)
+                .map_err(|e| format!("--audit-policy-file: {e}"))?;
+            let mut log = kapi_server::audit::sink::LogOptions::new(path);
+            log.max_size = a.audit_log_maxsize * 1024 * 1024;
+            log.max_backups = a.audit_log_maxbackup;
+            log.max_age = a.audit_log_maxage;
+            log.buffer = a.audit_log_batch_buffer_size;
+            log.batch = a.audit_log_batch_max_size;
+            Some(kapi_server::audit::AuditConfig { policy, log })
+        }
+        _ => None,
+    };
+    Ok(ChainOptions {
+        max_requests_inflight: a.max_requests_inflight,
+        max_mutating_requests_inflight: a.max_mutating_requests_inflight,
+        enable_priority_and_fairness: a.enable_priority_and_fairness,
+        request_timeout: a.request_timeout,
+        audit,
+    })
 }
 
 fn storage_config(a: &ServeArgs) -> StorageConfig {
@@ -156,6 +216,7 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
         None => None,
     };
     let auth = Arc::new(Authenticator::new(tokens, a.anonymous_auth));
+    let chain = chain_options(&a)?;
 
     let config = ServerConfig {
         advertise_address: format!("{advertise}:{port}"),
@@ -205,7 +266,7 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
         started.elapsed().as_millis(),
         kubeconfig_abs.display()
     );
-    let app = server.router(auth);
+    let app = server.router_with(auth, &chain)?;
     tls::serve_tls(listener, tls_config, app, shutdown_signal())
         .await
         .map_err(|e| format!("serving: {e}"))

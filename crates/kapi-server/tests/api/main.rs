@@ -2,10 +2,13 @@
 //! process, driven by the real `kube` client. One binary, one server per test
 //! (`harness.rs`); modules group the tests by the behaviour they check.
 
+mod apf;
 mod apply;
+mod audit;
 mod auth;
 mod auth2;
 mod batch;
+mod chain;
 mod componentstatus;
 mod controllers;
 mod crd;
@@ -20,8 +23,10 @@ mod groups;
 mod groups2;
 mod harness;
 mod lifecycle;
+mod limits;
 mod lists;
 mod masters;
+mod metrics;
 mod patch;
 mod podsubs;
 mod protobuf;

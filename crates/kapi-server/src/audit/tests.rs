@@ -1,0 +1,107 @@
+//! Panic recovery through the whole filter chain: a handler that panics gets a
+//! 500 Status, the audit log gets a `Panic` event, and the server keeps serving.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::Request;
+use axum::routing::get;
+use axum::Router;
+use http_body_util::BodyExt as _;
+use tower::ServiceExt as _;
+
+use super::policy::Policy;
+use super::sink::LogOptions;
+use super::AuditConfig;
+use crate::authn::{Authenticator, TokenFile};
+use crate::limits::{Chain, ChainOptions};
+
+const POLICY: &str = "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules: [{level: Metadata}]\n";
+
+fn get_as_alice(path: &str) -> Request<Body> {
+    Request::get(path)
+        .header("authorization", "Bearer t")
+        .body(Body::empty())
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_panicking_handler_gets_500_and_the_server_keeps_serving() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("audit.log");
+    let opts = ChainOptions {
+        audit: Some(AuditConfig {
+            policy: Policy::parse(POLICY).unwrap(),
+            log: LogOptions::new(&log),
+        }),
+        ..ChainOptions::default()
+    };
+    let chain = Chain::build(&opts).unwrap();
+    let routes = Router::new()
+        .route(
+            "/boom",
+            get(|| async { panic!("handler exploded") as &str }),
+        )
+        .route("/fine", get(|| async { "fine" }));
+    let auth = Arc::new(Authenticator::new(
+        Some(TokenFile::parse("t,alice,1").unwrap()),
+        true,
+    ));
+    // A server for the authorization filters, allowing everything.
+    let slot = kapi_storage::factory::open(kapi_storage::factory::StorageConfig::Embedded(
+        kapi_storage::embedded::EmbeddedConfig::new(dir.path().join("store")),
+    ))
+    .unwrap();
+    let config = crate::ServerConfig {
+        advertise_address: "127.0.0.1:6443".into(),
+        port: 6443,
+        service_cidr: crate::Cidr::parse("10.0.0.0/24").unwrap(),
+    };
+    let srv = crate::Server::builtin(config, slot);
+    srv.set_authorization_modes(&[crate::authz::Mode::AlwaysAllow]);
+    let app = crate::filters::apply(routes, auth, srv, &chain);
+
+    let resp = app.clone().oneshot(get_as_alice("/boom")).await.unwrap();
+    assert_eq!(resp.status(), 500);
+    assert!(resp.headers().contains_key("audit-id"));
+    let body = resp.into_body().collect().await.unwrap().to_bytes();
+    let status: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(status["kind"], "Status");
+    assert_eq!(status["reason"], "InternalError");
+
+    let resp = app.clone().oneshot(get_as_alice("/fine")).await.unwrap();
+    assert_eq!(resp.status(), 200);
+    let _ = resp.into_body().collect().await;
+
+    let mut stages = Vec::new();
+    for _ in 0..500 {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        stages = text
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .map(|e| {
+                format!(
+                    "{} {}",
+                    e["requestURI"].as_str().unwrap(),
+                    e["stage"].as_str().unwrap()
+                )
+            })
+            .collect();
+        if stages.len() >= 4 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        stages,
+        [
+            "/boom RequestReceived",
+            "/boom Panic",
+            "/fine RequestReceived",
+            "/fine ResponseComplete"
+        ]
+    );
+    let m = chain.metrics.render();
+    assert!(m.contains("code=\"500\"} 1"), "{m}");
+}

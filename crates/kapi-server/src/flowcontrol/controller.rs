@@ -1,0 +1,124 @@
+//! Keeps APF in step with the stored objects, as upstream's APF config
+//! controller: informers on FlowSchemas and PriorityLevelConfigurations (read
+//! through the watch cache), a new configuration after every burst of changes,
+//! and each FlowSchema's `Dangling` condition written when it changes.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use kapi_machinery::fields::FieldSelector;
+use kapi_registry::store::options::WriteOptions;
+use kapi_registry::store::UpdateTarget;
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+use super::config::{LevelSpec, Schema};
+use super::FlowControl;
+use crate::controllers::informer::{self, Change};
+use crate::Server;
+
+const MANAGER: &str = "api-priority-and-fairness-config-consumer-v1";
+
+/// Follow the objects of `srv` until the process ends.
+pub fn spawn(srv: Arc<Server>, fc: FlowControl) {
+    use kapi_resources::flowcontrol::GROUP;
+    let (Some(levels), Some(schemas)) = (
+        srv.apis.lookup(GROUP, "v1", "prioritylevelconfigurations"),
+        srv.apis.lookup(GROUP, "v1", "flowschemas"),
+    ) else {
+        return;
+    };
+    let (tx, rx) = mpsc::channel(256);
+    informer::spawn(levels, FieldSelector::default(), tx.clone());
+    informer::spawn(schemas.clone(), FieldSelector::default(), tx);
+    tokio::spawn(run(fc, schemas, rx));
+}
+
+async fn run(
+    fc: FlowControl,
+    schemas_entry: Arc<crate::apis::Entry>,
+    mut rx: mpsc::Receiver<informer::Event>,
+) {
+    let mut levels: BTreeMap<String, Value> = BTreeMap::new();
+    let mut schemas: BTreeMap<String, Value> = BTreeMap::new();
+    let mut synced = 0;
+    while let Some(first) = rx.recv().await {
+        let mut batch = vec![first];
+        while let Ok(ev) = rx.try_recv() {
+            batch.push(ev);
+        }
+        for ev in batch {
+            let map = if ev.entry.def.resource == "flowschemas" {
+                &mut schemas
+            } else {
+                &mut levels
+            };
+            match ev.change {
+                Change::Upsert(obj) => {
+                    map.insert(kapi_registry::meta::name(&obj).to_owned(), obj);
+                }
+                Change::Deleted(obj) => {
+                    map.remove(kapi_registry::meta::name(&obj));
+                }
+                Change::Synced => synced += 1,
+            }
+        }
+        if synced < 2 {
+            continue;
+        }
+        let level_specs: Vec<LevelSpec> = levels.values().map(LevelSpec::from_object).collect();
+        let schema_list: Vec<Schema> = schemas.values().map(Schema::from_object).collect();
+        fc.reconfigure(level_specs, schema_list);
+        for obj in schemas.values() {
+            let level = obj
+                .pointer("/spec/priorityLevelConfiguration/name")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            write_dangling(&schemas_entry, obj, level, levels.contains_key(level)).await;
+        }
+    }
+}
+
+/// The `Dangling` condition upstream's controller reports, written only when
+/// its status differs from what the object carries.
+async fn write_dangling(entry: &crate::apis::Entry, obj: &Value, level: &str, exists: bool) {
+    let (status, reason, message) = if exists {
+        ("False", "Found", format!("This FlowSchema references the PriorityLevelConfiguration object named \"{level}\" and it exists"))
+    } else {
+        ("True", "NotFound", format!("This FlowSchema references the PriorityLevelConfiguration object named \"{level}\" but there is no such object"))
+    };
+    let current = obj
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .and_then(|c| c.iter().find(|c| c["type"] == "Dangling"));
+    if current.is_some_and(|c| c["status"] == status && c["message"] == message.as_str()) {
+        return;
+    }
+    let name = kapi_registry::meta::name(obj).to_owned();
+    let write = WriteOptions {
+        field_manager: Some(MANAGER.into()),
+        ..WriteOptions::default()
+    };
+    let result = entry
+        .store
+        .update_with(None, &name, UpdateTarget::Status, &write, false, |cur| {
+            let mut obj = cur.cloned().unwrap_or_default();
+            let cond = json!({
+                "type": "Dangling", "status": status, "reason": reason, "message": message,
+                "lastTransitionTime": kapi_registry::meta::now_rfc3339(),
+            });
+            let mut conditions: Vec<Value> = obj
+                .pointer("/status/conditions")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            conditions.retain(|c| c["type"] != "Dangling");
+            conditions.push(cond);
+            obj["status"] = json!({"conditions": conditions});
+            Ok(obj)
+        })
+        .await;
+    if let Err(e) = result {
+        tracing::debug!(flowschema = %name, error = %e, "flowschema status not written");
+    }
+}

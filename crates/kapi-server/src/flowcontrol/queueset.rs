@@ -1,0 +1,392 @@
+//! One priority level's seats and queues: shuffle sharding and fair queuing, as
+//! upstream's `util/flowcontrol/fairqueuing/queueset`, simplified to unit work
+//! (every request takes one seat; upstream estimates more seats for big LISTs).
+//!
+//! A request's flow (schema + distinguisher) hashes to a hand of `hand_size`
+//! queues out of `queues` (shuffle sharding), and joins the shortest of them.
+//! Fair queuing: each queue has a virtual start time; a queue becoming busy
+//! starts at the level's current virtual time, every dispatch from a queue
+//! advances its virtual time by one, and a free seat goes to the non-empty
+//! queue with the smallest virtual time. So a flow that keeps its queue full
+//! gets one turn per round like any other, and a quiet flow is served next.
+//!
+//! Invariants (under the one lock): `executing <= limit` except for a limit
+//! lowered while requests run; a waiter is in exactly one queue until it is
+//! dispatched, rejected or gives up; a request that executes at once is still
+//! charged to its queue, so flows that never wait are accounted too.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+
+use super::config::LevelKind;
+
+/// Why a request was not admitted (upstream's `reason` label values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rejection {
+    QueueFull,
+    ConcurrencyLimit,
+    TimeOut,
+}
+
+impl Rejection {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Rejection::QueueFull => "queue-full",
+            Rejection::ConcurrencyLimit => "concurrency-limit",
+            Rejection::TimeOut => "time-out",
+        }
+    }
+}
+
+struct Waiter {
+    id: u64,
+    tx: oneshot::Sender<()>,
+}
+
+#[derive(Default)]
+struct Queue {
+    waiting: VecDeque<Waiter>,
+    executing: usize,
+    virtual_start: u64,
+}
+
+struct State {
+    kind: LevelKind,
+    limit: usize,
+    executing: usize,
+    queues: Vec<Queue>,
+    virtual_time: u64,
+    next_id: u64,
+}
+
+/// A priority level's admission state. Cheap to share (`Arc`).
+pub struct Level {
+    state: Mutex<State>,
+}
+
+/// A held seat; dropping it frees the seat and dispatches the next waiter.
+pub struct Seat {
+    level: Arc<Level>,
+    queue: Option<usize>,
+}
+
+impl Drop for Seat {
+    fn drop(&mut self) {
+        let mut st = self.level.state.lock().expect("level lock");
+        st.executing = st.executing.saturating_sub(1);
+        if let Some(q) = self.queue.and_then(|q| st.queues.get_mut(q)) {
+            q.executing = q.executing.saturating_sub(1);
+        }
+        st.dispatch();
+    }
+}
+
+/// How long a request waited and whether it got a seat.
+pub struct Admission {
+    pub result: Result<Seat, Rejection>,
+    pub waited: std::time::Duration,
+    /// Whether it waited in a queue at all.
+    pub queued: bool,
+}
+
+impl State {
+    fn dispatch(&mut self) {
+        while self.executing < self.limit {
+            let Some(qi) = self
+                .queues
+                .iter()
+                .enumerate()
+                .filter(|(_, q)| !q.waiting.is_empty())
+                .min_by_key(|(i, q)| (q.virtual_start, *i))
+                .map(|(i, _)| i)
+            else {
+                return;
+            };
+            let q = &mut self.queues[qi];
+            let w = q.waiting.pop_front().expect("non-empty queue");
+            if w.tx.send(()).is_ok() {
+                self.virtual_time = self.virtual_time.max(q.virtual_start);
+                q.virtual_start += 1;
+                q.executing += 1;
+                self.executing += 1;
+            }
+        }
+    }
+
+    /// The queue of the hand dealt by `hash` with the least work.
+    fn choose_queue(&self, hash: u64, hand_size: usize) -> usize {
+        let hand = deal(hash, self.queues.len(), hand_size);
+        hand.into_iter()
+            .min_by_key(|&i| {
+                let q = &self.queues[i];
+                (q.waiting.len() + q.executing, i)
+            })
+            .expect("non-empty hand")
+    }
+
+    fn waiting(&self) -> bool {
+        self.queues.iter().any(|q| !q.waiting.is_empty())
+    }
+}
+
+/// Shuffle sharding: `hand_size` distinct queue indices out of `deck`, drawn
+/// from the hash's digits (upstream's `shufflesharding.Dealer`).
+pub fn deal(mut hash: u64, deck: usize, hand_size: usize) -> Vec<usize> {
+    let hand_size = hand_size.min(deck).max(1);
+    let mut remaining: Vec<usize> = (0..deck).collect();
+    let mut hand = Vec::with_capacity(hand_size);
+    for i in 0..hand_size {
+        let n = (deck - i) as u64;
+        let pick = (hash % n) as usize;
+        hash /= n;
+        hand.push(remaining.swap_remove(pick));
+    }
+    hand
+}
+
+impl Level {
+    pub fn new(kind: LevelKind, limit: usize) -> Arc<Level> {
+        let level = Arc::new(Level {
+            state: Mutex::new(State {
+                kind: LevelKind::Reject,
+                limit: 0,
+                executing: 0,
+                queues: Vec::new(),
+                virtual_time: 0,
+                next_id: 0,
+            }),
+        });
+        level.reconfigure(kind, limit);
+        level
+    }
+
+    /// New limits; waiting requests stay queued (those in queues that no longer
+    /// exist are rejected), and newly free seats are handed out.
+    pub fn reconfigure(&self, kind: LevelKind, limit: usize) {
+        let mut st = self.state.lock().expect("level lock");
+        let queues = match kind {
+            LevelKind::Queue { queues, .. } => queues,
+            _ => 0,
+        };
+        if st.queues.len() > queues {
+            st.queues.truncate(queues);
+        }
+        while st.queues.len() < queues {
+            let vt = st.virtual_time;
+            st.queues.push(Queue {
+                virtual_start: vt,
+                ..Queue::default()
+            });
+        }
+        st.kind = kind;
+        st.limit = limit;
+        st.dispatch();
+    }
+
+    pub fn executing(&self) -> usize {
+        self.state.lock().expect("level lock").executing
+    }
+
+    pub fn waiting(&self) -> usize {
+        let st = self.state.lock().expect("level lock");
+        st.queues.iter().map(|q| q.waiting.len()).sum()
+    }
+
+    /// Wait for a seat for flow `hash`, at most until `wait_until`.
+    pub async fn admit(self: &Arc<Self>, hash: u64, wait_until: Instant) -> Admission {
+        let started = Instant::now();
+        let (queue, id, rx) = {
+            let mut guard = self.state.lock().expect("level lock");
+            let st = &mut *guard;
+            let (hand_size, length_limit) = match st.kind {
+                LevelKind::Exempt => {
+                    st.executing += 1;
+                    return self.admitted(None, started, false);
+                }
+                LevelKind::Reject => {
+                    if st.executing < st.limit {
+                        st.executing += 1;
+                        return self.admitted(None, started, false);
+                    }
+                    return rejected(Rejection::ConcurrencyLimit, started, false);
+                }
+                LevelKind::Queue {
+                    hand_size,
+                    queue_length_limit,
+                    ..
+                } => (hand_size, queue_length_limit),
+            };
+            let qi = st.choose_queue(hash, hand_size);
+            let vt = st.virtual_time;
+            let q = &mut st.queues[qi];
+            if q.waiting.is_empty() {
+                q.virtual_start = q.virtual_start.max(vt);
+            }
+            if st.executing < st.limit && !st.waiting() {
+                let q = &mut st.queues[qi];
+                st.virtual_time = st.virtual_time.max(q.virtual_start);
+                q.virtual_start += 1;
+                q.executing += 1;
+                st.executing += 1;
+                return self.admitted(Some(qi), started, false);
+            }
+            if st.queues[qi].waiting.len() >= length_limit {
+                return rejected(Rejection::QueueFull, started, false);
+            }
+            let (tx, rx) = oneshot::channel();
+            let id = st.next_id;
+            st.next_id += 1;
+            st.queues[qi].waiting.push_back(Waiter { id, tx });
+            (qi, id, rx)
+        };
+        let mut leave = Leave {
+            level: self.clone(),
+            queue,
+            id,
+            armed: true,
+        };
+        let dispatched = tokio::time::timeout_at(wait_until, rx).await;
+        leave.armed = false;
+        if let Ok(Ok(())) = dispatched {
+            return self.admitted(Some(queue), started, true);
+        }
+        // Timed out: leave the queue, unless a dispatch got there first.
+        let mut st = self.state.lock().expect("level lock");
+        let q = st.queues.get_mut(queue);
+        let still_waiting = q
+            .as_ref()
+            .is_some_and(|q| q.waiting.iter().any(|w| w.id == id));
+        if still_waiting {
+            if let Some(q) = q {
+                q.waiting.retain(|w| w.id != id);
+            }
+            return rejected(Rejection::TimeOut, started, true);
+        }
+        drop(st);
+        match dispatched {
+            // A dispatch raced the timeout: the seat is ours.
+            Err(_) => self.admitted(Some(queue), started, true),
+            // The queue went away in a reconfiguration.
+            Ok(_) => rejected(Rejection::TimeOut, started, true),
+        }
+    }
+
+    fn admitted(
+        self: &Arc<Self>,
+        queue: Option<usize>,
+        started: Instant,
+        queued: bool,
+    ) -> Admission {
+        Admission {
+            result: Ok(Seat {
+                level: self.clone(),
+                queue,
+            }),
+            waited: started.elapsed(),
+            queued,
+        }
+    }
+}
+
+fn rejected(why: Rejection, started: Instant, queued: bool) -> Admission {
+    Admission {
+        result: Err(why),
+        waited: started.elapsed(),
+        queued,
+    }
+}
+
+/// Takes a waiter out of its queue when the waiting request is dropped (the
+/// client went away, or the request deadline passed).
+struct Leave {
+    level: Arc<Level>,
+    queue: usize,
+    id: u64,
+    armed: bool,
+}
+
+impl Drop for Leave {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let mut st = self.level.state.lock().expect("level lock");
+        if let Some(q) = st.queues.get_mut(self.queue) {
+            q.waiting.retain(|w| w.id != self.id);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn deal_gives_distinct_cards() {
+        for hash in [0u64, 1, 12345, u64::MAX] {
+            let mut hand = deal(hash, 64, 8);
+            hand.sort();
+            hand.dedup();
+            assert_eq!(hand.len(), 8);
+            assert!(hand.iter().all(|&c| c < 64));
+        }
+    }
+
+    fn far() -> Instant {
+        Instant::now() + Duration::from_secs(3600)
+    }
+
+    #[tokio::test]
+    async fn a_quiet_flow_goes_before_a_busy_one() {
+        let kind = LevelKind::Queue {
+            queues: 16,
+            hand_size: 1,
+            queue_length_limit: 2,
+        };
+        let level = Level::new(kind, 1);
+        let (noisy, quiet) = (
+            0u64,
+            (0..).find(|h| deal(*h, 16, 1) != deal(0, 16, 1)).unwrap(),
+        );
+        let first = level.admit(noisy, far()).await.result.unwrap();
+        let l = level.clone();
+        let n2 = tokio::spawn(async move { l.admit(noisy, far()).await.result.is_ok() });
+        let l = level.clone();
+        let n3 = tokio::spawn(async move { l.admit(noisy, far()).await.result.is_ok() });
+        while level.waiting() < 2 {
+            tokio::task::yield_now().await;
+        }
+        // The noisy flow's queue is full: more of it is refused at once.
+        let over = level.admit(noisy, far()).await;
+        assert_eq!(over.result.err(), Some(Rejection::QueueFull));
+        let l = level.clone();
+        let q = tokio::spawn(async move { l.admit(quiet, far()).await.result });
+        while level.waiting() < 3 {
+            tokio::task::yield_now().await;
+        }
+        drop(first);
+        // The quiet flow's request got the freed seat, not the noisy ones.
+        let _seat = q.await.unwrap().expect("quiet flow admitted");
+        assert_eq!(level.waiting(), 2);
+        n2.abort();
+        n3.abort();
+    }
+
+    #[tokio::test]
+    async fn waiting_ends_at_the_deadline_with_time_out() {
+        let kind = LevelKind::Queue {
+            queues: 4,
+            hand_size: 2,
+            queue_length_limit: 5,
+        };
+        let level = Level::new(kind, 1);
+        let _seat = level.admit(1, far()).await.result.unwrap();
+        let a = level.admit(2, Instant::now()).await;
+        assert_eq!(a.result.err(), Some(Rejection::TimeOut));
+        assert_eq!(level.waiting(), 0);
+    }
+}

@@ -1,0 +1,408 @@
+//! `/metrics`: a small Prometheus registry and the filter that records every
+//! request, with upstream's metric names, labels and buckets
+//! (`k8s.io/apiserver/pkg/endpoints/metrics`).
+//!
+//! Hand-rolled rather than a crate: the server needs counters, gauges and
+//! fixed-bucket histograms with string labels rendered in the text format —
+//! about 200 lines — and no crate in the offline cache offers that without a
+//! larger dependency graph. One [`Metrics`] belongs to one server (tests run
+//! several servers in one process); every family is declared once below
+//! (`Family` constants), so a name and its labels cannot drift apart.
+//!
+//! Invariants: a series' label values follow its family's label names in
+//! order; a request is counted once, when its response body ends (or is
+//! dropped), so long-running requests count their whole duration as upstream.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderValue};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use crate::request::{self, Query};
+use crate::Server;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Kind {
+    Counter,
+    Gauge,
+    Histogram(&'static [f64]),
+}
+
+/// One metric family: name, help, type and label names.
+#[derive(Debug)]
+pub struct Family {
+    pub name: &'static str,
+    pub help: &'static str,
+    pub kind: Kind,
+    pub labels: &'static [&'static str],
+}
+
+/// Upstream's `apiserver_request_duration_seconds` buckets.
+const REQUEST_BUCKETS: &[f64] = &[
+    0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0,
+    10.0, 15.0, 20.0, 30.0, 45.0, 60.0,
+];
+/// Upstream's `apiserver_flowcontrol_request_wait_duration_seconds` buckets.
+pub const WAIT_BUCKETS: &[f64] = &[
+    0.0, 0.005, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 15.0, 30.0,
+];
+
+const REQUEST_LABELS: &[&str] = &[
+    "verb",
+    "dry_run",
+    "group",
+    "version",
+    "resource",
+    "subresource",
+    "scope",
+    "component",
+];
+
+pub const REQUEST_TOTAL: Family = Family {
+    name: "apiserver_request_total",
+    help: "Counter of apiserver requests broken out for each verb, dry run value, group, version, resource, scope, component, and HTTP response code.",
+    kind: Kind::Counter,
+    labels: &[
+        "verb",
+        "dry_run",
+        "group",
+        "version",
+        "resource",
+        "subresource",
+        "scope",
+        "component",
+        "code",
+    ],
+};
+pub const REQUEST_DURATION: Family = Family {
+    name: "apiserver_request_duration_seconds",
+    help: "Response latency distribution in seconds for each verb, dry run value, group, version, resource, subresource, scope and component.",
+    kind: Kind::Histogram(REQUEST_BUCKETS),
+    labels: REQUEST_LABELS,
+};
+pub const INFLIGHT: Family = Family {
+    name: "apiserver_current_inflight_requests",
+    help: "Number of requests currently executing in this apiserver per request kind (readOnly or mutating).",
+    kind: Kind::Gauge,
+    labels: &["request_kind"],
+};
+pub const DROPPED: Family = Family {
+    name: "apiserver_dropped_requests_total",
+    help: "Number of requests dropped with 'Try again later' response.",
+    kind: Kind::Counter,
+    labels: &["request_kind"],
+};
+const STORAGE_OBJECTS: Family = Family {
+    name: "apiserver_storage_objects",
+    help: "Number of stored objects at the time of last check split by kind.",
+    kind: Kind::Gauge,
+    labels: &["resource"],
+};
+pub const WATCH_EVENTS: Family = Family {
+    name: "apiserver_watch_events_total",
+    help: "Number of events sent in watch clients",
+    kind: Kind::Counter,
+    labels: &["group", "version", "resource"],
+};
+const TERMINATED_WATCHERS: Family = Family {
+    name: "apiserver_terminated_watchers_total",
+    help: "Counter of watchers closed due to unresponsiveness.",
+    kind: Kind::Counter,
+    labels: &[],
+};
+
+enum Series {
+    Value(f64),
+    Histogram {
+        counts: Vec<u64>,
+        sum: f64,
+        count: u64,
+    },
+}
+
+type Key = (&'static str, Vec<String>);
+
+/// A set of metric families and their series. Cheap to clone.
+#[derive(Clone, Default)]
+pub struct Metrics {
+    inner: Arc<Mutex<BTreeMap<Key, Series>>>,
+    families: Arc<Mutex<BTreeMap<&'static str, &'static Family>>>,
+}
+
+impl Metrics {
+    fn with(&self, fam: &'static Family, labels: &[&str], f: impl FnOnce(&mut Series)) {
+        debug_assert_eq!(labels.len(), fam.labels.len(), "{}", fam.name);
+        self.families
+            .lock()
+            .expect("metrics lock")
+            .entry(fam.name)
+            .or_insert(fam);
+        let key = (fam.name, labels.iter().map(|s| s.to_string()).collect());
+        let mut map = self.inner.lock().expect("metrics lock");
+        let series = map.entry(key).or_insert_with(|| match fam.kind {
+            Kind::Histogram(b) => Series::Histogram {
+                counts: vec![0; b.len()],
+                sum: 0.0,
+                count: 0,
+            },
+            _ => Series::Value(0.0),
+        });
+        f(series);
+    }
+
+    /// Add to a counter or gauge.
+    pub fn add(&self, fam: &'static Family, labels: &[&str], by: f64) {
+        self.with(fam, labels, |s| {
+            if let Series::Value(v) = s {
+                *v += by;
+            }
+        });
+    }
+
+    pub fn set(&self, fam: &'static Family, labels: &[&str], to: f64) {
+        self.with(fam, labels, |s| {
+            if let Series::Value(v) = s {
+                *v = to;
+            }
+        });
+    }
+
+    pub fn observe(&self, fam: &'static Family, labels: &[&str], value: f64) {
+        let Kind::Histogram(bounds) = fam.kind else {
+            return;
+        };
+        self.with(fam, labels, |s| {
+            if let Series::Histogram { counts, sum, count } = s {
+                for (c, b) in counts.iter_mut().zip(bounds) {
+                    if value <= *b {
+                        *c += 1;
+                    }
+                }
+                *sum += value;
+                *count += 1;
+            }
+        });
+    }
+
+    /// The current value of a counter or gauge series (tests, reviews).
+    pub fn value(&self, fam: &'static Family, labels: &[&str]) -> f64 {
+        let key = (fam.name, labels.iter().map(|s| s.to_string()).collect());
+        match self.inner.lock().expect("metrics lock").get(&key) {
+            Some(Series::Value(v)) => *v,
+            Some(Series::Histogram { count, .. }) => *count as f64,
+            None => 0.0,
+        }
+    }
+
+    /// Everything in the Prometheus text format (version 0.0.4).
+    pub fn render(&self) -> String {
+        let families = self.families.lock().expect("metrics lock").clone();
+        let map = self.inner.lock().expect("metrics lock");
+        let mut out = String::new();
+        for (name, fam) in &families {
+            let kind = match fam.kind {
+                Kind::Counter => "counter",
+                Kind::Gauge => "gauge",
+                Kind::Histogram(_) => "histogram",
+            };
+            let _ = writeln!(out, "# HELP {name} {}\n# TYPE {name} {kind}", fam.help);
+            let range = map.range((*name, Vec::new())..);
+            for ((n, values), series) in range.take_while(|((n, _), _)| n == name) {
+                let labels = label_text(fam.labels, values);
+                match series {
+                    Series::Value(v) => {
+                        let _ = writeln!(out, "{n}{} {}", braces(&labels), num(*v));
+                    }
+                    Series::Histogram { counts, sum, count } => {
+                        let Kind::Histogram(bounds) = fam.kind else {
+                            continue;
+                        };
+                        for (b, c) in bounds.iter().zip(counts) {
+                            let l = join(&labels, &format!("le=\"{}\"", num(*b)));
+                            let _ = writeln!(out, "{n}_bucket{{{l}}} {c}");
+                        }
+                        let l = join(&labels, "le=\"+Inf\"");
+                        let _ = writeln!(out, "{n}_bucket{{{l}}} {count}");
+                        let _ = writeln!(out, "{n}_sum{} {}", braces(&labels), num(*sum));
+                        let _ = writeln!(out, "{n}_count{} {count}", braces(&labels));
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+fn label_text(names: &[&str], values: &[String]) -> String {
+    names
+        .iter()
+        .zip(values)
+        .map(|(n, v)| format!("{n}=\"{}\"", escape(v)))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn escape(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+fn braces(labels: &str) -> String {
+    if labels.is_empty() {
+        String::new()
+    } else {
+        format!("{{{labels}}}")
+    }
+}
+
+fn join(labels: &str, extra: &str) -> String {
+    if labels.is_empty() {
+        extra.to_owned()
+    } else {
+        format!("{labels},{extra}")
+    }
+}
+
+fn num(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{}", v as i64)
+    } else {
+        format!("{v}")
+    }
+}
+
+/// Upstream's metric verb: `LIST`, `WATCH`, `APPLY`, the method otherwise.
+fn metric_verb(method: &str, info: Option<&request::RequestInfo>, apply: bool) -> String {
+    match info.map(|i| i.verb) {
+        Some("list") => "LIST".into(),
+        Some("watch") => "WATCH".into(),
+        Some("patch") if apply => "APPLY".into(),
+        _ => method.to_ascii_uppercase(),
+    }
+}
+
+/// The labels of one request, computed before it runs.
+struct RequestLabels(Vec<String>);
+
+fn request_labels(req: &Request, kind: &crate::limits::Kind) -> RequestLabels {
+    let query = Query::parse(req.uri().query());
+    let info = &kind.info;
+    let apply = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|c| c.starts_with("application/apply-patch"));
+    let verb = metric_verb(req.method().as_str(), info.as_ref(), apply);
+    let dry_run = query.get("dryRun").unwrap_or("").to_owned();
+    let (group, version, resource, sub, scope) = match info {
+        Some(i) => {
+            let scope = if i.name.is_some() {
+                "resource"
+            } else if i.namespace.is_some() {
+                "namespace"
+            } else {
+                "cluster"
+            };
+            (
+                i.group.clone(),
+                i.version.clone(),
+                i.resource.clone(),
+                i.subresource.clone().unwrap_or_default(),
+                scope.to_owned(),
+            )
+        }
+        None => Default::default(),
+    };
+    RequestLabels(vec![
+        verb,
+        dry_run,
+        group,
+        version,
+        resource,
+        sub,
+        scope,
+        "apiserver".into(),
+    ])
+}
+
+/// The filter: count and time every request when its response ends; count the
+/// events of watch responses.
+pub async fn layer(State(metrics): State<Metrics>, mut req: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let kind = crate::limits::Kind::of(&req);
+    let labels = request_labels(&req, &kind);
+    req.extensions_mut().insert(kind);
+    let watch = labels.0[0] == "WATCH";
+    let resp = next.run(req).await;
+    let code = resp.status().as_u16().to_string();
+    let on_frame = watch.then(|| {
+        let m = metrics.clone();
+        let l = [
+            labels.0[2].clone(),
+            labels.0[3].clone(),
+            labels.0[4].clone(),
+        ];
+        move || {
+            let l: Vec<&str> = l.iter().map(String::as_str).collect();
+            m.add(&WATCH_EVENTS, &l, 1.0);
+        }
+    });
+    crate::limits::on_body_end(resp, on_frame, move || {
+        let mut all: Vec<&str> = labels.0.iter().map(String::as_str).collect();
+        metrics.observe(&REQUEST_DURATION, &all, started.elapsed().as_secs_f64());
+        all.push(&code);
+        metrics.add(&REQUEST_TOTAL, &all, 1.0);
+    })
+}
+
+/// `GET /metrics`: refresh the sampled gauges, then render.
+pub async fn serve(srv: Arc<Server>, metrics: Metrics) -> Response {
+    if let Some(cache) = srv.apis.cache() {
+        let mut seen = std::collections::BTreeSet::new();
+        for e in srv.apis.all() {
+            let gr = e.def.group_resource().to_string();
+            if seen.insert(gr.clone()) {
+                let n = cache.cached_objects(&e.def.list_prefix(None));
+                metrics.set(&STORAGE_OBJECTS, &[&gr], n as f64);
+            }
+        }
+    }
+    let terminated = kapi_registry::cache::terminated_watchers_total();
+    metrics.set(&TERMINATED_WATCHERS, &[], terminated as f64);
+    let mut resp = metrics.render().into_response();
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+    );
+    resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_counters_and_histograms() {
+        let m = Metrics::default();
+        m.add(&INFLIGHT, &["mutating"], 2.0);
+        m.add(&INFLIGHT, &["mutating"], -1.0);
+        m.observe(
+            &REQUEST_DURATION,
+            &["GET", "", "", "v1", "pods", "", "cluster", "apiserver"],
+            0.03,
+        );
+        let text = m.render();
+        assert!(text.contains("# TYPE apiserver_current_inflight_requests gauge"));
+        assert!(text.contains("apiserver_current_inflight_requests{request_kind=\"mutating\"} 1\n"));
+        assert!(text.contains("le=\"0.025\"} 0\n"), "{text}");
+        assert!(text.contains("le=\"0.05\"} 1\n"), "{text}");
+        assert!(text.contains("le=\"+Inf\"} 1\n"));
+        assert!(text.contains("apiserver_request_duration_seconds_count{verb=\"GET\""));
+    }
+}
