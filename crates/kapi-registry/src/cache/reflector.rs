@@ -25,6 +25,8 @@ use super::object::CachedObject;
 use super::Inner;
 
 const PAGE: usize = 10_000;
+/// How often every cache reports its revision to its watchers.
+const NOTIFY_EVERY: Duration = Duration::from_secs(5);
 
 pub(super) async fn run(inner: Arc<Inner>) {
     loop {
@@ -95,9 +97,20 @@ async fn follow(inner: &Inner) -> Result<()> {
     inner.publish(revision);
     tracing::debug!(revision, "watch cache filled");
     let mut at = revision;
+    // Every cache tells its watchers where it stands at least this often, even
+    // while other prefixes keep the backend watch busy (then the backend sends
+    // no progress notifications), so watches can send bookmarks.
+    let mut tick = tokio::time::interval(NOTIFY_EVERY);
+    tick.tick().await;
     loop {
         let msg = tokio::select! {
             m = stream.next() => m,
+            _ = tick.tick() => {
+                for c in &inner.caches {
+                    c.progress(at, true);
+                }
+                continue;
+            }
             _ = inner.cancelled() => return Ok(()),
         };
         match msg {
