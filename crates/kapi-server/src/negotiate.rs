@@ -366,4 +366,20 @@ mod tests {
         assert_eq!(decode_json(deep.as_bytes()).unwrap_err().code, 400);
         assert!(decode_json(br#"{"a":"[[[[[["}"#).is_ok());
     }
+
+    /// Numbers parse to the correctly rounded double, as Go's decoder does
+    /// (serde_json's `float_roundtrip`; found by the request-decoder fuzz target).
+    #[test]
+    fn long_decimals_parse_correctly_rounded() {
+        for text in [
+            "4".repeat(43),
+            format!("0.{}", "7".repeat(40)),
+            "1.7976931348623157e308".into(),
+        ] {
+            let v = decode_json(text.as_bytes()).unwrap();
+            assert_eq!(v.as_f64(), Some(text.parse::<f64>().unwrap()), "{text}");
+            let again = decode_json(serde_json::to_string(&v).unwrap().as_bytes()).unwrap();
+            assert_eq!(again, v, "{text}");
+        }
+    }
 }
