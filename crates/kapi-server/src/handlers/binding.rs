@@ -52,19 +52,7 @@ fn decode(ctx: &Ctx, bytes: &[u8]) -> Result<Value, ApiError> {
             )))
         }
     }
-    if let Some(ns) = ctx.namespace() {
-        let m = meta::meta_mut(&mut binding);
-        match m.get("namespace").and_then(Value::as_str) {
-            Some(body_ns) if !body_ns.is_empty() && body_ns != ns => {
-                return Err(ApiError::bad_request(
-                    "the namespace of the provided object does not match the namespace sent on the request",
-                ))
-            }
-            _ => {
-                m.insert("namespace".into(), ns.into());
-            }
-        }
-    }
+    super::check_namespace(ctx, &mut binding)?;
     Ok(binding)
 }
 

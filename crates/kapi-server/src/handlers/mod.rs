@@ -273,6 +273,23 @@ fn parse_verb(v: &str) -> Result<Verb, ApiError> {
     })
 }
 
+/// The body's namespace must be empty or the URL's; an empty one becomes the URL's.
+pub fn check_namespace(ctx: &Ctx, obj: &mut Value) -> Result<(), ApiError> {
+    let Some(ns) = ctx.namespace() else {
+        return Ok(());
+    };
+    let meta = kapi_registry::meta::meta_mut(obj);
+    match meta.get("namespace").and_then(Value::as_str) {
+        Some(body_ns) if !body_ns.is_empty() && body_ns != ns => Err(ApiError::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        )),
+        _ => {
+            meta.insert("namespace".into(), ns.into());
+            Ok(())
+        }
+    }
+}
+
 /// Check a body's `apiVersion`, `kind`, namespace and name against the URL,
 /// filling what the client left out.
 pub fn check_identity(ctx: &Ctx, obj: &mut Value, name_from_url: bool) -> Result<(), ApiError> {
@@ -300,19 +317,8 @@ pub fn check_identity(ctx: &Ctx, obj: &mut Value, name_from_url: bool) -> Result
         }
         _ => {}
     }
+    check_namespace(ctx, obj)?;
     let meta = kapi_registry::meta::meta_mut(obj);
-    if let Some(ns) = ctx.namespace() {
-        match meta.get("namespace").and_then(Value::as_str) {
-            Some(body_ns) if !body_ns.is_empty() && body_ns != ns => {
-                return Err(ApiError::bad_request(
-                    "the namespace of the provided object does not match the namespace sent on the request",
-                ))
-            }
-            _ => {
-                meta.insert("namespace".into(), ns.into());
-            }
-        }
-    }
     if name_from_url {
         let url_name = ctx.name();
         match meta.get("name").and_then(Value::as_str) {
