@@ -133,6 +133,7 @@ async fn pages_at_a_fixed_revision_come_from_memory() {
 async fn watches_before_the_window_are_too_old() {
     let config = CacheConfig {
         history: 5,
+        history_fresh: Duration::ZERO,
         ..Default::default()
     };
     let f = fixtures::embedded_with(config).await;

@@ -162,6 +162,7 @@ async fn resource_version_rules_hold() {
 async fn watch_before_the_window_is_410() {
     let f = fixtures::embedded_with(CacheConfig {
         history: 4,
+        history_fresh: std::time::Duration::ZERO,
         ..Default::default()
     })
     .await;
@@ -190,9 +191,9 @@ async fn watch_before_the_window_is_410() {
 async fn watch_from_before_the_fill_replays_from_the_backend() {
     let dir = tempfile::tempdir().unwrap();
     let below: Arc<dyn kapi_storage::Backend> = Arc::new(
-        kapi_storage::embedded::EmbeddedBackend::open(
-            kapi_storage::embedded::EmbeddedConfig::new(dir.path()),
-        )
+        kapi_storage::embedded::EmbeddedBackend::open(kapi_storage::embedded::EmbeddedConfig::new(
+            dir.path(),
+        ))
         .unwrap(),
     );
     let direct = Store::new(def(), below.clone());

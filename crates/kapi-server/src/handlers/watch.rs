@@ -28,6 +28,11 @@ pub async fn watch(ctx: Ctx) -> Result<Response, ApiError> {
         None | Some("") => None,
         Some(v) => Some(matches!(v, "true" | "1")),
     };
+    let timeout = ctx
+        .query
+        .non_empty("timeoutSeconds")
+        .and_then(|t| t.parse::<u64>().ok())
+        .map_or(DEFAULT_TIMEOUT, Duration::from_secs);
     let opts = WatchOptions {
         label,
         field,
@@ -36,12 +41,8 @@ pub async fn watch(ctx: Ctx) -> Result<Response, ApiError> {
         allow_bookmarks: ctx.query.flag("allowWatchBookmarks"),
         send_initial_events,
         encoded_json: ctx.accept.view == View::Object && ctx.accept.format == Format::Json,
+        timeout: Some(timeout),
     };
-    let timeout = ctx
-        .query
-        .non_empty("timeoutSeconds")
-        .and_then(|t| t.parse::<u64>().ok())
-        .map_or(DEFAULT_TIMEOUT, Duration::from_secs);
     let include = IncludeObject::parse(ctx.query.get("includeObject"))?;
     let rx = ctx.entry.store.watch(ctx.namespace(), &opts).await?;
     let def = ctx.entry.def.clone();

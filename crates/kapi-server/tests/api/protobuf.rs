@@ -193,7 +193,9 @@ async fn watch_streams_length_prefixed_frames() {
     let mut rest = watch.body.as_slice();
     let mut events = Vec::new();
     while let Some(((ty, obj), more)) = kapi_protobuf::decode_watch_frame(rest).unwrap() {
-        events.push((ty, obj["metadata"]["name"].as_str().unwrap().to_owned()));
+        let name = obj["metadata"]["name"].as_str();
+        let name = name.unwrap_or_else(|| panic!("an event without a name: {ty} {obj}"));
+        events.push((ty, name.to_owned()));
         rest = more;
     }
     assert!(rest.is_empty(), "a partial frame was left");
