@@ -1,6 +1,9 @@
 //! Protobuf → JSON: read wire bytes with a message descriptor into the JSON
-//! object model. Unknown field numbers and wire types that contradict the
-//! descriptor are errors (the request gets a 400, nothing is stored).
+//! object model. Wire types that contradict the descriptor, truncation and
+//! illegal wire types are errors (the request gets a 400, nothing is stored).
+//! Unknown field numbers are skipped, as upstream's generated (gogo) decoders
+//! do — also under `fieldValidation=Strict`, which upstream does not apply to
+//! protobuf ("strict decoding is unsupported for protobuf").
 //!
 //! Go clients write every non-pointer field, zero or not, and Go's JSON omits
 //! those zeros (`omitempty`), so a zero scalar, an empty list and an empty map
@@ -39,9 +42,9 @@ fn message_at(idx: usize, bytes: &[u8], depth: usize) -> Result<Value, Error> {
     let mut r = Reader::new(bytes);
     while !r.done() {
         let (tag, raw) = r.field()?;
-        let slot = msg.slot_of_tag(tag).ok_or_else(|| {
-            Error::Malformed(format!("{}: unknown field number {tag}", msg.desc.kind))
-        })?;
+        let Some(slot) = msg.slot_of_tag(tag) else {
+            continue;
+        };
         let f = &msg.desc.fields[slot];
         let ctx = |e: Error| e.within(f.json);
         match f.label {
@@ -274,11 +277,8 @@ fn map_entry(f: &FieldDesc, entry: &[u8], depth: usize) -> Result<(String, Value
                     .to_owned()
             }
             (2, raw) => val = Some(value(f.ty, raw, depth)?),
-            (tag, _) => {
-                return Err(Error::Malformed(format!(
-                    "map entry: unknown field number {tag}"
-                )))
-            }
+            (1, _) => return Err(Error::Malformed("map key is not length-delimited".into())),
+            _ => {}
         }
     }
     // An entry without a value holds the value type's zero.

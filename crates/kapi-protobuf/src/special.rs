@@ -119,19 +119,11 @@ fn utf8(b: &[u8]) -> Result<String, Error> {
     String::from_utf8(b.to_vec()).map_err(|_| Error::Malformed("string is not valid UTF-8".into()))
 }
 
-fn check_known(fs: &[(u32, Raw<'_>)], max: u32) -> Result<(), Error> {
-    match fs.iter().find(|(t, _)| *t > max) {
-        Some((t, _)) => Err(Error::Malformed(format!("unknown field number {t}"))),
-        None => Ok(()),
-    }
-}
-
 pub fn decode(special: Special, bytes: &[u8]) -> Result<Value, Error> {
     let fs = fields(bytes)?;
     Ok(match special {
         Special::None => unreachable!("not special"),
         Special::Time | Special::MicroTime => {
-            check_known(&fs, 2)?;
             if bytes.is_empty() {
                 return Ok(Value::Null);
             }
@@ -152,24 +144,14 @@ pub fn decode(special: Special, bytes: &[u8]) -> Result<Value, Error> {
             };
             Value::String(s.map_err(|e| Error::Malformed(format!("time out of range: {e}")))?)
         }
-        Special::Duration => {
-            check_known(&fs, 1)?;
-            Value::String(format_duration(int_field(&fs, 1)?))
-        }
-        Special::Quantity => {
-            check_known(&fs, 1)?;
-            Value::String(utf8(bytes_field(&fs, 1)?)?)
-        }
-        Special::IntOrString => {
-            check_known(&fs, 3)?;
-            match int_field(&fs, 1)? {
-                0 => Value::from(int_field(&fs, 2)? as i32),
-                1 => Value::String(utf8(bytes_field(&fs, 3)?)?),
-                t => return Err(Error::Malformed(format!("IntOrString: unknown type {t}"))),
-            }
-        }
+        Special::Duration => Value::String(format_duration(int_field(&fs, 1)?)),
+        Special::Quantity => Value::String(utf8(bytes_field(&fs, 1)?)?),
+        Special::IntOrString => match int_field(&fs, 1)? {
+            0 => Value::from(int_field(&fs, 2)? as i32),
+            1 => Value::String(utf8(bytes_field(&fs, 3)?)?),
+            t => return Err(Error::Malformed(format!("IntOrString: unknown type {t}"))),
+        },
         Special::RawJson => {
-            check_known(&fs, 1)?;
             let raw = bytes_field(&fs, 1)?;
             if raw.is_empty() {
                 Value::Null
@@ -181,7 +163,6 @@ pub fn decode(special: Special, bytes: &[u8]) -> Result<Value, Error> {
             }
         }
         Special::Verbs => {
-            check_known(&fs, 1)?;
             let mut items = Vec::new();
             for (_, raw) in &fs {
                 match raw {

@@ -155,6 +155,7 @@ impl Decl {
             strategy: self.strategy,
             key_prefix,
             conversion: self.conversion,
+            protobuf: true,
         }
     }
 }

@@ -30,6 +30,7 @@ fn def() -> Arc<ResourceDef> {
         strategy: Arc::new(DefaultStrategy),
         key_prefix: "/t/configmaps".into(),
         conversion: None,
+        protobuf: true,
     })
 }
 
