@@ -226,10 +226,13 @@ pub struct WatchPlan {
 pub async fn watch(api: &Api, prefix: &str, plan: &WatchPlan) -> Vec<Samples> {
     let received: Arc<Mutex<Vec<(u32, Instant)>>> = Arc::default();
     let connected = Arc::new(AtomicUsize::new(0));
-    let stop = Arc::new(tokio::sync::Notify::new());
+    // Level-triggered, so a watcher busy with a chunk (or still connecting)
+    // when the scenario ends sees it too.
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut handles = Vec::new();
     for _ in 0..plan.watchers {
-        let (received, connected, stop) = (received.clone(), connected.clone(), stop.clone());
+        let (received, connected) = (received.clone(), connected.clone());
+        let mut stop = stop_rx.clone();
         let (prefix, informers) = (format!("{prefix}-w-"), plan.informers);
         // Each watcher on its own connection, as separate informer processes
         // would be (on one HTTP/2 connection they would share one client task).
@@ -255,7 +258,10 @@ pub async fn watch(api: &Api, prefix: &str, plan: &WatchPlan) -> Vec<Samples> {
                 }
                 None => format!("{base}?watch=true"),
             };
-            let resp = api.open(Method::GET, &path, None).await.ok()?;
+            let resp = tokio::select! {
+                r = api.open(Method::GET, &path, None) => r.ok()?,
+                _ = stop.wait_for(|s| *s) => return None,
+            };
             connected.fetch_add(1, Ordering::Relaxed);
             let mut body = resp.into_body().into_data_stream();
             let mut buf: Vec<u8> = Vec::new();
@@ -263,7 +269,7 @@ pub async fn watch(api: &Api, prefix: &str, plan: &WatchPlan) -> Vec<Samples> {
             loop {
                 let chunk = tokio::select! {
                     c = body.next() => c,
-                    _ = stop.notified() => None,
+                    _ = stop.wait_for(|s| *s) => None,
                 };
                 let Some(Ok(chunk)) = chunk else { break };
                 let now = Instant::now();
@@ -292,10 +298,8 @@ pub async fn watch(api: &Api, prefix: &str, plan: &WatchPlan) -> Vec<Samples> {
     let (acks, writes) = write_at_rate(api, prefix, plan).await;
     // Let the last events arrive.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    stop.notify_waiters();
-    for h in handles {
-        let _ = tokio::time::timeout(Duration::from_secs(10), h).await;
-    }
+    let _ = stop_tx.send(true);
+    let _ = tokio::time::timeout(Duration::from_secs(15), futures::future::join_all(handles)).await;
     let mut delivery = Samples::new(format!("watch delivery ({} watchers)", plan.watchers));
     let got = received.lock().expect("lock");
     for (i, at) in got.iter() {

@@ -426,6 +426,9 @@ impl PrefixCache {
     }
 }
 
+/// Keys with their object (`None`: absent), in key order.
+type Entries<'a> = Box<dyn Iterator<Item = (&'a str, Option<&'a Arc<CachedObject>>)> + 'a>;
+
 impl State {
     /// Current objects in `[from, …)` under `prefix` that `filter` lets through,
     /// in key order; `None` when it names a field without an index.
@@ -435,7 +438,7 @@ impl State {
         from: &'a str,
         prefix: &'a str,
         indexer: Option<&Arc<Indexer>>,
-    ) -> Option<Box<dyn Iterator<Item = (&'a str, Option<&'a Arc<CachedObject>>)> + 'a>> {
+    ) -> Option<Entries<'a>> {
         let under = move |k: &String| k.starts_with(prefix);
         Some(match filter {
             KeyFilter::All => Box::new(
