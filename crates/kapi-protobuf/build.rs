@@ -59,6 +59,14 @@ fn main() {
         let text = std::fs::read_to_string(&file).expect("read k8s-pb source");
         parse_module(&module, &text, &mut messages, &mut groups);
     }
+    // Aggregated discovery's documents are top-level objects of a group that
+    // has no resource, so nothing in k8s-pb names the group: say it here.
+    for version in ["v2", "v2beta1"] {
+        let module = vec!["api".into(), "apidiscovery".into(), version.to_string()];
+        groups
+            .entry(module)
+            .or_insert_with(|| ("apidiscovery.k8s.io".into(), version.into()));
+    }
     let names = json_names(&openapi_src.join(OPENAPI_VERSION_DIR));
     let out = generate(&messages, &groups, &names);
     let dest = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR")).join("descriptors.rs");

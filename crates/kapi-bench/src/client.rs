@@ -1,20 +1,30 @@
 //! The HTTP side: a kube-rs client built from any kubeconfig (client certificate
 //! or token, whatever the kubeconfig says), used only for raw requests so the
-//! same bytes go to kapi and to kube-apiserver.
+//! same bytes go to kapi and to kube-apiserver. With `protobuf` the client talks
+//! as Go clients configured for protobuf do: protobuf request bodies and
+//! `Accept: application/vnd.kubernetes.protobuf, application/json`.
 
 use bytes::Bytes;
 use http::{Method, Request};
 use http_body_util::BodyExt;
+use serde_json::Value;
+
+const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
 
 #[derive(Clone)]
 pub struct Api {
     client: kube::Client,
     pub ns: String,
     kubeconfig: Option<std::path::PathBuf>,
+    pub protobuf: bool,
 }
 
 impl Api {
-    pub async fn connect(kubeconfig: Option<&std::path::Path>, ns: &str) -> Result<Api, String> {
+    pub async fn connect(
+        kubeconfig: Option<&std::path::Path>,
+        ns: &str,
+        protobuf: bool,
+    ) -> Result<Api, String> {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let config = match kubeconfig {
             Some(path) => {
@@ -30,12 +40,31 @@ impl Api {
             client,
             ns: ns.to_owned(),
             kubeconfig: kubeconfig.map(std::path::Path::to_path_buf),
+            protobuf,
         })
     }
 
     /// The same server through a client of its own (its own connection).
     pub async fn reconnect(&self) -> Result<Api, String> {
-        Api::connect(self.kubeconfig.as_deref(), &self.ns).await
+        Api::connect(self.kubeconfig.as_deref(), &self.ns, self.protobuf).await
+    }
+
+    /// A request body for `obj` in the client's encoding.
+    pub fn body(&self, obj: &Value) -> Vec<u8> {
+        if self.protobuf {
+            kapi_protobuf::encode_object(obj).expect("a built-in kind")
+        } else {
+            serde_json::to_vec(obj).expect("JSON values serialize")
+        }
+    }
+
+    /// A response body, whichever encoding the server chose.
+    pub fn decode(&self, body: &[u8]) -> Result<Value, String> {
+        if body.starts_with(b"k8s\0") {
+            kapi_protobuf::decode_object(body, None).map_err(|e| e.to_string())
+        } else {
+            serde_json::from_slice(body).map_err(|e| e.to_string())
+        }
     }
 
     pub fn configmaps(&self) -> String {
@@ -67,9 +96,19 @@ impl Api {
         path: &str,
         body: Option<Vec<u8>>,
     ) -> Result<http::Response<kube::client::Body>, String> {
+        // Watches stay JSON: the watch scenarios read events as JSON lines.
+        let protobuf = self.protobuf && !path.contains("watch=true");
         let mut req = Request::builder().method(method).uri(path);
         if body.is_some() {
-            req = req.header("content-type", "application/json");
+            let ct = if protobuf {
+                PROTOBUF
+            } else {
+                "application/json"
+            };
+            req = req.header("content-type", ct);
+        }
+        if protobuf {
+            req = req.header("accept", format!("{PROTOBUF}, application/json"));
         }
         let req = req
             .body(kube::client::Body::from(body.unwrap_or_default()))
@@ -82,11 +121,7 @@ impl Api {
         let body = serde_json::json!({"apiVersion": "v1", "kind": "Namespace",
                                       "metadata": {"name": self.ns}});
         let (code, text) = self
-            .send(
-                Method::POST,
-                "/api/v1/namespaces",
-                Some(body.to_string().into_bytes()),
-            )
+            .send(Method::POST, "/api/v1/namespaces", Some(self.body(&body)))
             .await?;
         match code {
             201 | 409 => Ok(()),
@@ -96,17 +131,15 @@ impl Api {
             )),
         }
     }
-}
 
-/// A ConfigMap named `name` with a payload of `size` bytes.
-pub fn configmap(name: &str, size: usize) -> Vec<u8> {
-    serde_json::json!({
-        "apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": name, "labels": {"bench": "kapi"}},
-        "data": {"payload": "x".repeat(size)},
-    })
-    .to_string()
-    .into_bytes()
+    /// A ConfigMap named `name` with a payload of `size` bytes, as a request body.
+    pub fn configmap(&self, name: &str, size: usize) -> Vec<u8> {
+        self.body(&serde_json::json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "labels": {"bench": "kapi"}},
+            "data": {"payload": "x".repeat(size)},
+        }))
+    }
 }
 
 /// The value of the first `"field":"…"` in a JSON text (no parsing; enough for

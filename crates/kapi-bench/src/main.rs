@@ -3,9 +3,13 @@
 //! operation as a table (and JSON with `--json`), plus — given the server's
 //! PIDs — their peak RSS and CPU seconds from `/proc` while the scenario ran.
 //!
-//! Scenarios (`scenarios.rs`): create, get, list, update, watch, mixed, scale.
+//! Scenarios (`scenarios.rs`): create, get, list, update, watch, mixed, scale;
+//! with `--protobuf` requests and responses are protobuf where the scenario
+//! allows (watches stay JSON). `codec` (`codec.rs`) times the protobuf codec
+//! against JSON in this process, without a server.
 
 mod client;
+mod codec;
 mod scenarios;
 mod stats;
 
@@ -35,6 +39,9 @@ struct Args {
     /// Also write the report as JSON to this file (`-` for stdout).
     #[arg(long, global = true)]
     json: Option<PathBuf>,
+    /// Speak protobuf as Go clients do (bodies and `Accept`); watches stay JSON.
+    #[arg(long, global = true)]
+    protobuf: bool,
     #[command(subcommand)]
     scenario: Scenario,
 }
@@ -110,6 +117,14 @@ enum Scenario {
         /// Skip loading (the objects exist already).
         #[arg(long)]
         no_load: bool,
+        /// Skip the paged LIST (hundreds of requests per repetition at 300k).
+        #[arg(long)]
+        no_paged: bool,
+    },
+    /// Protobuf versus JSON encode and decode per object (Pod, ConfigMap); no server.
+    Codec {
+        #[arg(long, default_value_t = 20_000)]
+        iterations: u32,
     },
 }
 
@@ -123,7 +138,16 @@ async fn main() {
 }
 
 async fn run(args: Args) -> Result<(), String> {
-    let api = client::Api::connect(args.kubeconfig.as_deref(), &args.namespace).await?;
+    if let Scenario::Codec { iterations } = args.scenario {
+        let rows = codec::run(iterations);
+        codec::print_table(&rows);
+        return write_json(
+            args.json.as_deref(),
+            &json!({"scenario": "codec", "results": rows}),
+        );
+    }
+    let api =
+        client::Api::connect(args.kubeconfig.as_deref(), &args.namespace, args.protobuf).await?;
     api.ensure_namespace().await?;
     let procs: Vec<_> = args
         .pid
@@ -157,7 +181,9 @@ async fn run(args: Args) -> Result<(), String> {
                 .await,
             ],
         ),
-        Scenario::List { repeat, page } => ("list", scenarios::list(&api, repeat, page).await),
+        Scenario::List { repeat, page } => {
+            ("list", scenarios::list(&api, repeat, Some(page)).await)
+        }
         Scenario::Update {
             hot,
             seconds,
@@ -204,26 +230,35 @@ async fn run(args: Args) -> Result<(), String> {
             concurrency,
             repeat,
             no_load,
+            no_paged,
         } => {
             let mut out = Vec::new();
             if !no_load {
                 out.push(scenarios::create(&api, prefix, count, size, concurrency).await);
             }
-            out.extend(scenarios::list(&api, repeat, 500).await);
+            let page = (!no_paged).then_some(500);
+            out.extend(scenarios::list(&api, repeat, page).await);
             ("scale", out)
         }
+        Scenario::Codec { .. } => unreachable!("answered above"),
     };
     let results: Vec<_> = results.iter().map(|s| s.to_json()).collect();
     let procs: Vec<_> = procs.into_iter().map(|p| p.finish()).collect();
     stats::print_table(name, &results, &procs);
-    if let Some(path) = args.json {
-        let report = json!({"scenario": name, "results": results, "servers": procs});
-        let text = serde_json::to_string_pretty(&report).expect("JSON");
-        if path.as_os_str() == "-" {
-            println!("{text}");
-        } else {
-            std::fs::write(&path, text).map_err(|e| format!("writing {}: {e}", path.display()))?;
-        }
+    let encoding = if args.protobuf { "protobuf" } else { "json" };
+    let report =
+        json!({"scenario": name, "encoding": encoding, "results": results, "servers": procs});
+    write_json(args.json.as_deref(), &report)
+}
+
+fn write_json(path: Option<&std::path::Path>, report: &serde_json::Value) -> Result<(), String> {
+    let Some(path) = path else {
+        return Ok(());
+    };
+    let text = serde_json::to_string_pretty(report).expect("JSON");
+    if path.as_os_str() == "-" {
+        println!("{text}");
+        return Ok(());
     }
-    Ok(())
+    std::fs::write(path, text).map_err(|e| format!("writing {}: {e}", path.display()))
 }

@@ -10,7 +10,7 @@ use futures::StreamExt;
 use http::Method;
 use http_body_util::BodyExt;
 
-use crate::client::{configmap, first_string, Api};
+use crate::client::{first_string, Api};
 use crate::stats::Samples;
 
 /// `count` creates of `size`-byte ConfigMaps named `{prefix}-{i}` at `concurrency`.
@@ -34,7 +34,7 @@ pub async fn create(
                     if i >= count {
                         return s;
                     }
-                    let body = configmap(&format!("{prefix}-{i}"), size);
+                    let body = api.configmap(&format!("{prefix}-{i}"), size);
                     let t = Instant::now();
                     match api.send(Method::POST, &path, Some(body)).await {
                         Ok((201, _)) => s.record(t.elapsed()),
@@ -90,17 +90,17 @@ pub async fn get(
     collect("get", workers, started).await
 }
 
-/// LIST variants, each `repeat` times, one at a time.
-pub async fn list(api: &Api, repeat: usize, page: usize) -> Vec<Samples> {
+/// LIST variants, each `repeat` times, one at a time (the paged one only with
+/// a `page` size).
+pub async fn list(api: &Api, repeat: usize, page: Option<usize>) -> Vec<Samples> {
     let ns = api.configmaps();
-    let variants = [
+    let mut variants = vec![
         ("list ns, consistent", ns.clone(), false),
         (
             "list ns, resourceVersion=0",
             format!("{ns}?resourceVersion=0"),
             false,
         ),
-        ("list ns, paged", format!("{ns}?limit={page}"), true),
         (
             "list cluster, consistent",
             "/api/v1/configmaps".to_owned(),
@@ -111,7 +111,15 @@ pub async fn list(api: &Api, repeat: usize, page: usize) -> Vec<Samples> {
             format!("{ns}?labelSelector=bench%3Dnone"),
             false,
         ),
+        (
+            "list cluster, selector matches none",
+            "/api/v1/configmaps?labelSelector=bench%3Dnone".to_owned(),
+            false,
+        ),
     ];
+    if let Some(page) = page {
+        variants.insert(2, ("list ns, paged", format!("{ns}?limit={page}"), true));
+    }
     let mut out = Vec::new();
     for (name, path, paged) in variants {
         let mut s = Samples::new(name);
@@ -146,7 +154,7 @@ async fn list_all(api: &Api, path: &str, paged: bool) -> Result<usize, String> {
         if !paged {
             return Ok(total);
         }
-        let v: serde_json::Value = serde_json::from_slice(&body).map_err(|e| e.to_string())?;
+        let v = api.decode(&body)?;
         match v["metadata"]["continue"].as_str() {
             Some(c) if !c.is_empty() => cont = Some(c.to_owned()),
             _ => return Ok(total),
@@ -177,13 +185,9 @@ pub async fn update(
                         s.errors += 1;
                         continue;
                     };
-                    let mut obj: serde_json::Value =
-                        serde_json::from_slice(&body).unwrap_or_default();
+                    let mut obj = api.decode(&body).unwrap_or_default();
                     obj["data"]["counter"] = t.elapsed().as_nanos().to_string().into();
-                    match api
-                        .send(Method::PUT, &path, Some(obj.to_string().into_bytes()))
-                        .await
-                    {
+                    match api.send(Method::PUT, &path, Some(api.body(&obj))).await {
                         Ok((200, _)) => s.record(t.elapsed()),
                         Ok((409, _)) => conflicts.record(t.elapsed()),
                         _ => s.errors += 1,
@@ -222,14 +226,20 @@ pub struct WatchPlan {
 pub async fn watch(api: &Api, prefix: &str, plan: &WatchPlan) -> Vec<Samples> {
     let received: Arc<Mutex<Vec<(u32, Instant)>>> = Arc::default();
     let connected = Arc::new(AtomicUsize::new(0));
-    let stop = Arc::new(tokio::sync::Notify::new());
+    // Level-triggered, so a watcher busy with a chunk (or still connecting)
+    // when the scenario ends sees it too.
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut handles = Vec::new();
     for _ in 0..plan.watchers {
-        let (received, connected, stop) = (received.clone(), connected.clone(), stop.clone());
+        let (received, connected) = (received.clone(), connected.clone());
+        let mut stop = stop_rx.clone();
         let (prefix, informers) = (format!("{prefix}-w-"), plan.informers);
         // Each watcher on its own connection, as separate informer processes
         // would be (on one HTTP/2 connection they would share one client task).
-        let api = api.reconnect().await.ok();
+        let api = api.reconnect().await.ok().map(|mut a| {
+            a.protobuf = false; // events are read as JSON lines
+            a
+        });
         handles.push(tokio::spawn(async move {
             let api = api?;
             let base = api.configmaps();
@@ -248,7 +258,10 @@ pub async fn watch(api: &Api, prefix: &str, plan: &WatchPlan) -> Vec<Samples> {
                 }
                 None => format!("{base}?watch=true"),
             };
-            let resp = api.open(Method::GET, &path, None).await.ok()?;
+            let resp = tokio::select! {
+                r = api.open(Method::GET, &path, None) => r.ok()?,
+                _ = stop.wait_for(|s| *s) => return None,
+            };
             connected.fetch_add(1, Ordering::Relaxed);
             let mut body = resp.into_body().into_data_stream();
             let mut buf: Vec<u8> = Vec::new();
@@ -256,7 +269,7 @@ pub async fn watch(api: &Api, prefix: &str, plan: &WatchPlan) -> Vec<Samples> {
             loop {
                 let chunk = tokio::select! {
                     c = body.next() => c,
-                    _ = stop.notified() => None,
+                    _ = stop.wait_for(|s| *s) => None,
                 };
                 let Some(Ok(chunk)) = chunk else { break };
                 let now = Instant::now();
@@ -285,10 +298,8 @@ pub async fn watch(api: &Api, prefix: &str, plan: &WatchPlan) -> Vec<Samples> {
     let (acks, writes) = write_at_rate(api, prefix, plan).await;
     // Let the last events arrive.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    stop.notify_waiters();
-    for h in handles {
-        let _ = tokio::time::timeout(Duration::from_secs(10), h).await;
-    }
+    let _ = stop_tx.send(true);
+    let _ = tokio::time::timeout(Duration::from_secs(15), futures::future::join_all(handles)).await;
     let mut delivery = Samples::new(format!("watch delivery ({} watchers)", plan.watchers));
     let got = received.lock().expect("lock");
     for (i, at) in got.iter() {
@@ -328,20 +339,19 @@ async fn write_at_rate(
             let path = api.configmaps();
             let t = Instant::now();
             let (code, body) = api
-                .send(Method::POST, &path, Some(configmap(&name, size)))
+                .send(Method::POST, &path, Some(api.configmap(&name, size)))
                 .await
                 .ok()?;
             let ack = Instant::now();
             let create = (code == 201).then(|| ack - t);
             let mut other = Vec::new();
             if churn && code == 201 {
-                let mut obj: serde_json::Value = serde_json::from_slice(&body).ok()?;
+                let mut obj = api.decode(&body).ok()?;
                 obj["data"]["payload"] = "y".into();
                 let p = format!("{path}/{name}");
                 let t = Instant::now();
                 let ok = matches!(
-                    api.send(Method::PUT, &p, Some(obj.to_string().into_bytes()))
-                        .await,
+                    api.send(Method::PUT, &p, Some(api.body(&obj))).await,
                     Ok((200, _))
                 );
                 other.push(("update", ok.then(|| t.elapsed())));

@@ -305,10 +305,18 @@ fn malformed_input_is_an_error_not_a_panic() {
         kapi_protobuf::decode_object(&wrong, None),
         Err(kapi_protobuf::Error::Magic)
     );
-    // An unknown field number in the ConfigMap.
+    // An unknown field number in the ConfigMap: a 400 for the request, as the
+    // issue asks (strict, like JSON's unknown fields).
     let mut raw = kapi_protobuf::encode_message("v1", "ConfigMap", &cm).unwrap();
     raw.extend_from_slice(&[0x98, 0x06, 1]); // field 99, varint 1
     assert!(kapi_protobuf::decode_message("v1", "ConfigMap", &raw).is_err());
+    // But a known field with the wrong wire type, or an illegal wire type, is an error.
+    let mut bad = kapi_protobuf::encode_message("v1", "ConfigMap", &cm).unwrap();
+    bad.extend_from_slice(&[0x08, 1]); // field 1 (metadata, a message) as a varint
+    assert!(kapi_protobuf::decode_message("v1", "ConfigMap", &bad).is_err());
+    let mut bad = kapi_protobuf::encode_message("v1", "ConfigMap", &cm).unwrap();
+    bad.extend_from_slice(&[0x9e, 0x06]); // field 99, wire type 6
+    assert!(kapi_protobuf::decode_message("v1", "ConfigMap", &bad).is_err());
     // A kind nobody registered.
     let mut other = cm.clone();
     other["kind"] = json!("Widget");

@@ -157,6 +157,10 @@ pub struct ResourceDef {
     pub key_prefix: String,
     /// Set when the objects are stored at another version than this one.
     pub conversion: Option<Arc<dyn Conversion>>,
+    /// Whether the kind may be served as protobuf: true for built-in kinds
+    /// (those with a protobuf message), false for custom resources, which
+    /// upstream never serves as protobuf (JSON instead, or 406).
+    pub protobuf: bool,
 }
 
 impl std::fmt::Debug for ResourceDef {

@@ -148,6 +148,13 @@ pub trait Strategy: Send + Sync + 'static {
             .collect()
     }
 
+    /// Selectable fields the watch cache keeps an index of (upstream's cacher
+    /// `Indexers`: pods by `spec.nodeName`), so `field=value` lists visit only
+    /// the objects with that value.
+    fn indexed_fields(&self) -> &'static [&'static str] {
+        &[]
+    }
+
     /// The value of a selectable field of `obj` (called only for listed fields).
     fn field_value(&self, obj: &Value, field: &str) -> Option<String> {
         let pointer = format!("/{}", field.replace('.', "/"));

@@ -156,6 +156,7 @@ impl Decl {
             strategy: self.strategy,
             key_prefix,
             conversion: self.conversion,
+            protobuf: true,
         }
     }
 }

@@ -2,11 +2,13 @@
 //! lists, and aggregated discovery (`apidiscovery.k8s.io` v2 and v2beta1, chosen by
 //! the `Accept` header). Everything is derived from the served resources' one
 //! declaration (`apis.rs`), the same one the handlers check verbs against.
+//! Like upstream, every document is also served as protobuf (or YAML) when the
+//! `Accept` header asks for it (client-go itself asks for JSON).
 
 use std::sync::Arc;
 
 use axum::extract::{Path, Request, State};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
 use serde_json::{json, Value};
 
@@ -66,22 +68,44 @@ fn group_json(name: &str, versions: &[String]) -> Value {
     json!({"name": name, "versions": vs, "preferredVersion": vs[0].clone()})
 }
 
-/// Which aggregated discovery version the client accepts, if any.
-fn aggregated(req: &Request) -> Option<&'static str> {
+/// Which aggregated discovery version (and format) the client accepts, if any:
+/// the first such entry of `Accept`, as upstream, which ignores plain entries here.
+fn aggregated(req: &Request) -> Option<(Format, &'static str)> {
     let accept = req.headers().get(header::ACCEPT)?.to_str().ok()?;
     for item in accept.split(',') {
         let item = item.replace(' ', "");
         if !item.contains("g=apidiscovery.k8s.io") || !item.contains("as=APIGroupDiscoveryList") {
             continue;
         }
+        let format = match item.split(';').next().unwrap_or("") {
+            "application/json" => Format::Json,
+            "application/yaml" => Format::Yaml,
+            "application/vnd.kubernetes.protobuf" => Format::Protobuf,
+            _ => continue,
+        };
         if item.contains("v=v2beta1") {
-            return Some("v2beta1");
+            return Some((format, "v2beta1"));
         }
         if item.contains("v=v2") {
-            return Some("v2");
+            return Some((format, "v2"));
         }
     }
     None
+}
+
+/// A legacy discovery document in the format `Accept` prefers.
+fn legacy(headers: &HeaderMap, body: &Value) -> Response {
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+    match negotiate::negotiate(accept, true) {
+        // `/api`'s APIVersions has no apiVersion in JSON; its envelope names v1.
+        Ok(a) if a.format == Format::Protobuf && body.get("apiVersion").is_none() => {
+            let mut typed = body.clone();
+            typed["apiVersion"] = json!("v1");
+            negotiate::respond(StatusCode::OK, &typed, a.format)
+        }
+        Ok(a) => negotiate::respond(StatusCode::OK, body, a.format),
+        Err(e) => error_response(&e),
+    }
 }
 
 fn discovery_resource(e: &Entry) -> Value {
@@ -151,9 +175,14 @@ fn aggregated_list(srv: &Server, core: bool, version: &str) -> Value {
     json!({"kind": "APIGroupDiscoveryList", "apiVersion": format!("apidiscovery.k8s.io/{version}"), "metadata": {}, "items": items})
 }
 
-fn aggregated_response(body: &Value, version: &str) -> Response {
-    let mut resp = negotiate::respond(StatusCode::OK, body, Format::Json);
-    let ct = format!("application/json;g=apidiscovery.k8s.io;v={version};as=APIGroupDiscoveryList");
+fn aggregated_response(body: &Value, (format, version): (Format, &str)) -> Response {
+    let mut resp = negotiate::respond(StatusCode::OK, body, format);
+    let media = match format {
+        Format::Json => "application/json",
+        Format::Yaml => "application/yaml",
+        Format::Protobuf => "application/vnd.kubernetes.protobuf",
+    };
+    let ct = format!("{media};g=apidiscovery.k8s.io;v={version};as=APIGroupDiscoveryList");
     resp.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_str(&ct).expect("ascii"),
@@ -164,17 +193,17 @@ fn aggregated_response(body: &Value, version: &str) -> Response {
 }
 
 pub async fn api(State(srv): State<Arc<Server>>, req: Request) -> Response {
-    if let Some(v) = aggregated(&req) {
-        return aggregated_response(&aggregated_list(&srv, true, v), v);
+    if let Some(a) = aggregated(&req) {
+        return aggregated_response(&aggregated_list(&srv, true, a.1), a);
     }
     let body = json!({"kind": "APIVersions", "versions": ["v1"],
         "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": srv.config.advertise_address}]});
-    negotiate::respond(StatusCode::OK, &body, Format::Json)
+    legacy(req.headers(), &body)
 }
 
 pub async fn apis(State(srv): State<Arc<Server>>, req: Request) -> Response {
-    if let Some(v) = aggregated(&req) {
-        return aggregated_response(&aggregated_list(&srv, false, v), v);
+    if let Some(a) = aggregated(&req) {
+        return aggregated_response(&aggregated_list(&srv, false, a.1), a);
     }
     let groups: Vec<Value> = srv
         .apis
@@ -183,24 +212,28 @@ pub async fn apis(State(srv): State<Arc<Server>>, req: Request) -> Response {
         .map(|g| group_json(&g.name, &g.versions))
         .collect();
     let body = json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups});
-    negotiate::respond(StatusCode::OK, &body, Format::Json)
+    legacy(req.headers(), &body)
 }
 
-pub async fn group(State(srv): State<Arc<Server>>, Path(group): Path<String>) -> Response {
+pub async fn group(
+    State(srv): State<Arc<Server>>,
+    Path(group): Path<String>,
+    headers: HeaderMap,
+) -> Response {
     match srv.apis.groups().into_iter().find(|g| g.name == group) {
         Some(g) => {
             let mut body = group_json(&g.name, &g.versions);
             body["kind"] = json!("APIGroup");
             body["apiVersion"] = json!("v1");
-            negotiate::respond(StatusCode::OK, &body, Format::Json)
+            legacy(&headers, &body)
         }
         None => error_response(&crate::handlers::not_found()),
     }
 }
 
-pub async fn core_v1(State(srv): State<Arc<Server>>) -> Response {
+pub async fn core_v1(State(srv): State<Arc<Server>>, headers: HeaderMap) -> Response {
     match resource_list(&srv, "", "v1") {
-        Some(body) => negotiate::respond(StatusCode::OK, &body, Format::Json),
+        Some(body) => legacy(&headers, &body),
         None => error_response(&crate::handlers::not_found()),
     }
 }
@@ -208,9 +241,10 @@ pub async fn core_v1(State(srv): State<Arc<Server>>) -> Response {
 pub async fn group_version(
     State(srv): State<Arc<Server>>,
     Path((group, version)): Path<(String, String)>,
+    headers: HeaderMap,
 ) -> Response {
     match resource_list(&srv, &group, &version) {
-        Some(body) => negotiate::respond(StatusCode::OK, &body, Format::Json),
+        Some(body) => legacy(&headers, &body),
         None => error_response(&crate::handlers::not_found()),
     }
 }

@@ -3,7 +3,8 @@
 //! `Table` or `PartialObjectMetadata`, chosen from the `Accept` header as
 //! upstream does; errors as `metav1.Status` in the client's preferred format.
 //! Protobuf is offered only for kinds `kapi_protobuf` has a message for (never
-//! custom resources), and never for `Table`, which upstream has no message for.
+//! custom resources: [`ResourceDef::protobuf`]) and for `PartialObjectMetadata`
+//! of any resource, never for `Table`, which upstream has no message for.
 
 use axum::body::Body;
 use axum::http::{header, HeaderValue, StatusCode};
@@ -75,7 +76,7 @@ pub fn negotiate(accept: Option<&str>, protobuf: bool) -> Result<Accept, ApiErro
         let format = match media.as_str() {
             "application/json" | "application/*" | "*/*" => Format::Json,
             "application/yaml" => Format::Yaml,
-            "application/vnd.kubernetes.protobuf" if protobuf => Format::Protobuf,
+            "application/vnd.kubernetes.protobuf" => Format::Protobuf,
             _ => continue,
         };
         let view = match (param("as"), param("g"), param("v")) {
@@ -88,7 +89,13 @@ pub fn negotiate(accept: Option<&str>, protobuf: bool) -> Result<Accept, ApiErro
             ) => View::PartialMetadata,
             _ => continue,
         };
-        if format == Format::Protobuf && view == View::Table {
+        // Table has no protobuf message; a kind without one (a custom resource)
+        // is not protobuf, though its PartialObjectMetadata is (as upstream's
+        // custom resource handler, which kube-controller-manager's metadata
+        // informers rely on).
+        if format == Format::Protobuf
+            && (view == View::Table || (view == View::Object && !protobuf))
+        {
             continue;
         }
         return Ok(Accept { format, view });
@@ -100,9 +107,10 @@ pub fn negotiate(accept: Option<&str>, protobuf: bool) -> Result<Accept, ApiErro
     }))
 }
 
-/// Whether the resource's kind has a protobuf message.
+/// Whether the resource is served as protobuf: declared so (never a custom
+/// resource) and its kind has a protobuf message.
 pub fn protobuf_kind(def: &ResourceDef) -> bool {
-    kapi_protobuf::supports(&def.group, &def.version, &def.kind)
+    def.protobuf && kapi_protobuf::supports(&def.group, &def.version, &def.kind)
 }
 
 pub fn encode(value: &Value, format: Format) -> Result<Vec<u8>, ApiError> {
@@ -261,6 +269,29 @@ pub fn decode_body(content_type: Option<&str>, body: &[u8]) -> Result<Value, Api
     }
 }
 
+/// A request body holding an object of `def`'s resource: as [`decode_body`], but
+/// protobuf only where the resource is served as protobuf — upstream's custom
+/// resource handler accepts JSON and YAML bodies only (415 otherwise).
+pub fn decode_object_body(
+    def: &ResourceDef,
+    content_type: Option<&str>,
+    body: &[u8],
+) -> Result<Value, ApiError> {
+    let is_protobuf = content_type
+        .and_then(|c| c.split(';').next())
+        .is_some_and(|m| {
+            m.trim()
+                .eq_ignore_ascii_case("application/vnd.kubernetes.protobuf")
+        });
+    if is_protobuf && !protobuf_kind(def) {
+        return Err(ApiError::unsupported_media_type(&[
+            "application/json",
+            "application/yaml",
+        ]));
+    }
+    decode_body(content_type, body)
+}
+
 /// An enveloped protobuf body, typed by its envelope; a wrong kind for the URL
 /// is caught later by the same identity check JSON bodies get.
 pub fn decode_protobuf(body: &[u8]) -> Result<Value, ApiError> {
@@ -358,6 +389,46 @@ mod tests {
         );
         let err = negotiate(Some("application/vnd.kubernetes.protobuf"), false).unwrap_err();
         assert_eq!(err.code, 406);
+        // A kind without protobuf still has protobuf PartialObjectMetadata.
+        let a = negotiate(Some(meta_pb), false).unwrap();
+        assert_eq!(
+            (a.format, a.view),
+            (Format::Protobuf, View::PartialMetadata)
+        );
+    }
+
+    #[test]
+    fn protobuf_bodies_only_for_resources_served_as_protobuf() {
+        use std::sync::Arc;
+        let def = |protobuf: bool| ResourceDef {
+            group: String::new(),
+            version: "v1".into(),
+            resource: "configmaps".into(),
+            singular: "configmap".into(),
+            kind: "ConfigMap".into(),
+            list_kind: "ConfigMapList".into(),
+            namespaced: true,
+            verbs: kapi_registry::Verb::ALL.to_vec(),
+            subresources: Vec::new(),
+            short_names: Vec::new(),
+            categories: Vec::new(),
+            strategy: Arc::new(kapi_registry::DefaultStrategy),
+            key_prefix: "/configmaps".into(),
+            conversion: None,
+            protobuf,
+        };
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}});
+        let body = kapi_protobuf::encode_object(&cm).unwrap();
+        let pb = Some("application/vnd.kubernetes.protobuf");
+        assert_eq!(decode_object_body(&def(true), pb, &body).unwrap(), cm);
+        let custom = def(false);
+        assert!(!protobuf_kind(&custom));
+        assert_eq!(
+            decode_object_body(&custom, pb, &body).unwrap_err().code,
+            415
+        );
+        let json_body = serde_json::to_vec(&cm).unwrap();
+        assert_eq!(decode_object_body(&custom, None, &json_body).unwrap(), cm);
     }
 
     #[test]

@@ -46,5 +46,6 @@ pub fn definitions_resource() -> ResourceDef {
         strategy: Arc::new(CrdStrategy),
         key_prefix: "/apiextensions.k8s.io/customresourcedefinitions".into(),
         conversion: None,
+        protobuf: true,
     }
 }

@@ -101,6 +101,8 @@ pub fn served(crd_obj: &Value, since: SinceFn, terminating: Arc<AtomicBool>) -> 
                 strategy: Arc::new(strategy),
                 key_prefix: format!("{CUSTOM_PREFIX}{group}/{}", crd.spec.names.plural),
                 conversion: conversion.clone(),
+                // Upstream never serves custom resources as protobuf.
+                protobuf: false,
             };
             Served { def, schema }
         })

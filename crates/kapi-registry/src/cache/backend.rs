@@ -71,12 +71,14 @@ impl Backend for CachedBackend {
         let Ok((rx, _)) = attached else {
             return self.backend().watch(prefix, after).await;
         };
-        let stream = ReceiverStream::new(rx).map(|msg| {
-            Ok(match msg {
-                CacheMessage::Events(evs) => {
-                    WatchMessage::Events(evs.iter().map(|e| e.event.clone()).collect())
-                }
-                CacheMessage::Progress(r) => WatchMessage::Progress(r),
+        // Ticks are the cache's clock for bookmarks, not backend progress.
+        let stream = ReceiverStream::new(rx).filter_map(|msg| {
+            futures::future::ready(match msg {
+                CacheMessage::Events(evs) => Some(Ok(WatchMessage::Events(
+                    evs.iter().map(|e| e.event.clone()).collect(),
+                ))),
+                CacheMessage::Progress(r) => Some(Ok(WatchMessage::Progress(r))),
+                CacheMessage::Tick(_) => None,
             })
         });
         Ok(Box::pin(stream))
@@ -84,7 +86,7 @@ impl Backend for CachedBackend {
 
     async fn compact(&self, revision: Revision) -> Result<()> {
         self.backend().compact(revision).await?;
-        for c in &self.inner().caches {
+        for c in self.inner().caches() {
             c.forget_before(revision);
         }
         Ok(())

@@ -13,30 +13,42 @@
 //! reads the backend. Because one watch covers the whole keyspace, the cache
 //! moves with every write anywhere, so this wait is one event delivery long.
 //!
+//! Prefixes can be added while serving ([`CachedBackend::add_prefix`], for
+//! custom resources): the reflector fills a new prefix by a list at the revision
+//! it has reached, between two batches of its watch, so the new cache misses
+//! nothing.
+//!
 //! Where to look next: `prefix.rs` (one resource's objects, window, watchers),
-//! `object.rs` (what is computed once per object), `backend.rs` (the trait),
-//! `store/` (how the generic store uses this).
+//! `index.rs` (field indexes), `object.rs` (what is computed once per object),
+//! `backend.rs` (the trait), `store/` (how the generic store uses this).
 
 mod backend;
+mod index;
 mod object;
 mod prefix;
 mod reflector;
 
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use kapi_storage::{Backend, Result, Revision, StorageError};
 
+pub use index::{Indexer, KeyFilter};
 pub use object::{Attrs, CachedObject};
-use prefix::PrefixCache;
 pub use prefix::{watch_line, CacheMessage, CacheWatch, CachedEvent, CachedPage, Miss};
+use prefix::{PrefixCache, Window};
 
 /// Tuning of the watch cache.
 #[derive(Debug, Clone)]
 pub struct CacheConfig {
-    /// Events kept per prefix for watches and reads at recent revisions.
+    /// Events always kept per prefix for watches and reads at recent revisions.
     pub history: usize,
+    /// Events younger than this are kept beyond `history` (upstream's
+    /// `eventFreshDuration`, 75 s), up to `history_max`.
+    pub history_fresh: Duration,
+    /// The most events kept per prefix (upstream: 100 × 1024).
+    pub history_max: usize,
     /// Messages buffered per watcher before it counts as too slow and is closed.
     pub watcher_buffer: usize,
     /// How long a read waits for the cache to reach a revision.
@@ -47,6 +59,8 @@ impl Default for CacheConfig {
     fn default() -> Self {
         CacheConfig {
             history: 10_000,
+            history_fresh: Duration::from_secs(75),
+            history_max: 100 * 1024,
             watcher_buffer: 1_000,
             fresh_timeout: Duration::from_secs(3),
         }
@@ -76,16 +90,26 @@ pub(crate) struct Inner {
     backend: Arc<dyn Backend>,
     /// Everything the reflector watches; every cached prefix lies under it.
     root: String,
-    caches: Vec<Arc<PrefixCache>>,
+    /// Only ever grows; no prefix lies under another.
+    caches: RwLock<Vec<Arc<PrefixCache>>>,
     config: CacheConfig,
     revision: tokio::sync::watch::Sender<Revision>,
     stop: tokio::sync::watch::Sender<bool>,
+    /// Wakes the reflector to fill prefixes added while it follows its watch.
+    added: tokio::sync::Notify,
 }
 
 impl Inner {
-    /// The cache holding `key`, by index.
-    fn route(&self, key: &str) -> Option<usize> {
-        self.caches.iter().position(|c| key.starts_with(&c.prefix))
+    fn caches(&self) -> Vec<Arc<PrefixCache>> {
+        self.caches.read().expect("caches lock").clone()
+    }
+
+    fn window(&self) -> Window {
+        Window {
+            min_events: self.config.history,
+            fresh: self.config.history_fresh,
+            max_events: self.config.history_max,
+        }
     }
 
     fn publish(&self, revision: Revision) {
@@ -140,18 +164,20 @@ impl CachedBackend {
                 kept.push(p);
             }
         }
-        let caches = kept
-            .into_iter()
-            .map(|p| Arc::new(PrefixCache::new(p, config.history)))
-            .collect();
         let inner = Arc::new(Inner {
             backend,
             root: "/".into(),
-            caches,
+            caches: RwLock::new(Vec::new()),
             config,
             revision: tokio::sync::watch::channel(0).0,
             stop: tokio::sync::watch::channel(false).0,
+            added: tokio::sync::Notify::new(),
         });
+        let window = inner.window();
+        *inner.caches.write().expect("caches lock") = kept
+            .into_iter()
+            .map(|p| Arc::new(PrefixCache::new(p, window)))
+            .collect();
         tokio::spawn(reflector::run(inner.clone()));
         CachedBackend {
             handle: Arc::new(Handle { inner }),
@@ -167,11 +193,49 @@ impl CachedBackend {
         &self.inner().backend
     }
 
-    fn cache(&self, prefix: &str) -> Option<&Arc<PrefixCache>> {
+    fn cache(&self, prefix: &str) -> Option<Arc<PrefixCache>> {
         self.inner()
             .caches
+            .read()
+            .expect("caches lock")
             .iter()
             .find(|c| prefix.starts_with(&c.prefix))
+            .cloned()
+    }
+
+    /// Cache `prefix` (ending in `/`) too, from now on; the reflector fills it
+    /// at its next step (until then reads of it go to the backend). True when
+    /// the prefix is cached afterwards (added now, or lying under a cached one);
+    /// false when it would contain a cached prefix, which is not supported.
+    pub fn add_prefix(&self, prefix: &str) -> bool {
+        let inner = self.inner();
+        {
+            let mut caches = inner.caches.write().expect("caches lock");
+            if caches.iter().any(|c| prefix.starts_with(&c.prefix)) {
+                return true;
+            }
+            if caches.iter().any(|c| c.prefix.starts_with(prefix)) {
+                return false;
+            }
+            caches.push(Arc::new(PrefixCache::new(
+                prefix.to_owned(),
+                inner.window(),
+            )));
+        }
+        inner.added.notify_one();
+        true
+    }
+
+    /// Index the objects under `prefix`'s cache by `indexer` (the first indexer
+    /// set for a prefix stays); false when the prefix is not cached.
+    pub fn set_indexer(&self, prefix: &str, indexer: Indexer) -> bool {
+        match self.cache(prefix) {
+            Some(c) => {
+                c.set_indexer(Arc::new(indexer));
+                true
+            }
+            None => false,
+        }
     }
 
     /// Whether `prefix` is cached and the cache is filled.
@@ -230,13 +294,33 @@ impl CachedBackend {
         limit: usize,
         start: Option<&str>,
     ) -> Result<Option<CachedPage>> {
+        self.list_filtered(prefix, at, limit, start, &KeyFilter::All)
+            .await
+    }
+
+    /// A page of the keys `filter` lets through (a superset of the matches:
+    /// the caller still evaluates its selector); `Ok(None)` when the cache cannot
+    /// answer (including a field without an index).
+    pub async fn list_filtered(
+        &self,
+        prefix: &str,
+        at: ReadAt,
+        limit: usize,
+        start: Option<&str>,
+        filter: &KeyFilter,
+    ) -> Result<Option<CachedPage>> {
         let Some(cache) = self.cache(prefix) else {
             return Ok(None);
         };
-        let Some(rev) = self.resolve(cache, at).await? else {
+        let Some(rev) = self.resolve(&cache, at).await? else {
             return Ok(None);
         };
-        Ok(cache.list(prefix, rev, limit, start).ok())
+        Ok(cache.list(prefix, rev, limit, start, filter).ok().flatten())
+    }
+
+    /// Whether `prefix`'s cache has an index on `field`.
+    pub fn has_index(&self, prefix: &str, field: &str) -> bool {
+        self.cache(prefix).is_some_and(|c| c.indexes(field))
     }
 
     /// One key from memory with the revision it was read at; `Ok(None)` when the
@@ -250,7 +334,7 @@ impl CachedBackend {
         let Some(cache) = self.cache(key) else {
             return Ok(None);
         };
-        let Some(rev) = self.resolve(cache, at).await? else {
+        let Some(rev) = self.resolve(&cache, at).await? else {
             return Ok(None);
         };
         Ok(cache.get(key, rev).ok())

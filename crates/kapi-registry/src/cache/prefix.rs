@@ -2,10 +2,13 @@
 //! namespace is a key range), a bounded window of recent events, and the watchers.
 //!
 //! Invariants, all kept under the one lock:
-//! - `objects` is the state of the prefix at `revision`;
+//! - `objects` is the state of the prefix at `revision`, and `index` (when the
+//!   resource has indexed fields, `index.rs`) indexes exactly `objects`;
 //! - `history` holds every event under the prefix with `oldest < revision <= self.revision`,
 //!   in order, so any read or watch at a revision in `[oldest, revision]` can be
-//!   answered: a read at an older revision undoes the newer events (`overlay`);
+//!   answered: a read at an older revision undoes the newer events (`overlay`).
+//!   Its length is bounded as upstream's watch cache: at least `min_events`, and
+//!   every event younger than `fresh` (75 s) up to `max_events` ([`Window`]);
 //! - a watcher registered at revision `r` got every event after `r` up to the
 //!   registration as its first message, and every later event by `apply`, because
 //!   both happen under the lock. A watcher whose buffer is full is dropped (its
@@ -15,12 +18,14 @@ use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
 use kapi_storage::{Event, EventKind, Revision};
 use tokio::sync::mpsc;
 
+use super::index::{FieldIndex, Indexer, KeyFilter};
 use super::object::CachedObject;
 
 /// Watchers closed because they could not keep up (all caches).
@@ -37,6 +42,8 @@ pub struct CachedEvent {
     pub prev: Option<Arc<CachedObject>>,
     /// The event's JSON watch line, built by the first watcher that sends it.
     line: OnceLock<Option<Bytes>>,
+    /// When the cache received it (the history window keeps `fresh` of them).
+    recorded: Instant,
 }
 
 impl CachedEvent {
@@ -93,7 +100,10 @@ pub fn watch_line(kind: &str, obj: &CachedObject, rv: Revision) -> Option<Bytes>
 #[derive(Debug, Clone)]
 pub enum CacheMessage {
     Events(Vec<Arc<CachedEvent>>),
+    /// The backend reported progress: nothing more under the prefix up to here.
     Progress(Revision),
+    /// The cache's once-a-second clock, with the revision it has reached.
+    Tick(Revision),
 }
 
 pub type CacheWatch = mpsc::Receiver<CacheMessage>;
@@ -126,6 +136,16 @@ struct Watcher {
     tx: mpsc::Sender<CacheMessage>,
 }
 
+/// How much history a prefix keeps (upstream: 100 to 100 × 1024 events, sized to
+/// hold `eventFreshDuration` = 75 s). Events beyond `min_events` are dropped
+/// once older than `fresh`, and always beyond `max_events`.
+#[derive(Debug, Clone, Copy)]
+pub struct Window {
+    pub min_events: usize,
+    pub fresh: Duration,
+    pub max_events: usize,
+}
+
 #[derive(Default)]
 struct State {
     ready: bool,
@@ -134,28 +154,66 @@ struct State {
     /// The revision of the list that filled the cache: it never saw what came before.
     filled: Revision,
     objects: BTreeMap<String, Arc<CachedObject>>,
+    index: FieldIndex,
     history: VecDeque<Arc<CachedEvent>>,
     watchers: Vec<Watcher>,
 }
 
 pub struct PrefixCache {
     pub prefix: String,
-    history_limit: usize,
+    window: Window,
+    /// Set once, by the first store that declares indexed fields for the prefix.
+    indexer: OnceLock<Arc<Indexer>>,
     state: RwLock<State>,
 }
 
 impl PrefixCache {
-    pub fn new(prefix: String, history_limit: usize) -> Self {
+    pub fn new(prefix: String, window: Window) -> Self {
+        let min_events = window.min_events.max(1);
         PrefixCache {
             prefix,
-            history_limit: history_limit.max(1),
+            window: Window {
+                min_events,
+                fresh: window.fresh,
+                max_events: window.max_events.max(min_events),
+            },
+            indexer: OnceLock::new(),
             state: RwLock::new(State::default()),
         }
+    }
+
+    /// Index the prefix's objects by `indexer`'s fields from now on; false when
+    /// an indexer was set already (the first one stays).
+    pub fn set_indexer(&self, indexer: Arc<Indexer>) -> bool {
+        let mut st = self.state.write().expect("cache lock");
+        if self.indexer.set(indexer).is_err() {
+            return false;
+        }
+        st.index = self.build_index(&st.objects);
+        true
+    }
+
+    /// Whether objects are indexed by `field`.
+    pub fn indexes(&self, field: &str) -> bool {
+        self.indexer
+            .get()
+            .is_some_and(|ix| ix.fields.iter().any(|f| f == field))
+    }
+
+    fn build_index(&self, objects: &BTreeMap<String, Arc<CachedObject>>) -> FieldIndex {
+        let mut index = FieldIndex::default();
+        if let Some(ix) = self.indexer.get() {
+            for obj in objects.values() {
+                index.insert(ix, obj);
+            }
+        }
+        index
     }
 
     /// Replace everything with a fresh list at `revision`; current watchers are
     /// closed, as they may have missed events.
     pub fn reset(&self, objects: BTreeMap<String, Arc<CachedObject>>, revision: Revision) {
+        let index = self.build_index(&objects);
         let mut st = self.state.write().expect("cache lock");
         *st = State {
             ready: true,
@@ -163,6 +221,7 @@ impl PrefixCache {
             oldest: revision,
             filled: revision,
             objects,
+            index,
             history: VecDeque::new(),
             watchers: Vec::new(),
         };
@@ -191,6 +250,8 @@ impl PrefixCache {
             return;
         }
         let mut cached = Vec::with_capacity(events.len());
+        let now = Instant::now();
+        let indexer = self.indexer.get();
         for event in events {
             let key = event.kv.key.clone();
             let (object, prev) = match event.kind {
@@ -201,16 +262,32 @@ impl PrefixCache {
                 }
                 EventKind::Delete => (None, st.objects.remove(&key)),
             };
+            if let Some(ix) = indexer {
+                if let Some(p) = &prev {
+                    st.index.remove(ix, p);
+                }
+                if let Some(o) = &object {
+                    st.index.insert(ix, o);
+                }
+            }
             let ev = Arc::new(CachedEvent {
                 event,
                 object,
                 prev,
                 line: OnceLock::new(),
+                recorded: now,
             });
             st.history.push_back(ev.clone());
             cached.push(ev);
         }
-        while st.history.len() > self.history_limit {
+        let w = self.window;
+        while st.history.len() > w.min_events
+            && (st.history.len() > w.max_events
+                || st
+                    .history
+                    .front()
+                    .is_some_and(|e| now.duration_since(e.recorded) > w.fresh))
+        {
             let gone = st.history.pop_front().expect("non-empty");
             st.oldest = gone.revision();
         }
@@ -228,12 +305,17 @@ impl PrefixCache {
         }
         st.revision = revision;
         if notify {
-            st.watchers.retain(|w| {
-                !matches!(
-                    w.tx.try_send(CacheMessage::Progress(revision)),
-                    Err(mpsc::error::TrySendError::Closed(_))
-                )
-            });
+            st.notify(CacheMessage::Progress(revision));
+        }
+    }
+
+    /// Tell every watcher the revision the cache has reached (the watch decides
+    /// whether that becomes a bookmark for its client).
+    pub fn tick(&self) {
+        let mut st = self.state.write().expect("cache lock");
+        if st.ready {
+            let revision = st.revision;
+            st.notify(CacheMessage::Tick(revision));
         }
     }
 
@@ -247,27 +329,33 @@ impl PrefixCache {
     }
 
     /// Keys under `prefix` (which lies under this cache's prefix) at `at`
-    /// (`None`: the cache's current revision), from `start` (inclusive).
+    /// (`None`: the cache's current revision), from `start` (inclusive). With a
+    /// `filter` other than [`KeyFilter::All`] only candidate keys are visited (an
+    /// index, one key): a superset of the matches, which the caller still filters.
+    /// `Ok(None)` when the filter names a field without an index.
     pub fn list(
         &self,
         prefix: &str,
         at: Option<Revision>,
         limit: usize,
         start: Option<&str>,
-    ) -> Result<CachedPage, Miss> {
+        filter: &KeyFilter,
+    ) -> Result<Option<CachedPage>, Miss> {
         let st = self.state.read().expect("cache lock");
         let at = st.check(at)?;
         let from = match start {
             Some(s) if s > prefix => s,
             _ => prefix,
         };
-        let overlay = st.overlay(at, from, prefix);
-        let current = st
-            .objects
-            .range::<str, _>((Bound::Included(from), Bound::Unbounded))
-            .take_while(|(k, _)| k.starts_with(prefix))
-            .map(|(k, v)| (k.as_str(), Some(v)));
-        let mut merged = merge(current, overlay.iter().map(|(k, v)| (*k, v.as_ref())));
+        let changed = st.overlay(at, from, prefix);
+        let Some(candidates) = st.candidates(filter, from, prefix, self.indexer.get()) else {
+            return Ok(None);
+        };
+        let overlay = changed
+            .iter()
+            .filter(|(k, _)| filter.may_contain(k))
+            .map(|(k, v)| (*k, v.as_ref()));
+        let mut merged = merge(candidates, overlay);
         let mut items = Vec::new();
         let limit = if limit == 0 { usize::MAX } else { limit };
         for obj in merged.by_ref() {
@@ -277,12 +365,12 @@ impl PrefixCache {
             }
         }
         let remaining = merged.count() as i64;
-        Ok(CachedPage {
+        Ok(Some(CachedPage {
             items,
             revision: at,
             more: remaining > 0,
             remaining,
-        })
+        }))
     }
 
     /// One key at `at` (`None`: the current revision).
@@ -338,7 +426,63 @@ impl PrefixCache {
     }
 }
 
+/// Keys with their object (`None`: absent), in key order.
+type Entries<'a> = Box<dyn Iterator<Item = (&'a str, Option<&'a Arc<CachedObject>>)> + 'a>;
+
 impl State {
+    /// Current objects in `[from, …)` under `prefix` that `filter` lets through,
+    /// in key order; `None` when it names a field without an index.
+    fn candidates<'a>(
+        &'a self,
+        filter: &'a KeyFilter,
+        from: &'a str,
+        prefix: &'a str,
+        indexer: Option<&Arc<Indexer>>,
+    ) -> Option<Entries<'a>> {
+        let under = move |k: &String| k.starts_with(prefix);
+        Some(match filter {
+            KeyFilter::All => Box::new(
+                self.objects
+                    .range::<str, _>((Bound::Included(from), Bound::Unbounded))
+                    .take_while(move |(k, _)| under(k))
+                    .map(|(k, v)| (k.as_str(), Some(v))),
+            ),
+            KeyFilter::Key(key) => Box::new(
+                self.objects
+                    .get_key_value(key.as_str())
+                    .filter(|(k, _)| k.as_str() >= from && under(k))
+                    .map(|(k, v)| (k.as_str(), Some(v)))
+                    .into_iter(),
+            ),
+            KeyFilter::Field { field, value } => {
+                if !indexer.is_some_and(|ix| ix.fields.iter().any(|f| f == field)) {
+                    return None;
+                }
+                let keys = self.index.keys(field, value);
+                Box::new(
+                    keys.into_iter()
+                        .flat_map(move |set| {
+                            set.range::<str, _>((Bound::Included(from), Bound::Unbounded))
+                        })
+                        .take_while(move |k| under(k))
+                        .filter_map(|k| self.objects.get_key_value(k.as_str()))
+                        .map(|(k, v)| (k.as_str(), Some(v))),
+                )
+            }
+        })
+    }
+
+    /// Send `msg` to every watcher that has room (it carries no event, so a
+    /// full buffer just skips it).
+    fn notify(&mut self, msg: CacheMessage) {
+        self.watchers.retain(|w| {
+            !matches!(
+                w.tx.try_send(msg.clone()),
+                Err(mpsc::error::TrySendError::Closed(_))
+            )
+        });
+    }
+
     /// The revision a read at `at` is answered at, if the cache can answer it.
     fn check(&self, at: Option<Revision>) -> Result<Revision, Miss> {
         if !self.ready {

@@ -5,6 +5,11 @@
 //! current even when only other resources change, and a consistent read never
 //! waits for a progress notification.
 //!
+//! A prefix added while the watch runs is filled between two batches by a list
+//! of that prefix at the revision the reflector has reached, so it misses
+//! nothing. Once a second every cache tells its watchers its revision (the
+//! watch turns that into bookmarks when its client wants them).
+//!
 //! When the backend watch breaks (an etcd member or the whole cluster gone) the
 //! reflector resumes it from the last revision it applied, once a second, while
 //! the caches keep serving what they hold and their watchers stay open — as
@@ -22,16 +27,15 @@ use futures::StreamExt;
 use kapi_storage::{Event, ListOptions, Result, StorageError, WatchMessage};
 
 use super::object::CachedObject;
+use super::prefix::PrefixCache;
 use super::Inner;
 
 const PAGE: usize = 10_000;
-/// How often every cache reports its revision to its watchers.
-const NOTIFY_EVERY: Duration = Duration::from_secs(5);
 
 pub(super) async fn run(inner: Arc<Inner>) {
     loop {
         let result = follow(&inner).await;
-        for c in &inner.caches {
+        for c in inner.caches() {
             c.invalidate();
         }
         match result {
@@ -64,14 +68,92 @@ async fn follow(inner: &Inner) -> Result<()> {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
-    let mut maps: Vec<BTreeMap<String, Arc<CachedObject>>> =
-        vec![BTreeMap::new(); inner.caches.len()];
+    // Prefixes added from here on are filled by `fill_added` below.
+    let caches = inner.caches();
+    let maps = list_into(inner, &inner.root, revision, &caches).await?;
+    let mut stream = inner.backend.watch(&inner.root, revision).await?;
+    for (cache, objects) in caches.iter().zip(maps) {
+        cache.reset(objects, revision);
+    }
+    inner.publish(revision);
+    tracing::debug!(revision, "watch cache filled");
+    let mut reached = revision;
+    let mut ticker = tokio::time::interval(Duration::from_secs(1));
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        let msg = tokio::select! {
+            m = stream.next() => m,
+            _ = inner.added.notified() => {
+                fill_added(inner, reached).await?;
+                continue;
+            }
+            _ = ticker.tick() => {
+                for c in inner.caches() {
+                    c.tick();
+                }
+                continue;
+            }
+            _ = inner.cancelled() => return Ok(()),
+        };
+        let caches = inner.caches();
+        match msg {
+            None | Some(Err(StorageError::Unavailable(_))) => {
+                let Some(resumed) = resume(inner, reached).await? else {
+                    return Ok(());
+                };
+                stream = resumed;
+            }
+            Some(Err(e)) => return Err(e),
+            Some(Ok(WatchMessage::Progress(rev))) => {
+                for c in &caches {
+                    c.progress(rev, true);
+                }
+                reached = reached.max(rev);
+                inner.publish(rev);
+            }
+            Some(Ok(WatchMessage::Events(events))) => {
+                let Some(rev) = events.last().map(Event::revision) else {
+                    continue;
+                };
+                let mut routed: Vec<Vec<Event>> = vec![Vec::new(); caches.len()];
+                for e in events {
+                    if let Some(i) = route(&caches, &e.kv.key) {
+                        routed[i].push(e);
+                    }
+                }
+                for (cache, evs) in caches.iter().zip(routed) {
+                    if evs.is_empty() {
+                        cache.progress(rev, false);
+                    } else {
+                        cache.apply(evs, rev);
+                    }
+                }
+                reached = reached.max(rev);
+                inner.publish(rev);
+            }
+        }
+    }
+}
+
+/// The cache holding `key`, by index.
+fn route(caches: &[Arc<PrefixCache>], key: &str) -> Option<usize> {
+    caches.iter().position(|c| key.starts_with(&c.prefix))
+}
+
+/// Everything under `root` at `revision`, split by the cache each key belongs to.
+async fn list_into(
+    inner: &Inner,
+    root: &str,
+    revision: kapi_storage::Revision,
+    caches: &[Arc<PrefixCache>],
+) -> Result<Vec<BTreeMap<String, Arc<CachedObject>>>> {
+    let mut maps: Vec<BTreeMap<String, Arc<CachedObject>>> = vec![BTreeMap::new(); caches.len()];
     let mut start = None;
     loop {
         let page = inner
             .backend
             .list(
-                &inner.root,
+                root,
                 ListOptions {
                     revision: Some(revision),
                     limit: PAGE,
@@ -81,7 +163,7 @@ async fn follow(inner: &Inner) -> Result<()> {
             .await?;
         let last = page.kvs.last().map(|kv| format!("{}\0", kv.key));
         for kv in page.kvs {
-            if let Some(i) = inner.route(&kv.key) {
+            if let Some(i) = route(caches, &kv.key) {
                 maps[i].insert(kv.key.clone(), CachedObject::new(kv));
             }
         }
@@ -90,66 +172,23 @@ async fn follow(inner: &Inner) -> Result<()> {
             _ => break,
         }
     }
-    let mut stream = inner.backend.watch(&inner.root, revision).await?;
-    for (cache, objects) in inner.caches.iter().zip(maps) {
-        cache.reset(objects, revision);
-    }
-    inner.publish(revision);
-    tracing::debug!(revision, "watch cache filled");
-    let mut at = revision;
-    // Every cache tells its watchers where it stands at least this often, even
-    // while other prefixes keep the backend watch busy (then the backend sends
-    // no progress notifications), so watches can send bookmarks.
-    let mut tick = tokio::time::interval(NOTIFY_EVERY);
-    tick.tick().await;
-    loop {
-        let msg = tokio::select! {
-            m = stream.next() => m,
-            _ = tick.tick() => {
-                for c in &inner.caches {
-                    c.progress(at, true);
-                }
-                continue;
-            }
-            _ = inner.cancelled() => return Ok(()),
-        };
-        match msg {
-            None | Some(Err(StorageError::Unavailable(_))) => {
-                let Some(resumed) = resume(inner, at).await? else {
-                    return Ok(());
-                };
-                stream = resumed;
-            }
-            Some(Err(e)) => return Err(e),
-            Some(Ok(WatchMessage::Progress(rev))) => {
-                at = rev;
-                for c in &inner.caches {
-                    c.progress(rev, true);
-                }
-                inner.publish(rev);
-            }
-            Some(Ok(WatchMessage::Events(events))) => {
-                let Some(rev) = events.last().map(Event::revision) else {
-                    continue;
-                };
-                at = rev;
-                let mut routed: Vec<Vec<Event>> = vec![Vec::new(); inner.caches.len()];
-                for e in events {
-                    if let Some(i) = inner.route(&e.kv.key) {
-                        routed[i].push(e);
-                    }
-                }
-                for (cache, evs) in inner.caches.iter().zip(routed) {
-                    if evs.is_empty() {
-                        cache.progress(rev, false);
-                    } else {
-                        cache.apply(evs, rev);
-                    }
-                }
-                inner.publish(rev);
-            }
+    Ok(maps)
+}
+
+/// Fill the caches added since the watch started, at `reached`: every event
+/// up to it has been routed already (to nothing, for these), every later one
+/// comes from the watch.
+async fn fill_added(inner: &Inner, reached: kapi_storage::Revision) -> Result<()> {
+    for cache in inner.caches() {
+        if cache.ready_revision().is_some() {
+            continue;
         }
+        let maps = list_into(inner, &cache.prefix, reached, std::slice::from_ref(&cache)).await?;
+        let objects = maps.into_iter().next().unwrap_or_default();
+        tracing::debug!(prefix = %cache.prefix, objects = objects.len(), "watch cache: prefix added");
+        cache.reset(objects, reached);
     }
+    Ok(())
 }
 
 /// Open the backend watch again after `at`, retrying once a second while the

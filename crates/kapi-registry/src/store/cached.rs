@@ -10,6 +10,11 @@
 //! | `resourceVersion=0` | whatever the cache holds |
 //! | `resourceVersion=N` (NotOlderThan, or unset without `limit`) | the cache once it reached N; 504 after the wait |
 //! | `resourceVersion=N` Exact (or unset with `limit`), `continue` | the cache at N if N is in its window, else the backend |
+//!
+//! Selectors narrow what is visited before they are evaluated: a namespace (or
+//! `metadata.namespace=`) is a key range, `metadata.name=` with a known namespace
+//! is one key (upstream's `MatchesSingle`), and `field=value` on a field the
+//! strategy indexes ([`crate::Strategy::indexed_fields`]) reads the cache's index.
 
 use std::sync::Arc;
 
@@ -20,8 +25,9 @@ use serde_json::Value;
 use super::list::{decode_token, encode_token};
 use super::options::{ListOptions, RvMatch};
 use super::{parse_rv, Store};
-use crate::cache::{Attrs, CachedBackend, CachedObject, ReadAt};
+use crate::cache::{Attrs, CachedBackend, CachedObject, Indexer, KeyFilter, ReadAt};
 use crate::meta;
+use crate::resource::ResourceDef;
 
 /// A list page of cached objects; each is shown at its own `mod_revision`.
 #[derive(Debug, Clone, Default)]
@@ -33,9 +39,24 @@ pub struct CachedList {
 }
 
 impl Store {
-    /// Serve reads and watches through `cache` (which must cache this
-    /// resource's prefix); writes go through it to the backend below.
+    /// Serve reads and watches through `cache` (the resource's prefix is added
+    /// to it when missing, as for a custom resource installed while serving);
+    /// writes go through it to the backend below.
     pub fn with_cache(mut self, cache: CachedBackend) -> Self {
+        let prefix = self.def.list_prefix(None);
+        if !cache.add_prefix(&prefix) {
+            tracing::warn!(%prefix, "not cached: the prefix contains cached prefixes");
+            return self;
+        }
+        let fields = self.def.strategy.indexed_fields();
+        if !fields.is_empty() {
+            let def = self.def.clone();
+            let indexer = Indexer {
+                fields: fields.iter().map(|f| (*f).to_owned()).collect(),
+                attrs: Box::new(move |kv| attrs_of(&def, kv)),
+            };
+            cache.set_indexer(&prefix, indexer);
+        }
         self.backend = Arc::new(cache.clone());
         self.cache = Some(cache);
         self
@@ -98,11 +119,12 @@ impl Store {
             None => (Self::list_read_at(opts)?, None),
         };
         let filtered = !opts.label.is_empty() || !opts.field.is_empty();
+        let filter = self.key_filter(cache, &prefix, namespace, opts);
         let mut out = CachedList::default();
         let revision: Revision;
         loop {
             let page = cache
-                .list_cached(&prefix, at, opts.limit, start.as_deref())
+                .list_filtered(&prefix, at, opts.limit, start.as_deref(), &filter)
                 .await
                 .map_err(|e| self.storage_error(e, ""))?;
             let Some(page) = page else {
@@ -136,6 +158,36 @@ impl Store {
         }
         out.resource_version = revision.to_string();
         Ok(Some(out))
+    }
+
+    /// Which keys a list under `prefix` needs to visit for `opts`' field selector.
+    fn key_filter(
+        &self,
+        cache: &CachedBackend,
+        prefix: &str,
+        namespace: Option<&str>,
+        opts: &ListOptions,
+    ) -> KeyFilter {
+        let name = opts
+            .field
+            .exact_value("metadata.name")
+            .filter(|n| !n.is_empty() && !n.contains('/'));
+        if let Some(name) = name {
+            if namespace.is_some() || !self.def.namespaced {
+                return KeyFilter::Key(self.def.key(namespace, name));
+            }
+        }
+        for field in self.def.strategy.indexed_fields() {
+            if let Some(value) = opts.field.exact_value(field) {
+                if cache.has_index(prefix, field) {
+                    return KeyFilter::Field {
+                        field: (*field).to_owned(),
+                        value: value.to_owned(),
+                    };
+                }
+            }
+        }
+        KeyFilter::All
     }
 
     /// One object from the cache (`resourceVersion` "0" or N, not-older-than), or
@@ -189,31 +241,32 @@ impl Store {
         if opts.label.is_empty() && opts.field.is_empty() {
             return true;
         }
-        obj.attrs(|kv| self.attrs_of(kv))
+        obj.attrs(|kv| attrs_of(&self.def, kv))
             .is_some_and(|a| opts.label.matches_map(&a.labels) && opts.field.matches_set(&a.fields))
     }
+}
 
-    fn attrs_of(&self, kv: &kapi_storage::KeyValue) -> Option<Attrs> {
-        let obj: Value = serde_json::from_slice(&kv.value).ok()?;
-        let labels = meta::meta(&obj)
-            .and_then(|m| m.get("labels"))
-            .and_then(Value::as_object)
-            .map(|m| {
-                m.iter()
-                    .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_owned()))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let mut fields = std::collections::BTreeMap::new();
-        let selectable = self.def.strategy.selectable_field_names();
-        for f in ["metadata.name", "metadata.namespace"]
-            .into_iter()
-            .chain(selectable.iter().map(String::as_str))
-        {
-            if let Some(v) = self.field_value(&obj, f) {
-                fields.insert(f.to_owned(), v);
-            }
+/// The label and field sets of a stored object of `def`'s resource.
+fn attrs_of(def: &ResourceDef, kv: &kapi_storage::KeyValue) -> Option<Attrs> {
+    let obj: Value = serde_json::from_slice(&kv.value).ok()?;
+    let labels = meta::meta(&obj)
+        .and_then(|m| m.get("labels"))
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_owned()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut fields = std::collections::BTreeMap::new();
+    let selectable = def.strategy.selectable_field_names();
+    for f in ["metadata.name", "metadata.namespace"]
+        .into_iter()
+        .chain(selectable.iter().map(String::as_str))
+    {
+        if let Some(v) = super::list::field_value(def, &obj, f) {
+            fields.insert(f.to_owned(), v);
         }
-        Some(Attrs { labels, fields })
     }
+    Some(Attrs { labels, fields })
 }

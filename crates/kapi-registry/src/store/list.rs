@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 use super::options::{ListOptions, RvMatch};
 use super::{parse_rv, Store};
 use crate::meta;
+use crate::resource::ResourceDef;
 
 /// A list page.
 #[derive(Debug, Clone, Default)]
@@ -164,11 +165,7 @@ impl Store {
     }
 
     pub fn field_value(&self, obj: &Value, field: &str) -> Option<String> {
-        match field {
-            "metadata.name" => Some(meta::name(obj).to_owned()),
-            "metadata.namespace" => Some(meta::namespace(obj).unwrap_or("").to_owned()),
-            f => self.def.strategy.field_value(obj, f),
-        }
+        field_value(&self.def, obj, field)
     }
 
     /// Reject field selectors on fields this resource does not support.
@@ -182,5 +179,14 @@ impl Store {
         field
             .validate_fields(&supported)
             .map_err(|e| ApiError::bad_request(e.message().to_owned()))
+    }
+}
+
+/// The value of the selectable `field` of `obj`, a `def` object.
+pub(crate) fn field_value(def: &ResourceDef, obj: &Value, field: &str) -> Option<String> {
+    match field {
+        "metadata.name" => Some(meta::name(obj).to_owned()),
+        "metadata.namespace" => Some(meta::namespace(obj).unwrap_or("").to_owned()),
+        f => def.strategy.field_value(obj, f),
     }
 }

@@ -134,7 +134,11 @@ impl Store {
     pub(crate) fn encode(&self, obj: &Value) -> Bytes {
         let mut copy = self.def.to_storage(obj.clone());
         meta::remove(&mut copy, "resourceVersion");
-        Bytes::from(serde_json::to_vec(&copy).expect("JSON values serialize"))
+        let mut bytes = serde_json::to_vec(&copy).expect("JSON values serialize");
+        // The value lives in the backend and the cache for as long as the
+        // object: without this it keeps serde_json's doubled capacity too.
+        bytes.shrink_to_fit();
+        Bytes::from(bytes)
     }
 
     /// A storage failure as the client sees it.

@@ -68,4 +68,7 @@ pub struct WatchOptions {
     /// The consumer wants each event as a finished JSON line (`WatchEvent::json`)
     /// where the store can give one.
     pub encoded_json: bool,
+    /// When the consumer will end the watch (`timeoutSeconds`): a bookmark is
+    /// sent 2 s before, as upstream's cacher does.
+    pub timeout: Option<std::time::Duration>,
 }

@@ -4,6 +4,10 @@
 //! backend watch. With `encoded_json` each event travels as its finished JSON
 //! line, built once per event and shared by every watcher that sees it unchanged.
 //!
+//! Bookmarks (only with `allowWatchBookmarks`) follow upstream's cacher: about
+//! once a minute, and 2 s before the watch's deadline, at the revision the
+//! cache has reached (its once-a-second tick or the backend's progress).
+//!
 //! A watch from a revision before the cache's window gets one ERROR event
 //! (410 Expired, "too old resource version"); one from a revision the cache has
 //! not reached waits for it, then fails with 504 as upstream. When the stream
@@ -11,6 +15,7 @@
 //! response ends and the client watches again from its last revision.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use kapi_machinery::status::ApiError;
 use kapi_storage::{EventKind, Revision};
@@ -105,6 +110,7 @@ impl Store {
             store: self.clone(),
             sel,
             bookmarks: opts.allow_bookmarks,
+            deadline: opts.timeout.map(|t| Instant::now() + t),
             // Shared lines carry the stored bytes: only when no conversion is needed.
             encoded: opts.encoded_json && self.def.conversion.is_none(),
             tx,
@@ -114,10 +120,14 @@ impl Store {
     }
 }
 
+/// Upstream's `defaultBookmarkFrequency`.
+const BOOKMARK_EVERY: Duration = Duration::from_secs(60);
+
 struct CachePump {
     store: Store,
     sel: ListOptions,
     bookmarks: bool,
+    deadline: Option<Instant>,
     encoded: bool,
     tx: mpsc::Sender<WatchEvent>,
 }
@@ -139,6 +149,7 @@ impl CachePump {
         if initial && !self.send_bookmark(start, true).await {
             return;
         }
+        let mut next_bookmark = self.next_bookmark(Instant::now());
         loop {
             let msg = tokio::select! {
                 m = watch.recv() => m,
@@ -146,8 +157,13 @@ impl CachePump {
             };
             match msg {
                 None => return,
-                Some(CacheMessage::Progress(rev)) => {
-                    if self.bookmarks && !self.send_bookmark(rev, false).await {
+                Some(CacheMessage::Progress(rev) | CacheMessage::Tick(rev)) => {
+                    let now = Instant::now();
+                    if !self.bookmarks || next_bookmark.is_none_or(|at| now < at) {
+                        continue;
+                    }
+                    next_bookmark = self.next_bookmark(now);
+                    if !self.send_bookmark(rev, false).await {
                         return;
                     }
                 }
@@ -163,6 +179,17 @@ impl CachePump {
                 }
             }
         }
+    }
+
+    /// When the next periodic bookmark is due: a minute from `now`, or 2 s before
+    /// the deadline if that comes first; none once that moment has passed.
+    fn next_bookmark(&self, now: Instant) -> Option<Instant> {
+        let heartbeat = now + BOOKMARK_EVERY;
+        let Some(deadline) = self.deadline else {
+            return Some(heartbeat);
+        };
+        let at = heartbeat.min(deadline.checked_sub(Duration::from_secs(2))?);
+        (at >= now).then_some(at)
     }
 
     fn matches(&self, obj: &CachedObject) -> bool {

@@ -1,10 +1,12 @@
 //! The watch cache test binary: the storage conformance suite (the very file the
 //! backends run, `kapi-storage/tests/storage/conformance.rs`) against the cache
 //! over each backend (`fixtures.rs`), plus the cache's own properties
-//! (`behaviour.rs`) and the store's reads and watches through it (`store.rs`).
+//! (`behaviour.rs`, `window.rs`) and the store's reads and watches through it
+//! (`store.rs`).
 
 mod behaviour;
 #[path = "../../../kapi-storage/tests/storage/conformance.rs"]
 mod conformance;
 mod fixtures;
 mod store;
+mod window;

@@ -30,6 +30,7 @@ fn def() -> Arc<ResourceDef> {
         strategy: Arc::new(DefaultStrategy),
         key_prefix: "/t/configmaps".into(),
         conversion: None,
+        protobuf: true,
     })
 }
 
@@ -162,6 +163,7 @@ async fn resource_version_rules_hold() {
 async fn watch_before_the_window_is_410() {
     let f = fixtures::embedded_with(CacheConfig {
         history: 4,
+        history_fresh: std::time::Duration::ZERO,
         ..Default::default()
     })
     .await;

@@ -113,6 +113,10 @@ impl Strategy for PodStrategy {
         true
     }
 
+    fn indexed_fields(&self) -> &'static [&'static str] {
+        &["spec.nodeName"]
+    }
+
     fn selectable_fields(&self) -> &'static [&'static str] {
         SELECTABLE
     }

@@ -24,6 +24,7 @@ fn res(group: &str, version: &str, resource: &str, kind: &str, namespaced: bool)
         strategy: Arc::new(DefaultStrategy),
         key_prefix: format!("/{resource}"),
         conversion: None,
+        protobuf: true,
     }
 }
 

@@ -15,7 +15,7 @@ pub async fn create(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {
         return Err(err);
     }
     let bytes = read_body(body).await?;
-    let mut obj = negotiate::decode_body(ctx.content_type(), &bytes)?;
+    let mut obj = negotiate::decode_object_body(&ctx.entry.def, ctx.content_type(), &bytes)?;
     check_identity(ctx, &mut obj, false)?;
     if crate::reviews::is_review(ctx) {
         return crate::reviews::create(ctx, obj).await;

@@ -27,7 +27,7 @@ pub async fn update_target(
     target: UpdateTarget,
 ) -> Result<Response, ApiError> {
     let bytes = read_body(body).await?;
-    let mut obj = negotiate::decode_body(ctx.content_type(), &bytes)?;
+    let mut obj = negotiate::decode_object_body(&ctx.entry.def, ctx.content_type(), &bytes)?;
     check_identity(ctx, &mut obj, true)?;
     let opts = ctx.write_options()?;
     let warnings = ctx.srv.check_fields(ctx, &obj)?;

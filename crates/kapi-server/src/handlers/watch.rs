@@ -28,15 +28,6 @@ pub async fn watch(ctx: Ctx) -> Result<Response, ApiError> {
         None | Some("") => None,
         Some(v) => Some(matches!(v, "true" | "1")),
     };
-    let opts = WatchOptions {
-        label,
-        field,
-        resource_version: ctx.query.get("resourceVersion").map(str::to_owned),
-        rv_match: parse_rv_match(&ctx.query)?,
-        allow_bookmarks: ctx.query.flag("allowWatchBookmarks"),
-        send_initial_events,
-        encoded_json: ctx.accept.view == View::Object && ctx.accept.format == Format::Json,
-    };
     let timeout = match ctx.query.non_empty("timeoutSeconds") {
         // An int64 in upstream's ListOptions: what does not parse is a bad request.
         Some(t) => match t.parse::<i64>() {
@@ -48,6 +39,16 @@ pub async fn watch(ctx: Ctx) -> Result<Response, ApiError> {
             }
         },
         None => DEFAULT_TIMEOUT,
+    };
+    let opts = WatchOptions {
+        label,
+        field,
+        resource_version: ctx.query.get("resourceVersion").map(str::to_owned),
+        rv_match: parse_rv_match(&ctx.query)?,
+        allow_bookmarks: ctx.query.flag("allowWatchBookmarks"),
+        send_initial_events,
+        encoded_json: ctx.accept.view == View::Object && ctx.accept.format == Format::Json,
+        timeout: Some(timeout),
     };
     let include = IncludeObject::parse(ctx.query.get("includeObject"))?;
     let rx = ctx.entry.store.watch(ctx.namespace(), &opts).await?;

@@ -103,6 +103,13 @@ async fn pod_and_secret_field_selectors() {
     assert_eq!(names(&pods, &on_node).await, vec!["bound"]);
     let unscheduled = ListParams::default().fields("spec.nodeName=");
     assert_eq!(names(&pods, &unscheduled).await, vec!["free"]);
+    // The node index answers across namespaces and with the other terms applied.
+    let all: Api<Pod> = Api::all(s.client.clone());
+    assert_eq!(names(&all, &on_node).await, vec!["bound"]);
+    let both = ListParams::default().fields("spec.nodeName=node-1,metadata.name!=bound");
+    assert!(names(&all, &both).await.is_empty());
+    let by_name = ListParams::default().fields("metadata.name=free");
+    assert_eq!(names(&pods, &by_name).await, vec!["free"]);
     let pending = ListParams::default().fields("status.phase=Pending");
     assert_eq!(names(&pods, &pending).await, vec!["bound", "free"]);
     let running = ListParams::default().fields("status.phase=Running");

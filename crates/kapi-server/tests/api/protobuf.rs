@@ -1,8 +1,9 @@
 //! The Kubernetes protobuf wire format over HTTP: raw requests with
 //! `application/vnd.kubernetes.protobuf` bodies and `Accept` headers, as Go
 //! clients send them — create, get, list, watch frames, patch responses,
-//! subresource bodies (Scale, DeleteOptions), error `Status` — and malformed
-//! bodies that must get a 4xx with nothing stored.
+//! subresource bodies (Scale, DeleteOptions), error `Status` — malformed
+//! bodies that must get a 4xx with nothing stored, and unknown field numbers,
+//! which upstream skips.
 
 use http_body_util::BodyExt as _;
 use serde_json::{json, Value};
@@ -277,6 +278,45 @@ async fn malformed_bodies_are_rejected_and_nothing_is_stored() {
     assert!(s.configmap_names("default").await.is_empty());
 }
 
+/// A protobuf field: key, then for length-delimited values the length.
+fn pb_field(out: &mut Vec<u8>, tag: u32, bytes: &[u8]) {
+    let mut varint = |mut v: u64| loop {
+        let b = (v & 0x7f) as u8;
+        v >>= 7;
+        if v == 0 {
+            out.push(b);
+            break;
+        }
+        out.push(b | 0x80);
+    };
+    varint(u64::from(tag) << 3 | 2);
+    varint(bytes.len() as u64);
+    out.extend_from_slice(bytes);
+}
+
+#[tokio::test]
+async fn unknown_field_numbers_are_a_bad_request() {
+    let s = harness::start().await;
+    let base = "/api/v1/namespaces/default/configmaps";
+    // A ConfigMap message with field 99 (unknown to v1.ConfigMap), enveloped.
+    let mut raw = kapi_protobuf::encode_message("v1", "ConfigMap", &configmap("extra")).unwrap();
+    pb_field(&mut raw, 99, b"from a newer client");
+    let mut type_meta = Vec::new();
+    pb_field(&mut type_meta, 1, b"v1");
+    pb_field(&mut type_meta, 2, b"ConfigMap");
+    let mut body = b"k8s\0".to_vec();
+    pb_field(&mut body, 1, &type_meta);
+    pb_field(&mut body, 2, &raw);
+    let created = send(&s, "POST", base, PB, body).await;
+    assert_eq!(
+        created.code,
+        400,
+        "{}",
+        String::from_utf8_lossy(&created.body)
+    );
+    assert!(s.configmap_names("default").await.is_empty());
+}
+
 #[tokio::test]
 async fn json_only_clients_and_tables_are_unaffected() {
     let s = harness::start().await;
@@ -306,4 +346,46 @@ async fn json_only_clients_and_tables_are_unaffected() {
     assert_eq!(meta["kind"], "PartialObjectMetadataList");
     assert_eq!(meta["items"][0]["metadata"]["name"], "t1");
     assert!(meta["items"][0].get("data").is_none());
+}
+
+#[tokio::test]
+async fn discovery_documents_in_protobuf_when_asked() {
+    let s = harness::start().await;
+    for (path, kind) in [
+        ("/api", "APIVersions"),
+        ("/apis", "APIGroupList"),
+        ("/apis/apps", "APIGroup"),
+        ("/api/v1", "APIResourceList"),
+        ("/apis/apps/v1", "APIResourceList"),
+    ] {
+        let r = send_accept(&s, "GET", path, PB, Vec::new(), PB).await;
+        assert_eq!(r.code, 200, "{path}");
+        assert_eq!(r.object()["kind"], kind, "{path}");
+        let json = send_accept(&s, "GET", path, PB, Vec::new(), "application/json").await;
+        assert_eq!(json.content_type, "application/json", "{path}");
+    }
+    let list = send_accept(&s, "GET", "/api/v1", PB, Vec::new(), PB)
+        .await
+        .object();
+    let names: Vec<_> = list["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["name"].as_str())
+        .collect();
+    assert!(names.contains(&"configmaps"), "{names:?}");
+    // Aggregated discovery, as upstream's handler serves it in any codec.
+    let agg = format!("{PB};g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList");
+    let r = send_accept(&s, "GET", "/apis", PB, Vec::new(), &agg).await;
+    assert_eq!(r.code, 200, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(r.content_type, agg);
+    let doc = kapi_protobuf::decode_object(&r.body, None).unwrap();
+    assert_eq!(doc["kind"], "APIGroupDiscoveryList");
+    let groups: Vec<_> = doc["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|g| g["metadata"]["name"].as_str())
+        .collect();
+    assert!(groups.contains(&"apps"), "{groups:?}");
 }

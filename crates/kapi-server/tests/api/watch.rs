@@ -132,10 +132,32 @@ async fn watch_sends_bookmarks_when_asked() {
         .await
         .unwrap();
     let from = created.metadata.resource_version.unwrap();
-    let mut events = open(&api, &WatchParams::default().timeout(30), &from).await;
+    // As upstream's cacher: a bookmark 2 s before the deadline (else each minute).
+    let mut events = open(&api, &WatchParams::default().timeout(5), &from).await;
     let (kind, rv) = next(&mut events, 12).await;
     assert_eq!(kind, "BOOKMARK");
     assert!(rv.parse::<u64>().unwrap() >= from.parse::<u64>().unwrap());
+}
+
+#[tokio::test]
+async fn watch_sends_no_bookmarks_unless_asked() {
+    let s = harness::start().await;
+    let api: Api<ConfigMap> = s.api("default");
+    let created = api
+        .create(&PostParams::default(), &configmap("nb", &[]))
+        .await
+        .unwrap();
+    let from = created.metadata.resource_version.unwrap();
+    let wp = WatchParams::default().timeout(4).disable_bookmarks();
+    let mut events = open(&api, &wp, &from).await;
+    let mut seen = Vec::new();
+    while let Ok(Some(ev)) = tokio::time::timeout(Duration::from_secs(15), events.try_next())
+        .await
+        .expect("the watch ends at its timeout")
+    {
+        seen.push(describe(&ev));
+    }
+    assert!(seen.is_empty(), "nothing happened, nothing sent: {seen:?}");
 }
 
 #[tokio::test]

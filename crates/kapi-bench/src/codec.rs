@@ -1,12 +1,9 @@
-//! Codec benchmark: protobuf versus JSON encode and decode of one object, for a
-//! Pod (a realistic Deployment-made pod: two containers, env, probes, volumes,
-//! status) and a ConfigMap (ten keys).
-//!
-//! `cargo bench -p kapi-protobuf --bench codec` (add `-- --quick` for a short
-//! run). Prints a Markdown table of nanoseconds per object and encoded sizes.
-//! "JSON" is what kapi does today: `serde_json` from and to `Value`;
-//! "protobuf" is the enveloped form `kapi_protobuf` writes and reads, from and
-//! to the same `Value`.
+//! The codec scenario: protobuf versus JSON encode and decode cost of one
+//! object, for a Pod (a Deployment-made pod: two containers, env, probes,
+//! volumes, status) and a ConfigMap (ten keys), in this process, no server.
+//! "JSON" is what kapi does on its slow path (`serde_json` from and to a
+//! `Value`); "protobuf" is the enveloped form `kapi_protobuf` writes and reads,
+//! from and to the same `Value`.
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -85,31 +82,51 @@ fn time(n: u32, mut f: impl FnMut()) -> f64 {
         .fold(f64::INFINITY, f64::min)
 }
 
-fn main() {
-    let quick = std::env::args().any(|a| a == "--quick");
-    let n = if quick { 2_000 } else { 20_000 };
+/// One row per object: nanoseconds per encode and decode, bytes per encoding.
+pub fn run(iterations: u32) -> Vec<Value> {
+    let mut rows = Vec::new();
+    for (name, obj) in [("Pod", pod()), ("ConfigMap", configmap())] {
+        let json_bytes = serde_json::to_vec(&obj).expect("JSON");
+        let pb_bytes = kapi_protobuf::encode_object(&obj).expect("a built-in kind");
+        assert_eq!(
+            kapi_protobuf::decode_object(&pb_bytes, None).expect("round trip"),
+            obj
+        );
+        let je = time(iterations, || {
+            black_box(serde_json::to_vec(black_box(&obj)).expect("JSON"));
+        });
+        let pe = time(iterations, || {
+            black_box(kapi_protobuf::encode_object(black_box(&obj)).expect("protobuf"));
+        });
+        let jd = time(iterations, || {
+            black_box(serde_json::from_slice::<Value>(black_box(&json_bytes)).expect("JSON"));
+        });
+        let pd = time(iterations, || {
+            black_box(kapi_protobuf::decode_object(black_box(&pb_bytes), None).expect("protobuf"));
+        });
+        rows.push(json!({
+            "object": name,
+            "json_encode_ns": je.round(), "protobuf_encode_ns": pe.round(),
+            "json_decode_ns": jd.round(), "protobuf_decode_ns": pd.round(),
+            "json_bytes": json_bytes.len(), "protobuf_bytes": pb_bytes.len(),
+        }));
+    }
+    rows
+}
+
+pub fn print_table(rows: &[Value]) {
     println!("| object | JSON encode | protobuf encode | JSON decode | protobuf decode | JSON bytes | protobuf bytes |");
     println!("|---|---|---|---|---|---|---|");
-    for (name, obj) in [("Pod", pod()), ("ConfigMap", configmap())] {
-        let json_bytes = serde_json::to_vec(&obj).unwrap();
-        let pb_bytes = kapi_protobuf::encode_object(&obj).unwrap();
-        assert_eq!(kapi_protobuf::decode_object(&pb_bytes, None).unwrap(), obj);
-        let je = time(n, || {
-            black_box(serde_json::to_vec(black_box(&obj)).unwrap());
-        });
-        let pe = time(n, || {
-            black_box(kapi_protobuf::encode_object(black_box(&obj)).unwrap());
-        });
-        let jd = time(n, || {
-            black_box(serde_json::from_slice::<Value>(black_box(&json_bytes)).unwrap());
-        });
-        let pd = time(n, || {
-            black_box(kapi_protobuf::decode_object(black_box(&pb_bytes), None).unwrap());
-        });
+    for r in rows {
         println!(
-            "| {name} | {je:.0} ns | {pe:.0} ns | {jd:.0} ns | {pd:.0} ns | {} | {} |",
-            json_bytes.len(),
-            pb_bytes.len()
+            "| {} | {} ns | {} ns | {} ns | {} ns | {} | {} |",
+            r["object"].as_str().unwrap_or(""),
+            r["json_encode_ns"],
+            r["protobuf_encode_ns"],
+            r["json_decode_ns"],
+            r["protobuf_decode_ns"],
+            r["json_bytes"],
+            r["protobuf_bytes"]
         );
     }
 }
