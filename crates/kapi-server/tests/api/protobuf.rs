@@ -1,9 +1,9 @@
 //! The Kubernetes protobuf wire format over HTTP: raw requests with
 //! `application/vnd.kubernetes.protobuf` bodies and `Accept` headers, as Go
 //! clients send them — create, get, list, watch frames, patch responses,
-//! subresource bodies (Scale, DeleteOptions), error `Status` — malformed
-//! bodies that must get a 4xx with nothing stored, and unknown field numbers,
-//! which upstream skips.
+//! subresource bodies (Scale, DeleteOptions, TokenRequest, Eviction, access
+//! reviews), error `Status` — and malformed bodies or unknown field numbers,
+//! which must get a 4xx with nothing stored.
 
 use http_body_util::BodyExt as _;
 use serde_json::{json, Value};
@@ -388,4 +388,78 @@ async fn discovery_documents_in_protobuf_when_asked() {
         .filter_map(|g| g["metadata"]["name"].as_str())
         .collect();
     assert!(groups.contains(&"apps"), "{groups:?}");
+}
+
+#[tokio::test]
+async fn token_review_and_eviction_bodies_in_protobuf() {
+    let s = harness::start().await;
+    let ns = "/api/v1/namespaces/default";
+    let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "robot"}});
+    assert_eq!(
+        send(&s, "POST", &format!("{ns}/serviceaccounts"), PB, pb(sa))
+            .await
+            .code,
+        201
+    );
+
+    // TokenRequest, as `kubectl create token` 1.33 sends it.
+    let tr = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                    "spec": {"audiences": ["https://kapi.test"], "expirationSeconds": 3600}});
+    let path = format!("{ns}/serviceaccounts/robot/token");
+    let token = send(&s, "POST", &path, PB, pb(tr)).await;
+    assert_eq!(token.code, 201, "{}", String::from_utf8_lossy(&token.body));
+    let token = token.object();
+    assert_eq!(token["kind"], "TokenRequest");
+    assert_eq!(token["spec"]["audiences"], json!(["https://kapi.test"]));
+    assert!(token["status"]["token"]
+        .as_str()
+        .is_some_and(|t| t.len() > 20));
+
+    // SelfSubjectAccessReview, as `kubectl auth can-i` 1.33 sends it.
+    let review = json!({"apiVersion": "authorization.k8s.io/v1",
+                        "kind": "SelfSubjectAccessReview",
+                        "spec": {"resourceAttributes": {"verb": "list", "resource": "pods",
+                                                        "namespace": "default"}}});
+    let path = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews";
+    let answer = send(&s, "POST", path, PB, pb(review)).await;
+    assert_eq!(answer.code, 201);
+    let answer = answer.object();
+    assert_eq!(answer["kind"], "SelfSubjectAccessReview");
+    assert_eq!(answer["status"]["allowed"], true);
+
+    // A SubjectAccessReview for somebody else, answered from RBAC: no grant.
+    let review = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+                        "spec": {"user": "nobody",
+                                 "resourceAttributes": {"verb": "delete", "resource": "secrets",
+                                                        "namespace": "default"}}});
+    let path = "/apis/authorization.k8s.io/v1/subjectaccessreviews";
+    let answer = send(&s, "POST", path, PB, pb(review)).await;
+    assert_eq!(answer.code, 201);
+    assert_ne!(answer.object()["status"]["allowed"], true);
+
+    // An Eviction of a pod: the pod goes.
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p1"},
+                     "spec": {"serviceAccountName": "robot",
+                              "containers": [{"name": "c", "image": "nginx"}]}});
+    let created = send(&s, "POST", &format!("{ns}/pods"), PB, pb(pod)).await;
+    assert_eq!(
+        created.code,
+        201,
+        "{}",
+        String::from_utf8_lossy(&created.body)
+    );
+    let eviction = json!({"apiVersion": "policy/v1", "kind": "Eviction",
+                          "metadata": {"name": "p1", "namespace": "default"}});
+    let path = format!("{ns}/pods/p1/eviction");
+    let evicted = send(&s, "POST", &path, PB, pb(eviction)).await;
+    assert_eq!(
+        evicted.code,
+        201,
+        "{}",
+        String::from_utf8_lossy(&evicted.body)
+    );
+    assert_eq!(evicted.object()["kind"], "Status");
+    let gone = send(&s, "GET", &format!("{ns}/pods/p1"), PB, Vec::new()).await;
+    assert_eq!(gone.code, 404);
+    assert_eq!(gone.object()["reason"], "NotFound");
 }
