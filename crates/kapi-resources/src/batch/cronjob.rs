@@ -154,6 +154,7 @@ fn validate_job_template(spec: &Value, path: &FieldPath) -> ErrorList {
 
 impl Strategy for CronJobStrategy {
     fn default(&self, obj: &mut Value) {
+        crate::core::util::default_status(obj, json!({}));
         let Some(spec) = child_obj(obj, "spec") else {
             return;
         };
