@@ -284,7 +284,10 @@ mod tests {
             ]
         });
         default_pod_spec(&mut spec);
-        assert_eq!(spec["containers"][0]["readinessProbe"]["grpc"]["service"], "");
+        assert_eq!(
+            spec["containers"][0]["readinessProbe"]["grpc"]["service"],
+            ""
+        );
         let token = &spec["volumes"][0]["projected"]["sources"][0]["serviceAccountToken"];
         assert_eq!(token["expirationSeconds"], 3600);
         let claim = &spec["volumes"][1]["ephemeral"]["volumeClaimTemplate"]["spec"];

@@ -27,7 +27,12 @@ pub fn validate_container_handlers(c: &Value, list: &str, path: &FieldPath) -> E
         "initContainers" if sidecar => {}
         "initContainers" => {
             let msg = "may not be set for init containers without restartPolicy=Always";
-            for field in ["lifecycle", "livenessProbe", "readinessProbe", "startupProbe"] {
+            for field in [
+                "lifecycle",
+                "livenessProbe",
+                "readinessProbe",
+                "startupProbe",
+            ] {
                 if present(c, &format!("/{field}")).is_some() {
                     errs.push(FieldError::forbidden(&path.child(field), msg));
                 }
@@ -142,7 +147,10 @@ fn validate_action(action: &str, a: &Value, path: &FieldPath) -> ErrorList {
             if str_at(a, "/path").is_empty() {
                 errs.push(FieldError::required(&path.child("path"), ""));
             }
-            errs.extend(validate_port_num_or_name(a.get("port"), &path.child("port")));
+            errs.extend(validate_port_num_or_name(
+                a.get("port"),
+                &path.child("port"),
+            ));
             let scheme = str_at(a, "/scheme");
             if !scheme.is_empty() && !["HTTP", "HTTPS"].contains(&scheme) {
                 errs.push(FieldError::not_supported(
@@ -153,7 +161,10 @@ fn validate_action(action: &str, a: &Value, path: &FieldPath) -> ErrorList {
             }
         }
         "tcpSocket" => {
-            errs.extend(validate_port_num_or_name(a.get("port"), &path.child("port")));
+            errs.extend(validate_port_num_or_name(
+                a.get("port"),
+                &path.child("port"),
+            ));
         }
         "grpc" => {
             let port = i64_at(a, "/port").unwrap_or(0);

@@ -248,7 +248,9 @@ mod tests {
             json!({"type": "kubernetes.io/dockerconfigjson",
                 "data": {".dockerconfigjson": base64_encode(content.as_bytes())}})
         };
-        assert!(SecretStrategy.validate(&secret(r#"{"auths": {}}"#)).is_empty());
+        assert!(SecretStrategy
+            .validate(&secret(r#"{"auths": {}}"#))
+            .is_empty());
         assert_eq!(
             msgs(SecretStrategy.validate(&secret("x"))),
             vec!["data[.dockerconfigjson]: Invalid value: \"<secret contents redacted>\": invalid character 'x' looking for beginning of value"]

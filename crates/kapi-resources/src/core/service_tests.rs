@@ -152,7 +152,10 @@ fn type_changes_drop_what_no_longer_applies() {
     assert_eq!(cip["spec"]["clusterIP"], "10.0.0.10");
     assert!(ServiceStrategy.validate_update(&cip, &lb).is_empty());
 
-    let ext = updated(&cip, json!({"type": "ExternalName", "externalName": "example.com."}));
+    let ext = updated(
+        &cip,
+        json!({"type": "ExternalName", "externalName": "example.com."}),
+    );
     for gone in ["clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"] {
         assert!(ext["spec"].get(gone).is_none(), "{gone} kept");
     }
@@ -171,7 +174,10 @@ fn ports_duplicates_and_traffic_policy() {
     let s = stored(json!({"ports": [{"port": 80}, {"port": 80}]}));
     let errs = msgs(ServiceStrategy.validate(&s));
     assert_eq!(errs.len(), 3, "{errs:?}");
-    assert!(errs[2].starts_with("spec.ports[1]: Duplicate value: "), "{errs:?}");
+    assert!(
+        errs[2].starts_with("spec.ports[1]: Duplicate value: "),
+        "{errs:?}"
+    );
     assert!(!errs.iter().any(|e| e.contains("name: Duplicate")));
     let mut s = stored(json!({"ports": [{"port": 80}]}));
     s["spec"]["externalTrafficPolicy"] = json!("Local");
@@ -181,6 +187,8 @@ fn ports_duplicates_and_traffic_policy() {
     );
     let with_external_ip = stored(json!({"ports": [{"port": 80}], "externalIPs": ["192.0.2.1"]}));
     assert_eq!(with_external_ip["spec"]["externalTrafficPolicy"], "Cluster");
-    let affinity = stored(json!({"ports": [{"port": 80}], "sessionAffinityConfig": {"clientIP": {"timeoutSeconds": 5}}}));
+    let affinity = stored(
+        json!({"ports": [{"port": 80}], "sessionAffinityConfig": {"clientIP": {"timeoutSeconds": 5}}}),
+    );
     assert!(affinity["spec"].get("sessionAffinityConfig").is_none());
 }
