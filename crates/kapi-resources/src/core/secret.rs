@@ -132,7 +132,7 @@ impl Strategy for SecretStrategy {
             }
         }
         if let Some(key) = docker_config_key(type_) {
-            if let Some(msg) = data.get(key).and_then(|v| docker_config_error(v)) {
+            if let Some(msg) = data.get(key).and_then(docker_config_error) {
                 let redacted = "<secret contents redacted>";
                 errs.push(FieldError::invalid(&data_path.key(key), redacted, msg));
             }
