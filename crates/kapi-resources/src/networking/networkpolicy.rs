@@ -109,10 +109,10 @@ fn validate_peer(peer: &Value, path: &FieldPath) -> ErrorList {
     errs
 }
 
-const CIDR_MSG: &str = "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)";
+pub(crate) const CIDR_MSG: &str = "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)";
 
 /// An address and prefix length as `u128` bits (IPv4 in the low 32), or `None`.
-fn parse_cidr(s: &str) -> Option<(bool, u128, u32)> {
+pub(crate) fn parse_cidr(s: &str) -> Option<(bool, u128, u32)> {
     let (ip, bits) = s.split_once('/')?;
     let bits: u32 = bits.parse().ok()?;
     match ip.parse::<std::net::IpAddr>().ok()? {
