@@ -30,7 +30,29 @@ const SELECTABLE: &[&str] = &[
     "type",
 ];
 
+/// The members Go's encoder always writes for a core `v1` Event (no `omitempty`, or
+/// struct-typed): zero timestamps as `null`, empty reporter strings, `source: {}`.
+pub fn core_zero_fields(obj: &mut Value) {
+    for (key, zero) in [
+        ("involvedObject", json!({})),
+        ("source", json!({})),
+        ("firstTimestamp", Value::Null),
+        ("lastTimestamp", Value::Null),
+        ("eventTime", Value::Null),
+        ("reportingComponent", json!("")),
+        ("reportingInstance", json!("")),
+    ] {
+        if let Some(root) = obj.as_object_mut() {
+            root.entry(key).or_insert(zero);
+        }
+    }
+}
+
 impl Strategy for EventStrategy {
+    fn default(&self, obj: &mut Value) {
+        core_zero_fields(obj);
+    }
+
     /// Events take no part in garbage collection, as upstream.
     fn gc_policy(&self) -> kapi_registry::GcPolicy {
         kapi_registry::GcPolicy::Unsupported

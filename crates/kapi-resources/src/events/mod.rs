@@ -10,7 +10,7 @@ use kapi_machinery::validation::{ErrorList, FieldError, FieldPath, FIELD_IMMUTAB
 use kapi_registry::{Column, Conversion, Strategy};
 use serde_json::{Map, Value};
 
-use crate::core::event::legacy_errors;
+use crate::core::event::{core_zero_fields, legacy_errors};
 use crate::core::util::{i64_at, present, str_at};
 use crate::core::EventStrategy;
 
@@ -42,7 +42,35 @@ fn rename(mut obj: Value, to_events: bool, api_version: &str) -> Value {
         root.extend(moved);
         root.insert("apiVersion".into(), Value::from(api_version));
     }
+    if to_events {
+        events_zero_fields(&mut obj);
+    } else {
+        core_zero_fields(&mut obj);
+    }
     obj
+}
+
+/// What Go writes for an `events.k8s.io/v1` Event: `eventTime` and the deprecated
+/// timestamps as `null`, `deprecatedSource` and `regarding` as objects; the reporter
+/// strings are `omitempty` here (unlike core), so empty ones are left out.
+fn events_zero_fields(obj: &mut Value) {
+    let Some(root) = obj.as_object_mut() else {
+        return;
+    };
+    for key in ["reportingController", "reportingInstance"] {
+        if root.get(key).and_then(Value::as_str) == Some("") {
+            root.remove(key);
+        }
+    }
+    for (key, zero) in [
+        ("eventTime", Value::Null),
+        ("deprecatedFirstTimestamp", Value::Null),
+        ("deprecatedLastTimestamp", Value::Null),
+        ("deprecatedSource", Value::Object(Map::new())),
+        ("regarding", Value::Object(Map::new())),
+    ] {
+        root.entry(key).or_insert(zero);
+    }
 }
 
 /// Events live in core `v1` storage.
@@ -213,7 +241,22 @@ mod tests {
         assert_eq!(core["involvedObject"]["name"], "p");
         assert_eq!(core["reportingComponent"], "example.com/ctl");
         assert!(core.get("note").is_none());
-        assert_eq!(EventsConversion.convert(core, "events.k8s.io/v1"), event());
+        assert_eq!(core["source"], json!({}));
+        assert_eq!(core["firstTimestamp"], Value::Null);
+        let mut back = EventsConversion.convert(core, "events.k8s.io/v1");
+        assert_eq!(back["deprecatedSource"], json!({}));
+        for key in [
+            "deprecatedFirstTimestamp",
+            "deprecatedLastTimestamp",
+            "deprecatedSource",
+        ] {
+            back.as_object_mut().unwrap().remove(key);
+        }
+        assert_eq!(back, event());
+        let bare = json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "x"}});
+        let events = EventsConversion.convert(bare, "events.k8s.io/v1");
+        assert!(events.get("reportingController").is_none());
+        assert_eq!(events["eventTime"], Value::Null);
     }
 
     #[test]
