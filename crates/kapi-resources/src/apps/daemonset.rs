@@ -39,6 +39,10 @@ fn set_template_generation(obj: &mut Value, generation: i64) {
 
 impl Strategy for DaemonSetStrategy {
     fn default(&self, obj: &mut Value) {
+        crate::core::util::default_status(
+            obj,
+            json!({"currentNumberScheduled": 0, "numberMisscheduled": 0, "desiredNumberScheduled": 0, "numberReady": 0}),
+        );
         let Some(spec) = child_obj(obj, "spec") else {
             return;
         };

@@ -22,6 +22,7 @@ pub struct DeploymentStrategy;
 
 impl Strategy for DeploymentStrategy {
     fn default(&self, obj: &mut Value) {
+        crate::core::util::default_status(obj, json!({}));
         let Some(spec) = child_obj(obj, "spec") else {
             return;
         };

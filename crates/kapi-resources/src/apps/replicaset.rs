@@ -23,6 +23,7 @@ pub struct ReplicaSetStrategy;
 
 impl Strategy for ReplicaSetStrategy {
     fn default(&self, obj: &mut Value) {
+        crate::core::util::default_status(obj, json!({"replicas": 0}));
         let Some(spec) = child_obj(obj, "spec") else {
             return;
         };

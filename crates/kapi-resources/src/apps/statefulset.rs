@@ -39,6 +39,7 @@ const MUTABLE: [&str; 6] = [
 
 impl Strategy for StatefulSetStrategy {
     fn default(&self, obj: &mut Value) {
+        crate::core::util::default_status(obj, json!({"replicas": 0, "availableReplicas": 0}));
         let Some(spec) = child_obj(obj, "spec") else {
             return;
         };

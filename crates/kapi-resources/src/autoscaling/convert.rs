@@ -125,6 +125,10 @@ pub fn v2_to_v1(mut obj: Value) -> Value {
                 v1_status.insert(key.into(), v.clone());
             }
         }
+        // Neither count is `omitempty` in v1: Go writes zeros.
+        for key in ["currentReplicas", "desiredReplicas"] {
+            v1_status.entry(key).or_insert(json!(0));
+        }
         let mut current_others = Vec::new();
         for metric in status
             .get("currentMetrics")

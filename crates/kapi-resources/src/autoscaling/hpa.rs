@@ -48,6 +48,8 @@ fn default_rules(rules: &mut Value, window: i64, policies: Value) {
 
 /// Upstream v2 `SetDefaults_HorizontalPodAutoscaler`.
 pub fn default_v2(obj: &mut Value) {
+    // v2's `desiredReplicas` is not `omitempty`: Go writes it as 0.
+    crate::core::util::default_status(obj, json!({"desiredReplicas": 0}));
     let Some(spec) = child_obj(obj, "spec") else {
         return;
     };

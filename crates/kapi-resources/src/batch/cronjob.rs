@@ -5,8 +5,9 @@
 //! at most 52 characters on create), and the
 //! `NAME SCHEDULE TIMEZONE SUSPEND ACTIVE LAST SCHEDULE AGE` table.
 //!
-//! Known gap: a `timeZone` is checked for upstream's name syntax, not loaded from a
-//! time-zone database, so an unknown but well-formed zone is accepted.
+//! Known gap: a well-formed `timeZone` is looked up in the host's time-zone database
+//! (`/usr/share/zoneinfo`); kube-apiserver embeds its own, so on a host without one
+//! an unknown but well-formed zone is accepted.
 
 use kapi_machinery::validation::{ErrorList, FieldError, FieldPath, IS_NEGATIVE_ERROR_MSG};
 use kapi_registry::{Column, Strategy};
@@ -87,7 +88,28 @@ fn validate_time_zone(tz: &str, path: &FieldPath) -> ErrorList {
             "timeZone must be an explicit time zone as defined in https://www.iana.org/time-zones",
         )];
     }
+    if !zone_known(ZONEINFO, tz) {
+        // Go's `time.LoadLocation` error.
+        return vec![FieldError::invalid(
+            path,
+            tz,
+            format!("unknown time zone {tz}"),
+        )];
+    }
     Vec::new()
+}
+
+const ZONEINFO: &str = "/usr/share/zoneinfo";
+
+/// Whether `tz` (already checked for upstream's name syntax, so it cannot leave the
+/// database directory) names a zone file under `db`; true when there is no database.
+fn zone_known(db: &str, tz: &str) -> bool {
+    let db = std::path::Path::new(db);
+    if !db.is_dir() {
+        return true;
+    }
+    // UTC is built into Go's time package.
+    tz == "UTC" || db.join(tz).is_file()
 }
 
 /// Upstream `validateCronJobSpec`.
@@ -154,6 +176,7 @@ fn validate_job_template(spec: &Value, path: &FieldPath) -> ErrorList {
 
 impl Strategy for CronJobStrategy {
     fn default(&self, obj: &mut Value) {
+        crate::core::util::default_status(obj, json!({}));
         let Some(spec) = child_obj(obj, "spec") else {
             return;
         };
@@ -237,6 +260,20 @@ impl Strategy for CronJobStrategy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn zones_are_looked_up_when_there_is_a_database() {
+        let dir = std::env::temp_dir().join(format!("kapi-zoneinfo-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("Europe")).unwrap();
+        std::fs::write(dir.join("Europe/Berlin"), b"TZif").unwrap();
+        let db = dir.to_str().unwrap();
+        assert!(zone_known(db, "Europe/Berlin"));
+        assert!(zone_known(db, "UTC"));
+        assert!(!zone_known(db, "Mars/Olympus"));
+        assert!(!zone_known(db, "Europe"));
+        assert!(zone_known("/nonexistent-zoneinfo", "Mars/Olympus"));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
 
     fn cj() -> Value {
         let mut cj = json!({

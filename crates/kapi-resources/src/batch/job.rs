@@ -324,6 +324,7 @@ impl Strategy for JobStrategy {
     }
 
     fn default(&self, obj: &mut Value) {
+        crate::core::util::default_status(obj, json!({}));
         let template_labels = obj.pointer("/spec/template/metadata/labels").cloned();
         let Some(spec) = child_obj(obj, "spec") else {
             return;

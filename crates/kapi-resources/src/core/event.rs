@@ -30,40 +30,36 @@ const SELECTABLE: &[&str] = &[
     "type",
 ];
 
+/// The members Go's encoder always writes for a core `v1` Event (no `omitempty`, or
+/// struct-typed): zero timestamps as `null`, empty reporter strings, `source: {}`.
+pub fn core_zero_fields(obj: &mut Value) {
+    for (key, zero) in [
+        ("involvedObject", json!({})),
+        ("source", json!({})),
+        ("firstTimestamp", Value::Null),
+        ("lastTimestamp", Value::Null),
+        ("eventTime", Value::Null),
+        ("reportingComponent", json!("")),
+        ("reportingInstance", json!("")),
+    ] {
+        if let Some(root) = obj.as_object_mut() {
+            root.entry(key).or_insert(zero);
+        }
+    }
+}
+
 impl Strategy for EventStrategy {
+    fn default(&self, obj: &mut Value) {
+        core_zero_fields(obj);
+    }
+
     /// Events take no part in garbage collection, as upstream.
     fn gc_policy(&self) -> kapi_registry::GcPolicy {
         kapi_registry::GcPolicy::Unsupported
     }
 
     fn validate(&self, obj: &Value) -> ErrorList {
-        let mut errs = ErrorList::new();
-        let ns = str_at(obj, "/metadata/namespace");
-        let involved_ns = str_at(obj, "/involvedObject/namespace");
-        let mismatch = |errs: &mut ErrorList| {
-            let path = FieldPath::new("involvedObject").child("namespace");
-            errs.push(FieldError::invalid(
-                &path,
-                involved_ns,
-                "does not match event.namespace",
-            ));
-        };
-        if present(obj, "/eventTime").is_none() {
-            if (involved_ns.is_empty() && !ns.is_empty() && ns != "default")
-                || (!involved_ns.is_empty() && ns != involved_ns)
-            {
-                mismatch(&mut errs);
-            }
-        } else {
-            if involved_ns.is_empty() && ns != "default" && ns != "kube-system" {
-                mismatch(&mut errs);
-            }
-            errs.extend(new_style_errors(obj));
-        }
-        for msg in is_dns1123_subdomain(ns) {
-            errs.push(FieldError::invalid(&FieldPath::new("namespace"), ns, msg));
-        }
-        errs
+        legacy_errors(obj, "reportingComponent")
     }
 
     fn validate_update(&self, new: &Value, _old: &Value) -> ErrorList {
@@ -155,11 +151,44 @@ fn first_non_empty<'a>(obj: &'a Value, a: &str, b: &str) -> &'a str {
     }
 }
 
+/// Upstream `legacyValidateEvent` on the core form; `controller_field` names the
+/// reporting controller in paths (`reportingComponent` for core `v1` requests,
+/// `reportingController` for `events.k8s.io`).
+pub fn legacy_errors(obj: &Value, controller_field: &str) -> ErrorList {
+    let mut errs = ErrorList::new();
+    let ns = str_at(obj, "/metadata/namespace");
+    let involved_ns = str_at(obj, "/involvedObject/namespace");
+    let mismatch = |errs: &mut ErrorList| {
+        let path = FieldPath::new("involvedObject").child("namespace");
+        errs.push(FieldError::invalid(
+            &path,
+            involved_ns,
+            "does not match event.namespace",
+        ));
+    };
+    if present(obj, "/eventTime").is_none() {
+        if (involved_ns.is_empty() && !ns.is_empty() && ns != "default")
+            || (!involved_ns.is_empty() && ns != involved_ns)
+        {
+            mismatch(&mut errs);
+        }
+    } else {
+        if involved_ns.is_empty() && ns != "default" && ns != "kube-system" {
+            mismatch(&mut errs);
+        }
+        errs.extend(new_style_errors(obj, controller_field));
+    }
+    for msg in is_dns1123_subdomain(ns) {
+        errs.push(FieldError::invalid(&FieldPath::new("namespace"), ns, msg));
+    }
+    errs
+}
+
 /// The rules upstream applies to events that carry `eventTime`.
-fn new_style_errors(obj: &Value) -> ErrorList {
+fn new_style_errors(obj: &Value, controller_field: &str) -> ErrorList {
     let mut errs = ErrorList::new();
     let controller = str_at(obj, "/reportingComponent");
-    let path = FieldPath::new("reportingComponent");
+    let path = FieldPath::new(controller_field);
     if controller.is_empty() {
         errs.push(FieldError::required(&path, ""));
     }

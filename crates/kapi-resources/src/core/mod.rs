@@ -22,6 +22,7 @@ mod pod_table;
 pub mod podspec;
 pub mod podspec_validation;
 pub mod podtemplate;
+mod probe_validation;
 pub mod quantity;
 pub mod quota;
 pub mod secret;

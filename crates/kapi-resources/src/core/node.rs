@@ -14,8 +14,24 @@ use super::util::{arr_at, bool_at, child_obj, obj_at, set_default, str_at};
 
 pub struct NodeStrategy;
 
+/// v1's `podCIDR` and `podCIDRs` are one internal field: a lone `podCIDR` becomes
+/// the list, and `podCIDR` always reads back as the list's first entry.
+fn mirror_pod_cidrs(obj: &mut Value) {
+    let Some(spec) = obj.get_mut("spec").filter(|s| s.is_object()) else {
+        return;
+    };
+    let single = str_at(spec, "/podCIDR").to_string();
+    if arr_at(spec, "/podCIDRs").is_empty() && !single.is_empty() {
+        spec["podCIDRs"] = json!([single]);
+    }
+    if let Some(first) = arr_at(spec, "/podCIDRs").first().cloned() {
+        spec["podCIDR"] = first;
+    }
+}
+
 impl Strategy for NodeStrategy {
     fn default(&self, obj: &mut Value) {
+        mirror_pod_cidrs(obj);
         let capacity = obj.pointer("/status/capacity").cloned();
         if let (Some(capacity), Some(status)) = (capacity, child_obj(obj, "status")) {
             set_default(status, "allocatable", capacity);
@@ -36,6 +52,17 @@ impl Strategy for NodeStrategy {
                 &effects,
                 &path.index(i).child("effect"),
             ));
+        }
+        let cidrs = FieldPath::new("spec").child("podCIDRs");
+        for (i, cidr) in arr_at(obj, "/spec/podCIDRs").iter().enumerate() {
+            let cidr = cidr.as_str().unwrap_or("");
+            if crate::networking::networkpolicy::parse_cidr(cidr).is_none() {
+                errs.push(FieldError::invalid(
+                    &cidrs.index(i),
+                    cidr,
+                    crate::networking::networkpolicy::CIDR_MSG,
+                ));
+            }
         }
         errs
     }
@@ -143,6 +170,30 @@ fn address(obj: &Value, type_: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pod_cidrs_mirror_validate_and_stay() {
+        let mut n = json!({"metadata": {"name": "n"}, "spec": {"podCIDR": "bad"}});
+        NodeStrategy.default(&mut n);
+        assert_eq!(n["spec"]["podCIDRs"], json!(["bad"]));
+        let errs: Vec<String> = NodeStrategy
+            .validate(&n)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(errs, ["spec.podCIDRs[0]: Invalid value: \"bad\": must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)"]);
+        let mut old = json!({"spec": {"podCIDR": "10.1.0.0/24"}});
+        NodeStrategy.default(&mut old);
+        let mut new = json!({"spec": {"podCIDRs": ["10.2.0.0/24"]}});
+        NodeStrategy.default(&mut new);
+        assert_eq!(new["spec"]["podCIDR"], "10.2.0.0/24");
+        let errs: Vec<String> = NodeStrategy
+            .validate_update(&new, &old)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(errs, ["spec.podCIDRs: Forbidden: node updates may not change podCIDR except from \"\" to valid"]);
+    }
 
     fn node() -> Value {
         json!({

@@ -15,7 +15,7 @@ use kapi_registry::{Column, Strategy};
 use serde_json::{json, Map, Value};
 
 use super::pod_ephemeral;
-use super::podspec::default_pod_spec;
+use super::podspec::{default_host_network_ports, default_pod_spec};
 use super::podspec_validation::validate_pod_spec;
 use super::quantity::quantity_value;
 use super::util::{
@@ -47,6 +47,7 @@ impl Strategy for PodStrategy {
             set_default_str(spec, "serviceAccountName", "default");
         }
         default_pod_spec(spec);
+        default_host_network_ports(spec);
         default_requests_from_limits(spec);
         set_default(spec, "enableServiceLinks", json!(true));
         let priority = match str_at(spec, "/priorityClassName") {

@@ -10,7 +10,7 @@
 
 use serde_json::{json, Value};
 
-use super::util::{child_obj, for_each_item, set_default, set_default_str, str_at};
+use super::util::{child_obj, for_each_item, i64_at, set_default, set_default_str, str_at};
 
 /// The container lists of a pod spec, in upstream's validation order.
 pub const CONTAINER_LISTS: [&str; 3] = ["containers", "initContainers", "ephemeralContainers"];
@@ -33,11 +33,30 @@ pub fn default_pod_spec(spec: &mut Value) {
     set_default(spec, "terminationGracePeriodSeconds", json!(30));
     set_default_str(spec, "schedulerName", "default-scheduler");
     mirror_service_account(spec);
-    let host_network = spec["hostNetwork"].as_bool().unwrap_or(false);
     for list in CONTAINER_LISTS {
-        for_each_item(spec, list, |c| default_container(c, host_network));
+        for_each_item(spec, list, default_container);
     }
     for_each_item(spec, "volumes", default_volume);
+}
+
+/// Upstream `defaultHostNetworkPorts`, which `SetDefaults_Pod` (not `PodSpec`) applies
+/// to the containers and init containers of a pod with host networking: a port's
+/// `hostPort` defaults to its `containerPort`. Pod templates keep theirs unset.
+pub fn default_host_network_ports(spec: &mut Value) {
+    if !spec["hostNetwork"].as_bool().unwrap_or(false) {
+        return;
+    }
+    for list in ["containers", "initContainers"] {
+        for_each_item(spec, list, |c| {
+            for_each_item(c, "ports", |p| {
+                if let Some(port) = p.get("containerPort").cloned() {
+                    if i64_at(p, "/hostPort").unwrap_or(0) == 0 {
+                        p["hostPort"] = port;
+                    }
+                }
+            })
+        });
+    }
 }
 
 /// v1's deprecated `serviceAccount` mirrors `serviceAccountName` (upstream conversion:
@@ -58,7 +77,7 @@ fn mirror_service_account(spec: &mut Value) {
 }
 
 /// Upstream `SetDefaults_Container` plus the defaults of its ports, probes and env.
-pub fn default_container(c: &mut Value, host_network: bool) {
+pub fn default_container(c: &mut Value) {
     if c.get("imagePullPolicy")
         .and_then(Value::as_str)
         .unwrap_or("")
@@ -70,14 +89,7 @@ pub fn default_container(c: &mut Value, host_network: bool) {
     set_default_str(c, "terminationMessagePath", "/dev/termination-log");
     set_default_str(c, "terminationMessagePolicy", "File");
     set_default(c, "resources", json!({}));
-    for_each_item(c, "ports", |p| {
-        set_default_str(p, "protocol", "TCP");
-        if host_network {
-            if let Some(port) = p.get("containerPort").cloned() {
-                set_default(p, "hostPort", port);
-            }
-        }
-    });
+    for_each_item(c, "ports", |p| set_default_str(p, "protocol", "TCP"));
     for probe in ["livenessProbe", "readinessProbe", "startupProbe"] {
         if let Some(p) = c.get_mut(probe).filter(|p| p.is_object()) {
             default_probe(p);
@@ -123,6 +135,10 @@ fn default_probe(p: &mut Value) {
     if let Some(get) = p.get_mut("httpGet").filter(|g| g.is_object()) {
         default_http_get(get);
     }
+    // `+default=""` on GRPCAction.service.
+    if let Some(grpc) = p.get_mut("grpc").filter(|g| g.is_object()) {
+        set_default(grpc, "service", json!(""));
+    }
 }
 
 fn default_http_get(get: &mut Value) {
@@ -160,8 +176,19 @@ fn default_volume(vol: &mut Value) {
             if let Some(items) = s.pointer_mut("/downwardAPI/items") {
                 default_field_refs(items);
             }
+            // SetDefaults_ServiceAccountTokenProjection: one hour.
+            if let Some(token) = s.get_mut("serviceAccountToken").filter(|t| t.is_object()) {
+                set_default(token, "expirationSeconds", json!(3600));
+            }
         },
     );
+    // SetDefaults_PersistentVolumeClaimSpec reaches the generic ephemeral volume's claim.
+    if let Some(claim) = vol
+        .pointer_mut("/ephemeral/volumeClaimTemplate/spec")
+        .filter(|s| s.is_object())
+    {
+        set_default_str(claim, "volumeMode", "Filesystem");
+    }
     if let Some(host_path) = vol.get_mut("hostPath").filter(|h| h.is_object()) {
         set_default(host_path, "type", json!(""));
     }
@@ -235,6 +262,8 @@ mod tests {
             "volumes": [{"name": "a"}, {"name": "b", "secret": {"secretName": "s"}}]
         });
         default_pod_spec(&mut spec);
+        assert!(spec["containers"][0]["ports"][0].get("hostPort").is_none());
+        default_host_network_ports(&mut spec);
         let c = &spec["containers"][0];
         assert_eq!(c["ports"][0]["hostPort"], 8080);
         assert_eq!(c["livenessProbe"]["periodSeconds"], 10);
@@ -243,5 +272,25 @@ mod tests {
         assert_eq!(c["env"][0]["valueFrom"]["fieldRef"]["apiVersion"], "v1");
         assert_eq!(spec["volumes"][0]["emptyDir"], json!({}));
         assert_eq!(spec["volumes"][1]["secret"]["defaultMode"], 420);
+    }
+
+    #[test]
+    fn grpc_token_projection_and_ephemeral_claim_defaults() {
+        let mut spec = json!({
+            "containers": [{"name": "c", "image": "x:1", "readinessProbe": {"grpc": {"port": 9}}}],
+            "volumes": [
+                {"name": "t", "projected": {"sources": [{"serviceAccountToken": {"path": "t"}}]}},
+                {"name": "e", "ephemeral": {"volumeClaimTemplate": {"spec": {"accessModes": ["ReadWriteOnce"]}}}}
+            ]
+        });
+        default_pod_spec(&mut spec);
+        assert_eq!(
+            spec["containers"][0]["readinessProbe"]["grpc"]["service"],
+            ""
+        );
+        let token = &spec["volumes"][0]["projected"]["sources"][0]["serviceAccountToken"];
+        assert_eq!(token["expirationSeconds"], 3600);
+        let claim = &spec["volumes"][1]["ephemeral"]["volumeClaimTemplate"]["spec"];
+        assert_eq!(claim["volumeMode"], "Filesystem");
     }
 }

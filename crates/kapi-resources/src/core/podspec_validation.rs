@@ -5,7 +5,8 @@
 //! Invariants: every failed rule is reported (no early return); paths are built from
 //! the caller's path so the same checks serve `spec` (pods) and `spec.template.spec`
 //! (workloads). Scope: the rules users meet in practice — names, images, ports,
-//! enums, env names, volumes and mounts, resources; not every upstream rule.
+//! enums, env names, volumes and mounts, resources, probes and hooks (`probe_validation.rs`);
+//! not every upstream rule.
 //!
 //! Where to look next: `pod.rs` (pod-only rules and update rules), `apps/mod.rs`.
 
@@ -18,6 +19,7 @@ use kapi_machinery::validation::{
 use serde_json::Value;
 
 use super::podspec::volume_sources;
+use super::probe_validation::{validate_container_handlers, validate_dns_none};
 use super::quantity::quantity_value;
 use super::util::{arr_at, i64_at, present, str_at};
 
@@ -101,6 +103,7 @@ pub fn validate_pod_spec(spec: &Value, path: &FieldPath) -> ErrorList {
         &DNS_POLICIES,
         &path.child("dnsPolicy"),
     ));
+    errs.extend(validate_dns_none(spec, path));
     errs.extend(validate_labels(
         present(spec, "/nodeSelector"),
         &path.child("nodeSelector"),
@@ -180,6 +183,7 @@ fn validate_containers(spec: &Value, volumes: &BTreeSet<&str>, path: &FieldPath)
             if !names.insert(name) {
                 errs.push(FieldError::duplicate(&c_path.child("name"), name));
             }
+            errs.extend(validate_container_handlers(c, list, &c_path));
         }
     }
     errs

@@ -68,6 +68,7 @@ impl Strategy for ReplicationControllerStrategy {
     }
 
     fn default(&self, obj: &mut Value) {
+        super::util::default_status(obj, json!({"replicas": 0}));
         let labels = obj.pointer("/spec/template/metadata/labels").cloned();
         let Some(spec) = child_obj(obj, "spec") else {
             return;

@@ -213,6 +213,10 @@ fn validate_resource_list(obj: &Value, ptr: &str, path: &FieldPath) -> ErrorList
 }
 
 impl Strategy for ResourceQuotaStrategy {
+    fn default(&self, obj: &mut Value) {
+        super::util::default_status(obj, json!({}));
+    }
+
     fn validate(&self, obj: &Value) -> ErrorList {
         let spec = FieldPath::new("spec");
         let mut errs = validate_resource_list(obj, "/spec/hard", &spec.child("hard"));

@@ -26,6 +26,53 @@ fn required_keys(type_: &str) -> &'static [&'static str] {
     }
 }
 
+/// The key whose content must be a JSON object for the docker config types.
+fn docker_config_key(type_: &str) -> Option<&'static str> {
+    match type_ {
+        "kubernetes.io/dockercfg" => Some(".dockercfg"),
+        "kubernetes.io/dockerconfigjson" => Some(".dockerconfigjson"),
+        _ => None,
+    }
+}
+
+/// Why a docker config value (base64 in `data`) is not a JSON object, in the words
+/// of Go's `json.Unmarshal` into `map[string]interface{}` for the common cases.
+fn docker_config_error(value: &Value) -> Option<String> {
+    use base64::Engine as _;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(value.as_str().unwrap_or(""))
+        .unwrap_or_default();
+    let text = String::from_utf8_lossy(&bytes);
+    let trimmed = text.trim_start();
+    if trimmed.is_empty() {
+        return Some("unexpected end of JSON input".into());
+    }
+    match serde_json::from_str::<Value>(&text) {
+        Ok(Value::Object(_)) | Ok(Value::Null) => None,
+        Ok(other) => {
+            let kind = match other {
+                Value::Array(_) => "array",
+                Value::String(_) => "string",
+                Value::Number(_) => "number",
+                _ => "bool",
+            };
+            Some(format!(
+                "json: cannot unmarshal {kind} into Go value of type map[string]interface {{}}"
+            ))
+        }
+        Err(e) if e.is_eof() => Some("unexpected end of JSON input".into()),
+        Err(e) => {
+            let first = trimmed.chars().next().unwrap_or(' ');
+            let starts_value = matches!(first, '{' | '[' | '"' | '-' | '0'..='9' | 't' | 'f' | 'n');
+            Some(if starts_value {
+                e.to_string()
+            } else {
+                format!("invalid character '{first}' looking for beginning of value")
+            })
+        }
+    }
+}
+
 impl Strategy for SecretStrategy {
     fn default(&self, obj: &mut Value) {
         if !obj.is_object() {
@@ -72,6 +119,9 @@ impl Strategy for SecretStrategy {
                 errs.push(FieldError::required(&data_path.key("username"), ""));
                 errs.push(FieldError::required(&data_path.key("password"), ""));
             }
+            "kubernetes.io/ssh-auth" if str_at(obj, "/data/ssh-privatekey").is_empty() => {
+                errs.push(FieldError::required(&data_path.key("ssh-privatekey"), ""));
+            }
             _ => {
                 for key in required_keys(type_)
                     .iter()
@@ -79,6 +129,12 @@ impl Strategy for SecretStrategy {
                 {
                     errs.push(FieldError::required(&data_path.key(key), ""));
                 }
+            }
+        }
+        if let Some(key) = docker_config_key(type_) {
+            if let Some(msg) = data.get(key).and_then(docker_config_error) {
+                let redacted = "<secret contents redacted>";
+                errs.push(FieldError::invalid(&data_path.key(key), redacted, msg));
             }
         }
         errs
@@ -184,5 +240,28 @@ mod tests {
             (json!("Opaque"), json!(2))
         );
         assert_eq!(SecretStrategy.field_value(&s, "type").unwrap(), "Opaque");
+    }
+
+    #[test]
+    fn docker_config_must_be_a_json_object() {
+        let secret = |content: &str| {
+            json!({"type": "kubernetes.io/dockerconfigjson",
+                "data": {".dockerconfigjson": base64_encode(content.as_bytes())}})
+        };
+        assert!(SecretStrategy
+            .validate(&secret(r#"{"auths": {}}"#))
+            .is_empty());
+        assert_eq!(
+            msgs(SecretStrategy.validate(&secret("x"))),
+            vec!["data[.dockerconfigjson]: Invalid value: \"<secret contents redacted>\": invalid character 'x' looking for beginning of value"]
+        );
+        assert_eq!(
+            msgs(SecretStrategy.validate(&secret("[]"))),
+            vec!["data[.dockerconfigjson]: Invalid value: \"<secret contents redacted>\": json: cannot unmarshal array into Go value of type map[string]interface {}"]
+        );
+        assert_eq!(
+            msgs(SecretStrategy.validate(&secret(""))),
+            vec!["data[.dockerconfigjson]: Invalid value: \"<secret contents redacted>\": unexpected end of JSON input"]
+        );
     }
 }

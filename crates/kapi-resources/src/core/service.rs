@@ -32,6 +32,7 @@ const TYPES: [&str; 4] = ["ClusterIP", "ExternalName", "LoadBalancer", "NodePort
 
 impl Strategy for ServiceStrategy {
     fn default(&self, obj: &mut Value) {
+        super::util::default_status(obj, json!({"loadBalancer": {}}));
         let Some(spec) = super::util::child_obj(obj, "spec") else {
             return;
         };
@@ -55,16 +56,21 @@ impl Strategy for ServiceStrategy {
             }
         });
         let type_ = str_at(spec, "/type").to_string();
-        if matches!(type_.as_str(), "NodePort" | "LoadBalancer") {
+        if externally_accessible(spec) {
             set_default_str(spec, "externalTrafficPolicy", "Cluster");
         }
         if type_ == "LoadBalancer" {
             set_default(spec, "allocateLoadBalancerNodePorts", json!(true));
         }
+        if str_at(spec, "/sessionAffinity") == "None" {
+            if let Some(m) = spec.as_object_mut() {
+                m.remove("sessionAffinityConfig");
+            }
+        }
         if type_ != "ExternalName" {
             set_default_str(spec, "internalTrafficPolicy", "Cluster");
             let cluster_ip = str_at(spec, "/clusterIP").to_string();
-            if !cluster_ip.is_empty() && cluster_ip != "None" {
+            if !cluster_ip.is_empty() {
                 set_default(spec, "clusterIPs", json!([cluster_ip]));
             }
             let family = if cluster_ip.contains(':') {
@@ -78,7 +84,7 @@ impl Strategy for ServiceStrategy {
     }
 
     fn prepare_for_update(&self, new: &mut Value, old: &Value) {
-        keep_allocated_values(new, old);
+        service_update::prepare(new, old);
     }
 
     fn validate(&self, obj: &Value) -> ErrorList {
@@ -89,24 +95,8 @@ impl Strategy for ServiceStrategy {
     }
 
     fn validate_update(&self, new: &Value, old: &Value) -> ErrorList {
-        let mut errs = self.validate(new);
-        let external = |o: &Value| str_at(o, "/spec/type") == "ExternalName";
-        let (new_ip, old_ip) = (primary_ip(new), primary_ip(old));
-        if !external(new) && !external(old) && !old_ip.is_empty() {
-            let path = FieldPath::new("spec").child("clusterIPs").index(0);
-            let ips = present(new, "/spec/clusterIPs")
-                .cloned()
-                .unwrap_or(json!([]));
-            if new_ip.is_empty() {
-                errs.push(FieldError::invalid(
-                    &path,
-                    ips,
-                    "primary clusterIP can not be unset",
-                ));
-            } else if new_ip != old_ip {
-                errs.push(FieldError::invalid(&path, ips, "may not change once set"));
-            }
-        }
+        let mut errs = service_update::validate(new, old);
+        errs.extend(self.validate(new));
         errs
     }
 
@@ -172,41 +162,6 @@ fn primary_ip(obj: &Value) -> &str {
     }
 }
 
-/// Upstream `patchAllocatedValues`: a PUT that omits allocated values keeps the old ones.
-fn keep_allocated_values(new: &mut Value, old: &Value) {
-    let external = |o: &Value| str_at(o, "/spec/type") == "ExternalName";
-    if external(new) || external(old) {
-        return;
-    }
-    let Some(spec) = new.get_mut("spec").filter(|s| s.is_object()) else {
-        return;
-    };
-    if str_at(spec, "/clusterIP").is_empty() {
-        for key in ["clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"] {
-            if let Some(v) = old.pointer(&format!("/spec/{key}")) {
-                spec[key] = v.clone();
-            }
-        }
-    }
-    let old_ports = arr_at(old, "/spec/ports");
-    for_each_item(spec, "ports", |p| {
-        if i64_at(p, "/nodePort").unwrap_or(0) != 0 {
-            return;
-        }
-        let same = old_ports
-            .iter()
-            .find(|o| o.get("port") == p.get("port") && o.get("protocol") == p.get("protocol"));
-        if let Some(node_port) = same.and_then(|o| o.get("nodePort")) {
-            p["nodePort"] = node_port.clone();
-        }
-    });
-    if i64_at(spec, "/healthCheckNodePort").unwrap_or(0) == 0 {
-        if let Some(v) = old.pointer("/spec/healthCheckNodePort") {
-            spec["healthCheckNodePort"] = v.clone();
-        }
-    }
-}
-
 fn validate_spec(spec: &Value, path: &FieldPath) -> ErrorList {
     let mut errs = validate_enum(spec.get("type"), &TYPES, &path.child("type"));
     let type_ = str_at(spec, "/type");
@@ -218,6 +173,13 @@ fn validate_spec(spec: &Value, path: &FieldPath) -> ErrorList {
     if type_ == "ExternalName" {
         errs.extend(validate_external_name(spec, path));
     }
+    if matches!(type_, "LoadBalancer" | "NodePort") && headless {
+        errs.push(FieldError::invalid(
+            &path.child("clusterIPs").index(0),
+            "None",
+            format!("may not be set to 'None' for {type_} services"),
+        ));
+    }
     let mut names = BTreeSet::new();
     for (i, port) in ports.iter().enumerate() {
         errs.extend(validate_port(
@@ -227,13 +189,16 @@ fn validate_spec(spec: &Value, path: &FieldPath) -> ErrorList {
             &path.child("ports").index(i),
         ));
         let name = str_at(port, "/name");
-        if !names.insert(name) {
+        if !name.is_empty() && !names.insert(name) {
             errs.push(FieldError::duplicate(
                 &path.child("ports").index(i).child("name"),
                 name,
             ));
         }
     }
+    errs.extend(service_update::duplicate_ports(ports, &path.child("ports")));
+    errs.extend(service_update::validate_cluster_ips(spec, path));
+    errs.extend(service_update::validate_traffic_policy(spec, path));
     errs.extend(validate_labels(
         present(spec, "/selector"),
         &path.child("selector"),
@@ -263,14 +228,39 @@ fn validate_spec(spec: &Value, path: &FieldPath) -> ErrorList {
 }
 
 fn validate_external_name(spec: &Value, path: &FieldPath) -> ErrorList {
-    let name = str_at(spec, "/externalName");
-    if name.is_empty() {
-        return vec![FieldError::required(&path.child("externalName"), "")];
+    let mut errs = ErrorList::new();
+    for field in ["clusterIPs", "ipFamilies", "ipFamilyPolicy"] {
+        let set = match present(spec, &format!("/{field}")) {
+            Some(Value::Array(a)) => !a.is_empty(),
+            Some(_) => true,
+            None => false,
+        };
+        if set {
+            let msg = "may not be set for ExternalName services";
+            errs.push(FieldError::forbidden(&path.child(field), msg));
+        }
     }
-    is_dns1123_subdomain(name)
-        .into_iter()
-        .map(|m| FieldError::invalid(&path.child("externalName"), name, m))
-        .collect()
+    // A trailing dot marks the CNAME as fully qualified.
+    let name = str_at(spec, "/externalName").trim_end_matches('.');
+    if name.is_empty() {
+        errs.push(FieldError::required(&path.child("externalName"), ""));
+        return errs;
+    }
+    errs.extend(
+        is_dns1123_subdomain(name)
+            .into_iter()
+            .map(|m| FieldError::invalid(&path.child("externalName"), name, m)),
+    );
+    errs
+}
+
+/// Upstream `ExternallyAccessible`: node ports, load balancers or external IPs.
+pub(super) fn externally_accessible(spec: &Value) -> bool {
+    match str_at(spec, "/type") {
+        "NodePort" | "LoadBalancer" => true,
+        "ClusterIP" => !arr_at(spec, "/externalIPs").is_empty(),
+        _ => false,
+    }
 }
 
 fn validate_port(port: &Value, require_name: bool, type_: &str, path: &FieldPath) -> ErrorList {
@@ -350,6 +340,9 @@ fn external_ip(obj: &Value) -> String {
         _ => "<unknown>".to_string(),
     }
 }
+
+#[path = "service_update.rs"]
+mod service_update;
 
 #[cfg(test)]
 #[path = "service_tests.rs"]

@@ -49,6 +49,8 @@ fn validation() {
         vec!["spec.ports: Required value"]
     );
     s["spec"]["clusterIP"] = json!("None");
+    ServiceStrategy.default(&mut s);
+    assert_eq!(s["spec"]["clusterIPs"], json!(["None"]));
     assert!(ServiceStrategy.validate(&s).is_empty());
 }
 
@@ -101,4 +103,92 @@ fn field_values() {
         ServiceStrategy.field_value(&s, "spec.type").unwrap(),
         "ClusterIP"
     );
+}
+
+/// A stored service as create leaves it: defaulted, with allocated values.
+fn stored(spec: Value) -> Value {
+    let mut s = json!({"metadata": {"name": "web"}, "spec": spec});
+    ServiceStrategy.default(&mut s);
+    s
+}
+
+/// What a merge patch of `patch` onto `old` becomes after prepare and defaults.
+fn updated(old: &Value, patch: Value) -> Value {
+    let mut new = old.clone();
+    for (k, v) in patch.as_object().unwrap() {
+        new["spec"][k] = v.clone();
+    }
+    ServiceStrategy.prepare_for_update(&mut new, old);
+    ServiceStrategy.default(&mut new);
+    new
+}
+
+#[test]
+fn old_client_changing_cluster_ip_is_refused() {
+    let old = stored(json!({"clusterIP": "10.0.0.10", "ports": [{"port": 80}]}));
+    let new = updated(&old, json!({"clusterIP": "10.0.0.99"}));
+    assert_eq!(new["spec"]["clusterIPs"], json!(["10.0.0.99"]));
+    assert_eq!(
+        msgs(ServiceStrategy.validate_update(&new, &old)),
+        vec!["spec.clusterIPs[0]: Invalid value: []string{\"10.0.0.99\"}: may not change once set"]
+    );
+    let mut skewed = new.clone();
+    skewed["spec"]["clusterIPs"] = json!(["10.0.0.10"]);
+    assert_eq!(
+        msgs(ServiceStrategy.validate(&skewed)),
+        vec!["spec.clusterIPs: Invalid value: []string{\"10.0.0.10\"}: first value must match `clusterIP`"]
+    );
+}
+
+#[test]
+fn type_changes_drop_what_no_longer_applies() {
+    let lb = stored(json!({"type": "LoadBalancer", "clusterIP": "10.0.0.10",
+        "ports": [{"name": "a", "port": 80, "nodePort": 30080}]}));
+    assert_eq!(lb["spec"]["allocateLoadBalancerNodePorts"], true);
+    let cip = updated(&lb, json!({"type": "ClusterIP"}));
+    assert!(cip["spec"]["ports"][0].get("nodePort").is_none());
+    assert!(cip["spec"].get("allocateLoadBalancerNodePorts").is_none());
+    assert!(cip["spec"].get("externalTrafficPolicy").is_none());
+    assert_eq!(cip["spec"]["clusterIP"], "10.0.0.10");
+    assert!(ServiceStrategy.validate_update(&cip, &lb).is_empty());
+
+    let ext = updated(
+        &cip,
+        json!({"type": "ExternalName", "externalName": "example.com."}),
+    );
+    for gone in ["clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"] {
+        assert!(ext["spec"].get(gone).is_none(), "{gone} kept");
+    }
+    assert!(ServiceStrategy.validate_update(&ext, &cip).is_empty());
+
+    let mut bad = ext.clone();
+    bad["spec"]["clusterIPs"] = json!(["10.0.0.10"]);
+    assert_eq!(
+        msgs(ServiceStrategy.validate(&bad)),
+        vec!["spec.clusterIPs: Forbidden: may not be set for ExternalName services"]
+    );
+}
+
+#[test]
+fn ports_duplicates_and_traffic_policy() {
+    let s = stored(json!({"ports": [{"port": 80}, {"port": 80}]}));
+    let errs = msgs(ServiceStrategy.validate(&s));
+    assert_eq!(errs.len(), 3, "{errs:?}");
+    assert!(
+        errs[2].starts_with("spec.ports[1]: Duplicate value: "),
+        "{errs:?}"
+    );
+    assert!(!errs.iter().any(|e| e.contains("name: Duplicate")));
+    let mut s = stored(json!({"ports": [{"port": 80}]}));
+    s["spec"]["externalTrafficPolicy"] = json!("Local");
+    assert_eq!(
+        msgs(ServiceStrategy.validate(&s)),
+        vec!["spec.externalTrafficPolicy: Invalid value: \"Local\": may only be set for externally-accessible services"]
+    );
+    let with_external_ip = stored(json!({"ports": [{"port": 80}], "externalIPs": ["192.0.2.1"]}));
+    assert_eq!(with_external_ip["spec"]["externalTrafficPolicy"], "Cluster");
+    let affinity = stored(
+        json!({"ports": [{"port": 80}], "sessionAffinityConfig": {"clientIP": {"timeoutSeconds": 5}}}),
+    );
+    assert!(affinity["spec"].get("sessionAffinityConfig").is_none());
 }

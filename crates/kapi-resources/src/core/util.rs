@@ -52,6 +52,25 @@ pub fn set_default(obj: &mut Value, key: &str, value: Value) {
     }
 }
 
+/// The `status` Go's encoder writes for an object whose status struct was never set:
+/// `{}` plus the members without `omitempty` at their zero values (e.g. a new
+/// ReplicaSet reads back `status: {replicas: 0}`, a Service `{loadBalancer: {}}`).
+/// Missing members are added; a status that is not an object is replaced.
+pub fn default_status(obj: &mut Value, zeros: Value) {
+    let Some(root) = obj.as_object_mut() else {
+        return;
+    };
+    let status = root.entry("status").or_insert(Value::Null);
+    if !status.is_object() {
+        *status = Value::Object(Map::new());
+    }
+    if let Value::Object(zeros) = zeros {
+        for (k, v) in zeros {
+            set_default(status, &k, v);
+        }
+    }
+}
+
 /// Sets `obj[key] = value` when missing, null or the empty string.
 pub fn set_default_str(obj: &mut Value, key: &str, value: &str) {
     if obj.get(key).and_then(Value::as_str) == Some("") {

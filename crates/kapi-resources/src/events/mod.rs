@@ -6,10 +6,11 @@
 //!
 //! Where to look next: `core/event.rs` (the core strategy reused here).
 
-use kapi_machinery::validation::{is_qualified_name, ErrorList, FieldError, FieldPath};
+use kapi_machinery::validation::{ErrorList, FieldError, FieldPath, FIELD_IMMUTABLE_ERROR_MSG};
 use kapi_registry::{Column, Conversion, Strategy};
 use serde_json::{Map, Value};
 
+use crate::core::event::{core_zero_fields, legacy_errors};
 use crate::core::util::{i64_at, present, str_at};
 use crate::core::EventStrategy;
 
@@ -23,9 +24,6 @@ const RENAMED: [(&str, &str); 7] = [
     ("count", "deprecatedCount"),
     ("reportingComponent", "reportingController"),
 ];
-
-const MAX_FIELD: usize = 128;
-const MAX_NOTE: usize = 1024;
 
 /// Renames members of `obj` (`from` → `to` for each pair) and sets `apiVersion`.
 fn rename(mut obj: Value, to_events: bool, api_version: &str) -> Value {
@@ -44,7 +42,35 @@ fn rename(mut obj: Value, to_events: bool, api_version: &str) -> Value {
         root.extend(moved);
         root.insert("apiVersion".into(), Value::from(api_version));
     }
+    if to_events {
+        events_zero_fields(&mut obj);
+    } else {
+        core_zero_fields(&mut obj);
+    }
     obj
+}
+
+/// What Go writes for an `events.k8s.io/v1` Event: `eventTime` and the deprecated
+/// timestamps as `null`, `deprecatedSource` and `regarding` as objects; the reporter
+/// strings are `omitempty` here (unlike core), so empty ones are left out.
+fn events_zero_fields(obj: &mut Value) {
+    let Some(root) = obj.as_object_mut() else {
+        return;
+    };
+    for key in ["reportingController", "reportingInstance"] {
+        if root.get(key).and_then(Value::as_str) == Some("") {
+            root.remove(key);
+        }
+    }
+    for (key, zero) in [
+        ("eventTime", Value::Null),
+        ("deprecatedFirstTimestamp", Value::Null),
+        ("deprecatedLastTimestamp", Value::Null),
+        ("deprecatedSource", Value::Object(Map::new())),
+        ("regarding", Value::Object(Map::new())),
+    ] {
+        root.entry(key).or_insert(zero);
+    }
 }
 
 /// Events live in core `v1` storage.
@@ -73,14 +99,15 @@ fn to_core(obj: &Value) -> Value {
 pub struct EventsV1Strategy;
 
 impl EventsV1Strategy {
-    /// Upstream's strict checks for events created through `events.k8s.io/v1`.
-    fn strict(obj: &Value) -> ErrorList {
-        let mut errs = ErrorList::new();
+    /// Upstream's strict checks for events written through `events.k8s.io/v1`, on
+    /// the core form (so paths name core fields: `count`, `source`, ...).
+    fn strict(core: &Value) -> ErrorList {
+        let mut errs = series_errors(core);
         let path = FieldPath::new;
-        if present(obj, "/eventTime").is_none() {
+        if present(core, "/eventTime").is_none() {
             errs.push(FieldError::required(&path("eventTime"), ""));
         }
-        let ty = str_at(obj, "/type");
+        let ty = str_at(core, "/type");
         if ty != "Normal" && ty != "Warning" {
             errs.push(FieldError::invalid(
                 &path("type"),
@@ -88,67 +115,95 @@ impl EventsV1Strategy {
                 format!("has invalid value: {ty}"),
             ));
         }
-        for field in [
-            "deprecatedFirstTimestamp",
-            "deprecatedLastTimestamp",
-            "deprecatedSource",
-        ] {
-            let set = match present(obj, &format!("/{field}")) {
-                Some(Value::Object(m)) => m
-                    .values()
-                    .any(|v| v.as_str().is_some_and(|s| !s.is_empty())),
-                Some(_) => true,
-                None => false,
-            };
-            if set {
+        for field in ["firstTimestamp", "lastTimestamp"] {
+            if present(core, &format!("/{field}")).is_some() {
                 errs.push(FieldError::invalid(&path(field), "", "needs to be unset"));
             }
         }
-        if i64_at(obj, "/deprecatedCount").unwrap_or(0) != 0 {
+        if i64_at(core, "/count").unwrap_or(0) != 0 {
+            errs.push(FieldError::invalid(&path("count"), "", "needs to be unset"));
+        }
+        if !str_at(core, "/source/component").is_empty() || !str_at(core, "/source/host").is_empty()
+        {
             errs.push(FieldError::invalid(
-                &path("deprecatedCount"),
+                &path("source"),
                 "",
                 "needs to be unset",
             ));
-        }
-        let controller = str_at(obj, "/reportingController");
-        errs.extend(
-            is_qualified_name(controller)
-                .into_iter()
-                .map(|m| FieldError::invalid(&path("reportingController"), controller, m)),
-        );
-        for field in [
-            "reportingController",
-            "reportingInstance",
-            "action",
-            "reason",
-        ] {
-            let value = str_at(obj, &format!("/{field}"));
-            if value.is_empty() && (field == "action" || field == "reason") {
-                errs.push(FieldError::required(&path(field), ""));
-            }
-            if value.len() > MAX_FIELD {
-                errs.push(FieldError::too_long(&path(field), "", MAX_FIELD));
-            }
-        }
-        if str_at(obj, "/note").len() > MAX_NOTE {
-            errs.push(FieldError::too_long(&path("note"), "", MAX_NOTE));
         }
         errs
     }
 }
 
+/// Upstream `validateV1EventSeries`.
+fn series_errors(core: &Value) -> ErrorList {
+    let mut errs = ErrorList::new();
+    if let Some(series) = present(core, "/series") {
+        if i64_at(series, "/count").unwrap_or(0) < 2 {
+            let path = FieldPath::new("series.count");
+            errs.push(FieldError::invalid(&path, "", "should be at least 2"));
+        }
+        if present(series, "/lastObservedTime").is_none() {
+            errs.push(FieldError::required(
+                &FieldPath::new("series.lastObservedTime"),
+                "",
+            ));
+        }
+    }
+    errs
+}
+
+/// Core fields an `events.k8s.io/v1` update may not change, in upstream's order
+/// (`reason` is checked twice there, so it is here).
+const IMMUTABLE: [&str; 14] = [
+    "involvedObject",
+    "reason",
+    "message",
+    "source",
+    "firstTimestamp",
+    "lastTimestamp",
+    "count",
+    "reason",
+    "type",
+    "eventTime",
+    "action",
+    "related",
+    "reportingComponent",
+    "reportingInstance",
+];
+
 impl Strategy for EventsV1Strategy {
     fn validate(&self, obj: &Value) -> ErrorList {
-        let mut errs = Self::strict(obj);
-        if errs.is_empty() {
-            errs.extend(EventStrategy.validate(&to_core(obj)));
-        }
+        let core = to_core(obj);
+        let mut errs = legacy_errors(&core, "reportingController");
+        errs.extend(Self::strict(&core));
         errs
     }
 
     fn validate_update(&self, new: &Value, old: &Value) -> ErrorList {
-        EventStrategy.validate_update(&to_core(new), &to_core(old))
+        let (new, old) = (to_core(new), to_core(old));
+        let mut errs = legacy_errors(&new, "reportingController");
+        if new.get("series") != old.get("series") {
+            errs.extend(series_errors(&new));
+        }
+        for field in IMMUTABLE {
+            let ptr = format!("/{field}");
+            let (n, o) = (present(&new, &ptr), present(&old, &ptr));
+            if n != o {
+                // The path names the field as the internal type does.
+                let name = if field == "reportingComponent" {
+                    "reportingController"
+                } else {
+                    field
+                };
+                errs.push(FieldError::invalid(
+                    &FieldPath::new(name),
+                    n.cloned().unwrap_or(Value::Null),
+                    FIELD_IMMUTABLE_ERROR_MSG,
+                ));
+            }
+        }
+        errs
     }
 
     fn allow_create_on_update(&self) -> bool {
@@ -186,7 +241,22 @@ mod tests {
         assert_eq!(core["involvedObject"]["name"], "p");
         assert_eq!(core["reportingComponent"], "example.com/ctl");
         assert!(core.get("note").is_none());
-        assert_eq!(EventsConversion.convert(core, "events.k8s.io/v1"), event());
+        assert_eq!(core["source"], json!({}));
+        assert_eq!(core["firstTimestamp"], Value::Null);
+        let mut back = EventsConversion.convert(core, "events.k8s.io/v1");
+        assert_eq!(back["deprecatedSource"], json!({}));
+        for key in [
+            "deprecatedFirstTimestamp",
+            "deprecatedLastTimestamp",
+            "deprecatedSource",
+        ] {
+            back.as_object_mut().unwrap().remove(key);
+        }
+        assert_eq!(back, event());
+        let bare = json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "x"}});
+        let events = EventsConversion.convert(bare, "events.k8s.io/v1");
+        assert!(events.get("reportingController").is_none());
+        assert_eq!(events["eventTime"], Value::Null);
     }
 
     #[test]
@@ -200,6 +270,7 @@ mod tests {
         bad.as_object_mut().unwrap().remove("eventTime");
         bad["type"] = json!("Odd");
         bad["deprecatedCount"] = json!(2);
+        bad["regarding"]["namespace"] = json!("");
         let got: Vec<String> = EventsV1Strategy
             .validate(&bad)
             .iter()
@@ -210,7 +281,42 @@ mod tests {
             vec![
                 "eventTime: Required value",
                 "type: Invalid value: \"\": has invalid value: Odd",
-                "deprecatedCount: Invalid value: \"\": needs to be unset",
+                "count: Invalid value: \"\": needs to be unset",
+            ]
+        );
+        let mut no_controller = event();
+        no_controller["reportingController"] = json!("");
+        no_controller["metadata"]["namespace"] = json!("other");
+        no_controller["regarding"]["namespace"] = json!("");
+        let got: Vec<String> = EventsV1Strategy
+            .validate(&no_controller)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            got[0],
+            "involvedObject.namespace: Invalid value: \"\": does not match event.namespace"
+        );
+        assert_eq!(got[1], "reportingController: Required value");
+    }
+
+    #[test]
+    fn updates_keep_the_event_fixed() {
+        let old = event();
+        let mut new = event();
+        new["note"] = json!("changed");
+        new["series"] = json!({"count": 1});
+        let got: Vec<String> = EventsV1Strategy
+            .validate_update(&new, &old)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                "series.count: Invalid value: \"\": should be at least 2",
+                "series.lastObservedTime: Required value",
+                "message: Invalid value: \"changed\": field is immutable",
             ]
         );
     }

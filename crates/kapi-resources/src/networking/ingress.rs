@@ -150,6 +150,10 @@ fn validate_paths(http: &Value, path: &FieldPath) -> ErrorList {
 }
 
 impl Strategy for IngressStrategy {
+    fn default(&self, obj: &mut Value) {
+        crate::core::util::default_status(obj, json!({"loadBalancer": {}}));
+    }
+
     fn validate(&self, obj: &Value) -> ErrorList {
         let path = FieldPath::new("spec");
         let spec = obj.get("spec").unwrap_or(&Value::Null);

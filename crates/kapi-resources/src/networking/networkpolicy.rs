@@ -96,12 +96,7 @@ fn validate_peer(peer: &Value, path: &FieldPath) -> ErrorList {
     }
     if let Some(block) = present(peer, "/ipBlock") {
         count += 1;
-        if str_at(block, "/cidr").is_empty() {
-            errs.push(FieldError::required(
-                &path.child("ipBlock").child("cidr"),
-                "",
-            ));
-        }
+        errs.extend(validate_ip_block(block, &path.child("ipBlock")));
     }
     if count == 0 {
         errs.push(FieldError::required(path, "must specify a peer"));
@@ -110,6 +105,60 @@ fn validate_peer(peer: &Value, path: &FieldPath) -> ErrorList {
             path,
             "may not specify both ipBlock and another peer",
         ));
+    }
+    errs
+}
+
+pub(crate) const CIDR_MSG: &str = "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)";
+
+/// An address and prefix length as `u128` bits (IPv4 in the low 32), or `None`.
+pub(crate) fn parse_cidr(s: &str) -> Option<(bool, u128, u32)> {
+    let (ip, bits) = s.split_once('/')?;
+    let bits: u32 = bits.parse().ok()?;
+    match ip.parse::<std::net::IpAddr>().ok()? {
+        std::net::IpAddr::V4(v4) if bits <= 32 => Some((true, u32::from(v4).into(), bits)),
+        std::net::IpAddr::V6(v6) if bits <= 128 => Some((false, u128::from(v6), bits)),
+        _ => None,
+    }
+}
+
+/// `addr` masked to the network of a `bits`-long prefix in a `width`-bit space.
+fn network(addr: u128, bits: u32, width: u32) -> u128 {
+    let host_bits = width - bits;
+    if host_bits >= 128 {
+        0
+    } else {
+        addr >> host_bits << host_bits
+    }
+}
+
+/// Upstream `ValidateIPBlock`: a valid `cidr`, and every `except` a strict subset.
+fn validate_ip_block(block: &Value, path: &FieldPath) -> ErrorList {
+    let mut errs = ErrorList::new();
+    let cidr = str_at(block, "/cidr");
+    if cidr.is_empty() {
+        errs.push(FieldError::required(&path.child("cidr"), ""));
+        return errs;
+    }
+    let Some((v4, addr, bits)) = parse_cidr(cidr) else {
+        errs.push(FieldError::invalid(&path.child("cidr"), cidr, CIDR_MSG));
+        return errs;
+    };
+    let width = if v4 { 32 } else { 128 };
+    for (i, except) in arr_at(block, "/except").iter().enumerate() {
+        let except = except.as_str().unwrap_or("");
+        let except_path = path.child("except").index(i);
+        match parse_cidr(except) {
+            None => errs.push(FieldError::invalid(&except_path, except, CIDR_MSG)),
+            Some((e_v4, e_addr, e_bits)) => {
+                let inside =
+                    e_v4 == v4 && network(e_addr, bits, width) == network(addr, bits, width);
+                if !inside || bits >= e_bits {
+                    let msg = "must be a strict subset of `cidr`";
+                    errs.push(FieldError::invalid(&except_path, except, msg));
+                }
+            }
+        }
     }
     errs
 }
@@ -198,6 +247,29 @@ impl Strategy for NetworkPolicyStrategy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ip_blocks() {
+        let check = |block: Value| -> Vec<String> {
+            validate_ip_block(&block, &FieldPath::new("b"))
+                .iter()
+                .map(ToString::to_string)
+                .collect()
+        };
+        assert!(check(json!({"cidr": "10.0.0.0/16", "except": ["10.0.5.0/24"]})).is_empty());
+        assert!(check(json!({"cidr": "2001:db8::/32", "except": ["2001:db8:1::/48"]})).is_empty());
+        assert_eq!(
+            check(json!({"cidr": "10.0.0.0/33"})),
+            ["b.cidr: Invalid value: \"10.0.0.0/33\": must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)"]
+        );
+        assert_eq!(
+            check(json!({"cidr": "10.0.0.0/16", "except": ["10.1.0.0/24", "10.0.0.0/16"]})),
+            [
+                "b.except[0]: Invalid value: \"10.1.0.0/24\": must be a strict subset of `cidr`",
+                "b.except[1]: Invalid value: \"10.0.0.0/16\": must be a strict subset of `cidr`",
+            ]
+        );
+    }
 
     #[test]
     fn defaults_validation_cells() {

@@ -29,6 +29,13 @@ fn int_or_string_cell(v: Option<&Value>) -> Value {
 }
 
 impl Strategy for PodDisruptionBudgetStrategy {
+    fn default(&self, obj: &mut Value) {
+        crate::core::util::default_status(
+            obj,
+            json!({"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}),
+        );
+    }
+
     fn validate(&self, obj: &Value) -> ErrorList {
         let path = FieldPath::new("spec");
         let spec = obj.get("spec").unwrap_or(&Value::Null);
