@@ -31,7 +31,7 @@ check "$v whoami --as" "Username +bob" "$k" auth whoami --as=bob
 check "$v whoami sa" "Username +system:serviceaccount:$ns:auth-robot" as_token "$tok" auth whoami
 # The rest of the bootstrap policy: component, node and controller roles.
 check "$v can-i kube-proxy" "^yes$" "$k" auth can-i watch endpointslices.discovery.k8s.io --as=system:kube-proxy
-check "$v can-i scheduler binding" "^yes$" "$k" auth can-i create pods/binding -n "$ns" --as=system:kube-scheduler
+check "$v can-i scheduler binding" "^yes$" "$k" auth can-i create pods --subresource=binding -n "$ns" --as=system:kube-scheduler
 check "$v can-i controller sa" "^yes$" "$k" auth can-i create pods -n "$ns" --as=system:serviceaccount:kube-system:replicaset-controller
 check "$v can-i controller sa no" "^no$" "$k" auth can-i get secrets -n "$ns" --as=system:serviceaccount:kube-system:replicaset-controller
 check "$v can-i edit events" "^yes$" "$k" auth can-i create events -n "$ns" --as=system:serviceaccount:$ns:auth-robot-editor
