@@ -122,6 +122,16 @@ fn reviews() -> Vec<Decl> {
             Review::SelfSubject,
         )
         .cluster_scoped(),
+        // kubectl 1.27 asks v1beta1 for `auth whoami` (upstream serves it with
+        // `--runtime-config=authentication.k8s.io/v1beta1=true`).
+        decl(
+            AUTHENTICATION,
+            "selfsubjectreviews",
+            "SelfSubjectReview",
+            Review::SelfSubject,
+        )
+        .cluster_scoped()
+        .at_version("v1beta1"),
         decl(AUTHENTICATION, "tokenreviews", "TokenReview", Review::Token).cluster_scoped(),
         decl(
             AUTHORIZATION,

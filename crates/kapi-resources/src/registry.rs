@@ -85,6 +85,12 @@ impl Decl {
         self
     }
 
+    /// Serve at `version` instead of `v1` (no storage conversion: stateless resources).
+    pub(crate) fn at_version(mut self, version: &'static str) -> Self {
+        self.version = version;
+        self
+    }
+
     pub(crate) fn cluster_scoped(mut self) -> Self {
         self.namespaced = false;
         self
@@ -418,7 +424,7 @@ mod tests {
     #[test]
     fn declarations() {
         let all = builtin_resources();
-        assert_eq!(all.len(), 57);
+        assert_eq!(all.len(), 58);
         let pods = find("pods");
         assert_eq!(
             (

@@ -206,6 +206,14 @@ impl Server {
             )
             .route("/version", get(health::version))
             .route("/version/", get(health::version))
+            .route(
+                authn::discovery::CONFIG_PATH,
+                get(authn::discovery::serve_configuration),
+            )
+            .route(
+                authn::discovery::JWKS_PATH,
+                get(authn::discovery::serve_jwks),
+            )
             .route("/healthz", get(health::healthz))
             .route("/healthz/{check}", get(health::healthz_one))
             .route("/livez", get(health::livez))

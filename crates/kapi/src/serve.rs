@@ -78,6 +78,18 @@ pub struct ServeArgs {
     /// Audiences the API accepts tokens for (default: the first issuer).
     #[arg(long, value_delimiter = ',')]
     api_audiences: Vec<String>,
+    /// Where the issuer discovery document says the key set is (default:
+    /// `https://<advertise address>/openid/v1/jwks`).
+    #[arg(long)]
+    service_account_jwks_uri: Option<String>,
+    /// The longest TokenRequest expiration granted; longer requests are
+    /// shortened with a warning (default: no cap).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    service_account_max_token_expiration: Option<Duration>,
+    /// Pod-bound tokens asking for 3607 s (kubelet's projected tokens) live a
+    /// year and carry a `warnafter` claim, as upstream.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    service_account_extend_token_expiration: bool,
     /// Accept legacy secret-based service account tokens (off: refused).
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set)]
     service_account_legacy_tokens: bool,
@@ -290,6 +302,14 @@ fn service_account_issuer(a: &ServeArgs) -> Result<Issuer, String> {
         a.service_account_legacy_tokens,
     )
     .map_err(|e| format!("service account keys: {e}"))
+    .map(|i| {
+        i.with_jwks_uri(a.service_account_jwks_uri.clone())
+            .with_expiration(
+                a.service_account_max_token_expiration
+                    .map(|d| d.as_secs() as i64),
+                a.service_account_extend_token_expiration,
+            )
+    })
 }
 
 async fn shutdown_signal() {

@@ -7,7 +7,7 @@
 //! `CERTIFICATE`, or private keys (their public half), as upstream's
 //! `--service-account-key-file` accepts. A token verifies when any
 //! verification key of its algorithm accepts the signature. The key id (`kid`)
-//! is the base64url SHA-256 of the public key bytes.
+//! is upstream's: base64url SHA-256 of the DER SubjectPublicKeyInfo.
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use base64::Engine as _;
@@ -46,6 +46,16 @@ pub struct VerifyKey {
 }
 
 impl VerifyKey {
+    /// ES256 (else RS256).
+    pub fn is_ec(&self) -> bool {
+        self.alg == Alg::Es256
+    }
+
+    /// EC: the uncompressed point; RSA: DER `RSAPublicKey`.
+    pub fn public(&self) -> &[u8] {
+        &self.public
+    }
+
     fn verify(&self, msg: &[u8], sig: &[u8]) -> bool {
         let alg: &dyn signature::VerificationAlgorithm = match self.alg {
             Alg::Es256 => &signature::ECDSA_P256_SHA256_FIXED,
@@ -165,12 +175,9 @@ impl SigningKey {
         }
     }
 
-    /// The key id: base64url SHA-256 of the public key.
+    /// The key id: base64url SHA-256 of the DER public key, as upstream.
     pub fn kid(&self) -> String {
-        B64.encode(ring::digest::digest(
-            &ring::digest::SHA256,
-            &self.verify_key().public,
-        ))
+        super::discovery::key_id(&self.verify_key())
     }
 
     /// A compact JWS of `claims`.

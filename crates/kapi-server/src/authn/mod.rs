@@ -20,6 +20,7 @@
 //! middleware stores [`UserInfo`] in the request extensions for authorization
 //! and handlers, and strips the `Authorization` header once it is consumed.
 
+pub mod discovery;
 pub mod jwt;
 pub mod serviceaccount;
 mod tokenfile;

@@ -37,7 +37,17 @@ pub struct Issuer {
     issuers: Vec<String>,
     audiences: Vec<String>,
     legacy: bool,
+    jwks_uri: Option<String>,
+    max_expiration: Option<i64>,
+    extend_expiration: bool,
 }
+
+/// The expiration kubelet asks for projected tokens; such pod-bound tokens get
+/// [`EXTENDED_EXPIRATION`] and a `warnafter` claim instead (upstream
+/// `WarnOnlyBoundTokenExpirationSeconds`).
+pub const WARN_ONLY_EXPIRATION: i64 = 3607;
+/// One year (upstream `ExpirationExtensionSeconds`).
+pub const EXTENDED_EXPIRATION: i64 = 24 * 365 * 60 * 60;
 
 /// What [`Issuer::issue`] binds a token to.
 pub struct Binding<'a> {
@@ -47,6 +57,8 @@ pub struct Binding<'a> {
     pub object: Option<(&'a str, &'a str, &'a str)>,
     pub audiences: &'a [String],
     pub expiration_seconds: i64,
+    /// Seconds after which using the token is warned about (0: none).
+    pub warn_after_seconds: i64,
 }
 
 impl Issuer {
@@ -86,7 +98,67 @@ impl Issuer {
             issuers,
             audiences,
             legacy,
+            jwks_uri: None,
+            max_expiration: None,
+            extend_expiration: true,
         })
+    }
+
+    /// `--service-account-jwks-uri` (default: the advertise address).
+    pub fn with_jwks_uri(mut self, uri: Option<String>) -> Self {
+        self.jwks_uri = uri;
+        self
+    }
+
+    /// `--service-account-max-token-expiration` (seconds; `None`: no cap) and
+    /// `--service-account-extend-token-expiration`.
+    pub fn with_expiration(mut self, max: Option<i64>, extend: bool) -> Self {
+        self.max_expiration = max.filter(|m| *m > 0);
+        self.extend_expiration = extend;
+        self
+    }
+
+    /// The issuer tokens are signed as (the first `--service-account-issuer`).
+    pub fn issuer(&self) -> &str {
+        &self.issuers[0]
+    }
+
+    /// `--service-account-jwks-uri`.
+    pub fn jwks_uri(&self) -> Option<&str> {
+        self.jwks_uri.as_deref()
+    }
+
+    /// Every key tokens verify with (the signer's first).
+    pub fn verify_keys(&self) -> &[VerifyKey] {
+        &self.verify
+    }
+
+    /// The requested expiration after the cap, with upstream's warning text
+    /// when it was shortened.
+    pub fn cap_expiration(&self, requested: i64) -> (i64, Option<String>) {
+        match self.max_expiration {
+            Some(max) if requested > max => (
+                max,
+                Some(format!(
+                    "requested expiration of {requested} seconds shortened to {max} seconds"
+                )),
+            ),
+            _ => (requested, None),
+        }
+    }
+
+    /// `(expiration, warnafter)` of a token: pod-bound tokens asking for
+    /// [`WARN_ONLY_EXPIRATION`] for API audiences only live a year (or the
+    /// max expiration when larger) and warn after the requested time.
+    pub fn extended(&self, requested: i64, pod_bound: bool, audiences: &[String]) -> (i64, i64) {
+        let kube_only =
+            !audiences.is_empty() && audiences.iter().all(|a| self.audiences.contains(a));
+        if self.extend_expiration && pod_bound && requested == WARN_ONLY_EXPIRATION && kube_only {
+            let max = self.max_expiration.unwrap_or(0).max(EXTENDED_EXPIRATION);
+            (max, requested)
+        } else {
+            (requested, 0)
+        }
     }
 
     /// The signing key PEM at `path`, generated (P-256, mode 0600) when absent.
@@ -113,6 +185,9 @@ impl Issuer {
             "serviceaccount": {"name": b.account.0, "uid": b.account.1}});
         if let Some((kind, name, uid)) = b.object {
             k8s[kind.to_ascii_lowercase()] = json!({"name": name, "uid": uid});
+        }
+        if b.warn_after_seconds > 0 {
+            k8s["warnafter"] = json!(now + b.warn_after_seconds);
         }
         let claims = json!({
             "aud": b.audiences, "exp": exp, "iat": now, "nbf": now,
@@ -303,7 +378,8 @@ async fn expect_uid(
     }
 }
 
-fn now() -> i64 {
+/// Unix seconds now.
+pub fn now() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)

@@ -14,11 +14,13 @@
 //! resolution from the watch-cached RBAC objects), `escalation.rs` (writes of
 //! roles and bindings), `policy.rs` (the bootstrap roles and bindings).
 
+mod controller_roles;
 pub mod escalation;
 pub mod filter;
 pub mod impersonation;
 pub mod policy;
 pub mod rbac;
+pub mod roles;
 
 use std::sync::Arc;
 

@@ -2,6 +2,11 @@
 //! controller: informers on FlowSchemas and PriorityLevelConfigurations (read
 //! through the watch cache), a new configuration after every burst of changes,
 //! and each FlowSchema's `Dangling` condition written when it changes.
+//!
+//! Also upstream's bootstrap ensurer for deletions: a deleted bootstrap object
+//! (the mandatory `exempt` and `catch-all` ones, and the suggested ones) is
+//! created again at once ("we always re-create a missing configuration
+//! object"), with the config producer as field manager.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -18,6 +23,7 @@ use crate::controllers::informer::{self, Change};
 use crate::Server;
 
 const MANAGER: &str = "api-priority-and-fairness-config-consumer-v1";
+const PRODUCER: &str = "api-priority-and-fairness-config-producer-v1";
 
 /// Follow the objects of `srv` until the process ends.
 pub fn spawn(srv: Arc<Server>, fc: FlowControl) {
@@ -28,14 +34,56 @@ pub fn spawn(srv: Arc<Server>, fc: FlowControl) {
     ) else {
         return;
     };
+    let weak = Arc::downgrade(&srv);
+    fc.set_counter(Arc::new(move |info: &crate::request::RequestInfo| {
+        let Some(srv) = weak.upgrade() else {
+            return (0, 0);
+        };
+        let (Some(cache), Some(entry)) = (
+            srv.apis.cache(),
+            srv.apis.lookup(&info.group, &info.version, &info.resource),
+        ) else {
+            return (0, 0);
+        };
+        let prefix = entry.def.list_prefix(None);
+        (cache.cached_objects(&prefix), cache.watcher_count(&prefix))
+    }));
     let (tx, rx) = mpsc::channel(256);
-    informer::spawn(levels, FieldSelector::default(), tx.clone());
+    informer::spawn(levels.clone(), FieldSelector::default(), tx.clone());
     informer::spawn(schemas.clone(), FieldSelector::default(), tx);
-    tokio::spawn(run(fc, schemas, rx));
+    tokio::spawn(run(fc, levels, schemas, rx));
+}
+
+/// Create the bootstrap object `name` of `entry`'s resource again.
+async fn recreate(entry: &crate::apis::Entry, name: &str) {
+    use kapi_resources::flowcontrol::bootstrap;
+    let objects = if entry.def.resource == "flowschemas" {
+        bootstrap::flow_schemas()
+    } else {
+        bootstrap::priority_levels()
+    };
+    let Some(obj) = objects
+        .into_iter()
+        .find(|o| kapi_registry::meta::name(o) == name)
+    else {
+        return;
+    };
+    let opts = WriteOptions {
+        field_manager: Some(PRODUCER.into()),
+        ..WriteOptions::default()
+    };
+    match entry.store.create(obj, &opts).await {
+        Ok(_) => {
+            tracing::info!(%name, resource = %entry.def.resource, "re-created bootstrap APF object")
+        }
+        Err(e) if e.is_already_exists() => {}
+        Err(e) => tracing::warn!(%name, error = %e, "bootstrap APF object not re-created"),
+    }
 }
 
 async fn run(
     fc: FlowControl,
+    levels_entry: Arc<crate::apis::Entry>,
     schemas_entry: Arc<crate::apis::Entry>,
     mut rx: mpsc::Receiver<informer::Event>,
 ) {
@@ -47,24 +95,32 @@ async fn run(
         while let Ok(ev) = rx.try_recv() {
             batch.push(ev);
         }
+        let mut deleted = Vec::new();
         for ev in batch {
-            let map = if ev.entry.def.resource == "flowschemas" {
-                &mut schemas
-            } else {
-                &mut levels
-            };
+            let is_schema = ev.entry.def.resource == "flowschemas";
+            let map = if is_schema { &mut schemas } else { &mut levels };
             match ev.change {
                 Change::Upsert(obj) => {
                     map.insert(kapi_registry::meta::name(&obj).to_owned(), obj);
                 }
                 Change::Deleted(obj) => {
-                    map.remove(kapi_registry::meta::name(&obj));
+                    let name = kapi_registry::meta::name(&obj).to_owned();
+                    map.remove(&name);
+                    deleted.push((is_schema, name));
                 }
                 Change::Synced => synced += 1,
             }
         }
         if synced < 2 {
             continue;
+        }
+        for (is_schema, name) in deleted {
+            let entry = if is_schema {
+                &schemas_entry
+            } else {
+                &levels_entry
+            };
+            recreate(entry, &name).await;
         }
         let level_specs: Vec<LevelSpec> = levels.values().map(LevelSpec::from_object).collect();
         let schema_list: Vec<Schema> = schemas.values().map(Schema::from_object).collect();

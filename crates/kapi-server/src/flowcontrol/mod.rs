@@ -15,11 +15,15 @@
 //! only until its handler has set it up (upstream: until initialized); a request
 //! waits in a queue at most a quarter of its deadline; every answer carries
 //! `X-Kubernetes-PF-FlowSchema-UID` / `X-Kubernetes-PF-PriorityLevel-UID`.
-//! Not kept: seat borrowing between levels and work estimation (one seat each).
+//! Requests take the seats their work estimate asks for (`work.rs`: big LISTs
+//! and writes with many watchers take more). Not kept: seat borrowing between
+//! levels (`lendablePercent` / `borrowingLimitPercent`: each level's current
+//! limit is its nominal limit).
 
 pub mod config;
 mod controller;
 pub mod queueset;
+pub mod work;
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -82,6 +86,25 @@ const NOMINAL: Family = Family {
     labels: &["priority_level"],
 };
 
+const CONCURRENCY_LIMIT: Family = Family {
+    name: "apiserver_flowcontrol_request_concurrency_limit",
+    help: "Nominal number of execution seats configured for each priority level",
+    kind: MetricKind::Gauge,
+    labels: &["priority_level"],
+};
+const CURRENT_LIMIT: Family = Family {
+    name: "apiserver_flowcontrol_current_limit_seats",
+    help: "current derived number of execution seats available to each priority level",
+    kind: MetricKind::Gauge,
+    labels: &["priority_level"],
+};
+const EXECUTING_SEATS: Family = Family {
+    name: "apiserver_flowcontrol_current_executing_seats",
+    help: "Concurrency (number of seats) occupied by the currently executing (initial stage for a WATCH, any stage otherwise) requests in the API Priority and Fairness subsystem",
+    kind: MetricKind::Gauge,
+    labels: PF_LABELS,
+};
+
 struct Config {
     schemas: Vec<Schema>,
     levels: HashMap<String, (LevelSpec, Arc<Level>)>,
@@ -89,6 +112,7 @@ struct Config {
 
 struct Shared {
     server_limit: usize,
+    counter: RwLock<Option<work::Counter>>,
     request_timeout: Duration,
     config: RwLock<Arc<Config>>,
     metrics: Metrics,
@@ -108,6 +132,7 @@ impl FlowControl {
         let fc = FlowControl {
             inner: Arc::new(Shared {
                 server_limit,
+                counter: RwLock::new(None),
                 request_timeout,
                 config: RwLock::new(Arc::new(Config {
                     schemas: Vec::new(),
@@ -142,13 +167,21 @@ impl FlowControl {
                 None => Level::new(spec.kind.clone(), limit),
             };
             let nominal = limit as f64;
-            self.inner.metrics.set(&NOMINAL, &[&spec.name], nominal);
+            for family in [&NOMINAL, &CONCURRENCY_LIMIT, &CURRENT_LIMIT] {
+                self.inner.metrics.set(family, &[&spec.name], nominal);
+            }
             out.insert(spec.name.clone(), (spec.clone(), level));
         }
         *cfg = Arc::new(Config {
             schemas: config::ordered(schemas, &levels),
             levels: out,
         });
+    }
+
+    /// Count stored objects and watchers of a resource with `counter` (work
+    /// estimation; without it every request takes one seat).
+    pub fn set_counter(&self, counter: work::Counter) {
+        *self.inner.counter.write().expect("apf lock") = Some(counter);
     }
 
     /// (executing, waiting) of a priority level, for tests and reviews.
@@ -223,6 +256,20 @@ pub async fn layer(State(fc): State<FlowControl>, req: Request, next: Next) -> R
         path: req.uri().path(),
     };
     let (schema, spec, level, hash) = fc.classify(&digest);
+    let query = crate::request::Query::parse(req.uri().query());
+    let counter = fc.inner.counter.read().expect("apf lock").clone();
+    let estimate = if watch {
+        work::Estimate::ONE
+    } else {
+        let max = work::max_seats(level.limit());
+        work::estimate(
+            kind.info.as_ref(),
+            &kind.verb,
+            &query,
+            counter.as_ref(),
+            max,
+        )
+    };
     let metrics = fc.inner.metrics.clone();
     let labels = [spec.name.clone(), schema.name.clone()];
     let l2 = [labels[0].as_str(), labels[1].as_str()];
@@ -233,7 +280,7 @@ pub async fn layer(State(fc): State<FlowControl>, req: Request, next: Next) -> R
         None => now + fc.inner.request_timeout / 4,
     };
     metrics.add(&INQUEUE, &l2, 1.0);
-    let admission = level.admit(hash, wait_until).await;
+    let admission = level.admit(hash, estimate.seats, wait_until).await;
     metrics.add(&INQUEUE, &l2, -1.0);
     let waited = admission.waited.as_secs_f64();
     let seat = match admission.result {
@@ -250,13 +297,27 @@ pub async fn layer(State(fc): State<FlowControl>, req: Request, next: Next) -> R
     metrics.observe(&WAIT, &[&labels[0], &labels[1], "true"], waited);
     metrics.add(&DISPATCHED, &l2, 1.0);
     metrics.add(&EXECUTING, &l2, 1.0);
+    let seats = seat.seats() as f64;
+    metrics.add(&EXECUTING_SEATS, &l2, seats);
     let executing = Executing::start(&metrics, kind.mutating);
     let mut resp = next.run(req).await;
     set_headers(&mut resp, &schema, &spec);
     let release = move || {
         metrics.add(&EXECUTING, &[&labels[0], &labels[1]], -1.0);
         drop(executing);
-        drop(seat);
+        let free = move || {
+            metrics.add(&EXECUTING_SEATS, &[&labels[0], &labels[1]], -seats);
+            drop(seat);
+        };
+        if estimate.hold.is_zero() {
+            free();
+        } else {
+            // The watch notifications of a write: its seats stay taken a while.
+            tokio::spawn(async move {
+                tokio::time::sleep(estimate.hold).await;
+                free();
+            });
+        }
     };
     if watch {
         // The watch is set up: from APF's point of view it is done.

@@ -1,13 +1,15 @@
 //! One priority level's seats and queues: shuffle sharding and fair queuing, as
-//! upstream's `util/flowcontrol/fairqueuing/queueset`, simplified to unit work
-//! (every request takes one seat; upstream estimates more seats for big LISTs).
+//! upstream's `util/flowcontrol/fairqueuing/queueset`, with each request
+//! taking the seats its work estimate asks for (`mod.rs`: big LISTs, writes
+//! with many watchers) and unit execution time.
 //!
 //! A request's flow (schema + distinguisher) hashes to a hand of `hand_size`
 //! queues out of `queues` (shuffle sharding), and joins the shortest of them.
 //! Fair queuing: each queue has a virtual start time; a queue becoming busy
 //! starts at the level's current virtual time, every dispatch from a queue
-//! advances its virtual time by one, and a free seat goes to the non-empty
-//! queue with the smallest virtual time. So a flow that keeps its queue full
+//! advances its virtual time by the request's seats, and free seats go to the
+//! non-empty queue with the smallest virtual time when its head request fits
+//! (or when nothing executes: a request wider than the limit still runs alone). So a flow that keeps its queue full
 //! gets one turn per round like any other, and a quiet flow is served next.
 //!
 //! Invariants (under the one lock): `executing <= limit` except for a limit
@@ -43,6 +45,7 @@ impl Rejection {
 
 struct Waiter {
     id: u64,
+    seats: usize,
     tx: oneshot::Sender<()>,
 }
 
@@ -71,14 +74,22 @@ pub struct Level {
 pub struct Seat {
     level: Arc<Level>,
     queue: Option<usize>,
+    seats: usize,
+}
+
+impl Seat {
+    /// How many seats are held.
+    pub fn seats(&self) -> usize {
+        self.seats
+    }
 }
 
 impl Drop for Seat {
     fn drop(&mut self) {
         let mut st = self.level.state.lock().expect("level lock");
-        st.executing = st.executing.saturating_sub(1);
+        st.executing = st.executing.saturating_sub(self.seats);
         if let Some(q) = self.queue.and_then(|q| st.queues.get_mut(q)) {
-            q.executing = q.executing.saturating_sub(1);
+            q.executing = q.executing.saturating_sub(self.seats);
         }
         st.dispatch();
     }
@@ -93,6 +104,11 @@ pub struct Admission {
 }
 
 impl State {
+    /// Whether `seats` more fit under the limit (always when idle).
+    fn fits(&self, seats: usize) -> bool {
+        self.executing == 0 || self.executing + seats <= self.limit
+    }
+
     fn dispatch(&mut self) {
         while self.executing < self.limit {
             let Some(qi) = self
@@ -105,13 +121,17 @@ impl State {
             else {
                 return;
             };
+            let seats = self.queues[qi].waiting.front().map_or(1, |w| w.seats);
+            if !self.fits(seats) {
+                return;
+            }
             let q = &mut self.queues[qi];
             let w = q.waiting.pop_front().expect("non-empty queue");
             if w.tx.send(()).is_ok() {
                 self.virtual_time = self.virtual_time.max(q.virtual_start);
-                q.virtual_start += 1;
-                q.executing += 1;
-                self.executing += 1;
+                q.virtual_start += seats as u64;
+                q.executing += seats;
+                self.executing += seats;
             }
         }
     }
@@ -186,6 +206,12 @@ impl Level {
         st.dispatch();
     }
 
+    /// The current seat limit.
+    pub fn limit(&self) -> usize {
+        self.state.lock().expect("level lock").limit
+    }
+
+    /// Seats taken now.
     pub fn executing(&self) -> usize {
         self.state.lock().expect("level lock").executing
     }
@@ -195,21 +221,27 @@ impl Level {
         st.queues.iter().map(|q| q.waiting.len()).sum()
     }
 
-    /// Wait for a seat for flow `hash`, at most until `wait_until`.
-    pub async fn admit(self: &Arc<Self>, hash: u64, wait_until: Instant) -> Admission {
+    /// Wait for `seats` seats for flow `hash`, at most until `wait_until`.
+    pub async fn admit(
+        self: &Arc<Self>,
+        hash: u64,
+        seats: usize,
+        wait_until: Instant,
+    ) -> Admission {
+        let seats = seats.max(1);
         let started = Instant::now();
         let (queue, id, rx) = {
             let mut guard = self.state.lock().expect("level lock");
             let st = &mut *guard;
             let (hand_size, length_limit) = match st.kind {
                 LevelKind::Exempt => {
-                    st.executing += 1;
-                    return self.admitted(None, started, false);
+                    st.executing += seats;
+                    return self.admitted(None, seats, started, false);
                 }
                 LevelKind::Reject => {
-                    if st.executing < st.limit {
-                        st.executing += 1;
-                        return self.admitted(None, started, false);
+                    if st.fits(seats) {
+                        st.executing += seats;
+                        return self.admitted(None, seats, started, false);
                     }
                     return rejected(Rejection::ConcurrencyLimit, started, false);
                 }
@@ -225,13 +257,13 @@ impl Level {
             if q.waiting.is_empty() {
                 q.virtual_start = q.virtual_start.max(vt);
             }
-            if st.executing < st.limit && !st.waiting() {
+            if st.fits(seats) && !st.waiting() {
                 let q = &mut st.queues[qi];
                 st.virtual_time = st.virtual_time.max(q.virtual_start);
-                q.virtual_start += 1;
-                q.executing += 1;
-                st.executing += 1;
-                return self.admitted(Some(qi), started, false);
+                q.virtual_start += seats as u64;
+                q.executing += seats;
+                st.executing += seats;
+                return self.admitted(Some(qi), seats, started, false);
             }
             if st.queues[qi].waiting.len() >= length_limit {
                 return rejected(Rejection::QueueFull, started, false);
@@ -239,7 +271,7 @@ impl Level {
             let (tx, rx) = oneshot::channel();
             let id = st.next_id;
             st.next_id += 1;
-            st.queues[qi].waiting.push_back(Waiter { id, tx });
+            st.queues[qi].waiting.push_back(Waiter { id, seats, tx });
             (qi, id, rx)
         };
         let mut leave = Leave {
@@ -251,7 +283,7 @@ impl Level {
         let dispatched = tokio::time::timeout_at(wait_until, rx).await;
         leave.armed = false;
         if let Ok(Ok(())) = dispatched {
-            return self.admitted(Some(queue), started, true);
+            return self.admitted(Some(queue), seats, started, true);
         }
         // Timed out: leave the queue, unless a dispatch got there first.
         let mut st = self.state.lock().expect("level lock");
@@ -268,7 +300,7 @@ impl Level {
         drop(st);
         match dispatched {
             // A dispatch raced the timeout: the seat is ours.
-            Err(_) => self.admitted(Some(queue), started, true),
+            Err(_) => self.admitted(Some(queue), seats, started, true),
             // The queue went away in a reconfiguration.
             Ok(_) => rejected(Rejection::TimeOut, started, true),
         }
@@ -277,6 +309,7 @@ impl Level {
     fn admitted(
         self: &Arc<Self>,
         queue: Option<usize>,
+        seats: usize,
         started: Instant,
         queued: bool,
     ) -> Admission {
@@ -284,6 +317,7 @@ impl Level {
             result: Ok(Seat {
                 level: self.clone(),
                 queue,
+                seats,
             }),
             waited: started.elapsed(),
             queued,
@@ -352,19 +386,19 @@ mod tests {
             0u64,
             (0..).find(|h| deal(*h, 16, 1) != deal(0, 16, 1)).unwrap(),
         );
-        let first = level.admit(noisy, far()).await.result.unwrap();
+        let first = level.admit(noisy, 1, far()).await.result.unwrap();
         let l = level.clone();
-        let n2 = tokio::spawn(async move { l.admit(noisy, far()).await.result.is_ok() });
+        let n2 = tokio::spawn(async move { l.admit(noisy, 1, far()).await.result.is_ok() });
         let l = level.clone();
-        let n3 = tokio::spawn(async move { l.admit(noisy, far()).await.result.is_ok() });
+        let n3 = tokio::spawn(async move { l.admit(noisy, 1, far()).await.result.is_ok() });
         while level.waiting() < 2 {
             tokio::task::yield_now().await;
         }
         // The noisy flow's queue is full: more of it is refused at once.
-        let over = level.admit(noisy, far()).await;
+        let over = level.admit(noisy, 1, far()).await;
         assert_eq!(over.result.err(), Some(Rejection::QueueFull));
         let l = level.clone();
-        let q = tokio::spawn(async move { l.admit(quiet, far()).await.result });
+        let q = tokio::spawn(async move { l.admit(quiet, 1, far()).await.result });
         while level.waiting() < 3 {
             tokio::task::yield_now().await;
         }
@@ -384,9 +418,44 @@ mod tests {
             queue_length_limit: 5,
         };
         let level = Level::new(kind, 1);
-        let _seat = level.admit(1, far()).await.result.unwrap();
-        let a = level.admit(2, Instant::now()).await;
+        let _seat = level.admit(1, 1, far()).await.result.unwrap();
+        let a = level.admit(2, 1, Instant::now()).await;
         assert_eq!(a.result.err(), Some(Rejection::TimeOut));
         assert_eq!(level.waiting(), 0);
+    }
+
+    #[tokio::test]
+    async fn wide_requests_wait_for_enough_seats() {
+        let kind = LevelKind::Queue {
+            queues: 1,
+            hand_size: 1,
+            queue_length_limit: 10,
+        };
+        let level = Level::new(kind, 4);
+        let a = level.admit(1, 3, far()).await.result.unwrap();
+        assert_eq!((a.seats(), level.executing()), (3, 3));
+        // Two more seats do not fit next to three of four: it waits.
+        let l = level.clone();
+        let b = tokio::spawn(async move { l.admit(1, 2, far()).await.result });
+        while level.waiting() < 1 {
+            tokio::task::yield_now().await;
+        }
+        // Nor does a one-seat request jump the queue ahead of it.
+        let l = level.clone();
+        let c = tokio::spawn(async move { l.admit(1, 1, far()).await.result });
+        while level.waiting() < 2 {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(level.executing(), 3);
+        drop(a);
+        let b = b.await.unwrap().unwrap();
+        let c = c.await.unwrap().unwrap();
+        assert_eq!(level.executing(), 3);
+        drop((b, c));
+        assert_eq!(level.executing(), 0);
+        // Wider than the whole limit: runs alone.
+        let wide = level.admit(1, 9, far()).await.result.unwrap();
+        assert_eq!(level.executing(), 9);
+        drop(wide);
     }
 }

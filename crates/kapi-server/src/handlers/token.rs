@@ -16,7 +16,7 @@ use kapi_machinery::validation::{FieldError, FieldPath};
 use serde_json::{json, Value};
 
 use super::{read_body, Ctx};
-use crate::authn::serviceaccount::{rfc3339, Binding};
+use crate::authn::serviceaccount::{now, rfc3339, Binding};
 use crate::negotiate;
 
 const KIND: &str = "TokenRequest";
@@ -86,15 +86,20 @@ pub async fn token(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {
     }
 
     let bound = bound_object(ctx, &ns, &name, spec.get("boundObjectRef")).await?;
-    let (token, exp) = issuer.issue(&Binding {
+    let (expiration, warning) = issuer.cap_expiration(expiration);
+    let pod_bound = bound.as_ref().is_some_and(|(k, _, _)| k == "Pod");
+    let (lifetime, warn_after) = issuer.extended(expiration, pod_bound, &audiences);
+    let (token, _) = issuer.issue(&Binding {
         namespace: &ns,
         account: (&name, &sa_uid),
         object: bound
             .as_ref()
             .map(|(k, n, u)| (k.as_str(), n.as_str(), u.as_str())),
         audiences: &audiences,
-        expiration_seconds: expiration,
+        expiration_seconds: lifetime,
+        warn_after_seconds: warn_after,
     });
+    let exp = now() + expiration;
     let mut spec = spec;
     spec["audiences"] = json!(audiences);
     spec["expirationSeconds"] = json!(expiration);
@@ -110,7 +115,13 @@ pub async fn token(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {
         "status": {"token": token, "expirationTimestamp": rfc3339(exp)},
     });
     let accept = &ctx.accept;
-    Ok(negotiate::respond(StatusCode::CREATED, &req, accept.format))
+    let mut resp = negotiate::respond(StatusCode::CREATED, &req, accept.format);
+    if let Some(text) = warning {
+        if let Ok(v) = axum::http::HeaderValue::from_str(&format!("299 - \"{text}\"")) {
+            resp.headers_mut().append(axum::http::header::WARNING, v);
+        }
+    }
+    Ok(resp)
 }
 
 /// `(kind, name, uid)` of the bound object, checked as upstream.

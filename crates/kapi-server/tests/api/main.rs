@@ -3,10 +3,12 @@
 //! (`harness.rs`); modules group the tests by the behaviour they check.
 
 mod apf;
+mod apf2;
 mod apply;
 mod audit;
 mod auth;
 mod auth2;
+mod authfill;
 mod batch;
 mod chain;
 mod componentstatus;
