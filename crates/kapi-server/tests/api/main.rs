@@ -12,6 +12,7 @@ mod chain;
 mod componentstatus;
 mod controllers;
 mod crd;
+mod crd_conversion;
 mod crd_lifecycle;
 mod crd_schema;
 mod crud;
