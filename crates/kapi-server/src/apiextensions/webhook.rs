@@ -172,9 +172,9 @@ impl ReviewClient for WebhookClient {
 }
 
 /// Run `fut` to completion from synchronous code inside (or outside) a runtime.
-fn block_on<F: Future>(fut: F) -> F::Output
+fn block_on<F>(fut: F) -> F::Output
 where
-    F: Send,
+    F: Future + Send,
     F::Output: Send,
 {
     use tokio::runtime::{Handle, RuntimeFlavor};

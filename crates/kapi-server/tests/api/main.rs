@@ -14,6 +14,7 @@ mod controllers;
 mod crd;
 mod crd_conversion;
 mod crd_lifecycle;
+mod crd_objects;
 mod crd_schema;
 mod crud;
 mod defaults;
