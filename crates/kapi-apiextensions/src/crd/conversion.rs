@@ -365,3 +365,93 @@ fn go_type(v: &Value) -> &'static str {
         Value::Object(_) => "map[string]interface {}",
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// Answers each review with `answer(request)`, recording the requests.
+    struct Fake {
+        seen: Mutex<Vec<Value>>,
+        answer: fn(&Value) -> Value,
+    }
+
+    impl ReviewClient for Fake {
+        fn post(&self, review: &Value) -> Result<Value, String> {
+            self.seen.lock().unwrap().push(review.clone());
+            Ok((self.answer)(review))
+        }
+    }
+
+    fn conversion(answer: fn(&Value) -> Value) -> (CrdConversion, Arc<Fake>) {
+        let fake = Arc::new(Fake {
+            seen: Mutex::new(Vec::new()),
+            answer,
+        });
+        let conv = CrdConversion::new("g.example.com/v1".into(), HashMap::new())
+            .with_webhook(fake.clone(), vec!["v1beta1".into(), "v1".into()]);
+        (conv, fake)
+    }
+
+    fn obj(version: &str, name: &str) -> Value {
+        json!({"apiVersion": format!("g.example.com/{version}"), "kind": "W",
+               "metadata": {"name": name, "uid": "u", "labels": {"a": "b"}}, "spec": {}})
+    }
+
+    fn echo(review: &Value) -> Value {
+        let desired = review["request"]["desiredAPIVersion"].clone();
+        let objects: Vec<Value> = review["request"]["objects"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| {
+                let mut o = o.clone();
+                o["apiVersion"] = desired.clone();
+                o["metadata"]["labels"] = json!({"c": "d"});
+                o["metadata"]["generation"] = json!(99);
+                o
+            })
+            .collect();
+        json!({"response": {"uid": review["request"]["uid"], "convertedObjects": objects,
+                            "result": {"status": "Success"}}})
+    }
+
+    #[test]
+    fn first_supported_review_version_and_metadata_restored_but_labels() {
+        let (conv, fake) = conversion(echo);
+        let out = conv
+            .try_convert(vec![obj("v1", "a"), obj("v1", "b")], "g.example.com/v2")
+            .unwrap();
+        let review = &fake.seen.lock().unwrap()[0];
+        // v1beta1 is listed first; its answers are not checked for GVK or uid.
+        assert_eq!(review["apiVersion"], "apiextensions.k8s.io/v1beta1");
+        assert_eq!(review["request"]["objects"].as_array().unwrap().len(), 2);
+        assert_eq!(out[1]["apiVersion"], "g.example.com/v2");
+        assert_eq!(out[1]["metadata"]["labels"], json!({"c": "d"}));
+        assert!(out[1]["metadata"].get("generation").is_none());
+        assert_eq!(out[1]["metadata"]["name"], "b");
+    }
+
+    #[test]
+    fn invalid_labels_from_the_webhook_are_refused() {
+        fn bad_labels(review: &Value) -> Value {
+            let mut answer = echo(review);
+            answer["response"]["convertedObjects"][0]["metadata"]["labels"] =
+                json!({"bad key!": "x"});
+            answer
+        }
+        let (conv, _) = conversion(bad_labels);
+        let err = conv
+            .try_convert(vec![obj("v1", "a")], "g.example.com/v2")
+            .unwrap_err();
+        assert_eq!(err.code, 500);
+        assert!(
+            err.message.starts_with(
+                "conversion webhook for g.example.com/v1, Kind=W returned invalid metadata: metadata.labels: Invalid value: \"bad key!\""
+            ),
+            "{}",
+            err.message
+        );
+    }
+}
