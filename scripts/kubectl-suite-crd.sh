@@ -1,7 +1,9 @@
 # CustomResourceDefinition checks for scripts/kubectl-suite (sourced; uses its
 # `check`): a definition applied and established, its objects listed with the
-# printer columns, explained from the OpenAPI, rejected by a CEL rule, scaled,
-# applied server-side, and gone with the definition.
+# printer columns (priority 1 only with `-o wide`), explained from the OpenAPI,
+# rejected by a CEL rule, status written through the status subresource only,
+# scaled, applied server-side, and gone with the definition — objects too (a
+# definition applied again finds none).
 
 crd_def() {
 cat <<'YAML'
@@ -23,6 +25,7 @@ spec:
     - {name: Spec, type: string, jsonPath: .spec.cronSpec}
     - {name: Replicas, type: integer, jsonPath: .spec.replicas}
     - {name: Age, type: date, jsonPath: .metadata.creationTimestamp}
+    - {name: Image, type: string, priority: 1, jsonPath: .spec.image}
     schema:
       openAPIV3Schema:
         type: object
@@ -76,9 +79,15 @@ crd_suite() { # kubectl version namespace
   check "$v cr columns" "NAME +SPEC +REPLICAS +AGE" "$k" -n "$ns" get crontabs
   check "$v cr row" "nightly +0 3 \* \* \* +2 +[0-9]+s" "$k" -n "$ns" get crontabs
   check "$v cr short name" "nightly" "$k" -n "$ns" get ct
+  check "$v cr wide" "NAME +SPEC +REPLICAS +AGE +IMAGE" "$k" -n "$ns" get crontabs -o wide
+  check "$v cr wide row" "nightly +0 3 \* \* \* +2 +[0-9]+s +busybox" "$k" -n "$ns" get crontabs -o wide
   check "$v cr defaulted" "^busybox$" "$k" -n "$ns" get crontab nightly -o "jsonpath={.spec.image}"
   check "$v explain" "When the job runs, in cron syntax" explain_when_ready "$k" crontab.spec
   check "$v cel rejected" "busybox may not run more than 5 replicas" "$k" -n "$ns" apply -f - <<<"$(crontab_obj greedy 9)"
+  check "$v cr status patch" "crontab.stable.example.com/nightly patched" "$k" -n "$ns" patch crontab nightly --subresource=status --type=merge -p '{"status":{"replicas":3}}'
+  check "$v cr status" "^3$" "$k" -n "$ns" get crontab nightly -o "jsonpath={.status.replicas}"
+  check "$v cr status via main" "patched \(no change\)" "$k" -n "$ns" patch crontab nightly --type=merge -p '{"status":{"replicas":7}}'
+  check "$v cr status kept" "^3$" "$k" -n "$ns" get crontab nightly --subresource=status -o "jsonpath={.status.replicas}"
   check "$v cr scale" "crontab.stable.example.com/nightly scaled" "$k" -n "$ns" scale crontab nightly --replicas=4
   check "$v cr scaled" "^4$" "$k" -n "$ns" get crontab nightly -o "jsonpath={.spec.replicas}"
   check "$v cr ssa" "crontab.stable.example.com/ports serverside-applied" "$k" -n "$ns" apply --server-side --field-manager=alice -f - <<<"$(crontab_ports ports http 80)"
@@ -89,4 +98,9 @@ crd_suite() { # kubectl version namespace
   check "$v crd delete" "customresourcedefinition.apiextensions.k8s.io \"$crd\" deleted" "$k" delete crd "$crd"
   check "$v crd gone" "NotFound|not found" "$k" get crd "$crd"
   check "$v crontabs gone" "doesn't have a resource type \"crontabs\"|could not find the requested resource" "$k" -n "$ns" get crontabs
+  # Applied again, the definition finds none of the old objects.
+  check "$v crd reapply" "customresourcedefinition.apiextensions.k8s.io/$crd created" "$k" apply -f - <<<"$(crd_def)"
+  check "$v crd reestablished" "condition met" "$k" wait --for=condition=Established --timeout=10s "crd/$crd"
+  check "$v old objects gone" "No resources found in $ns namespace" "$k" -n "$ns" get crontabs
+  check "$v crd delete again" "deleted" "$k" delete crd "$crd"
 }

@@ -7,6 +7,7 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
+use kapi_machinery::status::ApiError;
 use serde_json::Value;
 
 use crate::strategy::Strategy;
@@ -133,6 +134,22 @@ pub trait Conversion: Send + Sync + 'static {
 
     /// `obj` (whose `apiVersion` names its version) as an object of `api_version`.
     fn convert(&self, obj: Value, api_version: &str) -> Value;
+
+    /// What the store calls: `objs` (each naming its version; a list's items
+    /// in one call) as objects of `api_version`, all or an error. Conversions
+    /// that can fail (a custom resource's conversion webhook) override this;
+    /// the default is [`Conversion::convert`] on each.
+    fn try_convert(&self, objs: Vec<Value>, api_version: &str) -> Result<Vec<Value>, ApiError> {
+        Ok(objs
+            .into_iter()
+            .map(|o| self.convert(o, api_version))
+            .collect())
+    }
+
+    /// Applied to every object read from storage, at its stored version,
+    /// before any conversion (custom resources: defaults of the stored
+    /// version's schema, upstream's defaulting on read).
+    fn on_read(&self, _obj: &mut Value) {}
 }
 
 /// One served resource at one group-version.
@@ -191,28 +208,67 @@ impl ResourceDef {
     }
 
     /// `obj` as this resource serves it (a no-op without a conversion).
-    pub fn to_served(&self, obj: Value) -> Value {
-        self.convert_to(obj, &self.api_version())
+    pub fn to_served(&self, obj: Value) -> Result<Value, ApiError> {
+        let mut all = self.to_served_all(vec![obj])?;
+        all.pop()
+            .ok_or_else(|| ApiError::internal("conversion returned no object"))
+    }
+
+    /// Objects read from storage as this resource serves them, converted in
+    /// one batch (a list, or the objects of one watch event).
+    pub fn to_served_all(&self, mut objs: Vec<Value>) -> Result<Vec<Value>, ApiError> {
+        if let Some(c) = &self.conversion {
+            for obj in &mut objs {
+                c.on_read(obj);
+            }
+        }
+        self.convert_all(objs, &self.api_version())
     }
 
     /// `obj` as storage keeps it (a no-op without a conversion).
-    pub fn to_storage(&self, obj: Value) -> Value {
-        match &self.conversion {
-            Some(c) => {
-                let target = c.storage_api_version().to_owned();
-                self.convert_to(obj, &target)
-            }
-            None => obj,
-        }
+    pub fn to_storage(&self, obj: Value) -> Result<Value, ApiError> {
+        let Some(c) = &self.conversion else {
+            return Ok(obj);
+        };
+        let target = c.storage_api_version().to_owned();
+        let mut all = self.convert_all(vec![obj], &target)?;
+        all.pop()
+            .ok_or_else(|| ApiError::internal("conversion returned no object"))
     }
 
-    fn convert_to(&self, obj: Value, api_version: &str) -> Value {
-        match &self.conversion {
-            Some(c) if obj.get("apiVersion").and_then(Value::as_str) != Some(api_version) => {
-                c.convert(obj, api_version)
-            }
-            _ => obj,
+    /// Only the objects not at `api_version` go to the conversion, as upstream
+    /// sends only those to a webhook.
+    fn convert_all(&self, objs: Vec<Value>, api_version: &str) -> Result<Vec<Value>, ApiError> {
+        let Some(c) = &self.conversion else {
+            return Ok(objs);
+        };
+        let at = |o: &Value| o.get("apiVersion").and_then(Value::as_str) == Some(api_version);
+        if objs.iter().all(at) {
+            return Ok(objs);
         }
+        let (mut out, mut todo, mut slots) =
+            (Vec::with_capacity(objs.len()), Vec::new(), Vec::new());
+        for (i, o) in objs.into_iter().enumerate() {
+            if at(&o) {
+                out.push(o);
+            } else {
+                slots.push(i);
+                out.push(Value::Null);
+                todo.push(o);
+            }
+        }
+        let converted = c.try_convert(todo, api_version)?;
+        if converted.len() != slots.len() {
+            return Err(ApiError::internal(format!(
+                "conversion to {api_version} returned {} objects, expected {}",
+                converted.len(),
+                slots.len()
+            )));
+        }
+        for (i, o) in slots.into_iter().zip(converted) {
+            out[i] = o;
+        }
+        Ok(out)
     }
 
     pub fn supports(&self, verb: Verb) -> bool {

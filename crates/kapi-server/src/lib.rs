@@ -31,6 +31,7 @@ mod openapi;
 mod openapi_pb;
 pub mod request;
 mod reviews;
+pub mod service_resolver;
 pub mod tls;
 
 use std::sync::{Arc, PoisonError, RwLock};

@@ -9,6 +9,7 @@
 //! Where to look next: `kapi-server/src/apiextensions/` installs and removes
 //! the resources while the server runs.
 
+pub mod conversion;
 pub mod custom;
 pub mod jsonpath;
 pub mod openapi;
@@ -17,7 +18,9 @@ pub mod schema;
 pub mod strategy;
 pub mod types;
 pub mod validation;
+mod validation_extra;
 
+pub use conversion::{CrdConversion, ReviewClient};
 pub use custom::{CustomStrategy, SinceFn};
 pub use resources::{served, Served, CUSTOM_PREFIX};
 pub use strategy::{set_condition, CrdStrategy, CLEANUP_FINALIZER};

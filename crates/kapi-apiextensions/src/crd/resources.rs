@@ -1,18 +1,21 @@
 //! From a definition to what the server installs: one `ResourceDef` per served
 //! version, all sharing one key prefix (`/customresources/<group>/<plural>`,
 //! one watch-cache prefix holds every custom resource) and, when there are
-//! several versions, one [`NoneConversion`] to the storage version.
+//! several versions or the schemas have defaults, one [`CrdConversion`]
+//! (to the storage version; defaults on read).
 //!
 //! Names come from `status.acceptedNames` (upstream serves the accepted names,
 //! which the naming controller copies from the spec once they conflict with
 //! nothing), the plural from the spec.
 
+use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use kapi_registry::{Conversion, ResourceDef, Subresource, Verb};
 use serde_json::Value;
 
+use super::conversion::{CrdConversion, ReviewClient};
 use super::custom::{CustomStrategy, SinceFn};
 use super::jsonpath::JsonPath;
 use super::schema::Schema;
@@ -21,24 +24,6 @@ use super::types::{Crd, Version};
 /// The storage prefix every custom resource lives under.
 pub const CUSTOM_PREFIX: &str = "/customresources/";
 
-/// `conversion.strategy: None`: only `apiVersion` changes between versions.
-pub struct NoneConversion {
-    storage: String,
-}
-
-impl Conversion for NoneConversion {
-    fn storage_api_version(&self) -> &str {
-        &self.storage
-    }
-
-    fn convert(&self, mut obj: Value, api_version: &str) -> Value {
-        if let Some(root) = obj.as_object_mut() {
-            root.insert("apiVersion".into(), api_version.into());
-        }
-        obj
-    }
-}
-
 /// A served version with its compiled schema (for OpenAPI and apply).
 pub struct Served {
     pub def: ResourceDef,
@@ -46,19 +31,29 @@ pub struct Served {
 }
 
 /// The resources `crd` serves, one per served version; `terminating` (shared
-/// by them) refuses creates while the definition is being deleted.
-pub fn served(crd_obj: &Value, since: SinceFn, terminating: Arc<AtomicBool>) -> Vec<Served> {
+/// by them) refuses creates while the definition is being deleted; `webhook`
+/// is the client of the definition's conversion webhook (`strategy: Webhook`).
+pub fn served(
+    crd_obj: &Value,
+    since: SinceFn,
+    terminating: Arc<AtomicBool>,
+    webhook: Option<Arc<dyn ReviewClient>>,
+) -> Vec<Served> {
     let crd = Crd::parse(crd_obj);
     let Some(storage) = crd.storage_version() else {
         return Vec::new();
     };
     let group = crd.spec.group.clone();
-    let storage_av = format!("{group}/{}", storage.name);
-    let conversion: Option<Arc<dyn Conversion>> = (crd.spec.versions.len() > 1).then(|| {
-        Arc::new(NoneConversion {
-            storage: storage_av,
-        }) as Arc<dyn Conversion>
-    });
+    let schemas: HashMap<String, Arc<Schema>> = crd
+        .spec
+        .versions
+        .iter()
+        .filter_map(|v| {
+            let raw = v.schema.as_ref()?.open_api_v3_schema.as_ref()?;
+            Some((v.name.clone(), Arc::new(Schema::new(raw).ok()?)))
+        })
+        .collect();
+    let conversion = conversion(&crd, &storage.name, &schemas, webhook);
     let names = if crd.status.accepted_names.kind.is_empty() {
         crd.spec.names.clone()
     } else {
@@ -69,12 +64,7 @@ pub fn served(crd_obj: &Value, since: SinceFn, terminating: Arc<AtomicBool>) -> 
         .iter()
         .filter(|v| v.served)
         .map(|v| {
-            let schema = v
-                .schema
-                .as_ref()
-                .and_then(|s| s.open_api_v3_schema.as_ref())
-                .and_then(|s| Schema::new(s).ok())
-                .map(Arc::new);
+            let schema = schemas.get(&v.name).cloned();
             let strategy = CustomStrategy::new(
                 schema.clone(),
                 v.additional_printer_columns.clone(),
@@ -107,6 +97,45 @@ pub fn served(crd_obj: &Value, since: SinceFn, terminating: Arc<AtomicBool>) -> 
             Served { def, schema }
         })
         .collect()
+}
+
+/// The definition's conversion: needed with several versions (to the storage
+/// version, through the webhook when there is one) or when a schema has
+/// defaults (applied on read).
+fn conversion(
+    crd: &Crd,
+    storage: &str,
+    schemas: &HashMap<String, Arc<Schema>>,
+    webhook: Option<Arc<dyn ReviewClient>>,
+) -> Option<Arc<dyn Conversion>> {
+    let several = crd.spec.versions.len() > 1;
+    if !several && !schemas.values().any(|s| has_defaults(s.raw())) {
+        return None;
+    }
+    let storage_av = format!("{}/{storage}", crd.spec.group);
+    let mut conv = CrdConversion::new(storage_av, schemas.clone());
+    let spec = crd.spec.conversion.as_ref();
+    if let (true, Some(client), Some(spec)) = (several, webhook, spec) {
+        if spec.strategy == "Webhook" {
+            let versions = spec
+                .webhook
+                .as_ref()
+                .and_then(|w| w.get("conversionReviewVersions"))
+                .and_then(|v| serde_json::from_value(v.clone()).ok())
+                .unwrap_or_default();
+            conv = conv.with_webhook(client, versions);
+        }
+    }
+    Some(Arc::new(conv))
+}
+
+/// Whether a schema declares a default anywhere.
+fn has_defaults(schema: &Value) -> bool {
+    match schema {
+        Value::Object(m) => m.contains_key("default") || m.values().any(has_defaults),
+        Value::Array(a) => a.iter().any(has_defaults),
+        _ => false,
+    }
 }
 
 /// Upstream's default: `<group>/<version> <Kind> is deprecated`.

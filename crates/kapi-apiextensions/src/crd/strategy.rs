@@ -47,6 +47,15 @@ impl Strategy for CrdStrategy {
             if conv.get("strategy").is_none_or(Value::is_null) {
                 conv.insert("strategy".into(), "None".into());
             }
+            // v1 defaults a service reference's port to 443.
+            if let Some(svc) = conv
+                .get_mut("webhook")
+                .and_then(|w| w.get_mut("clientConfig"))
+                .and_then(|c| c.get_mut("service"))
+                .and_then(Value::as_object_mut)
+            {
+                svc.entry("port").or_insert_with(|| 443.into());
+            }
         }
     }
 

@@ -19,6 +19,7 @@ use serde_json::Value;
 
 use super::schema;
 use super::types::{Crd, Names, PrinterColumn, Scale, SelectableField, Version};
+use super::validation_extra;
 
 const COLUMN_TYPES: &str = "boolean,date,integer,number,string";
 const COLUMN_FORMATS: &str = "byte,date,date-time,double,float,int32,int64,password";
@@ -188,38 +189,10 @@ fn validate_spec(obj: &Value, crd: &Crd, path: &FieldPath) -> ErrorList {
         }
     }
     errs.extend(validate_names(&spec.names, &names));
-    errs.extend(validate_conversion(crd, &path.child("conversion")));
-    errs
-}
-
-fn validate_conversion(crd: &Crd, path: &FieldPath) -> ErrorList {
-    let Some(conv) = &crd.spec.conversion else {
-        return Vec::new();
-    };
-    let mut errs = ErrorList::new();
-    match conv.strategy.as_str() {
-        "None" => {
-            if conv.webhook.is_some() {
-                errs.push(FieldError::forbidden(
-                    &path.child("webhook"),
-                    "should not be set when strategy is not set to Webhook",
-                ));
-            }
-        }
-        "Webhook" => {
-            if conv.webhook.is_none() {
-                errs.push(FieldError::required(
-                    &path.child("webhook"),
-                    "required when strategy is set to Webhook",
-                ));
-            }
-        }
-        other => errs.push(FieldError::not_supported(
-            &path.child("strategy"),
-            other.to_owned(),
-            &["None", "Webhook"],
-        )),
-    }
+    errs.extend(validation_extra::validate_conversion(
+        crd,
+        &path.child("conversion"),
+    ));
     errs
 }
 
@@ -232,7 +205,15 @@ fn validate_version(v: &Version, path: &FieldPath) -> ErrorList {
         .and_then(|s| s.open_api_v3_schema.as_ref());
     match schema {
         None => errs.push(FieldError::required(&schema_path, "schemas are required")),
-        Some(s) => errs.extend(schema::validate_schema(s, &schema_path)),
+        Some(s) => {
+            if v.subresources.as_ref().is_some_and(|s| s.status.is_some()) {
+                errs.extend(validation_extra::validate_status_root(
+                    s,
+                    &path.child("schema"),
+                ));
+            }
+            errs.extend(schema::validate_schema(s, &schema_path))
+        }
     }
     if let Some(scale) = v.subresources.as_ref().and_then(|s| s.scale.as_ref()) {
         errs.extend(validate_scale(

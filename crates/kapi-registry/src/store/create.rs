@@ -37,7 +37,7 @@ impl Store {
                 return Ok(obj);
             }
             let key = self.def.key(meta::namespace(&obj), meta::name(&obj));
-            match self.backend.create(&key, self.encode(&obj)).await {
+            match self.backend.create(&key, self.encode(&obj)?).await {
                 Ok(kv) => return self.decode(&kv),
                 Err(StorageError::AlreadyExists { .. }) if generated => {
                     last_name = meta::name(&obj).to_owned();

@@ -36,7 +36,7 @@ impl Store {
             };
             let current = self.decode(kv)?;
             self.check_delete_preconditions(&current, &opts.preconditions)?;
-            let (decision, outcome) = self.decide_delete(current, opts);
+            let (decision, outcome) = self.decide_delete(current, opts)?;
             result = Some(outcome);
             Ok(if opts.dry_run {
                 Decision::Unchanged
@@ -81,7 +81,11 @@ impl Store {
         Ok(())
     }
 
-    fn decide_delete(&self, mut obj: Value, opts: &DeleteOptions) -> (Decision, DeleteOutcome) {
+    fn decide_delete(
+        &self,
+        mut obj: Value,
+        opts: &DeleteOptions,
+    ) -> Result<(Decision, DeleteOutcome), ApiError> {
         let policy = self.def.strategy.gc_policy();
         let gc_change = gc_finalizers::for_delete(policy, &meta::finalizers(&obj), opts);
         if let Some(finalizers) = &gc_change {
@@ -91,22 +95,22 @@ impl Store {
         if meta::is_deleting(&obj) {
             // Deletion is under way: only the GC finalizers may still change.
             if !(has_finalizers || self.def.strategy.begin_delete(&mut obj.clone())) {
-                return (Decision::Delete, DeleteOutcome::Deleted(obj));
+                return Ok((Decision::Delete, DeleteOutcome::Deleted(obj)));
             }
             if gc_change.is_none() {
-                return (Decision::Unchanged, DeleteOutcome::Pending(obj));
+                return Ok((Decision::Unchanged, DeleteOutcome::Pending(obj)));
             }
             meta::meta_mut(&mut obj).insert("deletionGracePeriodSeconds".into(), 0.into());
-            return (
-                Decision::Write(self.encode(&obj)),
+            return Ok((
+                Decision::Write(self.encode(&obj)?),
                 DeleteOutcome::Pending(obj),
-            );
+            ));
         }
         let grace = opts.grace_period.unwrap_or(0).max(0);
         let graceful = grace > 0 && !self.def.strategy.delete_immediately(&obj);
         let marked = self.def.strategy.begin_delete(&mut obj);
         if !(has_finalizers || graceful || marked) {
-            return (Decision::Delete, DeleteOutcome::Deleted(obj));
+            return Ok((Decision::Delete, DeleteOutcome::Deleted(obj)));
         }
         let wait = if graceful { grace } else { 0 };
         if !graceful {
@@ -114,10 +118,10 @@ impl Store {
         }
         meta::set_str(&mut obj, "deletionTimestamp", &meta::rfc3339_after(wait));
         meta::meta_mut(&mut obj).insert("deletionGracePeriodSeconds".into(), wait.into());
-        (
-            Decision::Write(self.encode(&obj)),
+        Ok((
+            Decision::Write(self.encode(&obj)?),
             DeleteOutcome::Pending(obj),
-        )
+        ))
     }
 }
 

@@ -50,9 +50,8 @@ impl Store {
         opts: &ListOptions,
     ) -> Result<ListResult, ApiError> {
         if let Some(c) = self.list_cached(namespace, opts).await? {
-            let items = c.items.iter().map(|o| self.decode(&o.kv));
             return Ok(ListResult {
-                items: items.collect::<Result<_, _>>()?,
+                items: self.decode_all(c.items.iter().map(|o| &o.kv))?,
                 resource_version: c.resource_version,
                 continue_token: c.continue_token,
                 remaining: c.remaining,
@@ -87,8 +86,7 @@ impl Store {
             })?;
             revision = Some(page.revision);
             let last_key = page.kvs.last().map(|kv| kv.key.clone());
-            for kv in &page.kvs {
-                let obj = self.decode(kv)?;
+            for obj in self.decode_all(&page.kvs)? {
                 if self.matches(&obj, opts) {
                     out.items.push(obj);
                 }

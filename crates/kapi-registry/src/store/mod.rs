@@ -121,24 +121,42 @@ impl Store {
 
     /// Storage bytes to an object, with `resourceVersion` from the revision.
     pub(crate) fn decode(&self, kv: &KeyValue) -> Result<Value, ApiError> {
+        self.def.to_served(Self::decode_stored(kv)?)
+    }
+
+    /// Storage bytes of several objects, converted to the served version in
+    /// one batch (a list page).
+    pub(crate) fn decode_all<'a>(
+        &self,
+        kvs: impl IntoIterator<Item = &'a KeyValue>,
+    ) -> Result<Vec<Value>, ApiError> {
+        let stored = kvs
+            .into_iter()
+            .map(Self::decode_stored)
+            .collect::<Result<Vec<_>, _>>()?;
+        self.def.to_served_all(stored)
+    }
+
+    /// Storage bytes to the object as stored, with `resourceVersion`.
+    fn decode_stored(kv: &KeyValue) -> Result<Value, ApiError> {
         let mut obj: Value = serde_json::from_slice(&kv.value)
             .map_err(|e| ApiError::internal(format!("decoding {}: {e}", kv.key)))?;
         if !obj.is_object() {
             return Err(ApiError::internal(format!("{} is not an object", kv.key)));
         }
         meta::set_str(&mut obj, "resourceVersion", &kv.mod_revision.to_string());
-        Ok(self.def.to_served(obj))
+        Ok(obj)
     }
 
     /// The stored form of `obj`: at the storage version, without `resourceVersion`.
-    pub(crate) fn encode(&self, obj: &Value) -> Bytes {
-        let mut copy = self.def.to_storage(obj.clone());
+    pub(crate) fn encode(&self, obj: &Value) -> Result<Bytes, ApiError> {
+        let mut copy = self.def.to_storage(obj.clone())?;
         meta::remove(&mut copy, "resourceVersion");
         let mut bytes = serde_json::to_vec(&copy).expect("JSON values serialize");
         // The value lives in the backend and the cache for as long as the
         // object: without this it keeps serde_json's doubled capacity too.
         bytes.shrink_to_fit();
-        Bytes::from(bytes)
+        Ok(Bytes::from(bytes))
     }
 
     /// A storage failure as the client sees it.

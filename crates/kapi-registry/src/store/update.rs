@@ -82,12 +82,12 @@ impl Store {
                     self.validate_create(&new)?;
                     self.set_managed_fields(&mut new, None, opts, None);
                     created.store(true, Ordering::Relaxed);
-                    (Decision::Write(self.encode(&new)), new)
+                    (Decision::Write(self.encode(&new)?), new)
                 }
                 Some(old) => {
                     created.store(false, Ordering::Relaxed);
                     let new = self.prepare_update(desired(Some(&old))?, &old, target)?;
-                    self.decide_update(new, &old, opts, target)
+                    self.decide_update(new, &old, opts, target)?
                 }
             };
             last_new = Some(new);
@@ -235,7 +235,7 @@ impl Store {
         old: &Value,
         opts: &WriteOptions,
         target: UpdateTarget,
-    ) -> (Decision, Value) {
+    ) -> Result<(Decision, Value), ApiError> {
         // A deleting object without finalizers goes, unless its strategy still
         // holds it (a namespace's spec finalizers: upstream's
         // `ShouldDeleteNamespaceDuringUpdate`).
@@ -243,15 +243,15 @@ impl Store {
             && meta::finalizers(&new).is_empty()
             && !self.def.strategy.begin_delete(&mut new.clone())
         {
-            return (Decision::Delete, new);
+            return Ok((Decision::Delete, new));
         }
         if target != UpdateTarget::Binding {
             self.set_managed_fields(&mut new, Some(old), opts, target.subresource());
         }
         if same_object(&new, old) {
-            return (Decision::Unchanged, new);
+            return Ok((Decision::Unchanged, new));
         }
-        (Decision::Write(self.encode(&new)), new)
+        Ok((Decision::Write(self.encode(&new)?), new))
     }
 }
 

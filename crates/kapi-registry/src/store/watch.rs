@@ -171,8 +171,16 @@ impl Pump {
                 }
                 Some(Ok(WatchMessage::Events(events))) => {
                     for e in events {
-                        if let Some((kind, obj)) = self.translate(&e) {
-                            if !self.send(kind, obj).await {
+                        match self.translate(&e) {
+                            Ok(Some((kind, obj))) => {
+                                if !self.send(kind, obj).await {
+                                    return;
+                                }
+                            }
+                            Ok(None) => {}
+                            // A conversion failed: the watch ends with it.
+                            Err(err) => {
+                                let _ = self.send(WatchEventType::Error, err.to_status()).await;
                                 return;
                             }
                         }
@@ -192,27 +200,32 @@ impl Pump {
         let _ = self.send(WatchEventType::Error, err.to_status()).await;
     }
 
-    fn translate(&self, e: &Event) -> Option<(WatchEventType, Value)> {
-        let decode = |kv| self.store.decode(kv).ok();
-        let old = e.prev.as_ref().and_then(decode);
+    fn translate(&self, e: &Event) -> Result<Option<(WatchEventType, Value)>, ApiError> {
+        let old = e
+            .prev
+            .as_ref()
+            .map(|kv| self.store.decode(kv))
+            .transpose()?;
         let old_match = old
             .as_ref()
             .is_some_and(|o| self.store.matches(o, &self.opts));
         match e.kind {
             EventKind::Delete => {
-                let mut obj = old?;
+                let Some(mut obj) = old else {
+                    return Ok(None);
+                };
                 meta::set_str(&mut obj, "resourceVersion", &e.revision().to_string());
-                old_match.then_some((WatchEventType::Deleted, obj))
+                Ok(old_match.then_some((WatchEventType::Deleted, obj)))
             }
             EventKind::Put => {
-                let new = decode(&e.kv)?;
+                let new = self.store.decode(&e.kv)?;
                 let new_match = self.store.matches(&new, &self.opts);
-                match (old_match, new_match) {
+                Ok(match (old_match, new_match) {
                     (_, true) if old.is_none() || !old_match => Some((WatchEventType::Added, new)),
                     (true, true) => Some((WatchEventType::Modified, new)),
                     (true, false) => Some((WatchEventType::Deleted, new)),
                     _ => None,
-                }
+                })
             }
         }
     }

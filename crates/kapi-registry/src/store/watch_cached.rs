@@ -248,14 +248,19 @@ impl CachePump {
                         json: None,
                     }
                 }
-                Err(_) => return self.fail_decode(obj).await,
+                Err(e) => return self.fail(e).await,
             }
         };
         self.tx.send(event).await.is_ok()
     }
 
     async fn fail_decode(&self, obj: &CachedObject) -> bool {
-        let err = ApiError::internal(format!("decoding {}", obj.kv.key));
+        self.fail(ApiError::internal(format!("decoding {}", obj.kv.key)))
+            .await
+    }
+
+    /// The watch ends with `err` (a conversion that failed, bytes that do not decode).
+    async fn fail(&self, err: ApiError) -> bool {
         let ev = WatchEvent {
             kind: WatchEventType::Error,
             object: err.to_status(),

@@ -17,6 +17,7 @@
 
 mod finalizer;
 mod naming;
+mod webhook;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -256,7 +257,7 @@ impl Controller {
         let backend: Arc<dyn kapi_storage::Backend> = Arc::new(self.srv.slot.clone());
         let mut gvrs = Vec::new();
         let mut openapi_defs = Vec::new();
-        for served in crd::served(obj, since, terminating.clone()) {
+        for served in crd::served(obj, since, terminating.clone(), self.webhook_client(obj)) {
             let def = served.def;
             let (nav, root): (Arc<dyn SchemaNav>, TypeRef) = match &served.schema {
                 Some(s) => s.nav(self.srv.schema.clone()),
@@ -285,6 +286,16 @@ impl Controller {
             }
         }
         true
+    }
+
+    /// The client of `obj`'s conversion webhook, with `strategy: Webhook`.
+    fn webhook_client(&self, obj: &Value) -> Option<Arc<dyn crd::ReviewClient>> {
+        let conv = obj.pointer("/spec/conversion")?;
+        if conv.get("strategy").and_then(Value::as_str) != Some("Webhook") {
+            return None;
+        }
+        let client = webhook::WebhookClient::new(conv.get("webhook")?, &self.srv)?;
+        Some(Arc::new(client))
     }
 
     /// Refuse creates of definition `name`'s objects from now on.
