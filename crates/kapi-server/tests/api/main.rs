@@ -4,6 +4,7 @@
 
 mod apf;
 mod apply;
+mod apply2;
 mod audit;
 mod auth;
 mod auth2;
