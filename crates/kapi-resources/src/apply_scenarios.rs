@@ -531,6 +531,11 @@ fn configuration_errors_are_upstreams_typed_patch_errors() {
             containers(json!([{"name": "a", "imagee": "x"}])),
             ".spec.template.spec.containers[name=\"a\"].imagee: field not declared in schema",
         ),
+        (
+            // Atomic lists are validated element by element too.
+            deploy(json!({"template": {"spec": {"tolerations": [{"key": "k", "bogus": 1}]}}})),
+            ".spec.template.spec.tolerations[0].bogus: field not declared in schema",
+        ),
     ];
     for (cfg, detail) in cases {
         let e = fm.apply(None, &cfg, "m", false, NOW).unwrap_err();

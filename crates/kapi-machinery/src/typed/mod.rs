@@ -20,6 +20,7 @@
 mod merge;
 #[cfg(test)]
 mod tests;
+mod validate;
 
 use serde_json::{Map, Value};
 
@@ -140,8 +141,7 @@ impl<'a> Typed<'a> {
 
     /// Every field of `obj` (see the module doc for what counts as a member).
     /// `allow_duplicates` is false for applied configurations: two elements with
-    /// the same key are an error there, and so is a field a struct type does not
-    /// declare (upstream's "field not declared in schema").
+    /// the same key are an error there.
     pub fn to_field_set(&self, obj: &Value, allow_duplicates: bool) -> Result<Set, TypedError> {
         let mut out = Set::new();
         let mut path = Vec::new();
@@ -170,16 +170,9 @@ impl<'a> Typed<'a> {
                     out.insert(path);
                     return Ok(());
                 }
-                let strict = !allow_duplicates && self.schema.is_struct(&node.ty);
                 for (k, child) in m {
                     let (cn, named) = self.field_node(node, path.is_empty(), k);
                     path.push(PathElement::Field(k.clone()));
-                    if strict && !named && !self.allows_undeclared(node, k) {
-                        return Err(at_path(
-                            path,
-                            TypedError("field not declared in schema".into()),
-                        ));
-                    }
                     self.collect(child, &cn, path, out, allow_duplicates)?;
                     if !named {
                         out.insert(path);
@@ -212,13 +205,6 @@ impl<'a> Typed<'a> {
             _ => out.insert(path),
         }
         Ok(())
-    }
-
-    /// Whether a struct of node `node` may hold the undeclared key `k`: a
-    /// map-valued type, or the type and object metadata every resource (also
-    /// one embedded in a custom resource) carries without always declaring it.
-    fn allows_undeclared(&self, node: &Node, k: &str) -> bool {
-        self.schema.map_value(&node.ty).is_some() || matches!(k, "apiVersion" | "kind" | "metadata")
     }
 
     /// `set` with every declared struct field that has paths below it also a
