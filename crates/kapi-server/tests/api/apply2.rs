@@ -236,3 +236,59 @@ async fn a_controller_reconciles_through_patch_apply() {
         json!({"f:data": {"f:a": {}}, "f:metadata": {"f:labels": {"f:app.kubernetes.io/managed-by": {}}}})
     );
 }
+
+#[tokio::test]
+async fn custom_objects_merge_by_their_schemas_list_and_map_types() {
+    let s = harness::start().await;
+    let mut crd = crontab_crd();
+    let spec = &mut crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
+    spec["properties"]["tags"] =
+        json!({"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}});
+    spec["properties"]["selector"] = json!({"type": "object", "x-kubernetes-map-type": "atomic",
+        "additionalProperties": {"type": "string"}});
+    establish(&s, crd).await;
+    let api = crontabs(&s, "default");
+    let cfg = |spec: Value| {
+        json!({"apiVersion": "stable.example.com/v1", "kind": "CronTab",
+               "metadata": {"name": "x"}, "spec": spec})
+    };
+    api.patch(
+        "x",
+        &PatchParams::apply("a"),
+        &Patch::Apply(cfg(json!({"tags": ["t1"], "selector": {"k": "v"}}))),
+    )
+    .await
+    .unwrap();
+    // A set merges by value: both managers own their element.
+    let out = api
+        .patch(
+            "x",
+            &PatchParams::apply("b"),
+            &Patch::Apply(cfg(json!({"tags": ["t2"]}))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.data["spec"]["tags"], json!(["t1", "t2"]));
+    assert_eq!(
+        fields_of(&out, "b"),
+        json!({"f:spec": {"f:tags": {"v:\"t2\"": {}}}})
+    );
+    // An atomic map is one field: another key is a conflict on the whole map.
+    let err = api_error(
+        api.patch(
+            "x",
+            &PatchParams::apply("b"),
+            &Patch::Apply(cfg(json!({"tags": ["t2"], "selector": {"other": "v"}}))),
+        )
+        .await,
+    );
+    assert_eq!(err.code, 409);
+    assert_eq!(
+        err.message,
+        "Apply failed with 1 conflict: conflict with \"a\": .spec.selector"
+    );
+    assert_eq!(
+        fields_of(&out, "a"),
+        json!({"f:spec": {"f:selector": {}, "f:tags": {"v:\"t1\"": {}}}})
+    );
+}
