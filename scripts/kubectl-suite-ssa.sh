@@ -1,5 +1,6 @@
 # Server-side apply checks for scripts/kubectl-suite (sourced; uses its `check`).
-# Custom resources do not exist yet, so only built-in kinds are applied here.
+# Built-in kinds here; a custom resource is applied server-side (two managers on
+# a list map, conflict, --force-conflicts) in scripts/kubectl-suite-crd.sh.
 
 ssa_deploy() { # namespace replicas
 cat <<YAML
@@ -53,4 +54,6 @@ ssa_suite() { # kubectl version namespace
   check "$v ssa to csa" "configmap/csa-cm configured" "$k" apply -f - <<<"$(csa_cm "$ns" v3)"
   check "$v ssa to csa value" "^v3$" "$k" -n "$ns" get cm csa-cm -o "jsonpath={.data.k}"
   check "$v ssa delete" "deleted" "$k" -n "$ns" delete deploy ssa-web
+  check "$v ssa missing key" "failed to create typed patch object \\($ns/ssa-bad; apps/v1, Kind=Deployment\\): \\.spec\\.template\\.spec\\.containers: element 0: associative list with keys has an element that omits key field \"name\"" "$k" apply --server-side -f - <<<"$(ssa_deploy "$ns" 1 | sed 's/name: ssa-web, namespace/name: ssa-bad, namespace/; s/{name: nginx, image/{image/')"
+  check "$v ssa csa create entry" '"f:strategy":\{"f:rollingUpdate":\{".":\{\},"f:maxSurge":\{\},"f:maxUnavailable":\{\}\},"f:type":\{\}\},"f:template":\{"f:metadata":\{"f:labels":\{".":\{\}' "$k" -n "$ns" get deploy web -o 'jsonpath={.metadata.managedFields[?(@.manager=="kubectl-client-side-apply")].fieldsV1}'
 }

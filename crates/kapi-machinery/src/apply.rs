@@ -157,6 +157,7 @@ impl Updater<'_> {
         manager: &str,
         force: bool,
     ) -> Result<Applied, ApplyError> {
+        self.typed.validate(config)?;
         let merged = self.typed.merge(live, config)?;
         let last = managers.get(manager).map(|vs| vs.set.clone());
         let set = self.typed.to_field_set(config, false)?;

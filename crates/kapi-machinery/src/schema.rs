@@ -101,6 +101,15 @@ pub trait SchemaNav: Send + Sync {
     fn key_default(&self, _ty: &TypeRef, _key: &str) -> Option<serde_json::Value> {
         None
     }
+
+    /// The object a new object of root type `ty` is compared with when its
+    /// creation is recorded in managedFields: upstream's empty object of the kind.
+    /// For built-in kinds that is the Go zero value as it serializes (nested
+    /// non-pointer structs present, e.g. a Deployment's `spec.template`); `None`
+    /// means an object with nothing set, as for custom resources.
+    fn zero_value(&self, _ty: &TypeRef) -> Option<serde_json::Value> {
+        None
+    }
 }
 
 /// A navigator that knows nothing: every value is unstructured.

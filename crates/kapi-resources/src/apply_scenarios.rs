@@ -16,6 +16,9 @@ enum Step {
     Apply(&'static str, Value, bool, Result<(), usize>),
     /// An update by `manager`: the object merge-patched with the value.
     Update(&'static str, Value),
+    /// A create by `manager` (an update from nothing) of the object as the
+    /// store holds it after defaulting.
+    Create(&'static str, Value),
 }
 
 struct Scenario {
@@ -66,6 +69,12 @@ fn run(s: &Scenario) {
                     }
                     (res, _) => panic!("{}: step {i}: unexpected {res:?}", s.name),
                 }
+            }
+            Step::Create(m, input) => {
+                let mut new = input.clone();
+                fm.update(None, &mut new, m, NOW);
+                new["metadata"]["uid"] = json!("u1");
+                obj = Some(new);
             }
             Step::Update(m, patch) => {
                 let live = obj.clone().expect("update needs an object");
@@ -345,7 +354,122 @@ fn scenarios() -> Vec<Scenario> {
             json!({"f:spec": {"f:minReadySeconds": {}, "f:replicas": {}}}),
         )],
     });
+    out.push(Scenario {
+        name: "a create records what the defaulted object adds to the Go zero value",
+        steps: vec![Step::Create("kubectl-client-side-apply", defaulted_nginx())],
+        object: vec![("/spec/replicas", Some(json!(3)))],
+        // What kube-apiserver records for `kubectl apply` of this Deployment:
+        // no `.` on structs the zero value holds (strategy, template and its
+        // metadata and spec, the null containers list), `.` on maps and
+        // elements the create added.
+        entries: vec![("kubectl-client-side-apply", "Update", nginx_create_entry())],
+    });
+    out.push(Scenario {
+        name: "client-side apply, then server-side apply by another manager",
+        steps: vec![
+            Step::Create("kubectl-client-side-apply", defaulted_nginx()),
+            Step::Apply("ctl", deploy(json!({"replicas": 3})), false, Ok(())),
+            Step::Apply("other", deploy(json!({"replicas": 4})), false, Err(2)),
+        ],
+        object: vec![("/spec/replicas", Some(json!(3)))],
+        // A same-value apply shares the field; the update keeps it too.
+        entries: vec![
+            ("ctl", "Apply", json!({"f:spec": {"f:replicas": {}}})),
+            ("kubectl-client-side-apply", "Update", nginx_create_entry()),
+        ],
+    });
     out
+}
+
+/// The fieldsV1 kube-apiserver records for the create of [`defaulted_nginx`].
+fn nginx_create_entry() -> Value {
+    json!({
+        "f:metadata": {
+            "f:annotations": {".": {}, "f:kubectl.kubernetes.io/last-applied-configuration": {}},
+            "f:labels": {".": {}, "f:app": {}}
+        },
+        "f:spec": {
+            "f:progressDeadlineSeconds": {},
+            "f:replicas": {},
+            "f:revisionHistoryLimit": {},
+            "f:selector": {},
+            "f:strategy": {
+                "f:rollingUpdate": {".": {}, "f:maxSurge": {}, "f:maxUnavailable": {}},
+                "f:type": {}
+            },
+            "f:template": {
+                "f:metadata": {"f:labels": {".": {}, "f:app": {}}},
+                "f:spec": {
+                    "f:containers": {
+                        k("nginx"): {
+                            ".": {},
+                            "f:image": {},
+                            "f:imagePullPolicy": {},
+                            "f:name": {},
+                            "f:ports": {
+                                ".": {},
+                                "k:{\"containerPort\":80,\"protocol\":\"TCP\"}": {
+                                    ".": {}, "f:containerPort": {}, "f:protocol": {}
+                                }
+                            },
+                            "f:resources": {},
+                            "f:terminationMessagePath": {},
+                            "f:terminationMessagePolicy": {}
+                        }
+                    },
+                    "f:dnsPolicy": {},
+                    "f:restartPolicy": {},
+                    "f:schedulerName": {},
+                    "f:securityContext": {},
+                    "f:terminationGracePeriodSeconds": {}
+                }
+            }
+        }
+    })
+}
+
+/// `kubectl apply` of an nginx Deployment as the store holds it after
+/// defaulting (what kube-apiserver's decoder makes of it).
+fn defaulted_nginx() -> Value {
+    let last = r#"{"apiVersion":"apps/v1","kind":"Deployment"}"#;
+    json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {
+            "name": "d", "namespace": "ns", "uid": "u1", "generation": 1,
+            "creationTimestamp": NOW,
+            "labels": {"app": "nginx"},
+            "annotations": {"kubectl.kubernetes.io/last-applied-configuration": last}
+        },
+        "spec": {
+            "replicas": 3,
+            "selector": {"matchLabels": {"app": "nginx"}},
+            "template": {
+                "metadata": {"creationTimestamp": null, "labels": {"app": "nginx"}},
+                "spec": {
+                    "containers": [{
+                        "name": "nginx", "image": "nginx:1.25",
+                        "ports": [{"containerPort": 80, "protocol": "TCP"}],
+                        "resources": {},
+                        "terminationMessagePath": "/dev/termination-log",
+                        "terminationMessagePolicy": "File",
+                        "imagePullPolicy": "IfNotPresent"
+                    }],
+                    "restartPolicy": "Always",
+                    "terminationGracePeriodSeconds": 30,
+                    "dnsPolicy": "ClusterFirst",
+                    "securityContext": {},
+                    "schedulerName": "default-scheduler"
+                }
+            },
+            "strategy": {
+                "type": "RollingUpdate",
+                "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}
+            },
+            "revisionHistoryLimit": 10,
+            "progressDeadlineSeconds": 600
+        },
+        "status": {}
+    })
 }
 
 #[test]
@@ -353,4 +477,77 @@ fn apply_scenarios() {
     for s in scenarios() {
         run(&s);
     }
+}
+
+fn field_manager<'a>(
+    schema: &'a BuiltinSchema,
+    root: &'a TypeRef,
+    api_version: &'a str,
+    kind: &'a str,
+) -> FieldManager<'a> {
+    FieldManager {
+        schema,
+        root,
+        api_version,
+        kind,
+        subresource: None,
+        has_status: false,
+    }
+}
+
+#[test]
+fn a_configmap_create_marks_its_new_data_map() {
+    let schema = BuiltinSchema::shared();
+    let root = root_type("", "v1", "ConfigMap").unwrap();
+    let fm = field_manager(&schema, &root, "v1", "ConfigMap");
+    let mut obj = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "c", "namespace": "ns", "uid": "u", "creationTimestamp": NOW},
+        "data": {"k": "v"}});
+    fm.update(None, &mut obj, "kubectl-create", NOW);
+    let want = json!([{"manager": "kubectl-create", "operation": "Update", "apiVersion": "v1",
+        "time": NOW, "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {".": {}, "f:k": {}}}}]);
+    assert_eq!(obj["metadata"]["managedFields"], want);
+}
+
+#[test]
+fn configuration_errors_are_upstreams_typed_patch_errors() {
+    let schema = BuiltinSchema::shared();
+    let root = root_type("apps", "v1", "Deployment").unwrap();
+    let fm = field_manager(&schema, &root, "apps/v1", "Deployment");
+    let cases = [
+        (
+            containers(json!([{"image": "x"}])),
+            ".spec.template.spec.containers: element 0: associative list with keys has an element that omits key field \"name\" (and doesn't have default value)",
+        ),
+        (
+            containers(json!([{"name": "a"}, {"name": "a"}])),
+            ".spec.template.spec.containers: duplicate entries for key [name=\"a\"]",
+        ),
+        (
+            deploy(json!({"replicas": 1, "replica": 2})),
+            ".spec.replica: field not declared in schema",
+        ),
+        (
+            containers(json!([{"name": "a", "imagee": "x"}])),
+            ".spec.template.spec.containers[name=\"a\"].imagee: field not declared in schema",
+        ),
+        (
+            // Atomic lists are validated element by element too.
+            deploy(json!({"template": {"spec": {"tolerations": [{"key": "k", "bogus": 1}]}}})),
+            ".spec.template.spec.tolerations[0].bogus: field not declared in schema",
+        ),
+    ];
+    for (cfg, detail) in cases {
+        let e = fm.apply(None, &cfg, "m", false, NOW).unwrap_err();
+        assert_eq!(e.code, 500, "{e:?}");
+        assert_eq!(e.reason.as_str(), "", "{e:?}");
+        let want = format!(
+            "failed to create typed patch object (ns/d; apps/v1, Kind=Deployment): {detail}"
+        );
+        assert_eq!(e.message, want);
+    }
+    // Labels, annotations and other maps take any key.
+    let ok = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "d", "labels": {"any": "x"}}, "spec": {"replicas": 1}});
+    assert!(fm.apply(None, &ok, "m", false, NOW).is_ok());
 }

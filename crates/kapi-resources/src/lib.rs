@@ -26,3 +26,4 @@ pub mod registry;
 pub mod reviews;
 pub mod scheduling;
 pub mod storage;
+mod zero;

@@ -467,6 +467,11 @@ impl SchemaNav for BuiltinSchema {
             .map(|(_, _, v)| Value::String((*v).to_string()))
     }
 
+    fn zero_value(&self, ty: &TypeRef) -> Option<Value> {
+        self.def(&ty.0)?;
+        Some(crate::zero::zero_object(self, ty))
+    }
+
     fn map_value(&self, ty: &TypeRef) -> Option<TypeRef> {
         if let Some(inner) = ty.0.strip_prefix(MAP_PREFIX) {
             return inner.strip_suffix(']').map(TypeRef::new);

@@ -10,15 +10,17 @@
 //! no schema (`TypeRef::UNKNOWN`) every object is a granular map and every list
 //! atomic — upstream's "deduced" type.
 //!
-//! In a field set, scalars, atomic lists and atomic maps are leaves; list
-//! elements and map entries are members themselves (so an element owned as a
-//! whole shows as `.` on the wire); declared struct fields are not.
+//! In a field set, scalars, nulls, empty maps, atomic lists and atomic maps
+//! are leaves; list elements and map entries are members themselves (so an
+//! element owned as a whole shows as `.` on the wire); declared struct fields
+//! are not.
 //!
 //! Where to look next: `crate::fieldpath` (the sets), `crate::apply` (ownership).
 
 mod merge;
 #[cfg(test)]
 mod tests;
+mod validate;
 
 use serde_json::{Map, Value};
 
@@ -163,7 +165,8 @@ impl<'a> Typed<'a> {
     ) -> Result<(), TypedError> {
         match v {
             Value::Object(m) => {
-                if node.atomic_map {
+                // An empty map is a leaf (upstream keeps `{}` apart from absent).
+                if node.atomic_map || m.is_empty() {
                     out.insert(path);
                     return Ok(());
                 }

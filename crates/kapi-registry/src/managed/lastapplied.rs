@@ -53,13 +53,42 @@ pub fn update_annotation(obj: &mut Value, config: &Value) {
     {
         a.remove(LAST_APPLIED);
     }
-    let text = format!("{}\n", sorted(&config));
+    let text = format!("{}\n", go_escape(&sorted(&config).to_string()));
     let annotations = meta::meta_mut(obj)
         .entry("annotations")
         .or_insert_with(|| Value::Object(Map::new()));
     if let Some(a) = annotations.as_object_mut() {
         a.insert(LAST_APPLIED.into(), Value::String(text));
+        // Upstream drops the annotation rather than exceed the annotations' limit.
+        let size: usize = a
+            .iter()
+            .map(|(k, v)| k.len() + v.as_str().map_or(0, str::len))
+            .sum();
+        if size > TOTAL_ANNOTATION_SIZE_LIMIT {
+            a.remove(LAST_APPLIED);
+        }
     }
+}
+
+/// The total size of an object's annotations (keys and values), as upstream's
+/// `ValidateAnnotationsSize`.
+const TOTAL_ANNOTATION_SIZE_LIMIT: usize = 256 * 1024;
+
+/// JSON as Go's encoder writes it: `<`, `>`, `&`, U+2028 and U+2029 escaped
+/// (they only occur inside strings, so a plain replacement is exact).
+fn go_escape(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    for c in json.chars() {
+        match c {
+            '<' => out.push_str("\\u003c"),
+            '>' => out.push_str("\\u003e"),
+            '&' => out.push_str("\\u0026"),
+            '\u{2028}' => out.push_str("\\u2028"),
+            '\u{2029}' => out.push_str("\\u2029"),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 impl FieldManager<'_> {

@@ -120,21 +120,12 @@ impl<'a> FieldManager<'a> {
         }
     }
 
-    /// The object a create starts from: what upstream's zero value of the kind
-    /// serializes to (metadata, and the spec and status structs).
+    /// The object a create starts from: upstream's empty object of the kind
+    /// (the Go zero value for built-in kinds, nothing for custom resources).
     pub fn empty_object(&self) -> Value {
-        let mut m = Map::new();
-        m.insert("metadata".into(), json!({"creationTimestamp": null}));
-        for part in ["spec", "status"] {
-            let is_struct = self
-                .schema
-                .field(self.root, part)
-                .is_some_and(|fi| self.schema.is_struct(&fi.elem));
-            if is_struct {
-                m.insert(part.into(), json!({}));
-            }
-        }
-        Value::Object(m)
+        self.schema
+            .zero_value(self.root)
+            .unwrap_or_else(|| Value::Object(Map::new()))
     }
 
     /// Record an update (or create, `live` absent) by `manager` in
@@ -258,9 +249,9 @@ impl<'a> FieldManager<'a> {
             .unwrap_or("");
         let kind = patch.get("kind").and_then(Value::as_str).unwrap_or("");
         if av != self.api_version || kind != self.kind {
-            let (group, version) = av.rsplit_once('/').unwrap_or(("", av));
             return Err(ApiError::bad_request(format!(
-                "invalid object type: {group}/{version}, Kind={kind}"
+                "invalid object type: {}",
+                gvk_string(patch)
             )));
         }
         if meta::meta(patch).is_some_and(|m| m.get("managedFields").is_some_and(|v| !v.is_null())) {
@@ -326,18 +317,25 @@ fn apply_error(e: ApplyError, patch: &Value) -> ApiError {
     match e {
         ApplyError::Conflicts(conflicts) => conflict_error(&conflicts),
         ApplyError::Typed(e) => {
-            let gvk = format!(
-                "{}, Kind={}",
-                patch["apiVersion"].as_str().unwrap_or(""),
-                patch["kind"].as_str().unwrap_or("")
-            );
+            // Upstream returns this as a plain error: 500 with no reason.
+            let (ns, name) = (meta::namespace(patch).unwrap_or(""), meta::name(patch));
+            let gvknn = format!("{ns}/{name}; {}", gvk_string(patch));
             ApiError::new(
                 500,
                 Reason::Unknown,
-                format!("failed to create typed patch object ({gvk}): {e}"),
+                format!("failed to create typed patch object ({gvknn}): {e}"),
             )
         }
     }
+}
+
+/// A configuration's kind as Go prints a GroupVersionKind: `apps/v1,
+/// Kind=Deployment`, `/v1, Kind=ConfigMap`.
+fn gvk_string(obj: &Value) -> String {
+    let av = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
+    let (group, version) = av.rsplit_once('/').unwrap_or(("", av));
+    format!("{group}/{version}, Kind={kind}")
 }
 
 /// 409 Conflict with one `FieldManagerConflict` cause per field, worded as upstream.

@@ -5,7 +5,10 @@
 //! object. An absent object is created (201), as upstream does.
 //!
 //! Options as upstream's `PatchOptions` validation: `fieldManager` is required
-//! (422 on `PatchOptions.meta.k8s.io`), `force` is only for apply.
+//! (422 on `PatchOptions.meta.k8s.io`), `force` is only for apply. Errors of
+//! the configuration against the schema (a list-map element without its key,
+//! duplicate keys, undeclared fields) are upstream's plain 500 "failed to
+//! create typed patch object".
 
 use axum::body::Body;
 use axum::http::StatusCode;
@@ -70,7 +73,11 @@ pub async fn apply(ctx: &Ctx, body: Body, status: bool) -> Result<Response, ApiE
             "error decoding YAML: the apply configuration is not an object",
         ));
     }
-    let warnings = ctx.srv.check_fields(ctx, &patch)?;
+    // Unknown fields are not a fieldValidation matter for apply: the typed
+    // conversion of the configuration rejects them (500, "field not declared in
+    // schema"), as upstream.
+    crate::fieldcheck::mode(ctx)?;
+    let warnings: Vec<String> = Vec::new();
     let target = if status {
         ctx.update_target()
     } else {

@@ -62,12 +62,10 @@ impl Ctx {
 
     pub fn write_options(&self) -> Result<WriteOptions, ApiError> {
         let manager = match self.query.non_empty("fieldManager") {
-            Some(m) if m.len() > 128 => {
-                return Err(ApiError::bad_request(
-                    "fieldManager: Too long: may not be more than 128 bytes",
-                ))
+            Some(m) => {
+                check_field_manager(m, self.info.verb)?;
+                m.to_owned()
             }
-            Some(m) => m.to_owned(),
             None => self.user_agent_manager(),
         };
         Ok(WriteOptions {
@@ -103,6 +101,33 @@ impl Ctx {
             .get(axum::http::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
     }
+}
+
+/// `?fieldManager=` as upstream's `ValidateFieldManager`: at most 128 bytes,
+/// printable characters only; 422 on the verb's options kind.
+fn check_field_manager(m: &str, verb: &str) -> Result<(), ApiError> {
+    use kapi_machinery::validation::{FieldError, FieldPath};
+    let path = FieldPath::new("fieldManager");
+    let mut errs = Vec::new();
+    if m.len() > 128 {
+        errs.push(FieldError::too_long(&path, "", 128));
+    }
+    for (i, c) in m.char_indices() {
+        if c.is_control() || (c.is_whitespace() && c != ' ') {
+            let detail = format!("invalid character U+{:04X} (at position {i})", c as u32);
+            errs.push(FieldError::invalid(&path, m, detail));
+        }
+    }
+    if errs.is_empty() {
+        return Ok(());
+    }
+    let kind = match verb {
+        "create" => "CreateOptions",
+        "update" => "UpdateOptions",
+        _ => "PatchOptions",
+    };
+    let gk = kapi_machinery::status::GroupKind::new("meta.k8s.io", kind);
+    Err(ApiError::invalid(gk, "", &errs))
 }
 
 pub fn dry_run(q: &Query) -> Result<bool, ApiError> {

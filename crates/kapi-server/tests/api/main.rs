@@ -5,6 +5,7 @@
 mod apf;
 mod apf2;
 mod apply;
+mod apply2;
 mod audit;
 mod auth;
 mod auth2;
