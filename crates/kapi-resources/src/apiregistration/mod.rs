@@ -30,8 +30,7 @@ fn validate_spec(obj: &Value) -> ErrorList {
     let version = str_at(obj, "/spec/version");
     let required = format!("{version}.{group}");
     let name = str_at(obj, "/metadata/name");
-    if !name.is_empty() && validate_path_segment_name(name, false).is_empty() && name != required
-    {
+    if !name.is_empty() && validate_path_segment_name(name, false).is_empty() && name != required {
         errs.push(FieldError::invalid(
             &FieldPath::new("metadata").child("name"),
             name,
@@ -176,7 +175,12 @@ impl Strategy for ApiServiceStrategy {
                 }
             }
         };
-        vec![name_cell(obj), json!(service), json!(available), age_cell(obj)]
+        vec![
+            name_cell(obj),
+            json!(service),
+            json!(available),
+            age_cell(obj),
+        ]
     }
 }
 

@@ -2,6 +2,7 @@
 //! process, driven by the real `kube` client. One binary, one server per test
 //! (`harness.rs`); modules group the tests by the behaviour they check.
 
+mod aggregator;
 mod apf;
 mod apply;
 mod audit;
