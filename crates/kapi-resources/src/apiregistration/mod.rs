@@ -34,7 +34,7 @@ fn validate_spec(obj: &Value) -> ErrorList {
         errs.push(FieldError::invalid(
             &FieldPath::new("metadata").child("name"),
             name,
-            &format!("must be `spec.version+\".\"+spec.group`: {required:?}"),
+            format!("must be `spec.version+\".\"+spec.group`: {required:?}"),
         ));
     }
     let spec = FieldPath::new("spec");

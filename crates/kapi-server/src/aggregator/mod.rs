@@ -12,12 +12,14 @@
 //! | the proxy (after the filters, as upstream) | `proxy.rs` | `handler_proxy.go` |
 //! | the TLS client to extension servers | `client.rs` | `transport` |
 //! | remote groups in discovery and OpenAPI | `discovery.rs` | `handler_apis.go`, `discovery/aggregated` |
+//! | `kube-system/extension-apiserver-authentication` | `authinfo.rs` | `clusterauthenticationtrust` |
 //!
 //! Invariants: the table only holds remote APIServices as the availability
 //! controller last saw them; a group-version not in it is served locally.
 //! A request to an unavailable remote group-version is answered 503 here,
 //! never passed on.
 
+pub mod authinfo;
 pub mod autoregister;
 pub mod available;
 pub mod client;
@@ -69,6 +71,8 @@ pub struct Aggregator {
     proxy_client: RwLock<Option<(String, String)>>,
     /// How often every remote APIService is checked again.
     resync: RwLock<Duration>,
+    /// What `kube-system/extension-apiserver-authentication` says.
+    auth_info: RwLock<Option<authinfo::Info>>,
 }
 
 impl Default for Aggregator {
@@ -77,6 +81,7 @@ impl Default for Aggregator {
             remotes: RwLock::default(),
             proxy_client: RwLock::default(),
             resync: RwLock::new(Duration::from_secs(30)),
+            auth_info: RwLock::default(),
         }
     }
 }
@@ -140,6 +145,21 @@ impl Aggregator {
         *self.resync.write().unwrap_or_else(PoisonError::into_inner) = every;
     }
 
+    /// Publish `info` in `kube-system/extension-apiserver-authentication`.
+    pub fn set_authentication_info(&self, info: authinfo::Info) {
+        *self
+            .auth_info
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Some(info);
+    }
+
+    pub(crate) fn authentication_info(&self) -> Option<authinfo::Info> {
+        self.auth_info
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
     pub(crate) fn resync(&self) -> Duration {
         *self.resync.read().unwrap_or_else(PoisonError::into_inner)
     }
@@ -149,6 +169,7 @@ impl Aggregator {
 pub fn spawn(srv: &Arc<Server>) {
     autoregister::spawn(srv.clone());
     available::spawn(srv.clone());
+    authinfo::spawn(srv.clone());
 }
 
 /// The `Available` condition of an object, if any.

@@ -24,7 +24,7 @@ use super::UserInfo;
 use crate::tls::PeerIdentity;
 
 /// The settings of the `--requestheader-*` flags.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RequestHeaderConfig {
     /// PEM bundle of `--requestheader-client-ca-file`.
     pub client_ca: String,

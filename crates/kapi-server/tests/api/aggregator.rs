@@ -35,6 +35,11 @@ pub struct Certs {
 /// A fresh CA and one leaf: a server certificate for `dns` or a client
 /// certificate with CN `cn`.
 pub fn certs(dns: Option<&str>, cn: &str) -> Certs {
+    leaves(dns, &[cn]).remove(0)
+}
+
+/// A fresh CA and one leaf per CN, all signed by it.
+pub fn leaves(dns: Option<&str>, cns: &[&str]) -> Vec<Certs> {
     use rcgen::{
         BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
     };
@@ -42,25 +47,29 @@ pub fn certs(dns: Option<&str>, cn: &str) -> Certs {
     let mut ca_params = CertificateParams::default();
     ca_params
         .distinguished_name
-        .push(DnType::CommonName, format!("{cn}-ca"));
+        .push(DnType::CommonName, format!("{}-ca", cns[0]));
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     let ca = ca_params.self_signed(&ca_key).unwrap();
     let issuer = Issuer::new(ca_params, &ca_key);
-    let key = KeyPair::generate().unwrap();
-    let mut params =
-        CertificateParams::new(dns.map(|d| vec![d.to_owned()]).unwrap_or_default()).unwrap();
-    params.distinguished_name.push(DnType::CommonName, cn);
-    params.extended_key_usages = vec![if dns.is_some() {
-        ExtendedKeyUsagePurpose::ServerAuth
-    } else {
-        ExtendedKeyUsagePurpose::ClientAuth
-    }];
-    let cert = params.signed_by(&key, &issuer).unwrap();
-    Certs {
-        ca: ca.pem(),
-        cert: cert.pem(),
-        key: key.serialize_pem(),
-    }
+    cns.iter()
+        .map(|cn| {
+            let key = KeyPair::generate().unwrap();
+            let sans = dns.map(|d| vec![d.to_owned()]).unwrap_or_default();
+            let mut params = CertificateParams::new(sans).unwrap();
+            params.distinguished_name.push(DnType::CommonName, *cn);
+            params.extended_key_usages = vec![if dns.is_some() {
+                ExtendedKeyUsagePurpose::ServerAuth
+            } else {
+                ExtendedKeyUsagePurpose::ClientAuth
+            }];
+            let cert = params.signed_by(&key, &issuer).unwrap();
+            Certs {
+                ca: ca.pem(),
+                cert: cert.pem(),
+                key: key.serialize_pem(),
+            }
+        })
+        .collect()
 }
 
 /// What the extension server saw of the last request.

@@ -3,6 +3,7 @@
 //! (`harness.rs`); modules group the tests by the behaviour they check.
 
 mod aggregator;
+mod aggregator_auth;
 mod apf;
 mod apply;
 mod audit;
