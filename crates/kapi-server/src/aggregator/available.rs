@@ -222,10 +222,15 @@ async fn check_remote(srv: &Server, name: &str, obj: &Value) -> Outcome {
             Err(_) => client::tls_config(&[], true, None).expect("an insecure config builds"),
         },
         available: false,
-        discovery: previous
-            .filter(|p| p.name == name)
-            .and_then(|p| p.discovery),
+        discovery: None,
+        openapi_v2: None,
+        openapi_v3: None,
     };
+    if let Some(p) = previous.filter(|p| p.name == name) {
+        remote.discovery = p.discovery;
+        remote.openapi_v2 = p.openapi_v2;
+        remote.openapi_v3 = p.openapi_v3;
+    }
     let outcome = match tls {
         Err(e) => Outcome::new("False", "FailedDiscoveryCheck", e),
         Ok(_) => probe(srv, &mut remote, proxy_client.as_ref()).await,
@@ -288,7 +293,30 @@ async fn probe(
         }
         Err(e) => tracing::debug!(apiservice = %remote.name, error = %e, "discovery fetch failed"),
     }
+    fetch_openapi(&endpoint, remote).await;
     Outcome::new("True", "Passed", "all checks passed")
+}
+
+/// Refresh the remote's OpenAPI documents (kept as they were on failure).
+async fn fetch_openapi(endpoint: &Endpoint, remote: &mut Remote) {
+    let name = remote.server_name();
+    if let Ok((status, body)) = get(endpoint, &name, remote.tls.clone(), "/openapi/v2").await {
+        if status.is_success() {
+            if let Ok(doc) = serde_json::from_slice::<Value>(&body) {
+                remote.openapi_v2 = Some(Arc::new(doc));
+            }
+        }
+    }
+    if remote.group.is_empty() {
+        return;
+    }
+    let path = format!("/openapi/v3/apis/{}/{}", remote.group, remote.version);
+    if let Ok((status, body)) = get(endpoint, &name, remote.tls.clone(), &path).await {
+        if status.is_success() && serde_json::from_slice::<Value>(&body).is_ok() {
+            let hash = kapi_resources::openapi::hash(&body);
+            remote.openapi_v3 = Some((body, hash));
+        }
+    }
 }
 
 /// `GET path` as `system:kube-aggregator` in `system:masters`, as upstream's check.

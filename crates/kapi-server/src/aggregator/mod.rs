@@ -55,6 +55,10 @@ pub struct Remote {
     pub available: bool,
     /// The server's `APIResourceList` for this group-version, when fetched.
     pub discovery: Option<Arc<Value>>,
+    /// The server's `/openapi/v2` document, when fetched.
+    pub openapi_v2: Option<Arc<Value>>,
+    /// The server's `/openapi/v3/apis/<group>/<version>` document and its hash.
+    pub openapi_v3: Option<(bytes::Bytes, String)>,
 }
 
 impl Remote {

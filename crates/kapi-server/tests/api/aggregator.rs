@@ -175,6 +175,23 @@ async fn one_flunder(
     json_response(flunder(&ns, &name))
 }
 
+const FLUNDER_DEF: &str = "com.example.wardle.v1.Flunder";
+
+async fn openapi_v2() -> Response {
+    json_response(
+        json!({"swagger": "2.0", "info": {"title": "wardle", "version": "v1"},
+        "paths": {format!("/apis/{GROUP}/v1/namespaces/{{namespace}}/flunders"): {"get": {}}},
+        "definitions": {FLUNDER_DEF: {"type": "object"}}}),
+    )
+}
+
+async fn openapi_v3() -> Response {
+    json_response(
+        json!({"openapi": "3.0.0", "info": {"title": "wardle", "version": "v1"},
+        "paths": {}, "components": {"schemas": {FLUNDER_DEF: {"type": "object"}}}}),
+    )
+}
+
 /// A running extension server.
 pub struct Extension {
     pub port: u16,
@@ -217,6 +234,8 @@ pub async fn start_extension(dns: &str, front_proxy_ca: &str) -> Extension {
     };
     let app = Router::new()
         .route(&format!("/apis/{GROUP}/v1"), get(resource_list))
+        .route("/openapi/v2", get(openapi_v2))
+        .route(&format!("/openapi/v3/apis/{GROUP}/v1"), get(openapi_v3))
         .route(
             &format!("/apis/{GROUP}/v1/namespaces/{{ns}}/flunders"),
             get(flunders),
@@ -437,6 +456,24 @@ async fn a_remote_api_service_is_proxied_with_the_user_and_goes_unavailable() {
         item["versions"][0]["resources"][0]["subresources"][0]["subresource"],
         "status"
     );
+
+    // OpenAPI: v2 merged, v3 listed and served.
+    let (code, v2) = s.get_json("/openapi/v2").await;
+    assert_eq!(code, 200);
+    assert!(
+        v2["definitions"].get(FLUNDER_DEF).is_some(),
+        "remote definition merged"
+    );
+    assert!(v2["definitions"].get("io.k8s.api.core.v1.Pod").is_some());
+    let (code, index) = s.get_json("/openapi/v3").await;
+    assert_eq!(code, 200);
+    let url = index["paths"][format!("apis/{GROUP}/v1")]["serverRelativeURL"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{GROUP} not in {index:#}"))
+        .to_owned();
+    let (code, v3) = s.get_json(&url).await;
+    assert_eq!(code, 200);
+    assert!(v3["components"]["schemas"].get(FLUNDER_DEF).is_some());
 
     // The server goes away: Available=False, 503, stale discovery.
     ext.stop().await;
