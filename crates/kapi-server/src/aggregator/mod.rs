@@ -11,7 +11,8 @@
 //! | the `Available` condition, remote discovery fetch | `available.rs` | `status/local`, `status/remote` |
 //! | the proxy (after the filters, as upstream) | `proxy.rs` | `handler_proxy.go` |
 //! | the TLS client to extension servers | `client.rs` | `transport` |
-//! | remote groups in discovery and OpenAPI | `discovery.rs` | `handler_apis.go`, `discovery/aggregated` |
+//! | remote OpenAPI documents | `openapi.rs` | `openapi/aggregator` |
+//! | remote groups in discovery | `discovery.rs` | `handler_apis.go`, `discovery/aggregated` |
 //! | `kube-system/extension-apiserver-authentication` | `authinfo.rs` | `clusterauthenticationtrust` |
 //!
 //! Invariants: the table only holds remote APIServices as the availability
@@ -24,6 +25,7 @@ pub mod autoregister;
 pub mod available;
 pub mod client;
 pub mod discovery;
+pub mod openapi;
 pub mod proxy;
 
 use std::collections::HashMap;
