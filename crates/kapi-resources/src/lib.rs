@@ -4,6 +4,7 @@
 //! list semantics those schemas drop (`patchmeta.rs`).
 
 pub mod admissionregistration;
+pub mod apiregistration;
 #[cfg(test)]
 mod apply_scenarios;
 pub mod apps;

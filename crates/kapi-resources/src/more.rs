@@ -39,6 +39,18 @@ pub(crate) fn resources() -> Vec<Decl> {
     all.extend(reviews());
     all.extend(flowcontrol());
     all.extend(admission());
+    all.push(
+        Decl::new(
+            crate::apiregistration::GROUP,
+            "apiservices",
+            "APIService",
+            Arc::new(crate::apiregistration::ApiServiceStrategy),
+        )
+        .cluster_scoped()
+        .categories(&["api-extensions"])
+        .sub(vec![Subresource::Status])
+        .key("/apiregistration.k8s.io/apiservices"),
+    );
     all
 }
 

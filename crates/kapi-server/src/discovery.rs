@@ -172,6 +172,9 @@ fn aggregated_list(srv: &Server, core: bool, version: &str) -> Value {
         };
         items.push(json!({"metadata": meta, "versions": vs}));
     }
+    if !core {
+        crate::aggregator::discovery::extend_aggregated(srv, &mut items);
+    }
     json!({"kind": "APIGroupDiscoveryList", "apiVersion": format!("apidiscovery.k8s.io/{version}"), "metadata": {}, "items": items})
 }
 
@@ -205,12 +208,13 @@ pub async fn apis(State(srv): State<Arc<Server>>, req: Request) -> Response {
     if let Some(a) = aggregated(&req) {
         return aggregated_response(&aggregated_list(&srv, false, a.1), a);
     }
-    let groups: Vec<Value> = srv
+    let mut groups: Vec<Value> = srv
         .apis
         .groups()
         .iter()
         .map(|g| group_json(&g.name, &g.versions))
         .collect();
+    crate::aggregator::discovery::extend_group_list(&srv, &mut groups);
     let body = json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups});
     legacy(req.headers(), &body)
 }

@@ -10,6 +10,7 @@
 //! the storage slot, the schemas.
 
 pub mod admission;
+pub mod aggregator;
 pub mod apiextensions;
 pub mod apis;
 pub mod audit;
@@ -72,6 +73,8 @@ pub struct Server {
     /// Signs and verifies service account tokens.
     service_accounts: std::sync::RwLock<Arc<authn::serviceaccount::Issuer>>,
     allocations: admission::Allocations,
+    /// Remote APIServices and the front-proxy identity (`aggregator/`).
+    pub aggregator: aggregator::Aggregator,
 }
 
 impl Server {
@@ -94,6 +97,7 @@ impl Server {
                 authn::serviceaccount::Issuer::ephemeral(),
             )),
             allocations: admission::Allocations::default(),
+            aggregator: aggregator::Aggregator::default(),
         })
     }
 
@@ -174,6 +178,7 @@ impl Server {
         bootstrap::run(self).await?;
         apiextensions::start(self).await;
         controllers::spawn(self, controllers);
+        aggregator::spawn(self);
         Ok(())
     }
 
@@ -232,6 +237,11 @@ impl Server {
             .route("/openapi/v3", get(openapi::v3_index))
             .route("/openapi/v3/{*path}", get(openapi::v3_document))
             .fallback(handlers::dispatch)
+            // The aggregator's proxy runs after the filters (`filters::apply`).
+            .layer(axum::middleware::from_fn_with_state(
+                self.clone(),
+                aggregator::proxy::layer,
+            ))
             .with_state(self.clone());
         let auth = Arc::new(auth.as_ref().clone().with_server(self.clone()));
         Ok(filters::apply(routes, auth, self.clone(), &chain))

@@ -109,6 +109,15 @@ fn v2_protobuf(srv: &Server) -> (Arc<[u8]>, String) {
 }
 
 pub async fn v2(State(srv): State<Arc<Server>>, req: Request) -> Response {
+    let api = srv.openapi();
+    if let Some(merged) = crate::aggregator::openapi::merged_v2(&srv, &api.v2_shared().0) {
+        // Remote servers publish documents too: the merged one (JSON only).
+        let etag = kapi_resources::openapi::hash(&merged);
+        let mut resp = bytes_response(merged, &etag, &req, false, "application/json");
+        resp.headers_mut()
+            .insert(header::VARY, HeaderValue::from_static("Accept"));
+        return resp;
+    }
     let mut resp = if prefers_protobuf(&req) {
         let (pb, etag) = v2_protobuf(&srv);
         let body = Body::from(bytes::Bytes::from_owner(pb));
@@ -125,7 +134,9 @@ pub async fn v2(State(srv): State<Arc<Server>>, req: Request) -> Response {
 }
 
 pub async fn v3_index(State(srv): State<Arc<Server>>) -> Response {
-    negotiate::respond(StatusCode::OK, &srv.openapi().v3_index(), Format::Json)
+    let mut index = srv.openapi().v3_index();
+    crate::aggregator::openapi::extend_v3_index(&srv, &mut index);
+    negotiate::respond(StatusCode::OK, &index, Format::Json)
 }
 
 pub async fn v3_document(
@@ -139,6 +150,13 @@ pub async fn v3_document(
             let immutable = query.get("hash") == Some(hash.as_str());
             bytes_response(bytes, &hash, &req, immutable, "application/json")
         }
-        None => error_response(&crate::handlers::not_found()),
+        None => match crate::aggregator::openapi::v3_document(&srv, &path) {
+            Some((bytes, hash)) => {
+                let query = crate::request::Query::parse(req.uri().query());
+                let immutable = query.get("hash") == Some(hash.as_str());
+                bytes_response(bytes, &hash, &req, immutable, "application/json")
+            }
+            None => error_response(&crate::handlers::not_found()),
+        },
     }
 }

@@ -1,136 +1,219 @@
-//! Where a Service's port is served, for clients inside the API server
-//! (conversion webhooks; admission webhooks and aggregated APIs resolve the
-//! same way). There is no kube-proxy in front of the server, so a service
-//! reference is resolved as upstream's `ResolveEndpoint` does: the Service's
-//! port by number, then a ready address of its EndpointSlices (the
-//! `kubernetes.io/service-name` label) or, without slices, of its Endpoints,
-//! at the endpoint port named as the service port.
+//! Where a Service's traffic goes when there is no kube-proxy: a standalone
+//! control plane dials the endpoints itself, as kube-aggregator's
+//! `NewEndpointServiceResolver` does (and webhooks with a service reference
+//! may do the same).
 //!
-//! The TLS name stays the service's DNS name (`<name>.<namespace>.svc`); only
-//! the TCP address comes from here.
+//! A Service of type `ExternalName` resolves to its external name; any other
+//! resolves through the port of the Service matching the asked port to a ready
+//! address of its EndpointSlices (label `kubernetes.io/service-name`) with a
+//! port of the same name, falling back to the Endpoints object of the same
+//! name (kapi has no EndpointSlice mirroring controller, so hand-made
+//! Endpoints must work too). Errors name upstream's condition reasons, so the
+//! availability controller reports them as kube-aggregator does.
 
-use std::sync::Arc;
-
-use kapi_machinery::labels;
+use kapi_machinery::status::ApiError;
 use kapi_registry::store::options::ListOptions;
 use serde_json::Value;
 
-use crate::apis::{Apis, Entry};
+use crate::Server;
 
-/// A resolved service port: the address to dial.
+/// Where to dial: a host (IP or DNS name) and port.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Endpoint {
-    pub ip: String,
+    pub host: String,
     pub port: u16,
 }
 
 impl Endpoint {
-    /// `ip:port`, with brackets for IPv6.
+    /// `host:port`, bracketing IPv6 addresses.
     pub fn authority(&self) -> String {
-        if self.ip.contains(':') {
-            format!("[{}]:{}", self.ip, self.port)
+        if self.host.contains(':') {
+            format!("[{}]:{}", self.host, self.port)
         } else {
-            format!("{}:{}", self.ip, self.port)
+            format!("{}:{}", self.host, self.port)
         }
     }
 }
 
-/// Resolve `namespace/name:port` against the stored Service and its endpoints;
-/// the error reads as upstream's.
+/// Why a Service does not resolve; each maps to an upstream condition reason.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum ResolveError {
+    #[error("service/{name} in {namespace:?} is not present")]
+    ServiceNotFound { namespace: String, name: String },
+    #[error("service/{name} in {namespace:?} is not listening on port {port}")]
+    ServicePort {
+        namespace: String,
+        name: String,
+        port: i64,
+    },
+    #[error("cannot find endpointslices for service/{name} in {namespace:?}")]
+    EndpointsNotFound { namespace: String, name: String },
+    #[error("endpointslices for service/{name} in {namespace:?} have no addresses with port name {port_name:?}")]
+    MissingEndpoints {
+        namespace: String,
+        name: String,
+        port_name: String,
+    },
+    #[error("service/{name} in {namespace:?} cannot be checked due to: {message}")]
+    Access {
+        namespace: String,
+        name: String,
+        message: String,
+    },
+}
+
+impl ResolveError {
+    /// The `Available` condition reason upstream gives this failure.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            ResolveError::ServiceNotFound { .. } => "ServiceNotFound",
+            ResolveError::ServicePort { .. } => "ServicePortError",
+            ResolveError::EndpointsNotFound { .. } => "EndpointsNotFound",
+            ResolveError::MissingEndpoints { .. } => "MissingEndpoints",
+            ResolveError::Access { .. } => "ServiceAccessError",
+        }
+    }
+
+    /// Whether the condition is False (known failure) rather than Unknown.
+    pub fn is_definite(&self) -> bool {
+        !matches!(self, ResolveError::Access { .. })
+    }
+}
+
+/// Resolve `namespace/name` at service port `port` to one endpoint.
 pub async fn resolve(
-    apis: &Apis,
+    srv: &Server,
     namespace: &str,
     name: &str,
     port: i64,
-) -> Result<Endpoint, String> {
-    let lookup = |g: &str, r: &str| -> Result<Arc<Entry>, String> {
-        apis.lookup(g, "v1", r)
-            .ok_or_else(|| format!("{r} are not served"))
+) -> Result<Endpoint, ResolveError> {
+    let access = |e: ApiError| ResolveError::Access {
+        namespace: namespace.to_owned(),
+        name: name.to_owned(),
+        message: e.message.clone(),
     };
-    let svc = lookup("", "services")?
-        .store
-        .get(Some(namespace), name, None)
-        .await
-        .map_err(|e| e.message)?;
-    let svc_port = svc
-        .pointer("/spec/ports")
-        .and_then(Value::as_array)
-        .and_then(|ports| {
-            ports
-                .iter()
-                .find(|p| p.get("port").and_then(Value::as_i64) == Some(port))
-        })
-        .ok_or_else(|| format!("no service port {port} found for service {name:?}"))?;
-    let port_name = svc_port.get("name").and_then(Value::as_str).unwrap_or("");
-    if let Ok(slices) = lookup("discovery.k8s.io", "endpointslices") {
-        let opts = ListOptions {
-            label: labels::parse(&format!("kubernetes.io/service-name={name}"))
-                .map_err(|e| e.to_string())?,
-            ..ListOptions::default()
-        };
-        let list = slices
-            .store
-            .list(Some(namespace), &opts)
-            .await
-            .map_err(|e| e.message)?;
-        if !list.items.is_empty() {
-            return list
-                .items
-                .iter()
-                .find_map(|s| from_slice(s, port_name))
-                .ok_or_else(|| no_endpoints(name));
+    let services = srv
+        .apis
+        .lookup("", "v1", "services")
+        .ok_or_else(|| access(ApiError::internal("services are not served")))?;
+    let svc = match services.store.get(Some(namespace), name, None).await {
+        Ok(svc) => svc,
+        Err(e) if e.is_not_found() => {
+            return Err(ResolveError::ServiceNotFound {
+                namespace: namespace.to_owned(),
+                name: name.to_owned(),
+            })
         }
+        Err(e) => return Err(access(e)),
+    };
+    if svc.pointer("/spec/type").and_then(Value::as_str) == Some("ExternalName") {
+        let host = svc
+            .pointer("/spec/externalName")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        return Ok(Endpoint {
+            host: host.to_owned(),
+            port: u16::try_from(port).unwrap_or(443),
+        });
     }
-    let eps = lookup("", "endpoints")?
-        .store
-        .get(Some(namespace), name, None)
-        .await
-        .map_err(|e| e.message)?;
-    eps.get("subsets")
-        .and_then(Value::as_array)
+    let ports = svc.pointer("/spec/ports").and_then(Value::as_array);
+    let Some(svc_port) = ports
         .into_iter()
         .flatten()
-        .find_map(|subset| from_subset(subset, port_name))
-        .ok_or_else(|| no_endpoints(name))
+        .find(|p| p.get("port").and_then(Value::as_i64) == Some(port))
+    else {
+        return Err(ResolveError::ServicePort {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            port,
+        });
+    };
+    let port_name = svc_port
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
+    let missing = || ResolveError::MissingEndpoints {
+        namespace: namespace.to_owned(),
+        name: name.to_owned(),
+        port_name: port_name.clone(),
+    };
+    let slices = endpoint_slices(srv, namespace, name)
+        .await
+        .map_err(access)?;
+    if !slices.is_empty() {
+        return slices
+            .iter()
+            .find_map(|s| from_slice(s, &port_name))
+            .ok_or_else(missing);
+    }
+    let endpoints = srv
+        .apis
+        .lookup("", "v1", "endpoints")
+        .ok_or_else(|| access(ApiError::internal("endpoints are not served")))?;
+    match endpoints.store.get(Some(namespace), name, None).await {
+        Ok(ep) => from_endpoints(&ep, &port_name).ok_or_else(missing),
+        Err(e) if e.is_not_found() => Err(ResolveError::EndpointsNotFound {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+        }),
+        Err(e) => Err(access(e)),
+    }
 }
 
-fn no_endpoints(name: &str) -> String {
-    format!("no endpoints available for service {name:?}")
+async fn endpoint_slices(
+    srv: &Server,
+    namespace: &str,
+    name: &str,
+) -> Result<Vec<Value>, ApiError> {
+    let Some(slices) = srv.apis.lookup("discovery.k8s.io", "v1", "endpointslices") else {
+        return Ok(Vec::new());
+    };
+    let label = kapi_machinery::labels::parse(&format!("kubernetes.io/service-name={name}"))
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
+    let opts = ListOptions {
+        label,
+        ..Default::default()
+    };
+    Ok(slices.store.list(Some(namespace), &opts).await?.items)
 }
 
-/// The port named `port_name` (any single unnamed port for `""`).
-fn port_named(ports: Option<&Value>, port_name: &str) -> Option<u16> {
-    ports?
+/// A ready address of `slice` with a port named `port_name`.
+fn from_slice(slice: &Value, port_name: &str) -> Option<Endpoint> {
+    let port = slice
+        .get("ports")?
         .as_array()?
         .iter()
         .find(|p| p.get("name").and_then(Value::as_str).unwrap_or("") == port_name)?
         .get("port")?
-        .as_u64()
-        .and_then(|p| u16::try_from(p).ok())
-}
-
-/// A ready address of one EndpointSlice (a missing `ready` counts as ready).
-fn from_slice(slice: &Value, port_name: &str) -> Option<Endpoint> {
-    let port = port_named(slice.get("ports"), port_name)?;
-    slice
+        .as_u64()?;
+    let ready = slice
         .get("endpoints")?
         .as_array()?
         .iter()
-        .filter(|e| e.pointer("/conditions/ready").and_then(Value::as_bool) != Some(false))
-        .find_map(|e| e.pointer("/addresses/0").and_then(Value::as_str))
-        .map(|ip| Endpoint {
-            ip: ip.to_owned(),
-            port,
-        })
+        .find(|e| e.pointer("/conditions/ready").and_then(Value::as_bool) != Some(false))?;
+    let host = ready.pointer("/addresses/0")?.as_str()?;
+    Some(Endpoint {
+        host: host.to_owned(),
+        port: u16::try_from(port).ok()?,
+    })
 }
 
-/// A ready address of one Endpoints subset.
-fn from_subset(subset: &Value, port_name: &str) -> Option<Endpoint> {
-    let port = port_named(subset.get("ports"), port_name)?;
-    let ip = subset.pointer("/addresses/0/ip").and_then(Value::as_str)?;
-    Some(Endpoint {
-        ip: ip.to_owned(),
-        port,
+/// A ready address of an Endpoints object's subset with a port named `port_name`.
+fn from_endpoints(ep: &Value, port_name: &str) -> Option<Endpoint> {
+    ep.get("subsets")?.as_array()?.iter().find_map(|subset| {
+        let port = subset
+            .get("ports")?
+            .as_array()?
+            .iter()
+            .find(|p| p.get("name").and_then(Value::as_str).unwrap_or("") == port_name)?
+            .get("port")?
+            .as_u64()?;
+        let host = subset.pointer("/addresses/0/ip")?.as_str()?;
+        Some(Endpoint {
+            host: host.to_owned(),
+            port: u16::try_from(port).ok()?,
+        })
     })
 }
 
@@ -140,24 +223,21 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn slices_pick_a_ready_address_at_the_named_port() {
+    fn slices_and_endpoints_pick_ready_named_ports() {
         let slice = json!({"ports": [{"name": "https", "port": 8443}],
             "endpoints": [{"addresses": ["10.0.0.1"], "conditions": {"ready": false}},
                           {"addresses": ["10.0.0.2"]}]});
         assert_eq!(
             from_slice(&slice, "https"),
             Some(Endpoint {
-                ip: "10.0.0.2".into(),
+                host: "10.0.0.2".into(),
                 port: 8443
             })
         );
         assert_eq!(from_slice(&slice, "other"), None);
-    }
-
-    #[test]
-    fn endpoints_subsets_and_ipv6_authority() {
-        let subset = json!({"addresses": [{"ip": "::1"}], "ports": [{"port": 443}]});
-        let ep = from_subset(&subset, "").unwrap();
-        assert_eq!(ep.authority(), "[::1]:443");
+        let ep = json!({"subsets": [{"addresses": [{"ip": "::1"}], "ports": [{"port": 6443}]}]});
+        let got = from_endpoints(&ep, "").unwrap();
+        assert_eq!(got.authority(), "[::1]:6443");
+        assert_eq!(from_endpoints(&json!({"subsets": []}), ""), None);
     }
 }

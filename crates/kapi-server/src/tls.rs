@@ -66,11 +66,14 @@ impl TlsError {
 }
 
 /// The identity carried by a verified client certificate: `user` is the
-/// subject CN, `groups` the subject O values (in certificate order).
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// subject CN, `groups` the subject O values (in certificate order); `chain`
+/// the presented certificates, leaf first (front-proxy authentication checks
+/// them against its own CA).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PeerIdentity {
     pub user: String,
     pub groups: Vec<String>,
+    pub chain: Vec<CertificateDer<'static>>,
 }
 
 impl PeerIdentity {
@@ -88,7 +91,11 @@ impl PeerIdentity {
             .iter_organization()
             .filter_map(|o| o.as_str().ok().map(str::to_string))
             .collect();
-        Some(PeerIdentity { user, groups })
+        Some(PeerIdentity {
+            user,
+            groups,
+            chain: vec![CertificateDer::from(der.to_vec())],
+        })
     }
 }
 

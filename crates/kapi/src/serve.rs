@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
+use kapi_server::authn::requestheader::{CertVerifier, RequestHeader, RequestHeaderConfig};
 use kapi_server::authn::serviceaccount::Issuer;
 use kapi_server::authn::{Authenticator, TokenFile};
 use kapi_server::{tls, ChainOptions, Cidr, Server, ServerConfig};
@@ -54,6 +55,30 @@ pub struct ServeArgs {
     /// Trust client certificates signed by this CA (besides the generated one).
     #[arg(long)]
     client_ca_file: Option<PathBuf>,
+    /// The client certificate (PEM) the aggregator presents to extension API
+    /// servers when it proxies a request to them.
+    #[arg(long)]
+    proxy_client_cert_file: Option<PathBuf>,
+    /// The key of `--proxy-client-cert-file`.
+    #[arg(long)]
+    proxy_client_key_file: Option<PathBuf>,
+    /// Trust users named in request headers when the request comes with a
+    /// client certificate signed by this CA (a front proxy, an aggregator).
+    #[arg(long)]
+    requestheader_client_ca_file: Option<PathBuf>,
+    /// Common names a front-proxy certificate may have (empty: any).
+    #[arg(long, value_delimiter = ',')]
+    requestheader_allowed_names: Vec<String>,
+    /// Request headers naming the user (X-Remote-User is common).
+    #[arg(long, value_delimiter = ',')]
+    requestheader_username_headers: Vec<String>,
+    /// Request headers naming groups (X-Remote-Group is common).
+    #[arg(long, value_delimiter = ',')]
+    requestheader_group_headers: Vec<String>,
+    /// Prefixes of request headers carrying extra user information
+    /// (X-Remote-Extra- is common).
+    #[arg(long, value_delimiter = ',')]
+    requestheader_extra_headers_prefix: Vec<String>,
     /// Static bearer tokens, upstream's CSV format.
     #[arg(long)]
     token_auth_file: Option<PathBuf>,
@@ -222,12 +247,32 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
     if let Some(ca) = &a.client_ca_file {
         client_cas.push(read(ca)?);
     }
+    let x509_cas = client_cas.clone();
+    let request_header = match &a.requestheader_client_ca_file {
+        Some(path) => {
+            let ca = read(path)?;
+            client_cas.push(ca.clone());
+            Some(RequestHeaderConfig {
+                client_ca: ca,
+                allowed_names: a.requestheader_allowed_names.clone(),
+                username_headers: a.requestheader_username_headers.clone(),
+                group_headers: a.requestheader_group_headers.clone(),
+                extra_headers_prefix: a.requestheader_extra_headers_prefix.clone(),
+            })
+        }
+        None => None,
+    };
     let tls_config = tls::server_config(&cert, &key, &client_cas).map_err(|e| e.to_string())?;
     let tokens = match &a.token_auth_file {
         Some(p) => Some(TokenFile::load(p).map_err(|e| e.to_string())?),
         None => None,
     };
-    let auth = Arc::new(Authenticator::new(tokens, a.anonymous_auth));
+    let mut authenticator = Authenticator::new(tokens, a.anonymous_auth);
+    if let Some(config) = request_header.clone() {
+        let rh = RequestHeader::new(config)?;
+        authenticator = authenticator.with_request_header(rh, CertVerifier::new(&x509_cas)?);
+    }
+    let auth = Arc::new(authenticator);
     let chain = chain_options(&a)?;
 
     let config = ServerConfig {
@@ -247,6 +292,20 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
     let server = Server::builtin(config, slot);
     server.set_authorization_modes(&modes);
     server.set_service_accounts(issuer);
+    match (&a.proxy_client_cert_file, &a.proxy_client_key_file) {
+        (Some(c), Some(k)) => server.aggregator.set_proxy_client(read(c)?, read(k)?),
+        (None, None) => {}
+        _ => return Err("--proxy-client-cert-file and --proxy-client-key-file go together".into()),
+    }
+    server
+        .aggregator
+        .set_authentication_info(kapi_server::aggregator::authinfo::Info {
+            client_ca: x509_cas
+                .iter()
+                .map(|pem| format!("{}\n", pem.trim_end()))
+                .collect(),
+            request_header,
+        });
     server
         .start(&controllers)
         .await

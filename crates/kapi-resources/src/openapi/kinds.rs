@@ -99,6 +99,7 @@ kinds! {
     "authorization.k8s.io" "v1" SelfSubjectRulesReview single => api::authorization::v1::SelfSubjectRulesReview;
     "authorization.k8s.io" "v1" SubjectAccessReview single => api::authorization::v1::SubjectAccessReview;
     "apiextensions.k8s.io" "v1" CustomResourceDefinition list => k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    "apiregistration.k8s.io" "v1" APIService list => k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
     "autoscaling" "v1" Scale single => api::autoscaling::v1::Scale;
     "autoscaling" "v1" HorizontalPodAutoscaler list => api::autoscaling::v1::HorizontalPodAutoscaler;
     "autoscaling" "v2" HorizontalPodAutoscaler list => api::autoscaling::v2::HorizontalPodAutoscaler;

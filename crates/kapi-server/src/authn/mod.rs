@@ -22,6 +22,7 @@
 
 pub mod discovery;
 pub mod jwt;
+pub mod requestheader;
 pub mod serviceaccount;
 mod tokenfile;
 
@@ -80,6 +81,11 @@ pub struct Authenticator {
     tokens: Option<TokenFile>,
     anonymous: bool,
     server: Option<Arc<Server>>,
+    /// Front-proxy authentication (`--requestheader-*`), tried first.
+    request_header: Option<Arc<requestheader::RequestHeader>>,
+    /// The CAs client certificates must chain to for the certificate's own
+    /// identity (`--client-ca-file`); unset: whatever the TLS layer verified.
+    client_cas: Option<requestheader::CertVerifier>,
 }
 
 impl std::fmt::Debug for Authenticator {
@@ -98,6 +104,45 @@ impl Authenticator {
             tokens,
             anonymous,
             server: None,
+            request_header: None,
+            client_cas: None,
+        }
+    }
+
+    /// Accept users named in headers by a front proxy (`requestheader.rs`);
+    /// client certificates then identify their subject only when they chain
+    /// to `client_cas` (the TLS layer also trusts the front-proxy CA).
+    pub fn with_request_header(
+        mut self,
+        request_header: requestheader::RequestHeader,
+        client_cas: requestheader::CertVerifier,
+    ) -> Self {
+        self.request_header = Some(Arc::new(request_header));
+        self.client_cas = Some(client_cas);
+        self
+    }
+
+    /// The front-proxy settings, if any.
+    pub fn request_header(&self) -> Option<&requestheader::RequestHeaderConfig> {
+        self.request_header.as_deref().map(|r| &r.config)
+    }
+
+    /// Front-proxy authentication of a request: the user, with the headers removed.
+    fn authenticate_front_proxy(
+        &self,
+        peer: Option<&PeerIdentity>,
+        req: &mut Request,
+    ) -> Option<UserInfo> {
+        let rh = self.request_header.as_ref()?;
+        match rh.authenticate(peer?, req.headers())? {
+            Ok(user) => {
+                rh.clear_headers(req.headers_mut());
+                Some(with_authenticated_group(user))
+            }
+            Err(reason) => {
+                tracing::debug!(%reason, "request header authentication");
+                None
+            }
         }
     }
 
@@ -205,6 +250,17 @@ pub async fn authenticate_layer(
         .get::<Option<PeerIdentity>>()
         .cloned()
         .flatten();
+    if let Some(user) = auth.authenticate_front_proxy(peer.as_ref(), &mut req) {
+        req.headers_mut().remove(header::AUTHORIZATION);
+        req.extensions_mut().insert(user);
+        req.extensions_mut().insert(auth.clone());
+        return next.run(req).await;
+    }
+    let peer = peer.filter(|p| {
+        auth.client_cas
+            .as_ref()
+            .is_none_or(|cas| cas.verifies(&p.chain))
+    });
     let header = req
         .headers()
         .get(header::AUTHORIZATION)
@@ -265,6 +321,7 @@ mod tests {
         let peer = PeerIdentity {
             user: "kubernetes-admin".into(),
             groups: vec!["system:masters".into()],
+            ..Default::default()
         };
         let res = auth.authenticate(Some(&peer), Some("Bearer bogus")).await;
         let AuthResult::Authenticated(user) = res else {
@@ -280,6 +337,7 @@ mod tests {
         let peer = PeerIdentity {
             user: String::new(),
             groups: vec!["x".into()],
+            ..Default::default()
         };
         let res = auth.authenticate(Some(&peer), Some("bearer tok2")).await;
         let AuthResult::Authenticated(user) = res else {

@@ -61,12 +61,12 @@ pub async fn serve_tls(
                 .map_err(|_| {
                     io::Error::new(io::ErrorKind::TimedOut, "TLS handshake timed out")
                 })??;
-            let peer = stream
-                .get_ref()
-                .1
-                .peer_certificates()
-                .and_then(|chain| chain.first())
-                .and_then(|leaf| PeerIdentity::from_der(leaf));
+            let chain = stream.get_ref().1.peer_certificates();
+            let peer = chain.and_then(|chain| {
+                let mut peer = PeerIdentity::from_der(chain.first()?)?;
+                peer.chain = chain.iter().map(|c| c.clone().into_owned()).collect();
+                Some(peer)
+            });
             Ok((stream, peer))
         }
     })

@@ -1,0 +1,159 @@
+//! The HTTPS client to extension servers: one connection per request
+//! (HTTP/1.1 over rustls with the ring provider), dialled at the endpoint the
+//! service resolver picked while verifying the certificate for the service's
+//! DNS name `<svc>.<ns>.svc` against the APIService's `caBundle` — or not at
+//! all under `insecureSkipTLSVerify` — and presenting the front-proxy client
+//! certificate when one is configured.
+//!
+//! Invariants: the response body is streamed (a watch stays open as long as
+//! the extension server keeps it open); the connection task ends with it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::{DigitallySignedStruct, SignatureScheme};
+
+use crate::service_resolver::Endpoint;
+
+/// How long dialling plus the TLS handshake may take.
+pub const DIAL_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Why a request did not reach the extension server.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("dial tcp {0}: {1}")]
+    Dial(String, String),
+    #[error("tls: {0}")]
+    Tls(String),
+    #[error("{0}")]
+    Http(String),
+}
+
+/// The client TLS configuration for one APIService.
+pub fn tls_config(
+    ca_bundle_pem: &[u8],
+    insecure: bool,
+    client: Option<&(String, String)>,
+) -> Result<Arc<rustls::ClientConfig>, String> {
+    let provider = crate::tls::crypto_provider();
+    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?;
+    let builder = if insecure {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(AcceptAny(provider)))
+    } else {
+        let mut roots = rustls::RootCertStore::empty();
+        for cert in CertificateDer::pem_slice_iter(ca_bundle_pem) {
+            let cert = cert.map_err(|e| format!("caBundle: {e}"))?;
+            roots.add(cert).map_err(|e| format!("caBundle: {e}"))?;
+        }
+        builder.with_root_certificates(roots)
+    };
+    let mut config = match client {
+        Some((cert, key)) => {
+            let chain = crate::tls::parse_cert_chain(cert).map_err(|e| e.to_string())?;
+            let key = PrivateKeyDer::from_pem_slice(key.as_bytes())
+                .map_err(|e| format!("proxy client key: {e}"))?;
+            builder
+                .with_client_auth_cert(chain, key)
+                .map_err(|e| e.to_string())?
+        }
+        None => builder.with_no_client_auth(),
+    };
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
+}
+
+/// Send `req` (origin-form URI) to `endpoint` over TLS as `server_name`.
+pub async fn send(
+    endpoint: &Endpoint,
+    server_name: &str,
+    tls: Arc<rustls::ClientConfig>,
+    req: Request<Body>,
+) -> Result<Response<hyper::body::Incoming>, ClientError> {
+    let authority = endpoint.authority();
+    let dial = async {
+        let tcp = tokio::net::TcpStream::connect(&authority)
+            .await
+            .map_err(|e| ClientError::Dial(authority.clone(), e.to_string()))?;
+        let name = ServerName::try_from(server_name.to_owned())
+            .map_err(|e| ClientError::Tls(e.to_string()))?;
+        tokio_rustls::TlsConnector::from(tls)
+            .connect(name, tcp)
+            .await
+            .map_err(|e| ClientError::Tls(e.to_string()))
+    };
+    let stream = tokio::time::timeout(DIAL_TIMEOUT, dial)
+        .await
+        .map_err(|_| ClientError::Dial(authority.clone(), "i/o timeout".into()))??;
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(|e| ClientError::Http(e.to_string()))?;
+    tokio::spawn(async move {
+        if let Err(e) = conn.await {
+            tracing::debug!(error = %e, "extension server connection ended");
+        }
+    });
+    sender
+        .send_request(req)
+        .await
+        .map_err(|e| ClientError::Http(e.to_string()))
+}
+
+/// `insecureSkipTLSVerify`: any certificate is accepted, signatures are still
+/// checked so the handshake completes with the key the peer holds.
+#[derive(Debug)]
+struct AcceptAny(Arc<rustls::crypto::CryptoProvider>);
+
+impl ServerCertVerifier for AcceptAny {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}

@@ -1,0 +1,240 @@
+//! The aggregator, the outermost server of the chain (DESIGN point 7): it owns
+//! `apiregistration.k8s.io` APIServices and sends every request under a
+//! remote APIService's group-version (`spec.service` set) to that service;
+//! everything else falls through to the core server and, after it, the
+//! apiextensions server (the handler dispatcher).
+//!
+//! | part | file | upstream |
+//! |---|---|---|
+//! | remote group-versions in memory ([`Aggregator`]) | this file | `apiserver.go` proxy handlers |
+//! | local APIServices for built-in and custom group-versions | `autoregister.rs` | `autoregister`, `crdregistration` |
+//! | the `Available` condition, remote discovery fetch | `available.rs` | `status/local`, `status/remote` |
+//! | the proxy (after the filters, as upstream) | `proxy.rs` | `handler_proxy.go` |
+//! | the TLS client to extension servers | `client.rs` | `transport` |
+//! | remote OpenAPI documents | `openapi.rs` | `openapi/aggregator` |
+//! | remote groups in discovery | `discovery.rs` | `handler_apis.go`, `discovery/aggregated` |
+//! | `kube-system/extension-apiserver-authentication` | `authinfo.rs` | `clusterauthenticationtrust` |
+//!
+//! Invariants: the table only holds remote APIServices as the availability
+//! controller last saw them; a group-version not in it is served locally.
+//! A request to an unavailable remote group-version is answered 503 here,
+//! never passed on.
+
+pub mod authinfo;
+pub mod autoregister;
+pub mod available;
+pub mod client;
+pub mod discovery;
+pub mod openapi;
+pub mod proxy;
+
+use std::collections::HashMap;
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::Server;
+
+/// The label autoregister puts on the APIServices it manages.
+pub const AUTOMANAGED_LABEL: &str = "kube-aggregator.kubernetes.io/automanaged";
+
+/// One remote APIService as the availability controller last saw it.
+#[derive(Clone)]
+pub struct Remote {
+    /// The APIService's name (`<version>.<group>`).
+    pub name: String,
+    pub group: String,
+    pub version: String,
+    pub group_priority: i64,
+    pub version_priority: i64,
+    pub namespace: String,
+    pub service: String,
+    pub port: i64,
+    /// How requests reach it (trust, server name, client certificate).
+    pub tls: Arc<rustls::ClientConfig>,
+    /// `Available` is True.
+    pub available: bool,
+    /// The server's `APIResourceList` for this group-version, when fetched.
+    pub discovery: Option<Arc<Value>>,
+    /// The server's `/openapi/v2` document, when fetched.
+    pub openapi_v2: Option<Arc<Value>>,
+    /// The server's `/openapi/v3/apis/<group>/<version>` document and its hash.
+    pub openapi_v3: Option<(bytes::Bytes, String)>,
+}
+
+impl Remote {
+    /// The name the serving certificate must carry (`<svc>.<ns>.svc`).
+    pub fn server_name(&self) -> String {
+        format!("{}.{}.svc", self.service, self.namespace)
+    }
+}
+
+/// The front-proxy identity and the remote table.
+pub struct Aggregator {
+    remotes: RwLock<HashMap<(String, String), Remote>>,
+    /// `--proxy-client-cert-file` / `--proxy-client-key-file` (PEM).
+    proxy_client: RwLock<Option<(String, String)>>,
+    /// How often every remote APIService is checked again.
+    resync: RwLock<Duration>,
+    /// What `kube-system/extension-apiserver-authentication` says.
+    auth_info: RwLock<Option<authinfo::Info>>,
+}
+
+impl Default for Aggregator {
+    fn default() -> Self {
+        Aggregator {
+            remotes: RwLock::default(),
+            proxy_client: RwLock::default(),
+            resync: RwLock::new(Duration::from_secs(30)),
+            auth_info: RwLock::default(),
+        }
+    }
+}
+
+impl Aggregator {
+    /// The remote APIService serving `group/version`, if any.
+    pub fn remote(&self, group: &str, version: &str) -> Option<Remote> {
+        self.remotes
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&(group.to_owned(), version.to_owned()))
+            .cloned()
+    }
+
+    /// Every remote APIService.
+    pub fn remotes(&self) -> Vec<Remote> {
+        let mut all: Vec<Remote> = self
+            .remotes
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .cloned()
+            .collect();
+        all.sort_by(|a, b| a.name.cmp(&b.name));
+        all
+    }
+
+    pub(crate) fn put(&self, remote: Remote) {
+        let key = (remote.group.clone(), remote.version.clone());
+        let mut remotes = self.remotes.write().unwrap_or_else(PoisonError::into_inner);
+        // An APIService whose group-version changed leaves its old entry.
+        remotes.retain(|k, r| r.name != remote.name || *k == key);
+        remotes.insert(key, remote);
+    }
+
+    /// Forget the remote APIService named `name` (deleted, or now local).
+    pub(crate) fn forget(&self, name: &str) {
+        self.remotes
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|_, r| r.name != name);
+    }
+
+    /// Present `cert_pem` / `key_pem` to extension servers (front proxy).
+    pub fn set_proxy_client(&self, cert_pem: String, key_pem: String) {
+        *self
+            .proxy_client
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Some((cert_pem, key_pem));
+    }
+
+    pub(crate) fn proxy_client(&self) -> Option<(String, String)> {
+        self.proxy_client
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Check every remote APIService this often (upstream: 30 s).
+    pub fn set_resync(&self, every: Duration) {
+        *self.resync.write().unwrap_or_else(PoisonError::into_inner) = every;
+    }
+
+    /// Publish `info` in `kube-system/extension-apiserver-authentication`.
+    pub fn set_authentication_info(&self, info: authinfo::Info) {
+        *self
+            .auth_info
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Some(info);
+    }
+
+    pub(crate) fn authentication_info(&self) -> Option<authinfo::Info> {
+        self.auth_info
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    pub(crate) fn resync(&self) -> Duration {
+        *self.resync.read().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Start the aggregator's controllers: autoregister and availability.
+pub fn spawn(srv: &Arc<Server>) {
+    autoregister::spawn(srv.clone());
+    available::spawn(srv.clone());
+    authinfo::spawn(srv.clone());
+}
+
+/// The `Available` condition of an object, if any.
+fn condition(obj: &Value) -> Option<&Value> {
+    kapi_resources::apiregistration::available_condition(obj)
+}
+
+/// `(group priority, version priority)` upstream gives a built-in
+/// group-version (`cmd/kube-apiserver/app/aggregator.go`); `None` for one it
+/// does not list, which then gets no APIService, as upstream.
+pub fn builtin_priority(group: &str, version: &str) -> Option<(i64, i64)> {
+    const TABLE: &[(&str, &str, i64, i64)] = &[
+        ("", "v1", 18000, 1),
+        // kube-aggregator's own group (listed first by discovery).
+        ("apiregistration.k8s.io", "v1", 18000, 15),
+        ("apps", "v1", 17800, 15),
+        ("events.k8s.io", "v1", 17750, 15),
+        ("events.k8s.io", "v1beta1", 17750, 5),
+        ("authentication.k8s.io", "v1", 17700, 15),
+        ("authentication.k8s.io", "v1beta1", 17700, 9),
+        ("authentication.k8s.io", "v1alpha1", 17700, 1),
+        ("authorization.k8s.io", "v1", 17600, 15),
+        ("autoscaling", "v1", 17500, 15),
+        ("autoscaling", "v2", 17500, 30),
+        ("autoscaling", "v2beta1", 17500, 9),
+        ("autoscaling", "v2beta2", 17500, 1),
+        ("batch", "v1", 17400, 15),
+        ("batch", "v1beta1", 17400, 9),
+        ("batch", "v2alpha1", 17400, 9),
+        ("certificates.k8s.io", "v1", 17300, 15),
+        ("certificates.k8s.io", "v1alpha1", 17300, 1),
+        ("networking.k8s.io", "v1", 17200, 15),
+        ("networking.k8s.io", "v1alpha1", 17200, 1),
+        ("policy", "v1", 17100, 15),
+        ("policy", "v1beta1", 17100, 9),
+        ("rbac.authorization.k8s.io", "v1", 17000, 15),
+        ("storage.k8s.io", "v1", 16800, 15),
+        ("storage.k8s.io", "v1beta1", 16800, 9),
+        ("storage.k8s.io", "v1alpha1", 16800, 1),
+        ("apiextensions.k8s.io", "v1", 16700, 15),
+        ("admissionregistration.k8s.io", "v1", 16700, 15),
+        ("admissionregistration.k8s.io", "v1alpha1", 16700, 9),
+        ("scheduling.k8s.io", "v1", 16600, 15),
+        ("coordination.k8s.io", "v1", 16500, 15),
+        ("node.k8s.io", "v1", 16300, 15),
+        ("node.k8s.io", "v1alpha1", 16300, 1),
+        ("node.k8s.io", "v1beta1", 16300, 9),
+        ("discovery.k8s.io", "v1", 16200, 15),
+        ("discovery.k8s.io", "v1beta1", 16200, 12),
+        ("flowcontrol.apiserver.k8s.io", "v1", 16100, 21),
+        ("flowcontrol.apiserver.k8s.io", "v1beta3", 16100, 18),
+        ("flowcontrol.apiserver.k8s.io", "v1beta2", 16100, 15),
+        ("flowcontrol.apiserver.k8s.io", "v1beta1", 16100, 12),
+        ("flowcontrol.apiserver.k8s.io", "v1alpha1", 16100, 9),
+        ("internal.apiserver.k8s.io", "v1alpha1", 16000, 9),
+        ("resource.k8s.io", "v1alpha2", 15900, 9),
+    ];
+    TABLE
+        .iter()
+        .find(|(g, v, _, _)| *g == group && *v == version)
+        .map(|(_, _, g, v)| (*g, *v))
+}

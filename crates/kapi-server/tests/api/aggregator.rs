@@ -1,0 +1,644 @@
+//! API aggregation end to end: a small extension API server started on
+//! loopback (HTTPS, its own CA, requiring nothing but accepting the front-proxy
+//! client certificate) serves `wardle.example.com/v1` flunders; an APIService,
+//! a Service and its Endpoints point kapi at it. Checked: the `Available`
+//! condition, proxied get/list/watch with the user in `X-Remote-*` headers and
+//! the front-proxy certificate presented, authorization before the proxy,
+//! discovery (legacy and aggregated) merged, and — once the server is stopped —
+//! `Available=False`, 503 and stale discovery.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::{Path, Request, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use base64::Engine as _;
+use http_body_util::BodyExt as _;
+use kapi_server::tls::{self, PeerIdentity};
+use kube::api::{Api, DynamicObject, ListParams};
+use serde_json::{json, Value};
+use tokio::sync::Notify;
+
+use crate::harness::{self, api_error, TestServer};
+
+pub const GROUP: &str = "wardle.example.com";
+
+/// A CA and a certificate it signed (PEM).
+pub struct Certs {
+    pub ca: String,
+    pub cert: String,
+    pub key: String,
+}
+
+/// A fresh CA and one leaf: a server certificate for `dns` or a client
+/// certificate with CN `cn`.
+pub fn certs(dns: Option<&str>, cn: &str) -> Certs {
+    leaves(dns, &[cn]).remove(0)
+}
+
+/// A fresh CA and one leaf per CN, all signed by it.
+pub fn leaves(dns: Option<&str>, cns: &[&str]) -> Vec<Certs> {
+    use rcgen::{
+        BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    };
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca_params = CertificateParams::default();
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, format!("{}-ca", cns[0]));
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::new(ca_params, &ca_key);
+    cns.iter()
+        .map(|cn| {
+            let key = KeyPair::generate().unwrap();
+            let sans = dns.map(|d| vec![d.to_owned()]).unwrap_or_default();
+            let mut params = CertificateParams::new(sans).unwrap();
+            params.distinguished_name.push(DnType::CommonName, *cn);
+            params.extended_key_usages = vec![if dns.is_some() {
+                ExtendedKeyUsagePurpose::ServerAuth
+            } else {
+                ExtendedKeyUsagePurpose::ClientAuth
+            }];
+            let cert = params.signed_by(&key, &issuer).unwrap();
+            Certs {
+                ca: ca.pem(),
+                cert: cert.pem(),
+                key: key.serialize_pem(),
+            }
+        })
+        .collect()
+}
+
+/// What the extension server saw of the last request.
+#[derive(Default, Clone, Debug)]
+pub struct Seen {
+    pub client_cn: Option<String>,
+    pub user: Option<String>,
+    pub groups: Vec<String>,
+    pub extra: Vec<(String, String)>,
+}
+
+#[derive(Clone)]
+struct Remote {
+    seen: Arc<Mutex<Seen>>,
+    /// The watch sends its second event once this is notified.
+    go_on: Arc<Notify>,
+}
+
+fn record(remote: &Remote, req: &Request) {
+    let h = req.headers();
+    let all = |name: &str| -> Vec<String> {
+        h.get_all(name)
+            .iter()
+            .filter_map(|v| v.to_str().ok().map(str::to_owned))
+            .collect()
+    };
+    let extra = h
+        .iter()
+        .filter(|(k, _)| k.as_str().starts_with("x-remote-extra-"))
+        .map(|(k, v)| (k.as_str().to_owned(), v.to_str().unwrap_or("").to_owned()))
+        .collect();
+    let peer = req
+        .extensions()
+        .get::<Option<PeerIdentity>>()
+        .cloned()
+        .flatten();
+    *remote.seen.lock().unwrap() = Seen {
+        client_cn: peer.map(|p| p.user),
+        user: all("x-remote-user").first().cloned(),
+        groups: all("x-remote-group"),
+        extra,
+    };
+}
+
+fn flunder(ns: &str, name: &str) -> Value {
+    json!({"apiVersion": format!("{GROUP}/v1"), "kind": "Flunder",
+           "metadata": {"name": name, "namespace": ns, "resourceVersion": "7"}, "spec": {}})
+}
+
+fn json_response(v: Value) -> Response {
+    ([("content-type", "application/json")], v.to_string()).into_response()
+}
+
+/// Not recorded: the availability checks call it all the time.
+async fn resource_list() -> Response {
+    json_response(
+        json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": format!("{GROUP}/v1"),
+        "resources": [
+            {"name": "flunders", "singularName": "flunder", "namespaced": true, "kind": "Flunder",
+             "verbs": ["get", "list", "watch"], "shortNames": ["fl"]},
+            {"name": "flunders/status", "singularName": "", "namespaced": true, "kind": "Flunder",
+             "verbs": ["get"]}]}),
+    )
+}
+
+async fn flunders(State(r): State<Remote>, Path(ns): Path<String>, req: Request) -> Response {
+    record(&r, &req);
+    if req.uri().query().is_some_and(|q| q.contains("watch=true")) {
+        let go_on = r.go_on.clone();
+        let first = json!({"type": "ADDED", "object": flunder(&ns, "one")}).to_string() + "\n";
+        let second = json!({"type": "ADDED", "object": flunder(&ns, "two")}).to_string() + "\n";
+        let stream = futures::stream::unfold(0, move |step| {
+            let (go_on, first, second) = (go_on.clone(), first.clone(), second.clone());
+            async move {
+                match step {
+                    0 => Some((Ok::<_, std::io::Error>(first), 1)),
+                    1 => {
+                        go_on.notified().await;
+                        Some((Ok(second), 2))
+                    }
+                    _ => None,
+                }
+            }
+        });
+        return (
+            [("content-type", "application/json")],
+            axum::body::Body::from_stream(stream),
+        )
+            .into_response();
+    }
+    json_response(
+        json!({"apiVersion": format!("{GROUP}/v1"), "kind": "FlunderList",
+        "metadata": {"resourceVersion": "7"}, "items": [flunder(&ns, "one")]}),
+    )
+}
+
+async fn one_flunder(
+    State(r): State<Remote>,
+    Path((ns, name)): Path<(String, String)>,
+    req: Request,
+) -> Response {
+    record(&r, &req);
+    json_response(flunder(&ns, &name))
+}
+
+const FLUNDER_DEF: &str = "com.example.wardle.v1.Flunder";
+
+async fn openapi_v2() -> Response {
+    json_response(
+        json!({"swagger": "2.0", "info": {"title": "wardle", "version": "v1"},
+        "paths": {format!("/apis/{GROUP}/v1/namespaces/{{namespace}}/flunders"): {"get": {}}},
+        "definitions": {FLUNDER_DEF: {"type": "object"}}}),
+    )
+}
+
+async fn openapi_v3() -> Response {
+    json_response(
+        json!({"openapi": "3.0.0", "info": {"title": "wardle", "version": "v1"},
+        "paths": {}, "components": {"schemas": {FLUNDER_DEF: {"type": "object"}}}}),
+    )
+}
+
+/// A running extension server.
+pub struct Extension {
+    pub port: u16,
+    pub ca: String,
+    seen: Arc<Mutex<Seen>>,
+    go_on: Arc<Notify>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    done: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Extension {
+    pub fn seen(&self) -> Seen {
+        self.seen.lock().unwrap().clone()
+    }
+
+    /// Stop serving and wait until the listener is closed.
+    pub async fn stop(&mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        if let Some(done) = self.done.take() {
+            let _ = done.await;
+        }
+    }
+}
+
+/// Start the extension server for `dns`, trusting `front_proxy_ca` for client
+/// certificates.
+pub async fn start_extension(dns: &str, front_proxy_ca: &str) -> Extension {
+    let serving = certs(Some(dns), "wardle");
+    let config = tls::server_config(
+        &serving.cert,
+        &serving.key,
+        std::slice::from_ref(&front_proxy_ca.to_owned()),
+    )
+    .unwrap();
+    let remote = Remote {
+        seen: Arc::default(),
+        go_on: Arc::new(Notify::new()),
+    };
+    let app = Router::new()
+        .route(&format!("/apis/{GROUP}/v1"), get(resource_list))
+        .route("/openapi/v2", get(openapi_v2))
+        .route(&format!("/openapi/v3/apis/{GROUP}/v1"), get(openapi_v3))
+        .route(
+            &format!("/apis/{GROUP}/v1/namespaces/{{ns}}/flunders"),
+            get(flunders),
+        )
+        .route(
+            &format!("/apis/{GROUP}/v1/namespaces/{{ns}}/flunders/{{name}}"),
+            get(one_flunder),
+        )
+        .with_state(remote.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let done = tokio::spawn(async move {
+        let stop = async move {
+            let _ = rx.await;
+        };
+        let _ = tls::serve_tls(listener, config, app, stop).await;
+    });
+    Extension {
+        port,
+        ca: serving.ca,
+        seen: remote.seen,
+        go_on: remote.go_on,
+        stop: Some(tx),
+        done: Some(done),
+    }
+}
+
+/// The Service `wardle/wardle-api` (port 443 named https) with Endpoints at
+/// `127.0.0.1:<port>`, and the APIService `v1.wardle.example.com` using it.
+pub async fn register(s: &TestServer, ext: &Extension) {
+    s.namespace("wardle").await;
+    let (code, body) = s
+        .send_json(
+            "POST",
+            "/api/v1/namespaces/wardle/services",
+            serde_json::to_vec(&json!({"apiVersion": "v1", "kind": "Service",
+                "metadata": {"name": "wardle-api"},
+                "spec": {"ports": [{"name": "https", "port": 443, "targetPort": ext.port}]}}))
+            .unwrap(),
+        )
+        .await;
+    assert_eq!(code, 201, "{body}");
+    let (code, body) = s
+        .send_json(
+            "POST",
+            "/api/v1/namespaces/wardle/endpoints",
+            serde_json::to_vec(&json!({"apiVersion": "v1", "kind": "Endpoints",
+                "metadata": {"name": "wardle-api"},
+                "subsets": [{"addresses": [{"ip": "127.0.0.1"}],
+                             "ports": [{"name": "https", "port": ext.port}]}]}))
+            .unwrap(),
+        )
+        .await;
+    assert_eq!(code, 201, "{body}");
+    let ca = base64::engine::general_purpose::STANDARD.encode(&ext.ca);
+    let (code, body) = s
+        .send_json(
+            "POST",
+            "/apis/apiregistration.k8s.io/v1/apiservices",
+            serde_json::to_vec(&json!({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+                "metadata": {"name": format!("v1.{GROUP}")},
+                "spec": {"group": GROUP, "version": "v1", "groupPriorityMinimum": 1000, "versionPriority": 15,
+                         "caBundle": ca, "service": {"namespace": "wardle", "name": "wardle-api", "port": 443}}}))
+            .unwrap(),
+        )
+        .await;
+    assert_eq!(code, 201, "{body}");
+}
+
+/// Wait until the APIService's `Available` condition has `status`; returns it.
+pub async fn wait_available(s: &TestServer, name: &str, status: &str) -> Value {
+    let path = format!("/apis/apiregistration.k8s.io/v1/apiservices/{name}");
+    let mut last = Value::Null;
+    for _ in 0..300 {
+        let (code, obj) = s.get_json(&path).await;
+        if code == 200 {
+            let cond = obj["status"]["conditions"]
+                .as_array()
+                .and_then(|cs| cs.iter().find(|c| c["type"] == "Available"))
+                .cloned();
+            if let Some(c) = cond.filter(|c| c["status"] == status) {
+                return c;
+            }
+        }
+        last = obj;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{name} never became Available={status}: {last:#}");
+}
+
+pub fn flunders_api(s: &TestServer, ns: &str) -> Api<DynamicObject> {
+    harness::dynamic(&s.client, GROUP, "v1", "Flunder", "flunders", Some(ns))
+}
+
+/// An aggregated discovery document of `/apis`.
+pub async fn aggregated(s: &TestServer) -> Value {
+    let req = http::Request::get("/apis")
+        .header(
+            "accept",
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList",
+        )
+        .body(Vec::new())
+        .unwrap();
+    let (code, body) = s.raw(req).await;
+    assert_eq!(code, 200, "{body}");
+    body
+}
+
+pub fn group_of<'a>(doc: &'a Value, group: &str) -> Option<&'a Value> {
+    doc["items"]
+        .as_array()?
+        .iter()
+        .find(|i| i["metadata"]["name"] == group)
+}
+
+#[tokio::test]
+async fn a_remote_api_service_is_proxied_with_the_user_and_goes_unavailable() {
+    let s = harness::start().await;
+    s.server.aggregator.set_resync(Duration::from_millis(300));
+    let front_proxy = certs(None, "front-proxy-client");
+    s.server
+        .aggregator
+        .set_proxy_client(front_proxy.cert.clone(), front_proxy.key.clone());
+    let mut ext = start_extension("wardle-api.wardle.svc", &front_proxy.ca).await;
+    register(&s, &ext).await;
+    let cond = wait_available(&s, &format!("v1.{GROUP}"), "True").await;
+    assert_eq!(cond["reason"], "Passed");
+    assert_eq!(cond["message"], "all checks passed");
+
+    // get and list go through, as the admin, with the front-proxy certificate.
+    let api = flunders_api(&s, "default");
+    let list = api.list(&ListParams::default()).await.unwrap();
+    assert_eq!(list.items.len(), 1);
+    let seen = ext.seen();
+    assert_eq!(seen.client_cn.as_deref(), Some("front-proxy-client"));
+    assert_eq!(seen.user.as_deref(), Some(tls::ADMIN_USER));
+    assert!(
+        seen.groups.contains(&"system:masters".to_owned()),
+        "{seen:?}"
+    );
+    assert!(
+        seen.groups.contains(&"system:authenticated".to_owned()),
+        "{seen:?}"
+    );
+    let one = api.get("one").await.unwrap();
+    assert_eq!(one.metadata.name.as_deref(), Some("one"));
+
+    // Impersonation happens before the proxy; extra keys are path-escaped.
+    let req = http::Request::get(format!("/apis/{GROUP}/v1/namespaces/default/flunders/x"))
+        .header("Impersonate-User", "bob")
+        .header("Impersonate-Group", "system:masters")
+        .header("Impersonate-Extra-acme.com%2fproject", "p1")
+        .header("X-Remote-User", "mallory")
+        .body(Vec::new())
+        .unwrap();
+    let (code, body) = s.raw(req).await;
+    assert_eq!(code, 200, "{body}");
+    let seen = ext.seen();
+    assert_eq!(seen.user.as_deref(), Some("bob"));
+    assert_eq!(seen.groups, vec!["system:masters", "system:authenticated"]);
+    assert_eq!(
+        seen.extra,
+        // Header names travel lower-cased (HTTP/2 requires it; the
+        // escape's hex digits are case-insensitive to the receiver).
+        vec![(
+            "x-remote-extra-acme.com%2fproject".to_owned(),
+            "p1".to_owned()
+        )]
+    );
+
+    // Authorization runs before the proxy: alice may not list flunders.
+    let alice = s.client_with_token("alice-token").await;
+    let alice_api = harness::dynamic(&alice, GROUP, "v1", "Flunder", "flunders", Some("default"));
+    let err = api_error(alice_api.list(&ListParams::default()).await);
+    assert_eq!(err.code, 403);
+
+    // A watch streams: the first event arrives before the second is sent.
+    let req = http::Request::get(format!(
+        "/apis/{GROUP}/v1/namespaces/default/flunders?watch=true"
+    ))
+    .body(kube::client::Body::from(Vec::new()))
+    .unwrap();
+    let resp = s.client.send(req).await.unwrap();
+    assert_eq!(resp.status(), 200);
+    let mut body = resp.into_body();
+    let first = body.frame().await.unwrap().unwrap().into_data().unwrap();
+    let first: Value = serde_json::from_slice(&first).unwrap();
+    assert_eq!(first["object"]["metadata"]["name"], "one");
+    ext.go_on.notify_one();
+    let rest = body.collect().await.unwrap().to_bytes();
+    let second: Value = serde_json::from_slice(rest.trim_ascii()).unwrap();
+    assert_eq!(second["object"]["metadata"]["name"], "two");
+
+    // Discovery: legacy group list, the group, aggregated.
+    let (code, apis) = s.get_json("/apis").await;
+    assert_eq!(code, 200);
+    let group = apis["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["name"] == GROUP)
+        .unwrap_or_else(|| panic!("{GROUP} not in {apis:#}"));
+    assert_eq!(
+        group["preferredVersion"]["groupVersion"],
+        format!("{GROUP}/v1")
+    );
+    let (code, g) = s.get_json(&format!("/apis/{GROUP}")).await;
+    assert_eq!((code, g["kind"].as_str()), (200, Some("APIGroup")), "{g}");
+    let (code, rl) = s.get_json(&format!("/apis/{GROUP}/v1")).await;
+    assert_eq!(code, 200);
+    assert_eq!(rl["resources"][0]["name"], "flunders");
+    let doc = aggregated(&s).await;
+    let item = group_of(&doc, GROUP).unwrap_or_else(|| panic!("{GROUP} not in {doc:#}"));
+    assert_eq!(item["versions"][0]["freshness"], "Current");
+    assert_eq!(item["versions"][0]["resources"][0]["resource"], "flunders");
+    assert_eq!(
+        item["versions"][0]["resources"][0]["subresources"][0]["subresource"],
+        "status"
+    );
+
+    // OpenAPI: v2 merged, v3 listed and served.
+    let (code, v2) = s.get_json("/openapi/v2").await;
+    assert_eq!(code, 200);
+    assert!(
+        v2["definitions"].get(FLUNDER_DEF).is_some(),
+        "remote definition merged"
+    );
+    assert!(v2["definitions"].get("io.k8s.api.core.v1.Pod").is_some());
+    let (code, index) = s.get_json("/openapi/v3").await;
+    assert_eq!(code, 200);
+    let url = index["paths"][format!("apis/{GROUP}/v1")]["serverRelativeURL"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{GROUP} not in {index:#}"))
+        .to_owned();
+    let (code, v3) = s.get_json(&url).await;
+    assert_eq!(code, 200);
+    assert!(v3["components"]["schemas"].get(FLUNDER_DEF).is_some());
+
+    // The server goes away: Available=False, 503, stale discovery.
+    ext.stop().await;
+    let cond = wait_available(&s, &format!("v1.{GROUP}"), "False").await;
+    assert_eq!(cond["reason"], "FailedDiscoveryCheck");
+    let msg = cond["message"].as_str().unwrap();
+    assert!(
+        msg.starts_with("failing or missing response from https://127.0.0.1:"),
+        "{msg}"
+    );
+    let err = api.list(&ListParams::default()).await.unwrap_err();
+    assert!(
+        matches!(&err, kube::Error::Api(s) if s.code == 503),
+        "{err:?}"
+    );
+    let (code, text) = s
+        .raw_text(
+            http::Request::get(format!("/apis/{GROUP}/v1/namespaces/default/flunders"))
+                .body(Vec::new())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!((code, text.as_str()), (503, "service unavailable\n"));
+    let doc = aggregated(&s).await;
+    let item = group_of(&doc, GROUP).expect("an unavailable group stays in discovery");
+    assert_eq!(item["versions"][0]["freshness"], "Stale");
+
+    // Table output as kubectl asks for it.
+    let req = http::Request::get(format!(
+        "/apis/apiregistration.k8s.io/v1/apiservices/v1.{GROUP}"
+    ))
+    .header("accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+    .body(Vec::new())
+    .unwrap();
+    let (code, table) = s.raw(req).await;
+    assert_eq!(code, 200, "{table}");
+    let names: Vec<&str> = table["columnDefinitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["Name", "Service", "Available", "Age"]);
+    assert_eq!(table["rows"][0]["cells"][1], "wardle/wardle-api");
+    assert_eq!(table["rows"][0]["cells"][2], "False (FailedDiscoveryCheck)");
+}
+
+#[tokio::test]
+async fn missing_services_and_endpoints_are_reported() {
+    let s = harness::start().await;
+    let name = format!("v1.{GROUP}");
+    let (code, body) = s
+        .send_json(
+            "POST",
+            "/apis/apiregistration.k8s.io/v1/apiservices",
+            serde_json::to_vec(&json!({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+                "metadata": {"name": name},
+                "spec": {"group": GROUP, "version": "v1", "groupPriorityMinimum": 1000, "versionPriority": 15,
+                         "insecureSkipTLSVerify": true,
+                         "service": {"namespace": "default", "name": "nothing", "port": 443}}}))
+            .unwrap(),
+        )
+        .await;
+    assert_eq!(code, 201, "{body}");
+    let cond = wait_available(&s, &name, "False").await;
+    assert_eq!(cond["reason"], "ServiceNotFound");
+    assert_eq!(
+        cond["message"],
+        "service/nothing in \"default\" is not present"
+    );
+    let (code, _) = s.get_json(&format!("/apis/{GROUP}/v1")).await;
+    assert_eq!(code, 503);
+    let (code, body) = s
+        .send_json(
+            "POST",
+            "/api/v1/namespaces/default/services",
+            serde_json::to_vec(&json!({"apiVersion": "v1", "kind": "Service",
+                "metadata": {"name": "nothing"},
+                "spec": {"ports": [{"port": 443}]}}))
+            .unwrap(),
+        )
+        .await;
+    assert_eq!(code, 201, "{body}");
+    let mut reason = Value::Null;
+    for _ in 0..300 {
+        let (_, obj) = s
+            .get_json(&format!(
+                "/apis/apiregistration.k8s.io/v1/apiservices/{name}"
+            ))
+            .await;
+        reason = obj["status"]["conditions"][0]["reason"].clone();
+        if reason == "EndpointsNotFound" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(reason, "EndpointsNotFound");
+}
+
+#[tokio::test]
+async fn invalid_api_services_are_rejected() {
+    let s = harness::start().await;
+    let (code, body) = s
+        .send_json(
+            "POST",
+            "/apis/apiregistration.k8s.io/v1/apiservices",
+            serde_json::to_vec(&json!({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+                "metadata": {"name": "v1.wrong.example.com"},
+                "spec": {"group": GROUP, "version": "v1", "groupPriorityMinimum": 1000, "versionPriority": 15}}))
+            .unwrap(),
+        )
+        .await;
+    assert_eq!(code, 422, "{body}");
+    assert_eq!(body["reason"], "Invalid");
+    assert_eq!(
+        body["details"]["causes"][0]["message"],
+        "Invalid value: \"v1.wrong.example.com\": must be `spec.version+\".\"+spec.group`: \"v1.wardle.example.com\""
+    );
+}
+
+#[tokio::test]
+async fn local_api_services_follow_built_ins_and_definitions() {
+    let s = harness::start().await;
+    let apps = wait_available(&s, "v1.apps", "True").await;
+    assert_eq!(apps["reason"], "Local");
+    assert_eq!(apps["message"], "Local APIServices are always available");
+    let (_, obj) = s
+        .get_json("/apis/apiregistration.k8s.io/v1/apiservices/v1.apps")
+        .await;
+    assert_eq!(
+        obj["metadata"]["labels"]["kube-aggregator.kubernetes.io/automanaged"],
+        "onstart"
+    );
+    assert_eq!(obj["spec"]["groupPriorityMinimum"], 17800);
+    assert_eq!(obj["spec"]["versionPriority"], 15);
+    assert!(obj["spec"].get("service").is_none_or(Value::is_null));
+    wait_available(&s, "v1.", "True").await;
+    wait_available(&s, "v1.apiextensions.k8s.io", "True").await;
+
+    crate::crd::establish(&s, crate::crd::crontab_crd()).await;
+    wait_available(&s, "v1.stable.example.com", "True").await;
+    let (_, obj) = s
+        .get_json("/apis/apiregistration.k8s.io/v1/apiservices/v1.stable.example.com")
+        .await;
+    assert_eq!(
+        obj["metadata"]["labels"]["kube-aggregator.kubernetes.io/automanaged"],
+        "true"
+    );
+    assert_eq!(obj["spec"]["groupPriorityMinimum"], 1000);
+    assert_eq!(obj["spec"]["versionPriority"], 100);
+
+    let crds = crate::crd::crd_api(&s);
+    crds.delete("crontabs.stable.example.com", &Default::default())
+        .await
+        .unwrap();
+    let mut code = 0;
+    for _ in 0..300 {
+        code = s
+            .get_json("/apis/apiregistration.k8s.io/v1/apiservices/v1.stable.example.com")
+            .await
+            .0;
+        if code == 404 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(code, 404, "the APIService of a deleted definition goes");
+}
