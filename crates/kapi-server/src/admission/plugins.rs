@@ -88,6 +88,13 @@ fn build(name: &str) -> Option<Arc<dyn Plugin>> {
         "AlwaysAdmit" => Arc::new(Always(true)),
         "AlwaysDeny" => Arc::new(Always(false)),
         "NamespaceLifecycle" => Arc::new(super::namespace::Lifecycle),
+        "LimitRanger" => Arc::new(super::limitranger::LimitRanger),
+        "ServiceAccount" => Arc::new(super::serviceaccount::ServiceAccount),
+        "PodSecurity" => Arc::new(super::podsecurity::PodSecurity),
+        "Priority" => Arc::new(super::priority::Priority),
+        "DefaultTolerationSeconds" => Arc::new(super::tolerations::DefaultTolerationSeconds),
+        "DefaultStorageClass" => Arc::new(super::storageclass::DefaultStorageClass),
+        "ResourceQuota" => Arc::new(super::quota::ResourceQuota),
         _ => return None,
     })
 }
