@@ -22,6 +22,8 @@ impl Store {
     /// [`Store::update_with`] with the request's admission: `desired` makes the
     /// object from the current one (synchronously), then `admission` mutates it
     /// and, once the strategy prepared and validated it, validates it.
+    /// (`update_with`'s arguments plus the admission.)
+    #[allow(clippy::too_many_arguments)]
     pub async fn update_admitted<F>(
         &self,
         namespace: Option<&str>,

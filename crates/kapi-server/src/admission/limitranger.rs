@@ -220,7 +220,7 @@ fn pod_total(pod: &Value, field: &str) -> List {
     for c in containers(pod, "containers") {
         for (k, v) in quantity::list(c.pointer(&format!("/resources/{field}"))) {
             let e = sum.entry(k).or_default();
-            *e = e.add(v);
+            *e = e.plus(v);
         }
     }
     for c in containers(pod, "initContainers") {

@@ -128,10 +128,7 @@ impl Plugin for Priority {
         "Priority"
     }
     fn handles(&self, op: Operation) -> bool {
-        matches!(
-            op,
-            Operation::Create | Operation::Update | Operation::Delete
-        )
+        matches!(op, Operation::Create | Operation::Update)
     }
     fn mutating(&self) -> bool {
         true

@@ -113,7 +113,7 @@ impl Qty {
         }
     }
 
-    pub fn add(self, o: Qty) -> Qty {
+    pub fn plus(self, o: Qty) -> Qty {
         Qty {
             milli: self.milli + o.milli,
             binary: if self.milli == 0 {
@@ -124,7 +124,7 @@ impl Qty {
         }
     }
 
-    pub fn sub(self, o: Qty) -> Qty {
+    pub fn minus(self, o: Qty) -> Qty {
         Qty {
             milli: self.milli - o.milli,
             binary: self.binary,
@@ -209,9 +209,9 @@ mod tests {
     #[test]
     fn parses_and_prints_canonically() {
         let q = |s: &str| Qty::parse(s).unwrap();
-        assert_eq!(q("100m").add(q("200m")).canonical(), "300m");
-        assert_eq!(q("500m").add(q("500m")).canonical(), "1");
-        assert_eq!(q("64Mi").add(q("64Mi")).canonical(), "128Mi");
+        assert_eq!(q("100m").plus(q("200m")).canonical(), "300m");
+        assert_eq!(q("500m").plus(q("500m")).canonical(), "1");
+        assert_eq!(q("64Mi").plus(q("64Mi")).canonical(), "128Mi");
         assert_eq!(q("1Gi").canonical(), "1Gi");
         assert_eq!(q("2000").canonical(), "2k");
         assert_eq!(q("0.5").canonical(), "500m");

@@ -167,9 +167,9 @@ async fn recount(srv: &Server, ns: &str, name: &str) -> Result<(), ApiError> {
         let Some(gr) = usage::counted_resource(key) else {
             continue;
         };
-        if !by_resource.contains_key(&gr) {
-            let objs = objects(srv, ns, &gr.0, &gr.1).await?;
-            by_resource.insert(gr, objs);
+        if let std::collections::hash_map::Entry::Vacant(e) = by_resource.entry(gr) {
+            let (group, resource) = e.key().clone();
+            e.insert(objects(srv, ns, &group, &resource).await?);
         }
     }
     for ((group, resource), objs) in &by_resource {
@@ -179,7 +179,7 @@ async fn recount(srv: &Server, ns: &str, name: &str) -> Result<(), ApiError> {
             }
             for (k, v) in usage::usage(group, resource, o) {
                 if let Some(u) = used.get_mut(&k) {
-                    *u = u.add(v);
+                    *u = u.plus(v);
                 }
             }
         }

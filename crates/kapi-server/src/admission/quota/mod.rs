@@ -102,7 +102,7 @@ fn check_fits(quota: &Value, delta: &List, a: &Attributes) -> Result<List, ApiEr
     let mut new_used = used.clone();
     let mut exceeded = Vec::new();
     for (k, v) in &requested {
-        let total = used.get(k).copied().unwrap_or_default().add(*v);
+        let total = used.get(k).copied().unwrap_or_default().plus(*v);
         if total.milli > hard[k].milli {
             exceeded.push(k.clone());
         }
@@ -141,7 +141,7 @@ impl ResourceQuota {
             .unwrap_or_default();
         new.into_iter()
             .filter_map(|(k, v)| {
-                let d = v.sub(old.get(&k).copied().unwrap_or_default());
+                let d = v.minus(old.get(&k).copied().unwrap_or_default());
                 (d.milli > 0).then_some((k, d))
             })
             .collect()

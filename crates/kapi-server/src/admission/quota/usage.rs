@@ -73,7 +73,7 @@ fn pod_total(pod: &Value, field: &str) -> List {
     for c in containers("containers") {
         for (k, v) in quantity::list(c.pointer(&format!("/resources/{field}"))) {
             let e = sum.entry(k).or_default();
-            *e = e.add(v);
+            *e = e.plus(v);
         }
     }
     for c in containers("initContainers") {
@@ -86,7 +86,7 @@ fn pod_total(pod: &Value, field: &str) -> List {
     }
     for (k, v) in quantity::list(pod.pointer("/spec/overhead")) {
         let e = sum.entry(k).or_default();
-        *e = e.add(v);
+        *e = e.plus(v);
     }
     sum
 }
