@@ -4,6 +4,9 @@
 
 mod aggregator;
 mod aggregator_auth;
+mod admission;
+mod admission_pss;
+mod admission_quota;
 mod apf;
 mod apf2;
 mod apply;
