@@ -5,6 +5,7 @@
 //! Where to look next: `kapi-resources` declares the built-in resources;
 //! `kapi-server` installs handlers for them.
 
+pub mod admission;
 pub mod cache;
 pub mod managed;
 pub mod meta;

@@ -3,7 +3,7 @@
 //! authorization), then the
 //! routes — health and version (`health.rs`), discovery (`discovery.rs`), OpenAPI
 //! (`openapi.rs`) — and for resource URLs the handler dispatcher
-//! (`handlers/`), which runs admission (`admission.rs`) and calls the generic
+//! (`handlers/`), which runs admission (`admission/`) and calls the generic
 //! store of the resource (`kapi-registry`).
 //!
 //! [`Server`] holds what every handler shares: the served resources (`apis.rs`),
@@ -74,6 +74,9 @@ pub struct Server {
     /// Signs and verifies service account tokens.
     service_accounts: std::sync::RwLock<Arc<authn::serviceaccount::Issuer>>,
     allocations: admission::Allocations,
+    /// The admission chain (`--enable-admission-plugins` /
+    /// `--disable-admission-plugins`).
+    admission: RwLock<Arc<admission::Chain>>,
 }
 
 impl Server {
@@ -96,6 +99,7 @@ impl Server {
                 authn::serviceaccount::Issuer::ephemeral(),
             )),
             allocations: admission::Allocations::default(),
+            admission: RwLock::new(Arc::new(admission::Chain::defaults())),
         })
     }
 
@@ -108,6 +112,22 @@ impl Server {
     pub fn set_authorization_modes(&self, modes: &[authz::Mode]) {
         let chain = authz::Chain::new(modes, self.rbac.clone());
         *self.authorizer.write().expect("authorizer lock") = Arc::new(chain);
+    }
+
+    /// The admission chain every write passes.
+    pub fn admission_chain(&self) -> Arc<admission::Chain> {
+        self.admission
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Admit writes with `chain` from now on.
+    pub fn set_admission_chain(&self, chain: admission::Chain) {
+        *self
+            .admission
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Arc::new(chain);
     }
 
     /// The service account token issuer (keys, issuer, audiences).

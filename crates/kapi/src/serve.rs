@@ -64,6 +64,13 @@ pub struct ServeArgs {
     /// Authorizers, in order (first decision wins): RBAC, AlwaysAllow, AlwaysDeny.
     #[arg(long, default_value = "RBAC")]
     authorization_mode: String,
+    /// Admission plugins to enable besides the default set (upstream names,
+    /// comma-separated; the order is always upstream's).
+    #[arg(long, value_delimiter = ',')]
+    enable_admission_plugins: Vec<String>,
+    /// Admission plugins to disable, even from the default set.
+    #[arg(long, value_delimiter = ',')]
+    disable_admission_plugins: Vec<String>,
     /// Private key (PEM: PKCS#8 EC P-256 or RSA, or PKCS#1 RSA) service account
     /// tokens are signed with; generated into the data dir when absent.
     #[arg(long)]
@@ -231,9 +238,14 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
     };
     let modes = kapi_server::authz::Mode::parse_list(&a.authorization_mode)
         .map_err(|e| format!("--authorization-mode: {e}"))?;
+    let admission = kapi_server::admission::Chain::from_flags(
+        &nonempty(&a.enable_admission_plugins),
+        &nonempty(&a.disable_admission_plugins),
+    )?;
     let issuer = service_account_issuer(&a)?;
     let server = Server::builtin(config, slot);
     server.set_authorization_modes(&modes);
+    server.set_admission_chain(admission);
     server.set_service_accounts(issuer);
     server
         .start(&controllers)
@@ -301,4 +313,13 @@ async fn shutdown_signal() {
         _ = term.recv() => {},
     }
     tracing::info!("shutting down");
+}
+
+/// A comma list flag's items without the empty ones (`--flag=` is no item).
+fn nonempty(items: &[String]) -> Vec<String> {
+    items
+        .iter()
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .collect()
 }

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::options::WriteOptions;
 use super::Store;
+use crate::admission::WriteAdmission;
 use crate::meta;
 
 const GENERATE_NAME_ATTEMPTS: usize = 8;
@@ -19,6 +20,17 @@ impl Store {
     /// The name is generated before the strategy runs, as upstream, so a strategy
     /// may derive values from it (a Job's `job-name` label).
     pub async fn create(&self, input: Value, opts: &WriteOptions) -> Result<Value, ApiError> {
+        self.create_admitted(input, opts, None).await
+    }
+
+    /// [`Store::create`] with the request's validating admission run on the
+    /// finished object just before the write (`crate::admission`).
+    pub async fn create_admitted(
+        &self,
+        input: Value,
+        opts: &WriteOptions,
+        admission: Option<&dyn WriteAdmission>,
+    ) -> Result<Value, ApiError> {
         let generated =
             input.is_object() && meta::meta_str(&input, "name").is_none_or(str::is_empty);
         let mut last_name = String::new();
@@ -33,6 +45,9 @@ impl Store {
             self.prepare_create(&mut obj)?;
             self.validate_create(&obj)?;
             self.set_managed_fields(&mut obj, None, opts, None);
+            if let Some(a) = admission {
+                a.validate(&obj, None).await?;
+            }
             if opts.dry_run {
                 return Ok(obj);
             }

@@ -8,6 +8,7 @@
 //! `watch.rs`. Where to look next: `kapi-storage` below, the handlers in
 //! `kapi-server` above.
 
+mod admitted;
 mod cached;
 mod create;
 mod delete;

@@ -114,7 +114,7 @@ impl Store {
     }
 
     /// Turn the client's object into the one to store, given the current one.
-    fn prepare_update(
+    pub(super) fn prepare_update(
         &self,
         mut new: Value,
         old: &Value,
@@ -229,7 +229,7 @@ impl Store {
     }
 
     /// Write, delete or nothing; the object returned is the one to report.
-    fn decide_update(
+    pub(super) fn decide_update(
         &self,
         mut new: Value,
         old: &Value,

@@ -17,6 +17,7 @@ use kapi_registry::store::UpdateTarget;
 use serde_json::Value;
 
 use super::{read_body, Ctx};
+use crate::admission::RequestAdmission;
 use crate::negotiate;
 
 /// `?force=`: absent, `true` or `false`.
@@ -80,16 +81,18 @@ pub async fn apply(ctx: &Ctx, body: Body, status: bool) -> Result<Response, ApiE
     let store = &ctx.entry.store;
     let api_version = ctx.entry.def.api_version();
     let (name, namespace) = (ctx.name().to_owned(), ctx.namespace().map(str::to_owned));
+    let adm = RequestAdmission::write(ctx, "PatchOptions", &opts);
     if !status {
-        if let Some(out) = create_if_absent(ctx, &patch, &manager, force, &opts).await? {
+        if let Some(out) = create_if_absent(ctx, &patch, &manager, force, &opts, &adm).await? {
             let mut resp = super::get::respond_object(ctx, StatusCode::CREATED, &out)?;
             crate::fieldcheck::add_warnings(&mut resp, &warnings);
+            crate::fieldcheck::add_warnings(&mut resp, &adm.warnings());
             return Ok(resp);
         }
     }
     let guard = crate::authz::escalation::Guard::prepare(ctx, Some(&patch)).await?;
     let (out, created) = store
-        .update_with(
+        .update_admitted(
             ctx.namespace(),
             ctx.name(),
             target,
@@ -109,6 +112,7 @@ pub async fn apply(ctx: &Ctx, body: Body, status: bool) -> Result<Response, ApiE
                 }
                 Ok(obj)
             },
+            &adm,
         )
         .await?;
     let code = if created {
@@ -118,6 +122,7 @@ pub async fn apply(ctx: &Ctx, body: Body, status: bool) -> Result<Response, ApiE
     };
     let mut resp = super::get::respond_object(ctx, code, &out)?;
     crate::fieldcheck::add_warnings(&mut resp, &warnings);
+    crate::fieldcheck::add_warnings(&mut resp, &adm.warnings());
     Ok(resp)
 }
 
@@ -130,6 +135,7 @@ async fn create_if_absent(
     manager: &str,
     force: bool,
     opts: &kapi_registry::store::options::WriteOptions,
+    adm: &RequestAdmission,
 ) -> Result<Option<Value>, ApiError> {
     let store = &ctx.entry.store;
     match store.get(ctx.namespace(), ctx.name(), None).await {
@@ -145,8 +151,9 @@ async fn create_if_absent(
     if let Some(ns) = ctx.namespace() {
         meta::set_str(&mut obj, "namespace", ns);
     }
-    ctx.srv.admit_create(ctx, &mut obj, opts).await?;
-    match store.create(obj, opts).await {
+    adm.admit_create(&mut obj).await?;
+    ctx.srv.storage_create(ctx, &mut obj, opts).await?;
+    match store.create_admitted(obj, opts, Some(adm)).await {
         Ok(out) => Ok(Some(out)),
         Err(e) if e.is_already_exists() => Ok(None),
         Err(e) => Err(e),

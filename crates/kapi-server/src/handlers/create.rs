@@ -1,4 +1,5 @@
-//! POST: decode, check identity against the URL, admit, create.
+//! POST: decode, check identity against the URL, admit (mutating phase here,
+//! validating phase inside the store), create.
 
 use axum::body::Body;
 use axum::http::StatusCode;
@@ -6,6 +7,7 @@ use axum::response::Response;
 use kapi_machinery::status::ApiError;
 
 use super::{check_identity, read_body, Ctx};
+use crate::admission::RequestAdmission;
 use crate::negotiate;
 
 pub async fn create(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {
@@ -27,9 +29,16 @@ pub async fn create(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {
     let warnings = ctx.srv.check_fields(ctx, &obj)?;
     ctx.srv.prune_unknown(&ctx.entry.def, &mut obj);
     crate::fieldcheck::check_bytes(&ctx.entry.def, &obj)?;
-    ctx.srv.admit_create(ctx, &mut obj, &opts).await?;
-    let created = ctx.entry.store.create(obj, &opts).await?;
+    let adm = RequestAdmission::write(ctx, "CreateOptions", &opts);
+    adm.admit_create(&mut obj).await?;
+    ctx.srv.storage_create(ctx, &mut obj, &opts).await?;
+    let created = ctx
+        .entry
+        .store
+        .create_admitted(obj, &opts, Some(&adm))
+        .await?;
     let mut resp = super::get::respond_object(ctx, StatusCode::CREATED, &created)?;
     crate::fieldcheck::add_warnings(&mut resp, &warnings);
+    crate::fieldcheck::add_warnings(&mut resp, &adm.warnings());
     Ok(resp)
 }

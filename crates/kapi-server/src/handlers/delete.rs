@@ -15,6 +15,7 @@ use kapi_registry::store::DeleteOutcome;
 use serde_json::{json, Value};
 
 use super::{dry_run, read_body, Ctx};
+use crate::admission::RequestAdmission;
 use crate::negotiate;
 
 /// Resources whose DELETE returns the deleted object rather than a Status.
@@ -100,7 +101,16 @@ async fn delete_options(ctx: &Ctx, body: Body) -> Result<DeleteOptions, ApiError
 
 pub async fn delete(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {
     let opts = delete_options(ctx, body).await?;
-    ctx.srv.admit_delete(ctx)?;
+    ctx.srv.storage_delete(ctx)?;
+    let adm = RequestAdmission::delete(ctx, &opts);
+    if adm.looks_at_deletes() {
+        let current = ctx
+            .entry
+            .store
+            .get(ctx.namespace(), ctx.name(), None)
+            .await?;
+        adm.admit_delete(&current).await?;
+    }
     let def = &ctx.entry.def;
     match ctx
         .entry
@@ -143,9 +153,11 @@ pub async fn delete_collection(ctx: &Ctx, body: Body) -> Result<Response, ApiErr
     let store = &ctx.entry.store;
     let listed = store.list(ctx.namespace(), &list_opts).await?;
     let mut deleted = Vec::new();
+    let adm = RequestAdmission::delete(ctx, &opts);
     for obj in listed.items {
         let ns = kapi_registry::meta::namespace(&obj).map(str::to_owned);
         let name = kapi_registry::meta::name(&obj).to_owned();
+        adm.admit_delete(&obj).await?;
         match store.delete(ns.as_deref(), &name, &opts).await {
             Ok(DeleteOutcome::Deleted(o) | DeleteOutcome::Pending(o)) => deleted.push(o),
             Err(e) if e.is_not_found() => {}

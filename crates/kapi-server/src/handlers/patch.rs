@@ -10,6 +10,7 @@ use kapi_machinery::status::{ApiError, Reason};
 use serde_json::Value;
 
 use super::{read_body, Ctx};
+use crate::admission::RequestAdmission;
 use crate::negotiate;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,10 +71,11 @@ pub async fn patch(ctx: &Ctx, body: Body, status: bool) -> Result<Response, ApiE
     let def = ctx.entry.def.clone();
     let srv = ctx.srv.clone();
     let guard = crate::authz::escalation::Guard::prepare(ctx, None).await?;
+    let adm = RequestAdmission::write(ctx, "PatchOptions", &opts);
     let (out, _) = ctx
         .entry
         .store
-        .update_with(
+        .update_admitted(
             ctx.namespace(),
             ctx.name(),
             target,
@@ -97,9 +99,12 @@ pub async fn patch(ctx: &Ctx, body: Body, status: bool) -> Result<Response, ApiE
                 }
                 Ok(patched)
             },
+            &adm,
         )
         .await?;
-    super::get::respond_object(ctx, StatusCode::OK, &out)
+    let mut resp = super::get::respond_object(ctx, StatusCode::OK, &out)?;
+    crate::fieldcheck::add_warnings(&mut resp, &adm.warnings());
+    Ok(resp)
 }
 
 fn apply(

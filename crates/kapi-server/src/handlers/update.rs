@@ -8,6 +8,7 @@ use kapi_machinery::status::ApiError;
 use kapi_registry::store::UpdateTarget;
 
 use super::{check_identity, read_body, Ctx};
+use crate::admission::RequestAdmission;
 use crate::negotiate;
 
 pub async fn update(ctx: &Ctx, body: Body, status: bool) -> Result<Response, ApiError> {
@@ -35,15 +36,24 @@ pub async fn update_target(
     crate::fieldcheck::check_bytes(&ctx.entry.def, &obj)?;
     let create = target == UpdateTarget::Main && ctx.entry.def.strategy.allow_create_on_update();
     let guard = crate::authz::escalation::Guard::prepare(ctx, Some(&obj)).await?;
+    let adm = RequestAdmission::write(ctx, "UpdateOptions", &opts);
     let (out, created) = ctx
         .entry
         .store
-        .update_with(ctx.namespace(), ctx.name(), target, &opts, create, |cur| {
-            if let Some(g) = &guard {
-                g.check(&obj, cur)?;
-            }
-            Ok(obj.clone())
-        })
+        .update_admitted(
+            ctx.namespace(),
+            ctx.name(),
+            target,
+            &opts,
+            create,
+            |cur| {
+                if let Some(g) = &guard {
+                    g.check(&obj, cur)?;
+                }
+                Ok(obj.clone())
+            },
+            &adm,
+        )
         .await?;
     let code = if created {
         StatusCode::CREATED
@@ -52,5 +62,6 @@ pub async fn update_target(
     };
     let mut resp = super::get::respond_object(ctx, code, &out)?;
     crate::fieldcheck::add_warnings(&mut resp, &warnings);
+    crate::fieldcheck::add_warnings(&mut resp, &adm.warnings());
     Ok(resp)
 }

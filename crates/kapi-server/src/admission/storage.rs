@@ -1,6 +1,8 @@
-//! Admission for creates: NamespaceLifecycle (a namespaced object needs an
-//! existing namespace that is not terminating) and the service allocators
-//! (ClusterIP from `--service-cluster-ip-range`, NodePort from 30000–32767).
+//! What upstream does in the resources' REST storage rather than in the
+//! admission chain, always on: the service allocators (ClusterIP from
+//! `--service-cluster-ip-range`, NodePort from 30000–32767), a CSR's requestor,
+//! RBAC escalation prevention on creates, and system priority classes that may
+//! not be deleted.
 //!
 //! Allocation reads the services that exist and remembers what it handed out
 //! recently (under one lock), so concurrent creates never get the same address.
@@ -9,9 +11,8 @@ use std::collections::HashSet;
 use std::net::Ipv4Addr;
 use std::sync::Mutex;
 
-use kapi_machinery::status::{ApiError, GroupResource};
+use kapi_machinery::status::ApiError;
 use kapi_machinery::validation::{FieldError, FieldPath};
-use kapi_registry::meta;
 use kapi_registry::store::options::{ListOptions, WriteOptions};
 use serde_json::{json, Value};
 
@@ -58,9 +59,6 @@ impl Cidr {
     }
 }
 
-/// Upstream's NamespaceLifecycle immortal namespaces.
-const IMMORTAL: &[&str] = &["default", "kube-system", "kube-public"];
-
 #[derive(Default)]
 pub struct Allocations {
     ips: Mutex<HashSet<Ipv4Addr>>,
@@ -99,15 +97,13 @@ fn fill_requestor(ctx: &Ctx, obj: &mut Value) {
 }
 
 impl Server {
-    pub async fn admit_create(
+    /// The storage-level steps of a create, after the mutating admission.
+    pub async fn storage_create(
         &self,
         ctx: &Ctx,
         obj: &mut Value,
         opts: &WriteOptions,
     ) -> Result<(), ApiError> {
-        if ctx.entry.def.namespaced {
-            self.check_namespace(ctx.namespace().unwrap_or("")).await?;
-        }
         if ctx.entry.def.group.is_empty() && ctx.entry.def.resource == "services" {
             self.allocate_service(ctx, obj, opts).await?;
         }
@@ -120,16 +116,9 @@ impl Server {
         Ok(())
     }
 
-    /// Deletes: the namespaces the cluster cannot live without are immortal.
-    pub fn admit_delete(&self, ctx: &Ctx) -> Result<(), ApiError> {
+    /// The storage-level rules of a delete: system priority classes stay.
+    pub fn storage_delete(&self, ctx: &Ctx) -> Result<(), ApiError> {
         let def = &ctx.entry.def;
-        if def.group.is_empty() && def.resource == "namespaces" && IMMORTAL.contains(&ctx.name()) {
-            return Err(ApiError::forbidden(
-                def.group_resource(),
-                ctx.name(),
-                "this namespace may not be deleted",
-            ));
-        }
         let system_class = kapi_resources::scheduling::SYSTEM_CLASSES
             .iter()
             .any(|c| c.name == ctx.name());
@@ -138,23 +127,6 @@ impl Server {
                 def.group_resource(),
                 ctx.name(),
                 "this is a system priority class and cannot be deleted",
-            ));
-        }
-        Ok(())
-    }
-
-    async fn check_namespace(&self, ns: &str) -> Result<(), ApiError> {
-        let Some(namespaces) = self.apis.lookup("", "v1", "namespaces") else {
-            return Ok(());
-        };
-        let obj = namespaces.store.get(None, ns, None).await?;
-        if meta::is_deleting(&obj) {
-            return Err(ApiError::forbidden(
-                GroupResource::new("", "namespaces"),
-                ns,
-                format!(
-                    "unable to create new content in namespace {ns} because it is being terminated"
-                ),
             ));
         }
         Ok(())

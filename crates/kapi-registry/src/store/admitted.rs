@@ -1,0 +1,102 @@
+//! Update with admission: the compare-and-swap loop of `update.rs`, written
+//! out here because the request's admission (`crate::admission`) is async and
+//! runs inside the loop, as upstream's `GuaranteedUpdate` runs the admission
+//! functions: mutating admission on the object the update or patch produced,
+//! validating admission on the finished object, again on every retry after a
+//! conflicting write.
+
+use kapi_machinery::status::ApiError;
+use kapi_storage::{Decision, StorageError};
+use serde_json::Value;
+
+use super::options::WriteOptions;
+use super::update::{UpdateTarget, Updated};
+use super::Store;
+use crate::admission::WriteAdmission;
+use crate::meta;
+
+/// Retries after conflicting writes before giving up (as `guaranteed_update`).
+const MAX_ATTEMPTS: usize = 1000;
+
+impl Store {
+    /// [`Store::update_with`] with the request's admission: `desired` makes the
+    /// object from the current one (synchronously), then `admission` mutates it
+    /// and, once the strategy prepared and validated it, validates it.
+    pub async fn update_admitted<F>(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        target: UpdateTarget,
+        opts: &WriteOptions,
+        create_if_missing: bool,
+        mut desired: F,
+        admission: &dyn WriteAdmission,
+    ) -> Result<Updated, ApiError>
+    where
+        F: FnMut(Option<&Value>) -> Result<Value, ApiError> + Send,
+    {
+        let key = self.def.key(namespace, name);
+        let storage = |e| self.storage_error(e, name);
+        let mut current = self.backend.get(&key, None).await.map_err(storage)?;
+        for _ in 0..MAX_ATTEMPTS {
+            let attempt = match &current {
+                None if !create_if_missing => return Err(self.not_found(name)),
+                None => {
+                    let mut new = desired(None)?;
+                    admission.mutate(&mut new, None).await?;
+                    self.prepare_create(&mut new)?;
+                    self.validate_create(&new)?;
+                    self.set_managed_fields(&mut new, None, opts, None);
+                    admission.validate(&new, None).await?;
+                    if opts.dry_run {
+                        return Ok((new, true));
+                    }
+                    match self.backend.create(&key, self.encode(&new)).await {
+                        Ok(kv) => return Ok((self.decode(&kv)?, true)),
+                        Err(e) => e,
+                    }
+                }
+                Some(kv) => {
+                    let old = self.decode(kv)?;
+                    let mut new = desired(Some(&old))?;
+                    admission.mutate(&mut new, Some(&old)).await?;
+                    let new = self.prepare_update(new, &old, target)?;
+                    admission.validate(&new, Some(&old)).await?;
+                    let (decision, mut new) = self.decide_update(new, &old, opts, target);
+                    if opts.dry_run {
+                        return Ok((new, false));
+                    }
+                    let result = match decision {
+                        Decision::Unchanged => return Ok((old, false)),
+                        Decision::Write(v) => self.backend.update(&key, v, kv.mod_revision).await,
+                        Decision::Delete => {
+                            match self.backend.delete(&key, Some(kv.mod_revision)).await {
+                                Ok(d) => {
+                                    let rv = d.revision.to_string();
+                                    meta::set_str(&mut new, "resourceVersion", &rv);
+                                    return Ok((new, false));
+                                }
+                                Err(e) => Err(e),
+                            }
+                        }
+                    };
+                    match result {
+                        Ok(kv) => return Ok((self.decode(&kv)?, false)),
+                        Err(e) => e,
+                    }
+                }
+            };
+            current = match attempt {
+                StorageError::Conflict { current, .. } => current.map(|b| *b),
+                StorageError::NotFound { .. } => None,
+                StorageError::AlreadyExists { .. } => {
+                    self.backend.get(&key, None).await.map_err(storage)?
+                }
+                e => return Err(storage(e)),
+            };
+        }
+        Err(ApiError::internal(format!(
+            "too many conflicts updating {key:?}"
+        )))
+    }
+}

@@ -1,0 +1,161 @@
+//! One request's admission: [`RequestAdmission`] carries the request's
+//! attributes (resource, namespace, name, user, dry-run, options) and runs the
+//! server's chain for each object the request writes. It is what the store
+//! calls inside its writes (`kapi_registry::admission::WriteAdmission`), and
+//! what the handlers call for the create's mutating phase and for deletes.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use kapi_machinery::status::ApiError;
+use kapi_registry::admission::WriteAdmission;
+use kapi_registry::meta;
+use kapi_registry::store::options::{DeleteOptions, WriteOptions};
+use serde_json::{json, Value};
+
+use super::{Attributes, Chain, Operation, Warnings};
+use crate::handlers::Ctx;
+use crate::Server;
+
+pub struct RequestAdmission {
+    srv: Arc<Server>,
+    chain: Arc<Chain>,
+    base: Attributes,
+}
+
+fn options(kind: &str, dry_run: bool, extra: Value) -> Value {
+    let mut o = json!({"kind": kind, "apiVersion": "meta.k8s.io/v1"});
+    if dry_run {
+        o["dryRun"] = json!(["All"]);
+    }
+    if let (Some(o), Some(extra)) = (o.as_object_mut(), extra.as_object()) {
+        o.extend(extra.clone());
+    }
+    o
+}
+
+impl RequestAdmission {
+    fn base(ctx: &Ctx, operation: Operation, dry_run: bool, options: Value) -> RequestAdmission {
+        let def = &ctx.entry.def;
+        RequestAdmission {
+            srv: ctx.srv.clone(),
+            chain: ctx.srv.admission_chain(),
+            base: Attributes {
+                operation,
+                group: def.group.clone(),
+                version: def.version.clone(),
+                kind: def.kind.clone(),
+                resource: def.resource.clone(),
+                subresource: ctx.info.subresource.clone().unwrap_or_default(),
+                namespace: ctx.namespace().unwrap_or("").to_owned(),
+                name: ctx.name().to_owned(),
+                user: ctx.user.clone(),
+                dry_run,
+                options,
+                object: None,
+                old_object: None,
+                warnings: Warnings::default(),
+            },
+        }
+    }
+
+    /// For a write (create, update, patch, apply); `kind` names its options
+    /// (`CreateOptions`, `UpdateOptions`, `PatchOptions`).
+    pub fn write(ctx: &Ctx, kind: &str, opts: &WriteOptions) -> RequestAdmission {
+        let extra = match &opts.field_manager {
+            Some(m) => json!({"fieldManager": m}),
+            None => json!({}),
+        };
+        let op = if kind == "CreateOptions" {
+            Operation::Create
+        } else {
+            Operation::Update
+        };
+        let options = options(kind, opts.dry_run, extra);
+        RequestAdmission::base(ctx, op, opts.dry_run, options)
+    }
+
+    /// For a delete (also each item of a delete-collection).
+    pub fn delete(ctx: &Ctx, opts: &DeleteOptions) -> RequestAdmission {
+        let mut extra = json!({});
+        if let Some(g) = opts.grace_period {
+            extra["gracePeriodSeconds"] = json!(g);
+        }
+        let options = options("DeleteOptions", opts.dry_run, extra);
+        RequestAdmission::base(ctx, Operation::Delete, opts.dry_run, options)
+    }
+
+    /// The warnings plugins added so far.
+    pub fn warnings(&self) -> Vec<String> {
+        self.base.warnings.take()
+    }
+
+    fn attrs(&self, op: Operation, obj: Option<Value>, old: Option<&Value>) -> Attributes {
+        let mut a = self.base.clone();
+        a.operation = op;
+        if op == Operation::Create || a.name.is_empty() {
+            let named = obj.as_ref().or(old).map(meta::name).unwrap_or("");
+            a.name = named.to_owned();
+        }
+        if op == Operation::Create && a.options["kind"] != "CreateOptions" {
+            // A PUT or apply that creates is a create, with CreateOptions.
+            a.options["kind"] = json!("CreateOptions");
+        }
+        a.object = obj;
+        a.old_object = old.cloned();
+        a
+    }
+
+    /// The create's mutating phase (the handler runs it before the store).
+    pub async fn admit_create(&self, obj: &mut Value) -> Result<(), ApiError> {
+        self.mutate(obj, None).await
+    }
+
+    /// Both phases for deleting `old` (the object as stored).
+    pub async fn admit_delete(&self, old: &Value) -> Result<(), ApiError> {
+        let op = Operation::Delete;
+        if !self.chain.mutates(op) && !self.chain.validates(op) {
+            return Ok(());
+        }
+        let mut a = self.attrs(op, None, Some(old));
+        a.name = meta::name(old).to_owned();
+        self.chain.admit(&self.srv, &mut a).await?;
+        self.chain.validate(&self.srv, &a).await
+    }
+
+    /// Whether deletes need the object (some plugin looks at deletes).
+    pub fn looks_at_deletes(&self) -> bool {
+        self.chain.mutates(Operation::Delete) || self.chain.validates(Operation::Delete)
+    }
+}
+
+#[async_trait]
+impl WriteAdmission for RequestAdmission {
+    async fn mutate(&self, obj: &mut Value, old: Option<&Value>) -> Result<(), ApiError> {
+        let op = if old.is_none() {
+            Operation::Create
+        } else {
+            Operation::Update
+        };
+        if !self.chain.mutates(op) {
+            return Ok(());
+        }
+        let mut a = self.attrs(op, Some(std::mem::take(obj)), old);
+        let result = self.chain.admit(&self.srv, &mut a).await;
+        *obj = a.object.take().unwrap_or_default();
+        result
+    }
+
+    async fn validate(&self, obj: &Value, old: Option<&Value>) -> Result<(), ApiError> {
+        let op = if old.is_none() {
+            Operation::Create
+        } else {
+            Operation::Update
+        };
+        if !self.chain.validates(op) {
+            return Ok(());
+        }
+        let a = self.attrs(op, Some(obj.clone()), old);
+        self.chain.validate(&self.srv, &a).await
+    }
+}
