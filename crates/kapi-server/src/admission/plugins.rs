@@ -88,6 +88,9 @@ fn build(name: &str) -> Option<Arc<dyn Plugin>> {
         "AlwaysAdmit" => Arc::new(Always(true)),
         "AlwaysDeny" => Arc::new(Always(false)),
         "NamespaceLifecycle" => Arc::new(super::namespace::Lifecycle),
+        "MutatingAdmissionWebhook" => Arc::new(crate::webhooks::plugins::MutatingWebhook),
+        "ValidatingAdmissionPolicy" => Arc::new(crate::webhooks::plugins::ValidatingPolicy),
+        "ValidatingAdmissionWebhook" => Arc::new(crate::webhooks::plugins::ValidatingWebhook),
         _ => return None,
     })
 }

@@ -3,7 +3,8 @@
 //! `admission/plugin/webhook`: the request attributes they see ([`Attrs`]),
 //! matching (`rules.rs`), CEL (`cel.rs`), the HTTPS client (`client.rs`), the
 //! AdmissionReview exchange (`review.rs`) and the two dispatchers
-//! (`dispatch.rs`). Policies live in `policy/`.
+//! (`dispatch.rs`), and their places in the admission chain (`plugins.rs`).
+//! Policies live in `policy/`.
 //!
 //! Configurations are read from the store (served from the watch cache) on every
 //! request they could apply to, so a new webhook applies to the next request.
@@ -11,6 +12,7 @@
 pub mod cel;
 pub mod client;
 pub mod dispatch;
+pub mod plugins;
 pub mod review;
 pub mod rules;
 
@@ -18,25 +20,7 @@ use serde_json::Value;
 
 use crate::authn::UserInfo;
 
-/// The admission operation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Operation {
-    Create,
-    Update,
-    Delete,
-    Connect,
-}
-
-impl Operation {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Operation::Create => "CREATE",
-            Operation::Update => "UPDATE",
-            Operation::Delete => "DELETE",
-            Operation::Connect => "CONNECT",
-        }
-    }
-}
+pub use crate::admission::Operation;
 
 /// One request as admission sees it. For a namespace itself, `namespace` is the
 /// namespace's name, as upstream sets it.

@@ -34,5 +34,8 @@ mod rbac;
 mod reviews;
 mod smoke;
 mod subresources;
+mod vap;
 mod versions;
 mod watch;
+mod webhook_server;
+mod webhooks;
