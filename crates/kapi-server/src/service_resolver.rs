@@ -55,16 +55,16 @@ impl Server {
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string();
-        if let Some(found) = self.from_endpoints(ns, name, &port_name).await {
+        if let Some(found) = self.endpoint_address(ns, name, &port_name).await {
             return Ok(found);
         }
-        if let Some(found) = self.from_slices(ns, name, &port_name).await {
+        if let Some(found) = self.slice_address(ns, name, &port_name).await {
             return Ok(found);
         }
         Err(format!("no endpoints available for service \"{name}\""))
     }
 
-    async fn from_endpoints(&self, ns: &str, name: &str, port_name: &str) -> Option<(String, u16)> {
+    async fn endpoint_address(&self, ns: &str, name: &str, port_name: &str) -> Option<(String, u16)> {
         let entry = self.apis.lookup("", "v1", "endpoints")?;
         let ep = entry.store.get(Some(ns), name, None).await.ok()?;
         arr(&ep, "subsets").iter().find_map(|subset| {
@@ -77,7 +77,7 @@ impl Server {
         })
     }
 
-    async fn from_slices(&self, ns: &str, name: &str, port_name: &str) -> Option<(String, u16)> {
+    async fn slice_address(&self, ns: &str, name: &str, port_name: &str) -> Option<(String, u16)> {
         let entry = self
             .apis
             .lookup("discovery.k8s.io", "v1", "endpointslices")?;
