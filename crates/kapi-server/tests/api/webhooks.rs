@@ -390,3 +390,79 @@ async fn service_reference_resolves_through_endpoints() {
     );
     assert_eq!(hook.calls(), ["/deny"]);
 }
+
+#[tokio::test]
+async fn if_needed_webhooks_run_again_after_a_later_mutation() {
+    let ts = harness::start().await;
+    let hook = webhook_server::start().await;
+    let first = hook_spec(
+        "a.example.com",
+        url_config(&hook, "/allow"),
+        json!({"reinvocationPolicy": "IfNeeded"}),
+    );
+    configure(&ts, true, "a-first", first).await;
+    let second = hook_spec("b.example.com", url_config(&hook, "/mutate"), json!({}));
+    configure(&ts, true, "b-second", second).await;
+    create_cm(&ts, "default", "r", &[]).await.expect("created");
+    assert_eq!(hook.calls(), ["/allow", "/mutate", "/allow"]);
+    // The reinvoked webhook saw the mutated object.
+    assert_eq!(hook.last()["object"]["data"]["mutated"], "yes");
+}
+
+#[tokio::test]
+async fn updates_and_deletes_carry_the_old_object() {
+    let ts = harness::start().await;
+    let hook = webhook_server::start().await;
+    let all_ops = json!({"rules": [{"operations": ["*"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}]});
+    configure(
+        &ts,
+        false,
+        "all",
+        hook_spec("all.example.com", url_config(&hook, "/allow"), all_ops),
+    )
+    .await;
+    let api: Api<ConfigMap> = ts.api("default");
+    let mut cm = create_cm(&ts, "default", "u", &[]).await.unwrap();
+    cm.data.as_mut().unwrap().insert("k".into(), "v2".into());
+    api.replace("u", &PostParams::default(), &cm)
+        .await
+        .expect("update");
+    let review = hook.last();
+    assert_eq!(review["operation"], "UPDATE");
+    assert_eq!(review["object"]["data"]["k"], "v2");
+    assert_eq!(review["oldObject"]["data"]["k"], "v");
+    assert_eq!(review["options"]["kind"], "UpdateOptions");
+    api.delete("u", &Default::default()).await.expect("delete");
+    let review = hook.last();
+    assert_eq!(review["operation"], "DELETE");
+    assert!(review.get("object").is_none_or(Value::is_null));
+    assert_eq!(review["oldObject"]["data"]["k"], "v2");
+    assert_eq!(review["options"]["kind"], "DeleteOptions");
+}
+
+#[tokio::test]
+async fn webhook_configurations_themselves_are_never_sent_to_webhooks() {
+    let ts = harness::start().await;
+    let hook = webhook_server::start().await;
+    let everything = json!({"rules": [{"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"]}]});
+    configure(
+        &ts,
+        false,
+        "deny-all",
+        hook_spec("all.example.com", url_config(&hook, "/deny"), everything),
+    )
+    .await;
+    api_error(create_cm(&ts, "default", "x", &[]).await);
+    // The broken configuration can still be removed.
+    let (code, out) = ts
+        .send_json(
+            "DELETE",
+            "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/deny-all",
+            Vec::new(),
+        )
+        .await;
+    assert_eq!(code, 200, "{out}");
+    create_cm(&ts, "default", "x", &[])
+        .await
+        .expect("webhook gone");
+}
