@@ -27,10 +27,18 @@
 //! than in admission (service IP / node port allocation, CSR requestor, RBAC
 //! escalation, system priority classes), always on.
 
+mod limitranger;
 mod namespace;
 pub mod plugins;
+mod podsecurity;
+mod priority;
+pub mod quantity;
+pub mod quota;
 mod request;
+mod serviceaccount;
 mod storage;
+mod storageclass;
+mod tolerations;
 
 use std::sync::{Arc, Mutex};
 

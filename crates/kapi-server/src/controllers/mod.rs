@@ -9,6 +9,7 @@
 //! | `serviceaccount-controller` (`serviceaccount`) | kube-controller-manager | `serviceaccounts.rs` |
 //! | `root-ca-certificate-publisher-controller` (`root-ca-cert-publisher`) | kube-controller-manager | `rootca.rs` |
 //! | `clusterrole-aggregation-controller` (`clusterrole-aggregation`) | kube-controller-manager | `clusterroles.rs` |
+//! | `resourcequota-controller` (`resourcequota`) | kube-controller-manager | `resourcequota.rs` |
 //! | `kubernetes` Service endpoints (`--endpoint-reconciler-type`) | kube-apiserver | `kubernetes_service.rs` |
 //!
 //! Every controller is driven by watches on the generic store (`informer.rs`)
@@ -25,6 +26,7 @@ mod masterleases;
 mod namespace;
 mod perns;
 pub(crate) mod queue;
+mod resourcequota;
 mod rootca;
 mod serviceaccounts;
 
@@ -54,6 +56,7 @@ pub const CONTROLLERS: &[(&str, &str)] = &[
         "clusterrole-aggregation-controller",
         "clusterrole-aggregation",
     ),
+    ("resourcequota-controller", "resourcequota"),
 ];
 
 /// Which controllers run, parsed from `--controllers` as kube-controller-manager
@@ -158,6 +161,9 @@ pub fn spawn(srv: &Arc<Server>, opts: &Options) {
     }
     if sel.enabled("clusterrole-aggregation") {
         clusterroles::spawn(srv.clone());
+    }
+    if sel.enabled("resourcequota") {
+        resourcequota::spawn(srv.clone());
     }
     kubernetes_service::spawn(srv.clone(), opts.endpoint_reconciler);
 }

@@ -103,6 +103,13 @@ async fn start_with(selection: kapi_server::controllers::Selection) -> TestServe
         service_cidr,
     };
     let server = Server::builtin(config, slot);
+    if !selection.enabled("serviceaccount") {
+        // As upstream's integration tests: without the controller that
+        // creates `default`, the ServiceAccount admission plugin is off.
+        let off = ["ServiceAccount".to_string()];
+        let chain = kapi_server::admission::Chain::from_flags(&[], &off).expect("admission");
+        server.set_admission_chain(chain);
+    }
     let mut controllers = kapi_server::controllers::Options::all(pki.ca_cert_pem.clone());
     controllers.controllers = selection;
     server.start(&controllers).await.expect("bootstrap");

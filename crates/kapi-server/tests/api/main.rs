@@ -2,6 +2,9 @@
 //! process, driven by the real `kube` client. One binary, one server per test
 //! (`harness.rs`); modules group the tests by the behaviour they check.
 
+mod admission;
+mod admission_pss;
+mod admission_quota;
 mod apf;
 mod apply;
 mod audit;
