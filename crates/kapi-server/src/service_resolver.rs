@@ -64,7 +64,12 @@ impl Server {
         Err(format!("no endpoints available for service \"{name}\""))
     }
 
-    async fn endpoint_address(&self, ns: &str, name: &str, port_name: &str) -> Option<(String, u16)> {
+    async fn endpoint_address(
+        &self,
+        ns: &str,
+        name: &str,
+        port_name: &str,
+    ) -> Option<(String, u16)> {
         let entry = self.apis.lookup("", "v1", "endpoints")?;
         let ep = entry.store.get(Some(ns), name, None).await.ok()?;
         arr(&ep, "subsets").iter().find_map(|subset| {
