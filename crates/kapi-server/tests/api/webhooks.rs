@@ -466,3 +466,62 @@ async fn webhook_configurations_themselves_are_never_sent_to_webhooks() {
         .await
         .expect("webhook gone");
 }
+
+#[tokio::test]
+async fn equivalent_match_policy_sends_the_object_at_the_matched_version() {
+    let ts = harness::start().await;
+    let hook = webhook_server::start().await;
+    let v1_only = |policy: &str| {
+        json!({"matchPolicy": policy, "rules": [{"operations": ["CREATE"], "apiGroups": ["autoscaling"],
+            "apiVersions": ["v1"], "resources": ["horizontalpodautoscalers"]}]})
+    };
+    configure(
+        &ts,
+        false,
+        "exact",
+        hook_spec(
+            "exact.example.com",
+            url_config(&hook, "/exact"),
+            v1_only("Exact"),
+        ),
+    )
+    .await;
+    configure(
+        &ts,
+        false,
+        "equiv",
+        hook_spec(
+            "equiv.example.com",
+            url_config(&hook, "/equiv"),
+            v1_only("Equivalent"),
+        ),
+    )
+    .await;
+    let hpa = json!({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "web"},
+        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+            "minReplicas": 1, "maxReplicas": 3,
+            "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 60}}}]}});
+    let (code, out) = ts
+        .send_json(
+            "POST",
+            "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers",
+            hpa.to_string().into_bytes(),
+        )
+        .await;
+    assert_eq!(code, 201, "{out}");
+    // Only the Equivalent webhook is called, with the object as autoscaling/v1.
+    assert_eq!(hook.calls(), ["/equiv"]);
+    let review = hook.last();
+    assert_eq!(
+        review["kind"],
+        json!({"group": "autoscaling", "version": "v1", "kind": "HorizontalPodAutoscaler"})
+    );
+    assert_eq!(review["requestKind"]["version"], "v2");
+    assert_eq!(review["resource"]["version"], "v1");
+    assert_eq!(review["requestResource"]["version"], "v2");
+    assert_eq!(review["object"]["apiVersion"], "autoscaling/v1");
+    assert_eq!(
+        review["object"]["spec"]["targetCPUUtilizationPercentage"],
+        60
+    );
+}
