@@ -30,10 +30,12 @@ pub mod metrics;
 pub mod negotiate;
 mod openapi;
 mod openapi_pb;
+pub mod policy;
 pub mod request;
 mod reviews;
 pub mod service_resolver;
 pub mod tls;
+pub mod webhooks;
 
 use std::sync::{Arc, PoisonError, RwLock};
 

@@ -6,6 +6,7 @@
 //! This file holds the rules both halves share: rules with operations,
 //! groups, versions, resources and scope; match policies; selectors.
 
+pub mod cel;
 pub mod policies;
 pub mod webhooks;
 

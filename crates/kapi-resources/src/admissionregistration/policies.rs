@@ -1,6 +1,6 @@
 //! ValidatingAdmissionPolicies (+status) and their bindings: v1 defaults and
-//! the structural rules of upstream's validation. CEL expressions are checked
-//! for presence only (no CEL compiler here; policies are not run yet).
+//! the structural rules of upstream's validation. CEL expressions must compile
+//! (`cel.rs`); `kapi-server`'s admission runs them.
 
 use std::collections::BTreeSet;
 
@@ -8,6 +8,7 @@ use kapi_machinery::validation::{ErrorList, FieldError, FieldPath};
 use kapi_registry::{Column, Strategy};
 use serde_json::{json, Value};
 
+use super::cel::{compile, is_identifier, Env};
 use super::{default_matching, validate_policies, validate_rule, validate_selector};
 use crate::core::table::{age_cell, age_column, int_column, name_cell, name_column, string_column};
 use crate::core::util::{arr_at, child_obj, present, set_default, str_at};
@@ -28,11 +29,31 @@ fn validate_match_resources(m: &Value, path: &FieldPath) -> ErrorList {
 }
 
 fn named_expressions(obj: &Value, key: &str, path: &FieldPath, errs: &mut ErrorList) {
+    let params = present(obj, "/paramKind").is_some();
+    let env = Env::Policy { params };
     let mut names = BTreeSet::new();
     for (i, item) in arr_at(obj, &format!("/{key}")).iter().enumerate() {
         let p = path.child(key).index(i);
-        if str_at(item, "/expression").is_empty() {
+        let expr = str_at(item, "/expression");
+        if expr.trim().is_empty() {
             errs.push(FieldError::required(&p.child("expression"), ""));
+        } else if let Err(e) = compile(expr, env) {
+            errs.push(FieldError::invalid(&p.child("expression"), expr, &e));
+        }
+        let message = str_at(item, "/messageExpression");
+        if key == "validations" && !message.trim().is_empty() {
+            if let Err(e) = compile(message, Env::Message { params }) {
+                let mp = p.child("messageExpression");
+                errs.push(FieldError::invalid(&mp, message, &e));
+            }
+        }
+        let name = str_at(item, "/name");
+        if key == "variables" && !name.is_empty() && !is_identifier(name) {
+            errs.push(FieldError::invalid(
+                &p.child("name"),
+                name,
+                "name is not a valid CEL identifier",
+            ));
         }
         if let Some(name) = item.get("name").and_then(Value::as_str) {
             if name.is_empty() {
@@ -95,8 +116,16 @@ impl Strategy for PolicyStrategy {
             if str_at(a, "/key").is_empty() {
                 errs.push(FieldError::required(&p.child("key"), ""));
             }
-            if str_at(a, "/valueExpression").is_empty() {
+            let value = str_at(a, "/valueExpression");
+            if value.trim().is_empty() {
                 errs.push(FieldError::required(&p.child("valueExpression"), ""));
+            } else if let Err(e) = compile(
+                value,
+                Env::Policy {
+                    params: present(&s, "/paramKind").is_some(),
+                },
+            ) {
+                errs.push(FieldError::invalid(&p.child("valueExpression"), value, &e));
             }
         }
         errs

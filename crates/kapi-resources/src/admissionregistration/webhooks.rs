@@ -142,8 +142,11 @@ fn validate_webhook(
         {
             errs.push(FieldError::invalid(&mcp.child("name"), n, msg));
         }
-        if str_at(mc, "/expression").is_empty() {
+        let expr = str_at(mc, "/expression");
+        if expr.trim().is_empty() {
             errs.push(FieldError::required(&mcp.child("expression"), ""));
+        } else if let Err(e) = super::cel::compile(expr, super::cel::Env::WebhookMatch) {
+            errs.push(FieldError::invalid(&mcp.child("expression"), expr, &e));
         }
     }
     errs

@@ -95,6 +95,9 @@ fn build(name: &str) -> Option<Arc<dyn Plugin>> {
         "DefaultTolerationSeconds" => Arc::new(super::tolerations::DefaultTolerationSeconds),
         "DefaultStorageClass" => Arc::new(super::storageclass::DefaultStorageClass),
         "ResourceQuota" => Arc::new(super::quota::ResourceQuota),
+        "MutatingAdmissionWebhook" => Arc::new(crate::webhooks::plugins::MutatingWebhook),
+        "ValidatingAdmissionPolicy" => Arc::new(crate::webhooks::plugins::ValidatingPolicy),
+        "ValidatingAdmissionWebhook" => Arc::new(crate::webhooks::plugins::ValidatingWebhook),
         _ => return None,
     })
 }

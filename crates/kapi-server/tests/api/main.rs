@@ -44,5 +44,8 @@ mod rbac;
 mod reviews;
 mod smoke;
 mod subresources;
+mod vap;
 mod versions;
 mod watch;
+mod webhook_server;
+mod webhooks;
