@@ -86,16 +86,24 @@ impl Store {
                 e => self.storage_error(e, ""),
             })?;
             revision = Some(page.revision);
-            let last_key = page.kvs.last().map(|kv| kv.key.clone());
+            // As upstream, a page never holds more than `limit` objects: reading
+            // stops at the limit-th match and the next page starts after it.
+            let mut last_key = None;
+            let mut more = page.more;
             for kv in &page.kvs {
+                if opts.limit > 0 && out.items.len() >= opts.limit {
+                    more = true;
+                    break;
+                }
                 let obj = self.decode(kv)?;
                 if self.matches(&obj, opts) {
                     out.items.push(obj);
                 }
+                last_key = Some(kv.key.clone());
             }
             let full = opts.limit > 0 && out.items.len() >= opts.limit;
             match last_key {
-                Some(last) if page.more => {
+                Some(last) if more => {
                     if full || !filtered {
                         let next = format!("{last}\0");
                         let rel = next.strip_prefix(&prefix).unwrap_or(&next).to_owned();
