@@ -53,7 +53,7 @@ impl Store {
                     if opts.dry_run {
                         return Ok((new, true));
                     }
-                    match self.backend.create(&key, self.encode(&new)).await {
+                    match self.backend.create(&key, self.encode(&new)?).await {
                         Ok(kv) => return Ok((self.decode(&kv)?, true)),
                         Err(e) => e,
                     }
@@ -64,7 +64,7 @@ impl Store {
                     admission.mutate(&mut new, Some(&old)).await?;
                     let new = self.prepare_update(new, &old, target)?;
                     admission.validate(&new, Some(&old)).await?;
-                    let (decision, mut new) = self.decide_update(new, &old, opts, target);
+                    let (decision, mut new) = self.decide_update(new, &old, opts, target)?;
                     if opts.dry_run {
                         return Ok((new, false));
                     }

@@ -131,15 +131,22 @@ impl Store {
                 return Ok(None);
             };
             at = ReadAt::Exact(page.revision);
-            let last_key = page.items.last().map(|o| o.kv.key.clone());
-            out.items.extend(
-                page.items
-                    .into_iter()
-                    .filter(|o| !filtered || self.cached_matches(o, opts)),
-            );
+            // A page never holds more than `limit` objects (see list.rs).
+            let mut last_key = None;
+            let mut more = page.more;
+            for o in page.items {
+                if opts.limit > 0 && out.items.len() >= opts.limit {
+                    more = true;
+                    break;
+                }
+                last_key = Some(o.kv.key.clone());
+                if !filtered || self.cached_matches(&o, opts) {
+                    out.items.push(o);
+                }
+            }
             let full = opts.limit > 0 && out.items.len() >= opts.limit;
             match last_key {
-                Some(last) if page.more => {
+                Some(last) if more => {
                     if full || !filtered {
                         let next = format!("{last}\0");
                         let rel = next.strip_prefix(&prefix).unwrap_or(&next).to_owned();

@@ -85,15 +85,25 @@ impl Store {
                 e => self.storage_error(e, ""),
             })?;
             revision = Some(page.revision);
-            let last_key = page.kvs.last().map(|kv| kv.key.clone());
-            for obj in self.decode_all(&page.kvs)? {
+            // As upstream, a page never holds more than `limit` objects: reading
+            // stops at the limit-th match and the next page starts after it.
+            let mut last_key = None;
+            let mut more = page.more;
+            // One batch, so a conversion webhook gets one review per page.
+            let objs = self.decode_all(&page.kvs)?;
+            for (kv, obj) in page.kvs.iter().zip(objs) {
+                if opts.limit > 0 && out.items.len() >= opts.limit {
+                    more = true;
+                    break;
+                }
                 if self.matches(&obj, opts) {
                     out.items.push(obj);
                 }
+                last_key = Some(kv.key.clone());
             }
             let full = opts.limit > 0 && out.items.len() >= opts.limit;
             match last_key {
-                Some(last) if page.more => {
+                Some(last) if more => {
                     if full || !filtered {
                         let next = format!("{last}\0");
                         let rel = next.strip_prefix(&prefix).unwrap_or(&next).to_owned();

@@ -172,6 +172,49 @@ async fn paging_with_limit_and_continue() {
     assert_eq!(remaining, vec![Some(15), Some(5), None]);
 }
 
+/// With a label selector a page still holds at most `limit` objects, the next
+/// page resuming right after the last one returned (upstream stops reading at
+/// the limit-th match).
+#[tokio::test]
+async fn paging_with_selector_never_exceeds_limit() {
+    let s = harness::start().await;
+    let api: Api<ConfigMap> = s.api("default");
+    for i in 0..9 {
+        let labels: &[(&str, &str)] = if i % 3 == 0 {
+            &[]
+        } else {
+            &[("group", "paging")]
+        };
+        api.create(
+            &PostParams::default(),
+            &configmap(&format!("cm-{i}"), labels),
+        )
+        .await
+        .unwrap();
+    }
+    let mut seen = Vec::new();
+    let mut token: Option<String> = None;
+    loop {
+        let mut lp = ListParams::default().labels("group=paging").limit(2);
+        if let Some(t) = &token {
+            lp = lp.continue_token(t);
+        }
+        let page = api.list(&lp).await.unwrap();
+        assert!(page.items.len() <= 2, "{} items", page.items.len());
+        assert_eq!(page.metadata.remaining_item_count, None);
+        seen.extend(page.items.iter().filter_map(|c| c.metadata.name.clone()));
+        token = page.metadata.continue_.filter(|c| !c.is_empty());
+        if token.is_none() {
+            break;
+        }
+    }
+    let want: Vec<String> = [1, 2, 4, 5, 7, 8]
+        .iter()
+        .map(|i| format!("cm-{i}"))
+        .collect();
+    assert_eq!(seen, want);
+}
+
 #[tokio::test]
 async fn list_at_exact_old_resource_version() {
     let s = harness::start().await;
