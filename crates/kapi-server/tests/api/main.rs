@@ -2,11 +2,11 @@
 //! process, driven by the real `kube` client. One binary, one server per test
 //! (`harness.rs`); modules group the tests by the behaviour they check.
 
-mod aggregator;
-mod aggregator_auth;
 mod admission;
 mod admission_pss;
 mod admission_quota;
+mod aggregator;
+mod aggregator_auth;
 mod apf;
 mod apf2;
 mod apply;
