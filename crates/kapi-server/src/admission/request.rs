@@ -137,6 +137,14 @@ impl WriteAdmission for RequestAdmission {
         } else {
             Operation::Update
         };
+        let b = &self.base;
+        if let (Some(old), true) = (old, b.group.is_empty() && b.resource == "services") {
+            if b.subresource.is_empty() {
+                self.srv
+                    .allocate_service_update(obj, old, b.dry_run)
+                    .await?;
+            }
+        }
         if !self.chain.mutates(op) {
             return Ok(());
         }

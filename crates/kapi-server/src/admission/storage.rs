@@ -246,6 +246,113 @@ impl Server {
         Ok(())
     }
 
+    /// A service update's allocations, as upstream's `allocateUpdate`: what the
+    /// update leaves out is kept from the stored service (cluster IP, node
+    /// ports of the same port and protocol), and what a type change newly
+    /// needs is allocated — a cluster IP when leaving `ExternalName`, node
+    /// ports when becoming `NodePort` or `LoadBalancer`.
+    pub async fn allocate_service_update(
+        &self,
+        obj: &mut Value,
+        old: &Value,
+        dry_run: bool,
+    ) -> Result<(), ApiError> {
+        let type_of = |v: &Value| {
+            v.pointer("/spec/type")
+                .and_then(Value::as_str)
+                .unwrap_or("ClusterIP")
+                .to_owned()
+        };
+        let (new_type, old_type) = (type_of(obj), type_of(old));
+        if new_type == "ExternalName" || !obj.get("spec").is_some_and(Value::is_object) {
+            return Ok(());
+        }
+        let (mut used_ips, mut used_ports) = self.used_by_services().await?;
+        let old_ip = old
+            .pointer("/spec/clusterIP")
+            .and_then(Value::as_str)
+            .filter(|ip| !ip.is_empty() && old_type != "ExternalName");
+        let old_node_ports: Vec<(i64, String, i64)> = old
+            .pointer("/spec/ports")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|p| {
+                let port = p.get("port").and_then(Value::as_i64)?;
+                let proto = p.get("protocol").and_then(Value::as_str).unwrap_or("TCP");
+                let node = p.get("nodePort").and_then(Value::as_i64)?;
+                Some((port, proto.to_owned(), node))
+            })
+            .collect();
+        // The service's own values are not somebody else's.
+        if let Some(ip) = old_ip.and_then(|ip| ip.parse::<Ipv4Addr>().ok()) {
+            used_ips.remove(&ip);
+        }
+        for (_, _, node) in &old_node_ports {
+            used_ports.remove(node);
+        }
+        let wanted_ip = obj
+            .pointer("/spec/clusterIP")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        if wanted_ip.is_empty() {
+            let ip = match old_ip {
+                Some(ip) => ip.to_owned(),
+                None => {
+                    let mut recent = self.allocations.ips.lock().expect("lock");
+                    used_ips.extend(recent.iter().copied());
+                    let ip = self
+                        .free_ip(&self.config.service_cidr, &used_ips)
+                        .ok_or_else(|| {
+                            ApiError::internal("failed to allocate a serviceIP: range is full")
+                        })?;
+                    if !dry_run {
+                        recent.insert(ip);
+                    }
+                    ip.to_string()
+                }
+            };
+            obj["spec"]["clusterIP"] = json!(ip);
+            obj["spec"]["clusterIPs"] = json!([ip]);
+        }
+        if new_type != "NodePort" && new_type != "LoadBalancer" {
+            return Ok(());
+        }
+        let mut recent = self.allocations.ports.lock().expect("lock");
+        used_ports.extend(recent.iter().copied());
+        for (_, _, node) in &old_node_ports {
+            used_ports.remove(node);
+        }
+        for p in obj
+            .pointer_mut("/spec/ports")
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+        {
+            if p.get("nodePort").and_then(Value::as_i64).is_some() {
+                continue;
+            }
+            let port = p.get("port").and_then(Value::as_i64);
+            let proto = p.get("protocol").and_then(Value::as_str).unwrap_or("TCP");
+            let kept = old_node_ports
+                .iter()
+                .find(|(op, oproto, _)| Some(*op) == port && oproto == proto)
+                .map(|(_, _, node)| *node);
+            let node = match kept {
+                Some(n) => n,
+                None => (30000..=32767)
+                    .find(|n| !used_ports.contains(n))
+                    .ok_or_else(|| ApiError::internal("node port range is full"))?,
+            };
+            used_ports.insert(node);
+            if !dry_run {
+                recent.insert(node);
+            }
+            p["nodePort"] = json!(node);
+        }
+        Ok(())
+    }
+
     fn free_ip(&self, range: &Cidr, used: &HashSet<Ipv4Addr>) -> Option<Ipv4Addr> {
         let usable = range.size().saturating_sub(2);
         let start = rand_start(usable);

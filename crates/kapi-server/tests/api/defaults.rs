@@ -115,3 +115,72 @@ async fn node_port_service_gets_port_in_range() {
     let node_port = out.spec.unwrap().ports.unwrap()[0].node_port.unwrap();
     assert!((30000..=32767).contains(&node_port), "{node_port}");
 }
+
+#[tokio::test]
+async fn type_changes_allocate_what_the_new_type_needs() {
+    use kube::api::{Patch, PatchParams};
+    let s = harness::start().await;
+    let api: Api<Service> = s.api("default");
+    let svc: Service = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "grow"},
+        "spec": {"selector": {"app": "web"}, "ports": [{"name": "http", "port": 80}, {"name": "dns", "port": 53, "protocol": "UDP"}]}
+    }))
+    .unwrap();
+    let created = api.create(&PostParams::default(), &svc).await.unwrap();
+    let ip = created.spec.unwrap().cluster_ip.unwrap();
+
+    // ClusterIP → NodePort: node ports allocated, the cluster IP kept.
+    let to_np = Patch::Merge(json!({"spec": {"type": "NodePort"}}));
+    let np = api
+        .patch("grow", &PatchParams::default(), &to_np)
+        .await
+        .unwrap();
+    let spec = np.spec.unwrap();
+    assert_eq!(spec.cluster_ip.as_deref(), Some(ip.as_str()));
+    let ports: Vec<i32> = spec
+        .ports
+        .unwrap()
+        .iter()
+        .map(|p| p.node_port.unwrap())
+        .collect();
+    assert!(
+        ports.iter().all(|p| (30000..=32767).contains(p)),
+        "{ports:?}"
+    );
+    assert_ne!(ports[0], ports[1]);
+
+    // A later update that leaves node ports out keeps them.
+    let relabel = Patch::Merge(json!({"metadata": {"labels": {"tier": "web"}}}));
+    let again = api
+        .patch("grow", &PatchParams::default(), &relabel)
+        .await
+        .unwrap();
+    let kept: Vec<i32> = again
+        .spec
+        .unwrap()
+        .ports
+        .unwrap()
+        .iter()
+        .map(|p| p.node_port.unwrap())
+        .collect();
+    assert_eq!(kept, ports);
+
+    // ExternalName → ClusterIP: a cluster IP is allocated.
+    let ext: Service = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "ext"},
+        "spec": {"type": "ExternalName", "externalName": "db.example.com"}
+    }))
+    .unwrap();
+    api.create(&PostParams::default(), &ext).await.unwrap();
+    let to_cip = Patch::Merge(json!({"spec": {"type": "ClusterIP", "externalName": null,
+                                               "ports": [{"port": 5432}]}}));
+    let cip = api
+        .patch("ext", &PatchParams::default(), &to_cip)
+        .await
+        .unwrap();
+    let spec = cip.spec.unwrap();
+    let new_ip = spec.cluster_ip.expect("a cluster IP");
+    assert!(new_ip.parse::<std::net::Ipv4Addr>().is_ok(), "{new_ip}");
+    assert_ne!(new_ip, ip);
+    assert_eq!(spec.cluster_ips, Some(vec![new_ip]));
+}
