@@ -143,7 +143,10 @@ fn reviews() -> Vec<Decl> {
             Review::SelfSubject,
         )
         .cluster_scoped()
-        .at_version("v1beta1"),
+        .at_version("v1beta1")
+        // The protobuf schema (k8s-pb) has no v1beta1 SelfSubjectReview;
+        // kubectl 1.27, the client that asks for it, speaks JSON.
+        .json_only(),
         decl(AUTHENTICATION, "tokenreviews", "TokenReview", Review::Token).cluster_scoped(),
         decl(
             AUTHORIZATION,

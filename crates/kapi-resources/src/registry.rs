@@ -52,6 +52,8 @@ pub(crate) struct Decl {
     key_prefix: &'static str,
     strategy: Arc<dyn Strategy>,
     conversion: Option<Arc<dyn Conversion>>,
+    /// Whether the kind has a protobuf message (not every served beta kind does).
+    protobuf: bool,
 }
 
 impl Decl {
@@ -75,7 +77,14 @@ impl Decl {
             key_prefix: "",
             strategy,
             conversion: None,
+            protobuf: true,
         }
+    }
+
+    /// JSON only: the kind has no protobuf message in the codec's schema.
+    pub(crate) fn json_only(mut self) -> Self {
+        self.protobuf = false;
+        self
     }
 
     /// Served at `version`, stored as `conversion` says.
@@ -162,7 +171,7 @@ impl Decl {
             strategy: self.strategy,
             key_prefix,
             conversion: self.conversion,
-            protobuf: true,
+            protobuf: self.protobuf,
         }
     }
 }
