@@ -12,10 +12,13 @@
 //!   per-request `Option<PeerIdentity>` + `ConnectInfo<SocketAddr>` extensions.
 //!
 //! Invariants: exactly one crypto provider (ring) is used, passed explicitly;
-//! no process-wide default provider is installed. A [`PeerIdentity`] only
-//! exists for a client certificate that rustls verified against the client
-//! CAs. Where to look next: `authn.rs` turns the identity (or a bearer token)
-//! into a `UserInfo`.
+//! no process-wide default provider is installed. The handshake proves the
+//! client holds the key of the certificate it presents, but accepts any chain
+//! (upstream's `RequestClientCert`): a [`PeerIdentity`] is a *claimed*
+//! identity until `authn/` verifies the chain against the client CAs — so a
+//! certificate that is expired or from another CA gets upstream's 401 Status,
+//! not a failed handshake. Where to look next: `authn/` turns the verified
+//! identity (or a bearer token) into a `UserInfo`.
 
 mod pki;
 mod serve;
@@ -24,11 +27,12 @@ mod tests;
 
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use base64::Engine as _;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use rustls::server::WebPkiClientVerifier;
 
 pub(crate) use pki::write_file_atomic;
@@ -65,15 +69,17 @@ impl TlsError {
     }
 }
 
-/// The identity carried by a verified client certificate: `user` is the
-/// subject CN, `groups` the subject O values (in certificate order); `chain`
-/// the presented certificates, leaf first (front-proxy authentication checks
-/// them against its own CA).
+/// The identity a client certificate claims: `user` is the subject CN,
+/// `groups` the subject O values (in certificate order); `chain` the presented
+/// certificates, leaf first, which authentication verifies against the client
+/// CAs (and front-proxy authentication against its own CA). `verified` caches
+/// that verdict for the connection.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PeerIdentity {
     pub user: String,
     pub groups: Vec<String>,
     pub chain: Vec<CertificateDer<'static>>,
+    pub verified: Arc<OnceLock<bool>>,
 }
 
 impl PeerIdentity {
@@ -95,6 +101,7 @@ impl PeerIdentity {
             user,
             groups,
             chain: vec![CertificateDer::from(der.to_vec())],
+            verified: Arc::default(),
         })
     }
 }
@@ -107,8 +114,9 @@ pub fn crypto_provider() -> Arc<rustls::crypto::CryptoProvider> {
 /// Build the server configuration from a PEM certificate chain and PEM
 /// private key (PKCS#8, PKCS#1 or SEC1). With non-empty `client_cas` (each a
 /// PEM bundle of one or more CA certificates), client certificates are
-/// requested but optional, and verified against those CAs; with none, no
-/// client certificate is requested. ALPN: `h2`, `http/1.1`.
+/// requested (with those CAs as hints) but optional, and any chain is accepted
+/// at the handshake ([`ClaimedCertificates`]); with none, no client
+/// certificate is requested. ALPN: `h2`, `http/1.1`.
 pub fn server_config(
     cert_pem: &str,
     key_pem: &str,
@@ -132,11 +140,62 @@ pub fn server_config(
         let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
             .allow_unauthenticated()
             .build()?;
-        builder.with_client_cert_verifier(verifier)
+        builder.with_client_cert_verifier(Arc::new(ClaimedCertificates(verifier)))
     };
     let mut config = builder.with_single_cert(chain, key)?;
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(Arc::new(config))
+}
+
+/// A client-certificate verifier for the handshake that proves possession of
+/// the key (the signature checks are the WebPKI verifier's) and leaves the
+/// chain to authentication, as Go's `tls.RequestClientCert` does upstream.
+#[derive(Debug)]
+struct ClaimedCertificates(Arc<dyn ClientCertVerifier>);
+
+impl ClientCertVerifier for ClaimedCertificates {
+    fn offer_client_auth(&self) -> bool {
+        true
+    }
+
+    fn client_auth_mandatory(&self) -> bool {
+        false
+    }
+
+    fn root_hint_subjects(&self) -> &[rustls::DistinguishedName] {
+        self.0.root_hint_subjects()
+    }
+
+    fn verify_client_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _now: rustls::pki_types::UnixTime,
+    ) -> Result<ClientCertVerified, rustls::Error> {
+        Ok(ClientCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.supported_verify_schemes()
+    }
 }
 
 /// All `CERTIFICATE` blocks of a PEM bundle; an error if there is none.

@@ -274,7 +274,8 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
         Some(p) => Some(TokenFile::load(p).map_err(|e| e.to_string())?),
         None => None,
     };
-    let mut authenticator = Authenticator::new(tokens, a.anonymous_auth);
+    let mut authenticator =
+        Authenticator::new(tokens, a.anonymous_auth).with_client_cas(CertVerifier::new(&x509_cas)?);
     if let Some(config) = request_header.clone() {
         let rh = RequestHeader::new(config)?;
         authenticator = authenticator.with_request_header(rh, CertVerifier::new(&x509_cas)?);

@@ -84,7 +84,8 @@ pub struct Authenticator {
     /// Front-proxy authentication (`--requestheader-*`), tried first.
     request_header: Option<Arc<requestheader::RequestHeader>>,
     /// The CAs client certificates must chain to for the certificate's own
-    /// identity (`--client-ca-file`); unset: whatever the TLS layer verified.
+    /// identity (the cluster CA and `--client-ca-file`); unset: certificates
+    /// identify nobody (the TLS layer accepts any chain).
     client_cas: Option<requestheader::CertVerifier>,
 }
 
@@ -107,6 +108,12 @@ impl Authenticator {
             request_header: None,
             client_cas: None,
         }
+    }
+
+    /// Client certificates identify their subject when they chain to `client_cas`.
+    pub fn with_client_cas(mut self, client_cas: requestheader::CertVerifier) -> Self {
+        self.client_cas = Some(client_cas);
+        self
     }
 
     /// Accept users named in headers by a front proxy (`requestheader.rs`);
@@ -256,11 +263,23 @@ pub async fn authenticate_layer(
         req.extensions_mut().insert(auth.clone());
         return next.run(req).await;
     }
-    let peer = peer.filter(|p| {
-        auth.client_cas
-            .as_ref()
-            .is_none_or(|cas| cas.verifies(&p.chain))
-    });
+    // A certificate identifies its subject only when its chain verifies against
+    // the client CAs (checked once per connection). One that does not (expired,
+    // another CA) is an authentication error, as upstream's x509 authenticator:
+    // 401 unless a bearer token authenticates the request — never anonymous.
+    let mut bad_certificate = false;
+    let peer = match peer {
+        Some(p) => {
+            let ok = *p.verified.get_or_init(|| {
+                auth.client_cas
+                    .as_ref()
+                    .is_some_and(|cas| cas.verifies(&p.chain))
+            });
+            bad_certificate = !ok;
+            ok.then_some(p)
+        }
+        None => None,
+    };
     let header = req
         .headers()
         .get(header::AUTHORIZATION)
@@ -271,6 +290,10 @@ pub async fn authenticate_layer(
             req.extensions_mut().insert(user);
             req.extensions_mut().insert(auth.clone());
             next.run(req).await
+        }
+        AuthResult::Anonymous(_) if bad_certificate => {
+            tracing::debug!(path = %req.uri().path(), "unauthorized: client certificate does not verify");
+            unauthorized()
         }
         AuthResult::Anonymous(user) => {
             req.extensions_mut().insert(user);

@@ -118,7 +118,12 @@ async fn start_with(selection: kapi_server::controllers::Selection) -> TestServe
         None => backend,
     };
     let tokens = TokenFile::parse(TOKENS).expect("test tokens");
-    let app = server.router(Arc::new(Authenticator::new(Some(tokens), true)));
+    let client_cas = kapi_server::authn::requestheader::CertVerifier::new(std::slice::from_ref(
+        &pki.ca_cert_pem,
+    ))
+    .expect("client CAs");
+    let auth = Authenticator::new(Some(tokens), true).with_client_cas(client_cas);
+    let app = server.router(Arc::new(auth));
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     tokio::spawn(async move {
         let stop = async move {
@@ -172,6 +177,26 @@ impl TestServer {
     pub async fn client_with_token(&self, token: &str) -> Client {
         self.client_with_user(&format!("{{token: {token:?}}}"))
             .await
+    }
+
+    /// A client presenting the client certificate `cert_pem` / `key_pem`, and
+    /// the bearer `token` too when given.
+    #[allow(dead_code)]
+    pub async fn client_with_cert(
+        &self,
+        cert_pem: &str,
+        key_pem: &str,
+        token: Option<&str>,
+    ) -> Client {
+        use base64::Engine as _;
+        let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+        let token = token.map(|t| format!(", token: {t:?}")).unwrap_or_default();
+        let user = format!(
+            "{{client-certificate-data: {}, client-key-data: {}{token}}}",
+            b64(cert_pem),
+            b64(key_pem)
+        );
+        self.client_with_user(&user).await
     }
 
     /// A client sending no credentials (anonymous).

@@ -17,6 +17,7 @@ mod auth2;
 mod authfill;
 mod batch;
 mod chain;
+mod client_certs;
 mod componentstatus;
 mod controllers;
 mod crd;
