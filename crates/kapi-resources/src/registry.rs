@@ -433,7 +433,7 @@ mod tests {
     #[test]
     fn declarations() {
         let all = builtin_resources();
-        assert_eq!(all.len(), 58);
+        assert_eq!(all.len(), 59);
         let pods = find("pods");
         assert_eq!(
             (
