@@ -39,7 +39,7 @@ impl Indexer {
         let attrs = obj.attrs(|kv| (self.attrs)(kv));
         self.fields.iter().filter_map(move |f| {
             let v = attrs?.fields.get(f)?;
-            Some((f.as_str(), v.as_str()))
+            Some((f.as_str(), v))
         })
     }
 }

@@ -35,7 +35,7 @@ use std::time::Duration;
 use kapi_storage::{Backend, Result, Revision, StorageError};
 
 pub use index::{Indexer, KeyFilter};
-pub use object::{Attrs, CachedObject};
+pub use object::{Attrs, CachedObject, Set};
 pub use prefix::{watch_line, CacheMessage, CacheWatch, CachedEvent, CachedPage, Miss};
 use prefix::{PrefixCache, Window};
 

@@ -15,8 +15,43 @@ use kapi_storage::{KeyValue, Revision};
 /// `labels.Set` / `fields.Set` kept by the cacher).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Attrs {
-    pub labels: BTreeMap<String, String>,
-    pub fields: BTreeMap<String, String>,
+    pub labels: Set,
+    pub fields: Set,
+}
+
+/// A small string map kept for every cached object: one sorted slice instead of
+/// a tree (a `BTreeMap` node costs ~0.5 KB even for two entries, and every
+/// cached object of a resource read with a selector keeps two of these).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Set(Box<[(Box<str>, Box<str>)]>);
+
+impl Set {
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.0
+            .binary_search_by(|(k, _)| (**k).cmp(key))
+            .ok()
+            .map(|i| &*self.0[i].1)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+}
+
+impl From<BTreeMap<String, String>> for Set {
+    fn from(map: BTreeMap<String, String>) -> Set {
+        Set(map.into_iter().map(|(k, v)| (k.into(), v.into())).collect())
+    }
+}
+
+impl FromIterator<(String, String)> for Set {
+    fn from_iter<I: IntoIterator<Item = (String, String)>>(iter: I) -> Set {
+        iter.into_iter().collect::<BTreeMap<_, _>>().into()
+    }
 }
 
 #[derive(Debug)]

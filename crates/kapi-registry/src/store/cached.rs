@@ -248,8 +248,10 @@ impl Store {
         if opts.label.is_empty() && opts.field.is_empty() {
             return true;
         }
-        obj.attrs(|kv| attrs_of(&self.def, kv))
-            .is_some_and(|a| opts.label.matches_map(&a.labels) && opts.field.matches_set(&a.fields))
+        obj.attrs(|kv| attrs_of(&self.def, kv)).is_some_and(|a| {
+            opts.label.matches_with(|k| a.labels.get(k))
+                && opts.field.matches(|f| a.fields.get(f).map(str::to_owned))
+        })
     }
 }
 
@@ -275,5 +277,8 @@ fn attrs_of(def: &ResourceDef, kv: &kapi_storage::KeyValue) -> Option<Attrs> {
             fields.insert(f.to_owned(), v);
         }
     }
-    Some(Attrs { labels, fields })
+    Some(Attrs {
+        labels,
+        fields: fields.into(),
+    })
 }

@@ -80,8 +80,8 @@ fn node_indexer() -> Indexer {
             let node = std::str::from_utf8(&kv.value).ok()?.strip_prefix("node:")?;
             let fields = BTreeMap::from([("spec.nodeName".to_owned(), node.to_owned())]);
             Some(Attrs {
-                labels: BTreeMap::new(),
-                fields,
+                labels: BTreeMap::new().into(),
+                fields: fields.into(),
             })
         }),
     }

@@ -13,8 +13,10 @@
 //! Invariants: [`OpenApi::build`] is deterministic (same resources → same bytes →
 //! same hashes); every `$ref` of every document resolves inside it; a document's
 //! hash is upstream's ETag: the upper-case hex SHA-512 of its bytes
-//! (`kube-openapi/pkg/handler3`). Documents are rendered once at build time and
-//! shared (`Arc`), so serving them costs a clone of a pointer.
+//! (`kube-openapi/pkg/handler3`). Documents are rendered on first use — not at
+//! start-up, which they would slow by a second and grow by megabytes on a server
+//! nobody asks for OpenAPI (upstream's handlers render lazily too) — then shared
+//! (`Arc`), so serving them costs a clone of a pointer.
 //! Where to look next: `kapi-server` (the HTTP handlers), `patchmeta.rs`.
 
 pub mod defs;
@@ -25,7 +27,7 @@ pub mod render;
 pub mod v3;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use kapi_registry::ResourceDef;
 use serde_json::{json, Map, Value};
@@ -61,7 +63,14 @@ pub fn hash(bytes: &[u8]) -> String {
         .collect()
 }
 
+/// What the documents are rendered from, and the documents once rendered.
 struct Inner {
+    resources: Vec<ResourceDef>,
+    custom: Defs,
+    rendered: OnceLock<Rendered>,
+}
+
+struct Rendered {
     v2: Doc,
     v3: BTreeMap<String, Doc>,
 }
@@ -74,21 +83,91 @@ pub struct OpenApi {
 
 impl std::fmt::Debug for OpenApi {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let keys: Vec<&String> = self.inner.v3.keys().collect();
-        f.debug_struct("OpenApi").field("v3", &keys).finish()
+        let kinds: Vec<&str> = self
+            .inner
+            .resources
+            .iter()
+            .map(|r| r.kind.as_str())
+            .collect();
+        f.debug_struct("OpenApi").field("kinds", &kinds).finish()
     }
 }
 
 impl OpenApi {
-    /// Renders every document for `resources`.
+    /// The documents for `resources` (rendered on first use).
     pub fn build(resources: &[ResourceDef]) -> OpenApi {
         Self::build_with(resources, &Defs::new())
     }
 
-    /// Renders every document for `resources`, taking the definitions of kinds
-    /// without a built-in schema from `custom` (custom resources' schemas, by
+    /// The documents for `resources`, taking the definitions of kinds without a
+    /// built-in schema from `custom` (custom resources' schemas, by
     /// [`defs::generic_name`]) before falling back to a generic definition.
+    /// Rendered on first use.
     pub fn build_with(resources: &[ResourceDef], custom: &Defs) -> OpenApi {
+        OpenApi {
+            inner: Arc::new(Inner {
+                resources: resources.to_vec(),
+                custom: custom.clone(),
+                rendered: OnceLock::new(),
+            }),
+        }
+    }
+
+    fn docs(&self) -> &Rendered {
+        let inner = &self.inner;
+        inner
+            .rendered
+            .get_or_init(|| Rendered::new(&inner.resources, &inner.custom))
+    }
+
+    /// `GET /openapi/v2`: the swagger 2.0 document and its ETag.
+    pub fn v2_json(&self) -> (Vec<u8>, String) {
+        let (bytes, etag) = self.v2_shared();
+        (bytes.to_vec(), etag.to_string())
+    }
+
+    /// Like [`Self::v2_json`], without copying the bytes.
+    pub fn v2_shared(&self) -> (Arc<[u8]>, &str) {
+        (self.docs().v2.bytes.clone(), &self.docs().v2.hash)
+    }
+
+    /// `GET /openapi/v3`: every document key with its hash-pinned URL.
+    pub fn v3_index(&self) -> Value {
+        let paths: Map<String, Value> = self
+            .docs()
+            .v3
+            .iter()
+            .map(|(key, doc)| {
+                let url = format!("/openapi/v3/{key}?hash={}", doc.hash);
+                (key.clone(), json!({"serverRelativeURL": url}))
+            })
+            .collect();
+        json!({"paths": paths})
+    }
+
+    /// `GET /openapi/v3/<key>` (`api/v1`, `apis/apps/v1`, `api`, `apis`,
+    /// `apis/apps`): the document and its hash; `None` for unknown keys.
+    pub fn v3_document(&self, path: &str) -> Option<(Vec<u8>, String)> {
+        let (bytes, hash) = self.v3_shared(path)?;
+        Some((bytes.to_vec(), hash.to_string()))
+    }
+
+    /// Like [`Self::v3_document`], without copying the bytes.
+    pub fn v3_shared(&self, path: &str) -> Option<(Arc<[u8]>, &str)> {
+        let key = path.trim_start_matches('/').trim_end_matches('/');
+        let doc = self.docs().v3.get(key)?;
+        Some((doc.bytes.clone(), &doc.hash))
+    }
+
+    /// The keys of the v3 documents, sorted.
+    pub fn v3_keys(&self) -> impl Iterator<Item = &str> {
+        self.docs().v3.keys().map(String::as_str)
+    }
+}
+
+impl Rendered {
+    /// Renders every document for `resources` (see [`OpenApi::build_with`]).
+    fn new(resources: &[ResourceDef], custom: &Defs) -> Rendered {
         let mut by_gv: BTreeMap<(&str, &str), Vec<&ResourceDef>> = BTreeMap::new();
         for r in resources {
             by_gv.entry((&r.group, &r.version)).or_default().push(r);
@@ -128,53 +207,7 @@ impl OpenApi {
             base: &base,
         };
         let v2 = Doc::new(&swagger(all_paths, &names, sources));
-        OpenApi {
-            inner: Arc::new(Inner { v2, v3 }),
-        }
-    }
-
-    /// `GET /openapi/v2`: the swagger 2.0 document and its ETag.
-    pub fn v2_json(&self) -> (Vec<u8>, String) {
-        let (bytes, etag) = self.v2_shared();
-        (bytes.to_vec(), etag.to_string())
-    }
-
-    /// Like [`Self::v2_json`], without copying the bytes.
-    pub fn v2_shared(&self) -> (Arc<[u8]>, &str) {
-        (self.inner.v2.bytes.clone(), &self.inner.v2.hash)
-    }
-
-    /// `GET /openapi/v3`: every document key with its hash-pinned URL.
-    pub fn v3_index(&self) -> Value {
-        let paths: Map<String, Value> = self
-            .inner
-            .v3
-            .iter()
-            .map(|(key, doc)| {
-                let url = format!("/openapi/v3/{key}?hash={}", doc.hash);
-                (key.clone(), json!({"serverRelativeURL": url}))
-            })
-            .collect();
-        json!({"paths": paths})
-    }
-
-    /// `GET /openapi/v3/<key>` (`api/v1`, `apis/apps/v1`, `api`, `apis`,
-    /// `apis/apps`): the document and its hash; `None` for unknown keys.
-    pub fn v3_document(&self, path: &str) -> Option<(Vec<u8>, String)> {
-        let (bytes, hash) = self.v3_shared(path)?;
-        Some((bytes.to_vec(), hash.to_string()))
-    }
-
-    /// Like [`Self::v3_document`], without copying the bytes.
-    pub fn v3_shared(&self, path: &str) -> Option<(Arc<[u8]>, &str)> {
-        let key = path.trim_start_matches('/').trim_end_matches('/');
-        let doc = self.inner.v3.get(key)?;
-        Some((doc.bytes.clone(), &doc.hash))
-    }
-
-    /// The keys of the v3 documents, sorted.
-    pub fn v3_keys(&self) -> impl Iterator<Item = &str> {
-        self.inner.v3.keys().map(String::as_str)
+        Rendered { v2, v3 }
     }
 }
 

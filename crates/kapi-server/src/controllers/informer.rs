@@ -3,6 +3,10 @@
 //! last version seen; only when that version is gone (410) does it list again,
 //! reporting what vanished meanwhile as deletions. Events go to one channel,
 //! so a controller sees the changes of a resource in order.
+//!
+//! Memory: the list is read in pages (as client-go's pager), so at most one
+//! page of decoded objects exists at a time however many objects the resource
+//! has, and what is kept per object to report deletions is its key and uid.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -45,8 +49,12 @@ pub fn spawn(
     tokio::spawn(run(entry, field, tx))
 }
 
-/// Object key → the object's metadata, for reporting deletions after a re-list.
-type Known = HashMap<(String, String), Value>;
+/// Objects per list page (client-go pages by 500; larger pages here because each
+/// page of a cached list also counts the objects after it).
+const PAGE: usize = 10_000;
+
+/// Object key → the object's uid, for reporting deletions after a re-list.
+type Known = HashMap<(String, String), Option<String>>;
 
 fn key(obj: &Value) -> (String, String) {
     (
@@ -55,11 +63,22 @@ fn key(obj: &Value) -> (String, String) {
     )
 }
 
-/// The part of an object kept to report its deletion.
-fn skeleton(obj: &Value) -> Value {
-    let mut m = meta::meta(obj).cloned().unwrap_or_default();
-    m.remove("managedFields");
-    serde_json::json!({"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": m})
+/// What is kept of an object to report its deletion.
+fn seen(obj: &Value) -> Option<String> {
+    meta::uid(obj).map(str::to_owned)
+}
+
+/// The object reported as deleted after a re-list: its identity only.
+fn skeleton(entry: &Entry, (namespace, name): (String, String), uid: Option<String>) -> Value {
+    let mut m = serde_json::Map::new();
+    m.insert("name".into(), name.into());
+    if !namespace.is_empty() {
+        m.insert("namespace".into(), namespace.into());
+    }
+    if let Some(uid) = uid {
+        m.insert("uid".into(), uid.into());
+    }
+    serde_json::json!({"apiVersion": entry.def.api_version(), "kind": entry.def.kind, "metadata": m})
 }
 
 async fn run(entry: Arc<Entry>, field: FieldSelector, tx: mpsc::Sender<Event>) {
@@ -77,27 +96,38 @@ async fn run(entry: Arc<Entry>, field: FieldSelector, tx: mpsc::Sender<Event>) {
             return;
         }
         if rv.is_none() {
-            let opts = ListOptions {
+            let mut fresh = Known::new();
+            let mut opts = ListOptions {
                 field: field.clone(),
+                limit: PAGE,
                 ..Default::default()
             };
-            let list = match entry.store.list(None, &opts).await {
-                Ok(l) => l,
-                Err(e) => {
-                    tracing::debug!(resource = %entry.def.gvr(), error = %e, "informer list failed");
-                    tokio::time::sleep(retry).await;
-                    continue;
+            let mut list_rv = None;
+            let listed = loop {
+                let page = match entry.store.list(None, &opts).await {
+                    Ok(p) => p,
+                    Err(e) => break Err(e),
+                };
+                list_rv.get_or_insert(page.resource_version);
+                for obj in page.items {
+                    fresh.insert(key(&obj), seen(&obj));
+                    if !send(Change::Upsert(obj)).await {
+                        return;
+                    }
+                }
+                match page.continue_token {
+                    Some(token) => opts.continue_token = Some(token),
+                    None => break Ok(()),
                 }
             };
-            let mut fresh = Known::new();
-            for obj in list.items {
-                fresh.insert(key(&obj), skeleton(&obj));
-                if !send(Change::Upsert(obj)).await {
-                    return;
-                }
+            if let Err(e) = listed {
+                tracing::debug!(resource = %entry.def.gvr(), error = %e, "informer list failed");
+                tokio::time::sleep(retry).await;
+                continue;
             }
-            for (k, gone) in known.drain() {
-                if !fresh.contains_key(&k) && !send(Change::Deleted(gone)).await {
+            for (k, uid) in known.drain() {
+                if !fresh.contains_key(&k) && !send(Change::Deleted(skeleton(&entry, k, uid))).await
+                {
                     return;
                 }
             }
@@ -108,7 +138,7 @@ async fn run(entry: Arc<Entry>, field: FieldSelector, tx: mpsc::Sender<Event>) {
                     return;
                 }
             }
-            rv = Some(list.resource_version);
+            rv = list_rv;
         }
         let opts = WatchOptions {
             field: field.clone(),
@@ -138,7 +168,7 @@ async fn run(entry: Arc<Entry>, field: FieldSelector, tx: mpsc::Sender<Event>) {
                 }
                 WatchEventType::Bookmark => {}
                 WatchEventType::Added | WatchEventType::Modified => {
-                    known.insert(key(&obj), skeleton(&obj));
+                    known.insert(key(&obj), seen(&obj));
                     rv = meta::resource_version(&obj).map(str::to_owned).or(rv);
                     if !send(Change::Upsert(obj)).await {
                         return;

@@ -125,13 +125,22 @@ impl Iterator for Chunks {
         if self.done {
             return None;
         }
-        let mut out = self.head.take().unwrap_or_default();
-        out.reserve(CHUNK);
+        // One allocation per chunk, of one size: an object that would not fit
+        // starts the next chunk (unless the chunk is empty), so the buffer is
+        // never grown (a grown buffer is a second, larger allocation per chunk).
+        let mut out = Vec::with_capacity(CHUNK + CHUNK / 4);
+        if let Some(head) = self.head.take() {
+            out.extend_from_slice(&head);
+        }
+        let empty = out.len();
         while self.next < self.items.len() && out.len() < CHUNK {
+            let obj = &self.items[self.next];
+            if out.len() > empty && out.len() + obj.kv.value.len() + 48 > out.capacity() {
+                break;
+            }
             if self.next > 0 {
                 out.push(b',');
             }
-            let obj = &self.items[self.next];
             if !obj.write_json(obj.kv.mod_revision, &mut out) {
                 // Not splicable (never for objects the store wrote): go the long way.
                 let v = self.store.decode_value(&obj.kv).unwrap_or(Value::Null);

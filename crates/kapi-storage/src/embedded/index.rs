@@ -63,10 +63,7 @@ pub(crate) struct Index {
 impl Index {
     /// The newest live version of `key` at `at`.
     fn version_at(&self, key: &str, at: Revision) -> Option<&Version> {
-        let versions = self.keys.get(key)?;
-        let idx = versions.partition_point(|v| v.mod_revision <= at);
-        let v = versions[..idx].last()?;
-        v.value.as_ref().map(|_| v)
+        live_at(self.keys.get(key)?, at)
     }
 
     fn kv(key: &str, v: &Version) -> KeyValue {
@@ -117,7 +114,7 @@ impl Index {
             .keys
             .range::<String, _>((Bound::Included(start), Bound::Unbounded))
             .take_while(|(k, _)| k.starts_with(prefix))
-            .filter_map(|(k, _)| self.version_at(k, at).map(|v| (k, v)));
+            .filter_map(|(k, vs)| live_at(vs, at).map(|v| (k, v)));
         let limit = if opts.limit == 0 {
             usize::MAX
         } else {
@@ -144,7 +141,7 @@ impl Index {
         self.keys
             .range::<str, _>((Bound::Included(prefix), Bound::Unbounded))
             .take_while(|(k, _)| k.starts_with(prefix))
-            .filter(|(k, _)| self.version_at(k, self.revision).is_some())
+            .filter(|(_, vs)| live_at(vs, self.revision).is_some())
             .count() as i64
     }
 
@@ -281,4 +278,11 @@ impl Index {
     pub fn key_count(&self) -> usize {
         self.keys.len()
     }
+}
+
+/// The newest live version among `versions` (one key's, in order) at `at`.
+fn live_at(versions: &[Version], at: Revision) -> Option<&Version> {
+    let idx = versions.partition_point(|v| v.mod_revision <= at);
+    let v = versions[..idx].last()?;
+    v.value.as_ref().map(|_| v)
 }

@@ -137,18 +137,19 @@ impl EmbeddedBackend {
 
 /// Rebuild the index from the newest snapshot and the WALs; returns the WAL to append to.
 fn recover(dir: &Path) -> std::io::Result<(Index, PathBuf)> {
-    let mut index = Index::default();
-    if let Some((_, records)) = wal::read_latest_snapshot(dir)? {
-        for r in records {
-            index.apply(r);
-        }
-    }
+    let mut index = wal::replay_latest_snapshot(dir, |index: &mut Index, r| {
+        index.apply(r);
+    })?
+    .unwrap_or_default();
     let wals = wal::numbered(dir, "wal-", ".log")?;
     let last = wals.len().saturating_sub(1);
     for (i, (_, path)) in wals.iter().enumerate() {
-        let data = wal::read_file(path)?;
-        let (records, valid) = wal::decode_all(&data);
-        if valid < data.len() {
+        let (valid, size) = wal::replay_file(path, |r| {
+            if record_revision(&r) > index.revision {
+                index.apply(r);
+            }
+        })?;
+        if valid < size {
             if i != last {
                 return Err(std::io::Error::other(format!(
                     "corrupt frame at byte {valid} of {}",
@@ -157,13 +158,8 @@ fn recover(dir: &Path) -> std::io::Result<(Index, PathBuf)> {
             }
             tracing::warn!(file = %path.display(), at = valid, "cutting torn WAL tail");
             let f = std::fs::OpenOptions::new().write(true).open(path)?;
-            f.set_len(valid as u64)?;
+            f.set_len(valid)?;
             f.sync_all()?;
-        }
-        for r in records {
-            if record_revision(&r) > index.revision {
-                index.apply(r);
-            }
         }
     }
     let wal_path = match wals.last() {

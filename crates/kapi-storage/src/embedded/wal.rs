@@ -19,7 +19,7 @@
 //! append) is cut off; a bad frame anywhere else is corruption and fails the open.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, BufWriter, Read, Write};
+use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
@@ -120,29 +120,6 @@ fn decode_payload(payload: &[u8]) -> Option<Record> {
     c.0.is_empty().then_some(record)
 }
 
-/// Frames decoded from `data`, and the length of the valid prefix.
-pub(crate) fn decode_all(data: &[u8]) -> (Vec<Record>, usize) {
-    let mut records = Vec::new();
-    let mut pos = 0;
-    while data.len() - pos >= 8 {
-        let len = u32::from_le_bytes(data[pos..pos + 4].try_into().expect("4 bytes")) as usize;
-        let crc = u32::from_le_bytes(data[pos + 4..pos + 8].try_into().expect("4 bytes"));
-        if len > MAX_FRAME || data.len() - pos - 8 < len {
-            break;
-        }
-        let payload = &data[pos + 8..pos + 8 + len];
-        if crc32fast::hash(payload) != crc {
-            break;
-        }
-        match decode_payload(payload) {
-            Some(r) => records.push(r),
-            None => break,
-        }
-        pos += 8 + len;
-    }
-    (records, pos)
-}
-
 pub(crate) fn wal_path(dir: &Path, first: Revision) -> PathBuf {
     dir.join(format!("wal-{first:020}.log"))
 }
@@ -200,25 +177,74 @@ pub(crate) fn write_snapshot(dir: &Path, rev: Revision, records: &[Record]) -> i
     Ok(path)
 }
 
-/// The newest complete snapshot's records, if any.
-pub(crate) fn read_latest_snapshot(dir: &Path) -> io::Result<Option<(Revision, Vec<Record>)>> {
-    for (rev, path) in numbered(dir, "snapshot-", ".snap")?.into_iter().rev() {
-        let data = fs::read(&path)?;
-        let Some(body) = data.strip_suffix(SNAPSHOT_TRAILER) else {
+/// Hand the records of the first `len` bytes of `r` to `apply`, frame by frame,
+/// up to the first torn or corrupt frame; returns the length of the valid prefix.
+/// Streaming keeps recovery's memory to one frame beyond what `apply` keeps (no
+/// copy of the file, no list of every record).
+pub(crate) fn read_frames(
+    r: &mut impl Read,
+    len: u64,
+    mut apply: impl FnMut(Record),
+) -> io::Result<u64> {
+    let mut pos = 0u64;
+    let mut header = [0u8; 8];
+    let mut payload = Vec::new();
+    while len - pos >= 8 {
+        r.read_exact(&mut header)?;
+        let n = u32::from_le_bytes(header[..4].try_into().expect("4 bytes")) as usize;
+        let crc = u32::from_le_bytes(header[4..].try_into().expect("4 bytes"));
+        if n > MAX_FRAME || len - pos - 8 < n as u64 {
+            break;
+        }
+        payload.resize(n, 0);
+        r.read_exact(&mut payload)?;
+        if crc32fast::hash(&payload) != crc {
+            break;
+        }
+        match decode_payload(&payload) {
+            Some(record) => apply(record),
+            None => break,
+        }
+        pos += 8 + n as u64;
+    }
+    Ok(pos)
+}
+
+/// Replay the newest complete snapshot into a fresh `T` (by `apply`); `None`
+/// when there is none. A snapshot without its trailer, or with a bad frame, is
+/// skipped for the one before it.
+pub(crate) fn replay_latest_snapshot<T: Default>(
+    dir: &Path,
+    mut apply: impl FnMut(&mut T, Record),
+) -> io::Result<Option<T>> {
+    for (_, path) in numbered(dir, "snapshot-", ".snap")?.into_iter().rev() {
+        let mut file = File::open(&path)?;
+        let size = file.metadata()?.len();
+        let Some(body) = size.checked_sub(SNAPSHOT_TRAILER.len() as u64) else {
             continue;
         };
-        let (records, valid) = decode_all(body);
-        if valid == body.len() {
-            return Ok(Some((rev, records)));
+        let mut trailer = [0u8; 8];
+        file.seek(SeekFrom::Start(body))?;
+        file.read_exact(&mut trailer)?;
+        if &trailer != SNAPSHOT_TRAILER {
+            continue;
+        }
+        file.seek(SeekFrom::Start(0))?;
+        let mut state = T::default();
+        let mut reader = BufReader::with_capacity(1 << 20, file);
+        if read_frames(&mut reader, body, |r| apply(&mut state, r))? == body {
+            return Ok(Some(state));
         }
     }
     Ok(None)
 }
 
-pub(crate) fn read_file(path: &Path) -> io::Result<Vec<u8>> {
-    let mut data = Vec::new();
-    File::open(path)?.read_to_end(&mut data)?;
-    Ok(data)
+/// Replay one WAL file by `apply`; returns the length of its valid prefix and its size.
+pub(crate) fn replay_file(path: &Path, apply: impl FnMut(Record)) -> io::Result<(u64, u64)> {
+    let file = File::open(path)?;
+    let size = file.metadata()?.len();
+    let mut reader = BufReader::with_capacity(1 << 20, file);
+    Ok((read_frames(&mut reader, size, apply)?, size))
 }
 
 pub(crate) fn open_append(path: &Path) -> io::Result<File> {
