@@ -168,7 +168,7 @@ impl Server {
         obj: &mut Value,
         opts: &WriteOptions,
     ) -> Result<(), ApiError> {
-        let (mut used_ips, mut used_ports) = self.used_by_services().await?;
+        let (mut used_ips, used_ports) = self.used_by_services().await?;
         let spec_type = obj
             .pointer("/spec/type")
             .and_then(Value::as_str)
@@ -222,26 +222,7 @@ impl Server {
             }
         }
         if spec_type == "NodePort" || spec_type == "LoadBalancer" {
-            let mut recent = self.allocations.ports.lock().expect("lock");
-            used_ports.extend(recent.iter().copied());
-            for p in obj
-                .pointer_mut("/spec/ports")
-                .and_then(Value::as_array_mut)
-                .into_iter()
-                .flatten()
-            {
-                if p.get("nodePort").and_then(Value::as_i64).is_some() {
-                    continue;
-                }
-                let port = (30000..=32767)
-                    .find(|n| !used_ports.contains(n))
-                    .ok_or_else(|| ApiError::internal("node port range is full"))?;
-                used_ports.insert(port);
-                if !opts.dry_run {
-                    recent.insert(port);
-                }
-                p["nodePort"] = json!(port);
-            }
+            self.fill_node_ports(obj, used_ports, &[], opts.dry_run)?;
         }
         Ok(())
     }
@@ -267,7 +248,7 @@ impl Server {
         if new_type == "ExternalName" || !obj.get("spec").is_some_and(Value::is_object) {
             return Ok(());
         }
-        let (mut used_ips, mut used_ports) = self.used_by_services().await?;
+        let (mut used_ips, used_ports) = self.used_by_services().await?;
         let old_ip = old
             .pointer("/spec/clusterIP")
             .and_then(Value::as_str)
@@ -284,12 +265,10 @@ impl Server {
                 Some((port, proto.to_owned(), node))
             })
             .collect();
-        // The service's own values are not somebody else's.
+        // The service's own values are not somebody else's (its node ports:
+        // `fill_node_ports`).
         if let Some(ip) = old_ip.and_then(|ip| ip.parse::<Ipv4Addr>().ok()) {
             used_ips.remove(&ip);
-        }
-        for (_, _, node) in &old_node_ports {
-            used_ports.remove(node);
         }
         let wanted_ip = obj
             .pointer("/spec/clusterIP")
@@ -318,10 +297,24 @@ impl Server {
         if new_type != "NodePort" && new_type != "LoadBalancer" {
             return Ok(());
         }
+        self.fill_node_ports(obj, used_ports, &old_node_ports, dry_run)
+    }
+
+    /// Give every port of `obj` without a `nodePort` one: the node port of the
+    /// `kept` entry with the same port and protocol (`(port, protocol,
+    /// nodePort)` of the stored service), else a free one outside `used` and
+    /// outside what was handed out recently.
+    fn fill_node_ports(
+        &self,
+        obj: &mut Value,
+        mut used: HashSet<i64>,
+        kept: &[(i64, String, i64)],
+        dry_run: bool,
+    ) -> Result<(), ApiError> {
         let mut recent = self.allocations.ports.lock().expect("lock");
-        used_ports.extend(recent.iter().copied());
-        for (_, _, node) in &old_node_ports {
-            used_ports.remove(node);
+        used.extend(recent.iter().copied());
+        for (_, _, node) in kept {
+            used.remove(node);
         }
         for p in obj
             .pointer_mut("/spec/ports")
@@ -334,17 +327,17 @@ impl Server {
             }
             let port = p.get("port").and_then(Value::as_i64);
             let proto = p.get("protocol").and_then(Value::as_str).unwrap_or("TCP");
-            let kept = old_node_ports
+            let reused = kept
                 .iter()
-                .find(|(op, oproto, _)| Some(*op) == port && oproto == proto)
+                .find(|(kp, kproto, _)| Some(*kp) == port && kproto == proto)
                 .map(|(_, _, node)| *node);
-            let node = match kept {
+            let node = match reused {
                 Some(n) => n,
                 None => (30000..=32767)
-                    .find(|n| !used_ports.contains(n))
+                    .find(|n| !used.contains(n))
                     .ok_or_else(|| ApiError::internal("node port range is full"))?,
             };
-            used_ports.insert(node);
+            used.insert(node);
             if !dry_run {
                 recent.insert(node);
             }
