@@ -43,7 +43,7 @@ pub struct Attributes {
     pub path: Option<String>,
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ResourceAttrs {
     pub group: String,
     pub resource: String,

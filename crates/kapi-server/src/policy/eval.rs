@@ -11,7 +11,8 @@
 use kube_cel::cel::Value as Cel;
 use serde_json::Value;
 
-use crate::webhooks::cel::{cel_map, compile, Activation, Env, MatchResult};
+use crate::webhooks::cel::{compile, Activation, Env, MatchResult};
+use crate::webhooks::cel_vars::Variables;
 
 /// A denial of one validation (or of a failing expression).
 #[derive(Debug, Clone)]
@@ -57,16 +58,18 @@ pub fn evaluate(spec: &Value, mut act: Activation) -> Evaluation {
             });
         }
     };
-    // Variables come before the match conditions, which may use them.
-    let mut vars: Vec<(String, Cel)> = Vec::new();
-    act.set("variables", cel_map(vars.clone()));
-    for v in items(spec, "variables") {
-        let name = str_of(&v, "name").to_string();
-        if let Ok(value) = compile(str_of(&v, "expression"), env).and_then(|p| act.eval(&p)) {
-            vars.push((name, value));
-            act.set("variables", cel_map(vars.clone()));
-        }
-    }
+    // Variables are evaluated when an expression first refers to them (they
+    // may be used by the match conditions, too).
+    let defs = items(spec, "variables")
+        .iter()
+        .map(|v| {
+            (
+                str_of(v, "name").to_string(),
+                str_of(v, "expression").to_string(),
+            )
+        })
+        .collect();
+    act.set_variables(Variables::new(defs, env, act.clone()));
     let conditions = items(spec, "matchConditions");
     if !conditions.is_empty() {
         match crate::webhooks::cel::match_conditions(&conditions, env, &act) {

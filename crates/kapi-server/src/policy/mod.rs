@@ -17,7 +17,7 @@ use kapi_machinery::status::{ApiError, Cause, GroupResource, Reason};
 use kapi_registry::store::options::ListOptions;
 use serde_json::{json, Value};
 
-use crate::webhooks::cel::{to_cel, Activation};
+use crate::webhooks::cel::{self, to_cel, Activation};
 use crate::webhooks::{review, rules, Attrs, Outcome};
 use crate::Server;
 
@@ -237,9 +237,14 @@ impl Server {
                     .and_then(Value::as_array)
                     .map(|x| x.iter().filter_map(Value::as_str).collect())
                     .unwrap_or_default();
+                let blocking = cel::mentions_authorizer(&spec);
                 for param in params {
-                    let result =
-                        eval::evaluate(&spec, activation(&v, param.as_ref(), ns_object.as_ref()));
+                    let mut act = activation(&v, param.as_ref(), ns_object.as_ref());
+                    if blocking {
+                        self.bind_authorizer(&mut act, &v);
+                    }
+                    let spec = spec.clone();
+                    let result = cel::run(blocking, move || eval::evaluate(&spec, act)).await;
                     for (k, val) in result.audit {
                         out.annotations.push((format!("{pname}/{k}"), val));
                     }

@@ -5,20 +5,136 @@
 //! unstructured object (integers are `int`, objects are maps keyed by strings).
 //!
 //! Evaluation is synchronous and runs in a thread-local context holding the
-//! standard and Kubernetes CEL functions (registering them costs more than
-//! evaluating a typical expression); each evaluation adds its variables in an
-//! inner scope. `authorizer` is declared for compilation but not bound: an
-//! expression using it fails at run time, and the failure policy decides.
+//! standard and Kubernetes CEL functions and the `authorizer` library
+//! (`cel_authz.rs`; registering them costs more than evaluating a typical
+//! expression); each evaluation adds its variables in an inner scope.
+//!
+//! Upstream declares `authorizer.requestResource` as one qualified variable and
+//! `variables` as an object whose fields are evaluated on first use. The
+//! interpreter here only selects fields of maps, so [`compile`] turns
+//! `authorizer.<field>` and `variables.<name>` into identifiers of those
+//! dotted names (and `has(variables.<name>)` into a test on the declared
+//! names): the activation binds the first, the policy's lazy variables
+//! (`cel_vars.rs`) resolve the second. Expressions that name `authorizer` are
+//! evaluated on a blocking thread ([`run`]) because a check waits for the
+//! (async) authorizer chain.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use kube_cel::cel::common::ast::{operators, CallExpr, EntryExpr, Expr, IdedExpr, LiteralValue};
+use kube_cel::cel::common::types::CelString;
 use kube_cel::cel::objects::{Key, Map as CelMap};
-use kube_cel::cel::{Context, ExecutionError, Program, Value as Cel};
+use kube_cel::cel::{Context, ExecutionError, Value as Cel};
 use kube_cel::KubeCelExt;
 use serde_json::Value;
 
-pub use kapi_resources::admissionregistration::cel::{compile, Env};
+pub use kapi_resources::admissionregistration::cel::Env;
+
+use super::cel_vars::Variables;
+
+/// The activation name of the list of declared policy variables (`has()`).
+pub(crate) const VARIABLE_NAMES: &str = "@variables";
+
+/// Roots whose fields are qualified identifiers (see the module comment).
+const QUALIFIED: [&str; 2] = ["authorizer", "variables"];
+
+/// One compiled expression, its qualified names rewritten.
+#[derive(Debug, Clone)]
+pub struct Compiled(IdedExpr);
+
+/// Compile `src` for `env` (errors are upstream's `compilation failed: ...`).
+pub fn compile(src: &str, env: Env) -> Result<Compiled, String> {
+    let program = kapi_resources::admissionregistration::cel::compile(src, env)?;
+    let mut expr = program.expression().clone();
+    qualify(&mut expr, &mut Vec::new());
+    Ok(Compiled(expr))
+}
+
+fn ided(id: u64, expr: Expr) -> IdedExpr {
+    IdedExpr { id, expr }
+}
+
+/// Rewrite `authorizer.<f>` and `variables.<f>` (unless a comprehension binds
+/// the root's name) into identifiers.
+fn qualify(e: &mut IdedExpr, scope: &mut Vec<String>) {
+    if let Expr::Select(s) = &e.expr {
+        if let Expr::Ident(root) = &s.operand.expr {
+            if QUALIFIED.contains(&root.as_str()) && !scope.contains(root) {
+                let name = format!("{root}.{}", s.field);
+                if !s.test {
+                    e.expr = Expr::Ident(name);
+                } else if root == "variables" {
+                    let field =
+                        Expr::Literal(LiteralValue::String(CelString::from(s.field.as_str())));
+                    e.expr = Expr::Call(CallExpr {
+                        func_name: operators::IN.to_string(),
+                        target: None,
+                        args: vec![
+                            ided(e.id, field),
+                            ided(e.id, Expr::Ident(VARIABLE_NAMES.to_string())),
+                        ],
+                    });
+                }
+                return;
+            }
+        }
+    }
+    match &mut e.expr {
+        Expr::Call(c) => {
+            if let Some(t) = c.target.as_mut() {
+                qualify(t, scope);
+            }
+            c.args.iter_mut().for_each(|a| qualify(a, scope));
+        }
+        Expr::Select(s) => qualify(&mut s.operand, scope),
+        Expr::List(l) => l.elements.iter_mut().for_each(|a| qualify(a, scope)),
+        Expr::Map(m) => m.entries.iter_mut().for_each(|en| match &mut en.expr {
+            EntryExpr::MapEntry(me) => {
+                qualify(&mut me.key, scope);
+                qualify(&mut me.value, scope);
+            }
+            EntryExpr::StructField(f) => qualify(&mut f.value, scope),
+        }),
+        Expr::Comprehension(c) => {
+            qualify(&mut c.iter_range, scope);
+            qualify(&mut c.accu_init, scope);
+            let depth = scope.len();
+            scope.push(c.iter_var.clone());
+            scope.extend(c.iter_var2.clone());
+            scope.push(c.accu_var.clone());
+            for x in [&mut c.loop_cond, &mut c.loop_step, &mut c.result] {
+                qualify(x, scope);
+            }
+            scope.truncate(depth);
+        }
+        _ => {}
+    }
+}
+
+/// Whether any string in `v` (a spec or a list of expressions) names
+/// `authorizer`: such expressions are evaluated with [`run`] on a blocking thread.
+pub fn mentions_authorizer(v: &Value) -> bool {
+    match v {
+        Value::String(s) => s.contains("authorizer"),
+        Value::Array(a) => a.iter().any(mentions_authorizer),
+        Value::Object(m) => m.values().any(mentions_authorizer),
+        _ => false,
+    }
+}
+
+/// Run `f` inline, or on a blocking thread when its expressions may ask the
+/// authorizer (whose answer a check waits for).
+pub async fn run<T: Send + 'static>(blocking: bool, f: impl FnOnce() -> T + Send + 'static) -> T {
+    if !blocking {
+        return f();
+    }
+    match tokio::task::spawn_blocking(f).await {
+        Ok(v) => v,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(e) => panic!("CEL evaluation task ended: {e}"),
+    }
+}
 
 /// A JSON value as a CEL value.
 pub fn to_cel(v: &Value) -> Cel {
@@ -44,15 +160,6 @@ pub fn to_cel(v: &Value) -> Cel {
     }
 }
 
-/// A map of already-converted values (the `variables` of a policy).
-pub fn cel_map(entries: impl IntoIterator<Item = (String, Cel)>) -> Cel {
-    let map: HashMap<Key, Cel> = entries
-        .into_iter()
-        .map(|(k, v)| (Key::String(Arc::new(k)), v))
-        .collect();
-    Cel::Map(CelMap { map: Arc::new(map) })
-}
-
 fn dyn_identity(v: Cel) -> kube_cel::cel::ResolveResult {
     Ok(v)
 }
@@ -62,14 +169,16 @@ thread_local! {
         let mut ctx = Context::default();
         ctx.register_all();
         ctx.add_function("dyn", dyn_identity);
+        super::cel_authz::register(&mut ctx);
         ctx
     };
 }
 
-/// The variables of one evaluation, by name.
+/// The variables of one evaluation, by name, and a policy's lazy `variables`.
 #[derive(Default, Clone)]
 pub struct Activation {
     vars: Vec<(&'static str, Cel)>,
+    pub(crate) lazy: Option<Arc<Variables>>,
 }
 
 impl Activation {
@@ -78,14 +187,36 @@ impl Activation {
         self.vars.push((name, value));
     }
 
-    /// Evaluate `program`; errors are worded as cel-go's.
-    pub fn eval(&self, program: &Program) -> Result<Cel, String> {
+    /// Resolve `variables.<name>` through `v`.
+    pub fn set_variables(&mut self, v: Arc<Variables>) {
+        self.set(VARIABLE_NAMES, v.names());
+        self.lazy = Some(v);
+    }
+
+    /// Evaluate `expr`; errors are worded as cel-go's.
+    pub fn eval(&self, expr: &Compiled) -> Result<Cel, String> {
+        self.eval_with(expr, self.lazy.as_deref())
+    }
+
+    /// Evaluate with `lazy` resolving `variables.<name>` (a variable's own
+    /// expression sees the other variables through the same `lazy`).
+    pub(crate) fn eval_with(
+        &self,
+        expr: &Compiled,
+        lazy: Option<&Variables>,
+    ) -> Result<Cel, String> {
         BASE_CONTEXT.with(|base| {
             let mut ctx = base.new_inner_scope();
             for (n, v) in &self.vars {
                 ctx.add_variable_from_value(*n, v.clone());
             }
-            program.execute(&ctx).map_err(|e| go_error(&e))
+            if let Some(l) = lazy {
+                ctx.set_variable_resolver(l);
+            }
+            Cel::resolve(&expr.0, &ctx).map_err(|e| {
+                lazy.and_then(|l| l.explain(&e))
+                    .unwrap_or_else(|| go_error(&e))
+            })
         })
     }
 }

@@ -144,7 +144,16 @@ impl Server {
     ) -> Result<Option<Reply>, CallError> {
         let conditions = h.array("matchConditions");
         if !conditions.is_empty() {
-            match cel::match_conditions(&conditions, Env::WebhookMatch, &activation(v)) {
+            let blocking = cel::mentions_authorizer(&Value::Array(conditions.clone()));
+            let mut act = activation(v);
+            if blocking {
+                self.bind_authorizer(&mut act, v);
+            }
+            let matched = cel::run(blocking, move || {
+                cel::match_conditions(&conditions, Env::WebhookMatch, &act)
+            })
+            .await;
+            match matched {
                 MatchResult::Match => {}
                 MatchResult::NoMatch => return Ok(None),
                 MatchResult::Error(e) => {

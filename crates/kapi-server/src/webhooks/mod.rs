@@ -1,7 +1,8 @@
 //! Admission webhooks (MutatingAdmissionWebhook, ValidatingAdmissionWebhook) and
 //! what ValidatingAdmissionPolicies share with them, as upstream's
 //! `admission/plugin/webhook`: the request attributes they see ([`Attrs`]),
-//! matching (`rules.rs`), CEL (`cel.rs`), the HTTPS client (`client.rs`), the
+//! matching (`rules.rs`), CEL (`cel.rs`, with the `authorizer` library in
+//! `cel_authz.rs` and lazy policy variables in `cel_vars.rs`), the HTTPS client (`client.rs`), the
 //! AdmissionReview exchange (`review.rs`) and the two dispatchers
 //! (`dispatch.rs`), and their places in the admission chain (`plugins.rs`).
 //! Policies live in `policy/`.
@@ -10,6 +11,8 @@
 //! request they could apply to, so a new webhook applies to the next request.
 
 pub mod cel;
+pub mod cel_authz;
+pub mod cel_vars;
 pub mod client;
 pub mod dispatch;
 pub mod plugins;

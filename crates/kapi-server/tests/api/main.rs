@@ -46,6 +46,7 @@ mod reviews;
 mod smoke;
 mod subresources;
 mod vap;
+mod vap_authz;
 mod versions;
 mod watch;
 mod webhook_server;
