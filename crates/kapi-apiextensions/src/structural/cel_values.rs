@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use chrono::{DateTime, Duration, FixedOffset, NaiveDate};
+use kapi_machinery::cel::is_reserved;
 use kube_cel::cel::objects::{Key, Map as CelMap};
 use kube_cel::cel::Value as Cel;
 use serde_json::Value;
@@ -102,33 +103,9 @@ fn base64_decode(s: &str) -> Option<Vec<u8>> {
     Some(out)
 }
 
-const RESERVED: &[&str] = &[
-    "true",
-    "false",
-    "null",
-    "in",
-    "as",
-    "break",
-    "const",
-    "continue",
-    "else",
-    "for",
-    "function",
-    "if",
-    "import",
-    "let",
-    "loop",
-    "package",
-    "namespace",
-    "return",
-    "var",
-    "void",
-    "while",
-];
-
 /// Upstream's CEL property-name escaping; `None` when the name cannot be exposed.
 pub fn escape(name: &str) -> Option<String> {
-    if RESERVED.contains(&name) {
+    if is_reserved(name) {
         return Some(format!("__{name}__"));
     }
     let mut out = String::with_capacity(name.len());
@@ -158,7 +135,7 @@ pub fn escape(name: &str) -> Option<String> {
 /// The inverse of [`escape`].
 pub fn unescape(name: &str) -> String {
     if let Some(inner) = name.strip_prefix("__").and_then(|n| n.strip_suffix("__")) {
-        if RESERVED.contains(&inner) {
+        if is_reserved(inner) {
             return inner.to_string();
         }
     }

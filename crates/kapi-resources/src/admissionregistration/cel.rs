@@ -12,8 +12,6 @@
 //! need the objects' schemas (upstream's `status.typeChecking` warnings) are not
 //! checked.
 
-use std::collections::HashSet;
-
 use kube_cel::cel::common::ast::{EntryExpr, Expr, IdedExpr};
 use kube_cel::cel::Program;
 
@@ -225,41 +223,6 @@ fn entry(e: &EntryExpr, declared: &[&str], scope: &mut Vec<String>) -> Option<St
     }
 }
 
-/// Whether `name` is a CEL identifier (policy variable names must be).
-pub fn is_identifier(name: &str) -> bool {
-    let mut chars = name.chars();
-    let reserved: HashSet<&str> = [
-        "true",
-        "false",
-        "null",
-        "in",
-        "as",
-        "break",
-        "const",
-        "continue",
-        "else",
-        "for",
-        "function",
-        "if",
-        "import",
-        "let",
-        "loop",
-        "package",
-        "namespace",
-        "return",
-        "var",
-        "void",
-        "while",
-    ]
-    .into_iter()
-    .collect();
-    chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-        && !reserved.contains(name)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -284,13 +247,5 @@ mod tests {
         assert!(compile("params.max > 1", Env::Policy { params: true }).is_ok());
         assert!(compile("namespaceObject.metadata.name == 'x'", Env::WebhookMatch).is_err());
         assert!(compile("[1].all(x, x > y)", p).is_err());
-    }
-
-    #[test]
-    fn identifiers() {
-        assert!(is_identifier("foo_1"));
-        assert!(!is_identifier("1foo"));
-        assert!(!is_identifier("in"));
-        assert!(!is_identifier("a-b"));
     }
 }

@@ -4,11 +4,12 @@
 
 use std::collections::BTreeSet;
 
+use kapi_machinery::cel::is_identifier;
 use kapi_machinery::validation::{ErrorList, FieldError, FieldPath};
 use kapi_registry::{Column, Strategy};
 use serde_json::{json, Value};
 
-use super::cel::{compile, is_identifier, Env};
+use super::cel::{compile, Env};
 use super::{default_matching, validate_policies, validate_rule, validate_selector};
 use crate::core::table::{age_cell, age_column, int_column, name_cell, name_column, string_column};
 use crate::core::util::{arr_at, child_obj, present, set_default, str_at};
