@@ -5,7 +5,8 @@
 //!
 //! Feature-gated roles follow 1.33's default gates: the service CIDR
 //! controller (MultiCIDRServiceAllocator, GA), the ValidatingAdmissionPolicy
-//! status controller (GA) and StatefulSet PVC deletion (GA) are in; DRA's
+//! status controller (GA), StatefulSet PVC deletion (GA) and the SELinux
+//! warning controller (SELinuxChangePolicy, beta on) are in; DRA's
 //! resource claim controller, VolumeAttributesClass protection, storage version
 //! GC and migration (beta-off / alpha) are out.
 
@@ -50,7 +51,7 @@ fn controllers() -> Vec<(&'static str, Vec<Value>)> {
                 r("get list watch create update delete patch", "batch", "jobs"),
                 r("update", "batch", "cronjobs/status"),
                 r("update", "batch", "cronjobs/finalizers"),
-                r("list delete", "", "pods"),
+                r("list watch delete", "", "pods"),
                 ev(),
             ],
         ),
@@ -104,7 +105,7 @@ fn controllers() -> Vec<(&'static str, Vec<Value>)> {
             "endpoint-controller",
             vec![
                 r(READ, "", "services pods"),
-                r("get list create update delete", "", "endpoints"),
+                r("get list watch create update delete", "", "endpoints"),
                 r("create", "", "endpoints/restricted"),
                 ev(),
             ],
@@ -115,7 +116,7 @@ fn controllers() -> Vec<(&'static str, Vec<Value>)> {
                 r(READ, "", "services pods nodes"),
                 r("update", "", "services/finalizers"),
                 r(
-                    "get list create update delete",
+                    "get list watch create update delete",
                     "discovery.k8s.io",
                     "endpointslices",
                 ),
@@ -129,7 +130,7 @@ fn controllers() -> Vec<(&'static str, Vec<Value>)> {
                 r("update", "", "services/finalizers"),
                 r("update", "", "endpoints/finalizers"),
                 r(
-                    "get list create update delete",
+                    "get list watch create update delete",
                     "discovery.k8s.io",
                     "endpointslices",
                 ),
@@ -142,9 +143,6 @@ fn controllers() -> Vec<(&'static str, Vec<Value>)> {
                 r("get list watch update patch", "", "persistentvolumes"),
                 r("update patch", "", "persistentvolumeclaims/status"),
                 r(READ, "", "persistentvolumeclaims"),
-                r(READ, "storage.k8s.io", "storageclasses"),
-                r("get", "", "services endpoints"),
-                r("get", "", "secrets"),
                 ev(),
             ],
         ),
@@ -167,10 +165,10 @@ fn controllers() -> Vec<(&'static str, Vec<Value>)> {
                 r(READ, "autoscaling", "horizontalpodautoscalers"),
                 r("update", "autoscaling", "horizontalpodautoscalers/status"),
                 r("get update", "*", "*/scale"),
-                r("list", "", "pods"),
-                r("list", "metrics.k8s.io", "pods"),
-                r("get list", "custom.metrics.k8s.io", "*"),
-                r("get list", "external.metrics.k8s.io", "*"),
+                r("list watch", "", "pods"),
+                r("list watch", "metrics.k8s.io", "pods"),
+                r(READ, "custom.metrics.k8s.io", "*"),
+                r(READ, "external.metrics.k8s.io", "*"),
                 ev(),
             ],
         ),
@@ -189,16 +187,16 @@ fn controllers() -> Vec<(&'static str, Vec<Value>)> {
             vec![
                 r("get list watch delete", "", "namespaces"),
                 r("update", "", "namespaces/finalize namespaces/status"),
-                r("get list delete deletecollection", "*", "*"),
+                r("get list watch delete deletecollection", "*", "*"),
             ],
         ),
         (
             "node-controller",
             vec![
-                r("get list update delete patch", "", "nodes"),
+                r("get list watch update delete patch", "", "nodes"),
                 r("patch update", "", "nodes/status"),
                 r("patch update", "", "pods/status"),
-                r("list get delete", "", "pods"),
+                r("list watch get delete", "", "pods"),
                 ev(),
             ],
         ),
@@ -215,10 +213,6 @@ fn controllers() -> Vec<(&'static str, Vec<Value>)> {
                 r("update", "", "persistentvolumeclaims/status"),
                 r("list watch get create delete", "", "pods"),
                 r(READ, "storage.k8s.io", "storageclasses"),
-                r("get create update delete", "", "endpoints"),
-                r("get create delete", "", "services"),
-                r("get", "", "secrets"),
-                r("get list", "", "nodes"),
                 r("watch", "", "events"),
                 ev(),
             ],
@@ -227,7 +221,7 @@ fn controllers() -> Vec<(&'static str, Vec<Value>)> {
             "pod-garbage-collector",
             vec![
                 r("list watch delete", "", "pods"),
-                r("get list", "", "nodes"),
+                r(READ, "", "nodes"),
                 r("patch", "", "pods/status"),
             ],
         ),
@@ -278,6 +272,16 @@ fn controllers() -> Vec<(&'static str, Vec<Value>)> {
                 r("patch update", "", "services/status"),
                 r("list watch", "", "nodes"),
                 ev(),
+            ],
+        ),
+        (
+            "selinux-warning-controller",
+            vec![
+                ev(),
+                r(READ, "", "persistentvolumes"),
+                r(READ, "", "persistentvolumeclaims"),
+                r(READ, "", "pods"),
+                r(READ, "storage.k8s.io", "csidrivers"),
             ],
         ),
         (

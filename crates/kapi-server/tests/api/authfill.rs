@@ -101,6 +101,14 @@ fn expected() -> Vec<(&'static str, Value)> {
             ]),
         ),
         (
+            "system:controller:pod-garbage-collector",
+            json!([
+                rule(&["delete", "list", "watch"], &[""], &["pods"]),
+                rule(glw, &[""], &["nodes"]),
+                rule(&["patch"], &[""], &["pods/status"]),
+            ]),
+        ),
+        (
             "system:controller:namespace-controller",
             json!([
                 rule(&["delete", "get", "list", "watch"], &[""], &["namespaces"]),
@@ -110,7 +118,7 @@ fn expected() -> Vec<(&'static str, Value)> {
                     &["namespaces/finalize", "namespaces/status"]
                 ),
                 rule(
-                    &["delete", "deletecollection", "get", "list"],
+                    &["delete", "deletecollection", "get", "list", "watch"],
                     &["*"],
                     &["*"]
                 ),
@@ -138,6 +146,7 @@ const CLUSTER_ROLES: &[&str] = &[
     "system:controller:service-cidrs-controller",
     "system:controller:validatingadmissionpolicy-status-controller",
     "system:controller:legacy-service-account-token-cleaner",
+    "system:controller:selinux-warning-controller",
 ];
 
 async fn sar(s: &TestServer, spec: Value) -> bool {
