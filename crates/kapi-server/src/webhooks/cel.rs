@@ -300,6 +300,23 @@ mod tests {
     }
 
     #[test]
+    fn qualified_names_become_identifiers_unless_shadowed() {
+        let mut act = Activation::default();
+        act.set("authorizer.requestResource", Cel::Int(7));
+        let env = Env::Policy { params: false };
+        let p = compile("authorizer.requestResource == 7", env).unwrap();
+        assert!(matches!(act.eval(&p), Ok(Cel::Bool(true))));
+        // A comprehension variable named like a root is an ordinary map.
+        let p = compile("[{'x': 1}].all(variables, variables.x == 1)", env).unwrap();
+        assert!(matches!(act.eval(&p), Ok(Cel::Bool(true))));
+        let p = compile("authorizer.nope", env).unwrap();
+        assert_eq!(
+            act.eval(&p).unwrap_err(),
+            "undeclared reference to 'authorizer.nope'"
+        );
+    }
+
+    #[test]
     fn match_conditions_false_wins_over_errors() {
         let mut act = Activation::default();
         act.set("object", to_cel(&json!({"a": 1})));
