@@ -107,9 +107,13 @@ impl Warnings {
 #[derive(Debug, Clone)]
 pub struct Attributes {
     pub operation: Operation,
-    /// The resource's group, version and kind as served on this URL.
+    /// The resource's group and version as served on this URL.
     pub group: String,
     pub version: String,
+    /// The kind of the objects this URL takes: the resource's own, or the
+    /// subresource's (`autoscaling/v1 Scale`, `policy/v1 Eviction`, ...).
+    pub kind_group: String,
+    pub kind_version: String,
     pub kind: String,
     pub resource: String,
     /// `""` for the main resource; `status`, `scale`, ... otherwise.

@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use crate::harness::{self, api_error, configmap, TestServer};
 use crate::webhook_server;
 
-fn hook_spec(name: &str, client_config: Value, extra: Value) -> Value {
+pub(crate) fn hook_spec(name: &str, client_config: Value, extra: Value) -> Value {
     let mut h = json!({
         "name": name,
         "clientConfig": client_config,
@@ -27,7 +27,7 @@ fn hook_spec(name: &str, client_config: Value, extra: Value) -> Value {
 }
 
 /// Create a webhook configuration (`mutating` or validating) with one webhook.
-async fn configure(ts: &TestServer, mutating: bool, name: &str, hook: Value) {
+pub(crate) async fn configure(ts: &TestServer, mutating: bool, name: &str, hook: Value) {
     let (kind, plural) = if mutating {
         (
             "MutatingWebhookConfiguration",
@@ -48,7 +48,7 @@ async fn configure(ts: &TestServer, mutating: bool, name: &str, hook: Value) {
     assert_eq!(code, 201, "{out}");
 }
 
-fn url_config(hook: &webhook_server::Hook, path: &str) -> Value {
+pub(crate) fn url_config(hook: &webhook_server::Hook, path: &str) -> Value {
     json!({"url": hook.url(path), "caBundle": hook.ca_bundle})
 }
 
