@@ -44,6 +44,7 @@ mod protobuf;
 mod rbac;
 mod reviews;
 mod smoke;
+mod subres_create;
 mod subres_scale;
 mod subresources;
 mod vap;
