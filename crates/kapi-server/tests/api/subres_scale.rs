@@ -317,3 +317,32 @@ async fn policy_denies_scale_updates_with_422() {
         .unwrap();
     assert_eq!(stored_replicas(&deps, "web").await, 10);
 }
+
+#[tokio::test]
+async fn status_updates_are_admitted_with_the_full_object() {
+    let ts = harness::start().await;
+    let hook = webhook_server::start().await;
+    let deps: Api<Deployment> = ts.api("default");
+    deps.create(&PostParams::default(), &deployment("web"))
+        .await
+        .unwrap();
+    let v = apps_hook(&hook, "status.example.com", "/deny", json!(["*/status"]));
+    configure(&ts, false, "status", v).await;
+    let status = Patch::Merge(json!({"status": {"observedGeneration": 7}}));
+    let s = api_error(
+        deps.patch_status("web", &PatchParams::default(), &status)
+            .await,
+    );
+    assert_eq!(s.code, 403);
+    let r = hook.last();
+    assert_eq!(
+        r["kind"],
+        json!({"group": "apps", "version": "v1", "kind": "Deployment"})
+    );
+    assert_eq!(r["subResource"], "status");
+    assert_eq!(r["object"]["kind"], "Deployment");
+    assert_eq!(r["object"]["status"]["observedGeneration"], 7);
+    assert_eq!(r["oldObject"]["spec"]["replicas"], 1);
+    let d = deps.get("web").await.unwrap();
+    assert_ne!(d.status.and_then(|s| s.observed_generation), Some(7));
+}
