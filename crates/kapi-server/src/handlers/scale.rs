@@ -92,7 +92,9 @@ pub async fn scale(
     let input = if verb == Verb::Patch {
         negotiate::decode_json(&bytes)?
     } else {
-        negotiate::decode_body(ctx.content_type(), &bytes)?
+        let mut scale = negotiate::decode_body(ctx.content_type(), &bytes)?;
+        check_scale_identity(ctx, &mut scale)?;
+        scale
     };
     let patch_kind = ctx.content_type().unwrap_or("").to_owned();
     let opts: WriteOptions = ctx.write_options()?;
@@ -143,6 +145,28 @@ pub async fn scale(
     let mut resp = negotiate::respond(StatusCode::OK, &scale_view(&out, sub), ctx.accept.format);
     crate::fieldcheck::add_warnings(&mut resp, &inner.warnings());
     Ok(resp)
+}
+
+/// A PUT's Scale names the URL's object, in the URL's namespace (filled
+/// when left out, as admission sees it).
+fn check_scale_identity(ctx: &Ctx, scale: &mut Value) -> Result<(), ApiError> {
+    if !scale.is_object() {
+        return Err(ApiError::bad_request(
+            "the body of the request must be a JSON object",
+        ));
+    }
+    super::check_namespace(ctx, scale)?;
+    let m = meta::meta_mut(scale);
+    match m.get("name").and_then(Value::as_str) {
+        Some(n) if !n.is_empty() && n != ctx.name() => Err(ApiError::bad_request(format!(
+            "the name of the object ({n}) does not match the name on the URL ({})",
+            ctx.name()
+        ))),
+        _ => {
+            m.insert("name".into(), ctx.name().into());
+            Ok(())
+        }
+    }
 }
 
 /// The options kind admission sees: a PATCH's `PatchOptions`, a PUT's

@@ -116,6 +116,21 @@ async fn mutating_webhook_changes_a_scale_update() {
     let r = hook.last();
     assert_eq!(r["object"]["spec"]["replicas"], 8);
     assert_eq!(r["options"]["kind"], "UpdateOptions");
+
+    // A PUT naming another object is refused before admission.
+    let calls = hook.calls().len();
+    let mut other = scale.clone();
+    other.metadata.name = Some("other".into());
+    let s = api_error(
+        deps.replace_scale("web", &PostParams::default(), &other)
+            .await,
+    );
+    assert_eq!(s.code, 400);
+    assert_eq!(
+        s.message,
+        "the name of the object (other) does not match the name on the URL (web)"
+    );
+    assert_eq!(hook.calls().len(), calls);
 }
 
 #[tokio::test]
@@ -345,4 +360,47 @@ async fn status_updates_are_admitted_with_the_full_object() {
     assert_eq!(r["oldObject"]["spec"]["replicas"], 1);
     let d = deps.get("web").await.unwrap();
     assert_ne!(d.status.and_then(|s| s.observed_generation), Some(7));
+}
+
+#[tokio::test]
+async fn custom_resource_scale_is_admitted_as_scale() {
+    let ts = harness::start().await;
+    let hook = webhook_server::start().await;
+    crate::crd::establish(&ts, crate::crd::crontab_crd()).await;
+    let base = "/apis/stable.example.com/v1/namespaces/default/crontabs";
+    let obj = json!({"apiVersion": "stable.example.com/v1", "kind": "CronTab",
+        "metadata": {"name": "a"}, "spec": {"cronSpec": "x", "replicas": 1}});
+    let (code, out) = ts
+        .send_json("POST", base, obj.to_string().into_bytes())
+        .await;
+    assert_eq!(code, 201, "{out}");
+    let rules = json!([{"operations": ["UPDATE"], "apiGroups": ["stable.example.com"],
+        "apiVersions": ["*"], "resources": ["crontabs/scale"]}]);
+    let m = hook_spec(
+        "replicas.example.com",
+        url_config(&hook, "/replicas-3"),
+        json!({"rules": rules}),
+    );
+    configure(&ts, true, "replicas", m).await;
+
+    let req = http::Request::patch(format!("{base}/a/scale"))
+        .header("content-type", "application/merge-patch+json")
+        .body(json!({"spec": {"replicas": 5}}).to_string().into_bytes())
+        .unwrap();
+    let (code, scaled) = ts.raw(req).await;
+    assert_eq!(code, 200, "{scaled}");
+    assert_eq!(scaled["spec"]["replicas"], 3);
+    let (_, stored) = ts.get_json(&format!("{base}/a")).await;
+    assert_eq!(stored["spec"]["replicas"], 3);
+    let r = hook.last();
+    assert_eq!(
+        r["kind"],
+        json!({"group": "autoscaling", "version": "v1", "kind": "Scale"})
+    );
+    assert_eq!(
+        r["resource"],
+        json!({"group": "stable.example.com", "version": "v1", "resource": "crontabs"})
+    );
+    assert_eq!(r["subResource"], "scale");
+    assert_eq!(r["object"]["spec"]["replicas"], 5);
 }
