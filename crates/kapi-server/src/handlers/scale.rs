@@ -11,7 +11,8 @@ use axum::body::Body;
 use axum::http::StatusCode;
 use axum::response::Response;
 use kapi_machinery::labels;
-use kapi_machinery::status::ApiError;
+use kapi_machinery::status::{ApiError, GroupKind};
+use kapi_machinery::validation::{FieldError, FieldPath};
 use kapi_registry::admission::WriteAdmission;
 use kapi_registry::store::options::WriteOptions;
 use kapi_registry::store::UpdateTarget;
@@ -190,7 +191,8 @@ fn replicas_of(scale: &Value) -> Result<i64, ApiError> {
 /// Scale objects (upstream `scaleUpdatedObjectInfo` and
 /// `toScaleUpdateValidation`). The mutating phase gets the Scale the client
 /// asked for and the current object's Scale; what it leaves in
-/// `spec.replicas` is written to the object. The validating phase gets the
+/// `spec.replicas` (at least 0, else 422 on `Scale.autoscaling`) is written
+/// to the object. The validating phase gets the
 /// Scales of the finished and the current object. Both run inside the
 /// store's compare-and-swap loop, again after a conflicting write.
 struct ScaleAdmission<'a> {
@@ -211,8 +213,17 @@ impl WriteAdmission for ScaleAdmission<'_> {
         }
         let old = old.map(|o| scale_view(o, self.sub));
         self.inner.mutate(&mut scale, old.as_ref()).await?;
+        let replicas = replicas_of(&scale)?;
+        if replicas < 0 {
+            // Upstream `ValidateScale`, on the Scale as admission left it.
+            let path = FieldPath::new("spec").child("replicas");
+            let err =
+                FieldError::invalid(&path, json!(replicas), "must be greater than or equal to 0");
+            let gk = GroupKind::new("autoscaling", "Scale");
+            return Err(ApiError::invalid(gk, meta::name(obj), &vec![err]));
+        }
         if let Subresource::Scale { spec_replicas, .. } = self.sub {
-            set_pointer(obj, spec_replicas, json!(replicas_of(&scale)?));
+            set_pointer(obj, spec_replicas, json!(replicas));
         }
         Ok(())
     }

@@ -331,6 +331,17 @@ async fn policy_denies_scale_updates_with_422() {
         .await
         .unwrap();
     assert_eq!(stored_replicas(&deps, "web").await, 10);
+    // Upstream's Scale validation answers for a negative count.
+    let s = api_error(
+        deps.patch_scale("web", &PatchParams::default(), &replicas_patch(-1))
+            .await,
+    );
+    assert_eq!(s.code, 422);
+    assert_eq!(
+        s.message,
+        "Scale.autoscaling \"web\" is invalid: spec.replicas: Invalid value: -1: \
+         must be greater than or equal to 0"
+    );
 }
 
 #[tokio::test]
