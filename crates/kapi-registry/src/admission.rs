@@ -13,6 +13,11 @@
 //!   runs [`WriteAdmission::validate`] after the strategy validated the object,
 //!   just before the write.
 //!
+//! - deletes: [`WriteAdmission::admit_delete`] (both phases) on the object as
+//!   stored, inside the delete's compare-and-swap loop (`Store::delete_admitted`),
+//!   as upstream's `ValidateObjectFunc` in `Storage.Delete`: an object changed
+//!   between two attempts is admitted again as it is then.
+//!
 //! `old` is `None` for a create (also a PUT or apply that creates).
 
 use async_trait::async_trait;
@@ -26,4 +31,8 @@ pub trait WriteAdmission: Send + Sync {
     async fn mutate(&self, obj: &mut Value, old: Option<&Value>) -> Result<(), ApiError>;
     /// The validating phase: may only accept or refuse `obj`.
     async fn validate(&self, obj: &Value, old: Option<&Value>) -> Result<(), ApiError>;
+    /// A delete's admission, both phases, on the object about to be deleted.
+    async fn admit_delete(&self, _old: &Value) -> Result<(), ApiError> {
+        Ok(())
+    }
 }

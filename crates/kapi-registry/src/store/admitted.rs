@@ -3,13 +3,15 @@
 //! runs inside the loop, as upstream's `GuaranteedUpdate` runs the admission
 //! functions: mutating admission on the object the update or patch produced,
 //! validating admission on the finished object, again on every retry after a
-//! conflicting write.
+//! conflicting write. Deletes likewise: the delete's admission runs on the
+//! object as stored in each attempt, before the delete is decided.
 
 use kapi_machinery::status::ApiError;
 use kapi_storage::{Decision, StorageError};
 use serde_json::Value;
 
-use super::options::WriteOptions;
+use super::delete::DeleteOutcome;
+use super::options::{DeleteOptions, WriteOptions};
 use super::update::{UpdateTarget, Updated};
 use super::Store;
 use crate::admission::WriteAdmission;
@@ -99,6 +101,51 @@ impl Store {
         }
         Err(ApiError::internal(format!(
             "too many conflicts updating {key:?}"
+        )))
+    }
+
+    /// [`Store::delete`] with the request's admission run on the current
+    /// object in every attempt of the compare-and-swap loop.
+    pub async fn delete_admitted(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        opts: &DeleteOptions,
+        admission: &dyn WriteAdmission,
+    ) -> Result<DeleteOutcome, ApiError> {
+        let key = self.def.key(namespace, name);
+        let storage = |e| self.storage_error(e, name);
+        let mut current = self.backend.get(&key, None).await.map_err(storage)?;
+        for _ in 0..MAX_ATTEMPTS {
+            let Some(kv) = &current else {
+                return Err(self.not_found(name));
+            };
+            let obj = self.decode(kv)?;
+            self.check_delete_preconditions(&obj, &opts.preconditions)?;
+            admission.admit_delete(&obj).await?;
+            let (decision, outcome) = self.decide_delete(obj, opts)?;
+            if opts.dry_run {
+                return Ok(outcome);
+            }
+            let attempt = match decision {
+                Decision::Unchanged => return Ok(outcome),
+                Decision::Write(v) => match self.backend.update(&key, v, kv.mod_revision).await {
+                    Ok(kv) => return Ok(DeleteOutcome::Pending(self.decode(&kv)?)),
+                    Err(e) => e,
+                },
+                Decision::Delete => match self.backend.delete(&key, Some(kv.mod_revision)).await {
+                    Ok(d) => return Ok(DeleteOutcome::Deleted(self.decode(&d.prev)?)),
+                    Err(e) => e,
+                },
+            };
+            current = match attempt {
+                StorageError::Conflict { current, .. } => current.map(|b| *b),
+                StorageError::NotFound { .. } => None,
+                e => return Err(storage(e)),
+            };
+        }
+        Err(ApiError::internal(format!(
+            "too many conflicts deleting {key:?}"
         )))
     }
 }

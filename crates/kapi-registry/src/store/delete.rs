@@ -57,7 +57,11 @@ impl Store {
         }
     }
 
-    fn check_delete_preconditions(&self, obj: &Value, pre: &Preconditions) -> Result<(), ApiError> {
+    pub(super) fn check_delete_preconditions(
+        &self,
+        obj: &Value,
+        pre: &Preconditions,
+    ) -> Result<(), ApiError> {
         let gr = self.def.group_resource();
         let name = meta::name(obj);
         if let Some(uid) = &pre.uid {
@@ -81,7 +85,7 @@ impl Store {
         Ok(())
     }
 
-    fn decide_delete(
+    pub(super) fn decide_delete(
         &self,
         mut obj: Value,
         opts: &DeleteOptions,

@@ -4,6 +4,7 @@
 //! (`behaviour.rs`, `window.rs`) and the store's reads and watches through it
 //! (`store.rs`).
 
+mod admitted;
 mod behaviour;
 #[path = "../../../kapi-storage/tests/storage/conformance.rs"]
 mod conformance;

@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 
 use crate::fixtures::{self, Fixture};
 
-fn def() -> Arc<ResourceDef> {
+pub(crate) fn def() -> Arc<ResourceDef> {
     Arc::new(ResourceDef {
         group: String::new(),
         version: "v1".into(),

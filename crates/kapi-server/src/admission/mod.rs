@@ -15,7 +15,16 @@
 //!   loop (`Store::update_admitted`), on the object the update or patch made of
 //!   the current one, with the current one as the old object;
 //! - delete and each item of a delete-collection: both phases with the object
-//!   being deleted as the old object, before the store's delete.
+//!   being deleted as the old object, inside the store's delete loop
+//!   (`Store::delete_admitted`), again on a newer object after a conflict;
+//! - subresources: `status`, `finalize`, `approval`, `ephemeralcontainers` as
+//!   updates of the full object (subresource set); `scale` as an update on
+//!   `autoscaling/v1` Scale objects (`handlers/scale.rs`); `pods/eviction`,
+//!   `pods/binding` (and `bindings`), `serviceaccounts/token` as creates of
+//!   their own kinds named as the parent object
+//!   ([`RequestAdmission::subresource_create`], then the validating phase
+//!   where upstream's REST storage calls it). [`Attributes::kind`] is the
+//!   subresource's kind.
 //!
 //! Plugins with side effects (ResourceQuota charging usage) skip them on
 //! dry-run ([`Attributes::dry_run`]).
@@ -107,9 +116,13 @@ impl Warnings {
 #[derive(Debug, Clone)]
 pub struct Attributes {
     pub operation: Operation,
-    /// The resource's group, version and kind as served on this URL.
+    /// The resource's group and version as served on this URL.
     pub group: String,
     pub version: String,
+    /// The kind of the objects this URL takes: the resource's own, or the
+    /// subresource's (`autoscaling/v1 Scale`, `policy/v1 Eviction`, ...).
+    pub kind_group: String,
+    pub kind_version: String,
     pub kind: String,
     pub resource: String,
     /// `""` for the main resource; `status`, `scale`, ... otherwise.

@@ -2,7 +2,7 @@
 //! attributes (resource, namespace, name, user, dry-run, options) and runs the
 //! server's chain for each object the request writes. It is what the store
 //! calls inside its writes (`kapi_registry::admission::WriteAdmission`), and
-//! what the handlers call for the create's mutating phase and for deletes.
+//! what the handlers call for the create's mutating phase.
 
 use std::sync::Arc;
 
@@ -37,6 +37,12 @@ fn options(kind: &str, dry_run: bool, extra: Value) -> Value {
 impl RequestAdmission {
     fn base(ctx: &Ctx, operation: Operation, dry_run: bool, options: Value) -> RequestAdmission {
         let def = &ctx.entry.def;
+        let subresource = ctx.info.subresource.clone().unwrap_or_default();
+        let (kind_group, kind_version, kind) = def
+            .subresource(&subresource)
+            .and_then(|s| s.response_kind())
+            .map(|(g, v, k)| (g.to_owned(), v.to_owned(), k.to_owned()))
+            .unwrap_or_else(|| (def.group.clone(), def.version.clone(), def.kind.clone()));
         RequestAdmission {
             srv: ctx.srv.clone(),
             chain: ctx.srv.admission_chain(),
@@ -44,9 +50,11 @@ impl RequestAdmission {
                 operation,
                 group: def.group.clone(),
                 version: def.version.clone(),
-                kind: def.kind.clone(),
+                kind_group,
+                kind_version,
+                kind,
                 resource: def.resource.clone(),
-                subresource: ctx.info.subresource.clone().unwrap_or_default(),
+                subresource,
                 namespace: ctx.namespace().unwrap_or("").to_owned(),
                 name: ctx.name().to_owned(),
                 user: ctx.user.clone(),
@@ -93,7 +101,9 @@ impl RequestAdmission {
     fn attrs(&self, op: Operation, obj: Option<Value>, old: Option<&Value>) -> Attributes {
         let mut a = self.base.clone();
         a.operation = op;
-        if op == Operation::Create || a.name.is_empty() {
+        // A subresource's object is named by the URL (a TokenRequest's own
+        // name may be empty); a create of a main resource by its body.
+        if (op == Operation::Create && a.subresource.is_empty()) || a.name.is_empty() {
             let named = obj.as_ref().or(old).map(meta::name).unwrap_or("");
             a.name = named.to_owned();
         }
@@ -111,16 +121,45 @@ impl RequestAdmission {
         self.mutate(obj, None).await
     }
 
-    /// Both phases for deleting `old` (the object as stored).
-    pub async fn admit_delete(&self, old: &Value) -> Result<(), ApiError> {
-        let op = Operation::Delete;
-        if !self.chain.mutates(op) && !self.chain.validates(op) {
-            return Ok(());
+    /// A create through a subresource (`pods/eviction`, `pods/binding`,
+    /// `serviceaccounts/token`) or of `bindings`: the body made the
+    /// subresource's object (its `apiVersion` and `kind` filled, the URL's
+    /// namespace), then the mutating phase, as upstream's create handler
+    /// runs it before the REST storage. The storage runs
+    /// [`RequestAdmission::validate_create`] once it checked the object.
+    pub async fn subresource_create(
+        ctx: &Ctx,
+        obj: &mut Value,
+        opts: &WriteOptions,
+    ) -> Result<RequestAdmission, ApiError> {
+        let adm = RequestAdmission::write(ctx, "CreateOptions", opts);
+        let Some(root) = obj.as_object_mut() else {
+            return Err(ApiError::bad_request(
+                "the body of the request must be a JSON object",
+            ));
+        };
+        let b = &adm.base;
+        let api_version = match b.kind_group.as_str() {
+            "" => b.kind_version.clone(),
+            g => format!("{g}/{}", b.kind_version),
+        };
+        for (k, v) in [("apiVersion", api_version), ("kind", b.kind.clone())] {
+            if root
+                .get(k)
+                .and_then(Value::as_str)
+                .is_none_or(str::is_empty)
+            {
+                root.insert(k.into(), v.into());
+            }
         }
-        let mut a = self.attrs(op, None, Some(old));
-        a.name = meta::name(old).to_owned();
-        self.chain.admit(&self.srv, &mut a).await?;
-        self.chain.validate(&self.srv, &a).await
+        crate::handlers::check_namespace(ctx, obj)?;
+        adm.admit_create(obj).await?;
+        Ok(adm)
+    }
+
+    /// The validating phase of a create (`subresource_create`'s second half).
+    pub async fn validate_create(&self, obj: &Value) -> Result<(), ApiError> {
+        WriteAdmission::validate(self, obj, None).await
     }
 
     /// Whether deletes need the object (some plugin looks at deletes).
@@ -152,6 +191,18 @@ impl WriteAdmission for RequestAdmission {
         let result = self.chain.admit(&self.srv, &mut a).await;
         *obj = a.object.take().unwrap_or_default();
         result
+    }
+
+    /// Both phases for deleting `old` (the object as stored).
+    async fn admit_delete(&self, old: &Value) -> Result<(), ApiError> {
+        let op = Operation::Delete;
+        if !self.chain.mutates(op) && !self.chain.validates(op) {
+            return Ok(());
+        }
+        let mut a = self.attrs(op, None, Some(old));
+        a.name = meta::name(old).to_owned();
+        self.chain.admit(&self.srv, &mut a).await?;
+        self.chain.validate(&self.srv, &a).await
     }
 
     async fn validate(&self, obj: &Value, old: Option<&Value>) -> Result<(), ApiError> {

@@ -6,6 +6,11 @@
 //! the `PodScheduled` condition becomes true. The answer is a `Success` Status
 //! with code 201. A pod that cannot be bound answers 409 Conflict on
 //! `pods/binding`.
+//!
+//! The Binding goes through admission as a create (kind `v1 Binding`,
+//! resource `pods` subresource `binding`, or resource `bindings`): the
+//! mutating phase on the body, the validating phase after the Binding's own
+//! validation, before the pod is looked at, as upstream's `BindingREST`.
 
 use axum::body::Body;
 use axum::http::StatusCode;
@@ -17,23 +22,28 @@ use kapi_registry::store::UpdateTarget;
 use serde_json::{json, Map, Value};
 
 use super::{dry_run, not_found, read_body, Ctx};
+use crate::admission::RequestAdmission;
 use crate::negotiate;
 
 /// `pods/{name}/binding`: the name comes from the URL and must match the body's.
 pub async fn bind_subresource(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {
     let bytes = read_body(body).await?;
-    let binding = decode(ctx, &bytes)?;
+    let mut binding = decode(ctx, &bytes)?;
+    let opts = ctx.write_options()?;
+    let adm = RequestAdmission::subresource_create(ctx, &mut binding, &opts).await?;
     if meta::name(&binding) != ctx.name() {
         return Err(ApiError::bad_request(
             "name in URL does not match name in Binding object",
         ));
     }
-    bind(ctx, &binding).await
+    bind(ctx, &binding, &adm).await
 }
 
 /// `bindings`: the pod is the one the Binding names.
-pub async fn bind_legacy(ctx: &Ctx, binding: Value) -> Result<Response, ApiError> {
-    bind(ctx, &binding).await
+pub async fn bind_legacy(ctx: &Ctx, mut binding: Value) -> Result<Response, ApiError> {
+    let opts = ctx.write_options()?;
+    let adm = RequestAdmission::subresource_create(ctx, &mut binding, &opts).await?;
+    bind(ctx, &binding, &adm).await
 }
 
 /// The body as a Binding object: right kind, right namespace.
@@ -81,12 +91,13 @@ fn validate(binding: &Value) -> Vec<FieldError> {
     errs
 }
 
-async fn bind(ctx: &Ctx, binding: &Value) -> Result<Response, ApiError> {
+async fn bind(ctx: &Ctx, binding: &Value, adm: &RequestAdmission) -> Result<Response, ApiError> {
     let name = meta::name(binding).to_owned();
     let errs = validate(binding);
     if !errs.is_empty() {
         return Err(ApiError::invalid(("", "Binding"), &name, &errs));
     }
+    adm.validate_create(binding).await?;
     let pods = ctx
         .srv
         .apis

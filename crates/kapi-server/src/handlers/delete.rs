@@ -4,6 +4,8 @@
 //! left waiting on finalizers or graceful termination with the object (200, or
 //! 202 when the legacy `orphanDependents=false` asked for cascading). The store
 //! turns `propagationPolicy` / `orphanDependents` into GC finalizers.
+//! Admission runs inside the store's delete loop on the object as stored
+//! (`Store::delete_admitted`), for each item of a collection too.
 
 use axum::body::Body;
 use axum::http::StatusCode;
@@ -103,21 +105,8 @@ pub async fn delete(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {
     let opts = delete_options(ctx, body).await?;
     ctx.srv.storage_delete(ctx)?;
     let adm = RequestAdmission::delete(ctx, &opts);
-    if adm.looks_at_deletes() {
-        let current = ctx
-            .entry
-            .store
-            .get(ctx.namespace(), ctx.name(), None)
-            .await?;
-        adm.admit_delete(&current).await?;
-    }
     let def = &ctx.entry.def;
-    match ctx
-        .entry
-        .store
-        .delete(ctx.namespace(), ctx.name(), &opts)
-        .await?
-    {
+    match delete_one(ctx, ctx.namespace(), ctx.name(), &opts, &adm).await? {
         // Upstream answers 202 for a pending delete only when the client asked for
         // cascading with the legacy `orphanDependents=false`; otherwise 200.
         DeleteOutcome::Pending(obj) => {
@@ -147,6 +136,23 @@ pub async fn delete(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {
     }
 }
 
+/// The store's delete, with the request's admission inside its
+/// compare-and-swap loop when some plugin looks at deletes.
+async fn delete_one(
+    ctx: &Ctx,
+    namespace: Option<&str>,
+    name: &str,
+    opts: &DeleteOptions,
+    adm: &RequestAdmission,
+) -> Result<DeleteOutcome, ApiError> {
+    let store = &ctx.entry.store;
+    if adm.looks_at_deletes() {
+        store.delete_admitted(namespace, name, opts, adm).await
+    } else {
+        store.delete(namespace, name, opts).await
+    }
+}
+
 pub async fn delete_collection(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {
     let opts = delete_options(ctx, body).await?;
     let list_opts = super::list::list_options(ctx)?;
@@ -157,8 +163,7 @@ pub async fn delete_collection(ctx: &Ctx, body: Body) -> Result<Response, ApiErr
     for obj in listed.items {
         let ns = kapi_registry::meta::namespace(&obj).map(str::to_owned);
         let name = kapi_registry::meta::name(&obj).to_owned();
-        adm.admit_delete(&obj).await?;
-        match store.delete(ns.as_deref(), &name, &opts).await {
+        match delete_one(ctx, ns.as_deref(), &name, &opts, &adm).await {
             Ok(DeleteOutcome::Deleted(o) | DeleteOutcome::Pending(o)) => deleted.push(o),
             Err(e) if e.is_not_found() => {}
             Err(e) => return Err(e),

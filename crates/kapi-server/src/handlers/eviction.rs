@@ -5,6 +5,11 @@
 //! spends (`status.disruptionsAllowed` − 1, the pod in `status.disruptedPods`)
 //! before the pod is deleted. A budget at zero answers 429 TooManyRequests with a
 //! `DisruptionBudget` cause; more than one matching budget answers 500.
+//!
+//! The Eviction goes through admission as a create of `pods/eviction`
+//! (kind `policy/v1 Eviction`, named as the pod): the mutating phase first,
+//! the validating phase once the names matched, before any budget is looked
+//! at; the pod's delete itself is not admitted again, as upstream.
 
 use axum::body::Body;
 use axum::http::StatusCode;
@@ -17,6 +22,7 @@ use kapi_registry::store::UpdateTarget;
 use serde_json::{json, Value};
 
 use super::{dry_run, read_body, Ctx};
+use crate::admission::RequestAdmission;
 use crate::negotiate;
 
 const VIOLATION: &str = "Cannot evict pod as it would violate the pod's disruption budget.";
@@ -155,7 +161,9 @@ async fn spend(ctx: &Ctx, pdb: &Value, pod_name: &str, dry: bool) -> Result<(), 
 
 pub async fn evict(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {
     let bytes = read_body(body).await?;
-    let eviction = negotiate::decode_body(ctx.content_type(), &bytes)?;
+    let mut eviction = negotiate::decode_body(ctx.content_type(), &bytes)?;
+    let opts = ctx.write_options()?;
+    let adm = RequestAdmission::subresource_create(ctx, &mut eviction, &opts).await?;
     let body_name = eviction
         .pointer("/metadata/name")
         .and_then(Value::as_str)
@@ -165,6 +173,7 @@ pub async fn evict(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {
             "name in URL does not match name in Eviction object",
         ));
     }
+    adm.validate_create(&eviction).await?;
     let dry = dry_run(&ctx.query)?
         || eviction
             .pointer("/deleteOptions/dryRun")

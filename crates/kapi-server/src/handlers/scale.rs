@@ -1,18 +1,26 @@
 //! The `scale` subresource: an `autoscaling/v1` Scale view of an object's replicas.
 //! GET builds the view; PUT and PATCH change the view and write `spec.replicas`
 //! back through the store's update loop (a PATCH re-applies on conflict).
+//! Admission sees the write as an UPDATE of `<resource>/scale` on
+//! `autoscaling/v1` Scale objects ([`ScaleAdmission`]).
 
+use std::sync::Mutex;
+
+use async_trait::async_trait;
 use axum::body::Body;
 use axum::http::StatusCode;
 use axum::response::Response;
 use kapi_machinery::labels;
-use kapi_machinery::status::ApiError;
+use kapi_machinery::status::{ApiError, GroupKind};
+use kapi_machinery::validation::{FieldError, FieldPath};
+use kapi_registry::admission::WriteAdmission;
 use kapi_registry::store::options::WriteOptions;
 use kapi_registry::store::UpdateTarget;
 use kapi_registry::{meta, Subresource, Verb};
 use serde_json::{json, Value};
 
 use super::{read_body, Ctx};
+use crate::admission::RequestAdmission;
 use crate::negotiate;
 
 fn scale_view(obj: &Value, sub: &Subresource) -> Value {
@@ -85,15 +93,23 @@ pub async fn scale(
     let input = if verb == Verb::Patch {
         negotiate::decode_json(&bytes)?
     } else {
-        negotiate::decode_body(ctx.content_type(), &bytes)?
+        let mut scale = negotiate::decode_body(ctx.content_type(), &bytes)?;
+        check_scale_identity(ctx, &mut scale)?;
+        scale
     };
     let patch_kind = ctx.content_type().unwrap_or("").to_owned();
     let opts: WriteOptions = ctx.write_options()?;
     let Subresource::Scale { spec_replicas, .. } = sub else {
         return Err(super::not_found());
     };
+    let inner = RequestAdmission::write(ctx, admission_options(verb), &opts);
+    let adm = ScaleAdmission {
+        inner: &inner,
+        sub,
+        wanted: Mutex::new(None),
+    };
     let (out, _) = store
-        .update_with(
+        .update_admitted(
             ctx.namespace(),
             ctx.name(),
             UpdateTarget::Main,
@@ -118,21 +134,106 @@ pub async fn scale(
                         ));
                     }
                 }
-                let replicas = wanted
-                    .pointer("/spec/replicas")
-                    .and_then(Value::as_i64)
-                    .ok_or_else(|| ApiError::bad_request("spec.replicas must be an integer"))?;
+                let replicas = replicas_of(&wanted)?;
                 let mut next = current.clone();
                 set_pointer(&mut next, spec_replicas, json!(replicas));
+                *adm.wanted.lock().expect("scale lock") = Some(wanted);
                 Ok(next)
             },
+            &adm,
         )
         .await?;
-    Ok(negotiate::respond(
-        StatusCode::OK,
-        &scale_view(&out, sub),
-        ctx.accept.format,
-    ))
+    let mut resp = negotiate::respond(StatusCode::OK, &scale_view(&out, sub), ctx.accept.format);
+    crate::fieldcheck::add_warnings(&mut resp, &inner.warnings());
+    Ok(resp)
+}
+
+/// A PUT's Scale names the URL's object, in the URL's namespace (filled
+/// when left out, as admission sees it).
+fn check_scale_identity(ctx: &Ctx, scale: &mut Value) -> Result<(), ApiError> {
+    if !scale.is_object() {
+        return Err(ApiError::bad_request(
+            "the body of the request must be a JSON object",
+        ));
+    }
+    super::check_namespace(ctx, scale)?;
+    let m = meta::meta_mut(scale);
+    match m.get("name").and_then(Value::as_str) {
+        Some(n) if !n.is_empty() && n != ctx.name() => Err(ApiError::bad_request(format!(
+            "the name of the object ({n}) does not match the name on the URL ({})",
+            ctx.name()
+        ))),
+        _ => {
+            m.insert("name".into(), ctx.name().into());
+            Ok(())
+        }
+    }
+}
+
+/// The options kind admission sees: a PATCH's `PatchOptions`, a PUT's
+/// `UpdateOptions`.
+fn admission_options(verb: Verb) -> &'static str {
+    if verb == Verb::Patch {
+        "PatchOptions"
+    } else {
+        "UpdateOptions"
+    }
+}
+
+fn replicas_of(scale: &Value) -> Result<i64, ApiError> {
+    scale
+        .pointer("/spec/replicas")
+        .and_then(Value::as_i64)
+        .ok_or_else(|| ApiError::bad_request("spec.replicas must be an integer"))
+}
+
+/// The request's admission as a scale update sees it: the chain runs on
+/// Scale objects (upstream `scaleUpdatedObjectInfo` and
+/// `toScaleUpdateValidation`). The mutating phase gets the Scale the client
+/// asked for and the current object's Scale; what it leaves in
+/// `spec.replicas` (at least 0, else 422 on `Scale.autoscaling`) is written
+/// to the object. The validating phase gets the
+/// Scales of the finished and the current object. Both run inside the
+/// store's compare-and-swap loop, again after a conflicting write.
+struct ScaleAdmission<'a> {
+    inner: &'a RequestAdmission,
+    sub: &'a Subresource,
+    /// The Scale of the current attempt, set by the update before admission.
+    wanted: Mutex<Option<Value>>,
+}
+
+#[async_trait]
+impl WriteAdmission for ScaleAdmission<'_> {
+    async fn mutate(&self, obj: &mut Value, old: Option<&Value>) -> Result<(), ApiError> {
+        let wanted = self.wanted.lock().expect("scale lock").take();
+        let mut scale = wanted.unwrap_or_else(|| scale_view(obj, self.sub));
+        if let Some(m) = scale.as_object_mut() {
+            m.insert("kind".into(), json!("Scale"));
+            m.insert("apiVersion".into(), json!("autoscaling/v1"));
+        }
+        let old = old.map(|o| scale_view(o, self.sub));
+        self.inner.mutate(&mut scale, old.as_ref()).await?;
+        let replicas = replicas_of(&scale)?;
+        if replicas < 0 {
+            // Upstream `ValidateScale`, on the Scale as admission left it.
+            let path = FieldPath::new("spec").child("replicas");
+            let err =
+                FieldError::invalid(&path, json!(replicas), "must be greater than or equal to 0");
+            let gk = GroupKind::new("autoscaling", "Scale");
+            return Err(ApiError::invalid(gk, meta::name(obj), &vec![err]));
+        }
+        if let Subresource::Scale { spec_replicas, .. } = self.sub {
+            set_pointer(obj, spec_replicas, json!(replicas));
+        }
+        Ok(())
+    }
+
+    async fn validate(&self, obj: &Value, old: Option<&Value>) -> Result<(), ApiError> {
+        let old = old.map(|o| scale_view(o, self.sub));
+        self.inner
+            .validate(&scale_view(obj, self.sub), old.as_ref())
+            .await
+    }
 }
 
 /// Set the value at JSON pointer `ptr`, creating the objects on the way (a

@@ -7,6 +7,12 @@
 //! given uid);
 //! a pod must run as this account. The token stops authenticating when the
 //! account or the bound object is deleted (`authn/serviceaccount.rs`).
+//!
+//! The TokenRequest goes through admission as a create of
+//! `serviceaccounts/token` (kind `authentication.k8s.io/v1 TokenRequest`,
+//! named as the account): a mutating webhook may change the request before
+//! it is read; validating admission sees it defaulted, before the token is
+//! issued.
 
 use axum::body::Body;
 use axum::http::StatusCode;
@@ -16,6 +22,7 @@ use kapi_machinery::validation::{FieldError, FieldPath};
 use serde_json::{json, Value};
 
 use super::{read_body, Ctx};
+use crate::admission::RequestAdmission;
 use crate::authn::serviceaccount::{now, rfc3339, Binding};
 use crate::negotiate;
 
@@ -41,8 +48,19 @@ pub async fn token(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {
             "expected {KIND}, got {kind}"
         )));
     }
+    let opts = ctx.write_options()?;
+    let adm = RequestAdmission::subresource_create(ctx, &mut req, &opts).await?;
     let ns = ctx.namespace().unwrap_or("").to_owned();
     let name = ctx.name().to_owned();
+    let body_name = kapi_registry::meta::name(&req);
+    if !body_name.is_empty() && body_name != name {
+        return Err(invalid(
+            &name,
+            "metadata.name",
+            json!(body_name),
+            "must match the service account name if specified",
+        ));
+    }
     let sa = ctx.entry.store.get(Some(&ns), &name, None).await?;
     let sa_uid = sa
         .pointer("/metadata/uid")
@@ -84,6 +102,22 @@ pub async fn token(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {
             "may not specify a duration larger than 2^32 seconds",
         ));
     }
+
+    // Validating admission sees the request as defaulted, before the bound
+    // object is looked at (upstream `TokenREST.Create`).
+    let mut checked = req.clone();
+    checked["spec"] = spec.clone();
+    checked["spec"]["audiences"] = json!(audiences);
+    checked["spec"]["expirationSeconds"] = json!(expiration);
+    let m = kapi_registry::meta::meta_mut(&mut checked);
+    m.insert("name".into(), json!(name));
+    m.insert("namespace".into(), json!(ns));
+    m.insert(
+        "creationTimestamp".into(),
+        json!(kapi_registry::meta::now_rfc3339()),
+    );
+    checked["status"] = json!({});
+    adm.validate_create(&checked).await?;
 
     let bound = bound_object(ctx, &ns, &name, spec.get("boundObjectRef")).await?;
     let (expiration, warning) = issuer.cap_expiration(expiration);

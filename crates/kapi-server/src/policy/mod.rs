@@ -318,26 +318,26 @@ fn denial(a: &Attrs, d: Denied) -> ApiError {
             d.policy, d.message
         ),
     };
-    let mut resource = a.gvr.2.clone();
-    if !a.subresource.is_empty() {
-        resource = format!("{resource}/{}", a.subresource);
-    }
-    let name = a
-        .object
-        .as_ref()
-        .and_then(|o| {
-            let n = o
-                .pointer("/metadata/name")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            let g = o
-                .pointer("/metadata/generateName")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            [n, g]
-                .into_iter()
-                .find(|s| !s.is_empty())
-                .map(str::to_string)
+    // As `admission.NewForbidden`: the resource without its subresource, the
+    // request's name, else the object's.
+    let resource = a.gvr.2.clone();
+    let name = Some(a.name.clone())
+        .filter(|n| !n.is_empty())
+        .or_else(|| {
+            a.object.as_ref().and_then(|o| {
+                let n = o
+                    .pointer("/metadata/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                let g = o
+                    .pointer("/metadata/generateName")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                [n, g]
+                    .into_iter()
+                    .find(|s| !s.is_empty())
+                    .map(str::to_string)
+            })
         })
         .unwrap_or_else(|| "Unknown".to_string());
     let mut err = ApiError::forbidden(GroupResource::new(&a.gvr.0, &resource), &name, &message);

@@ -115,6 +115,18 @@ impl Server {
         if gvr == &a.gvr {
             return a.clone();
         }
+        // A subresource of its own kind (Scale, Eviction, ...) keeps its kind
+        // and objects at every version of the resource.
+        let own_kind = self
+            .apis
+            .lookup(&a.gvr.0, &a.gvr.1, &a.gvr.2)
+            .is_none_or(|e| e.def.group == a.gvk.0 && e.def.kind == a.gvk.2);
+        if !own_kind {
+            return Attrs {
+                gvr: gvr.clone(),
+                ..a.clone()
+            };
+        }
         let Some(entry) = self.apis.lookup(&gvr.0, &gvr.1, &gvr.2) else {
             return a.clone();
         };

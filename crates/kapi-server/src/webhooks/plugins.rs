@@ -25,7 +25,7 @@ fn attrs(a: &Attributes) -> Attrs {
     Attrs {
         operation: a.operation,
         gvr: (a.group.clone(), a.version.clone(), a.resource.clone()),
-        gvk: (a.group.clone(), a.version.clone(), a.kind.clone()),
+        gvk: (a.kind_group.clone(), a.kind_version.clone(), a.kind.clone()),
         subresource: a.subresource.clone(),
         namespace,
         name: a.error_name_or_empty(),

@@ -44,6 +44,8 @@ mod protobuf;
 mod rbac;
 mod reviews;
 mod smoke;
+mod subres_create;
+mod subres_scale;
 mod subresources;
 mod vap;
 mod vap_authz;

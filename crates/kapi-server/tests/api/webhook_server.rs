@@ -1,7 +1,9 @@
 //! A test admission webhook: HTTPS on `127.0.0.1:0` with its own self-signed
 //! certificate (names `127.0.0.1`, `localhost`, `hook.default.svc`), answering
 //! AdmissionReviews by path: `/allow`, `/deny` (403 Forbidden "no way"),
-//! `/mutate` (a JSON Patch adding `data.mutated`), `/warn` (allowed with a
+//! `/mutate` (a JSON Patch adding `data.mutated`), `/replicas-3` (setting
+//! `spec.replicas` to 3), `/audience` (setting `spec.audiences` to
+//! `["mutated"]`), `/warn` (allowed with a
 //! warning), `/slow` (answers after 5 s), `/bad-uid` (a response for another
 //! request). Every review received is recorded with its path.
 
@@ -51,6 +53,11 @@ impl Hook {
     }
 }
 
+fn json_patch(uid: Value, patch: Value) -> Value {
+    let patch = base64::engine::general_purpose::STANDARD.encode(patch.to_string());
+    json!({"uid": uid, "allowed": true, "patchType": "JSONPatch", "patch": patch})
+}
+
 fn answer(path: &str, req: &Value) -> Value {
     let uid = req.get("uid").cloned().unwrap_or(Value::Null);
     let response = match path {
@@ -61,6 +68,14 @@ fn answer(path: &str, req: &Value) -> Value {
             let patch = base64::engine::general_purpose::STANDARD.encode(patch.to_string());
             json!({"uid": uid, "allowed": true, "patchType": "JSONPatch", "patch": patch})
         }
+        "/replicas-3" => json_patch(
+            uid,
+            json!([{"op": "add", "path": "/spec/replicas", "value": 3}]),
+        ),
+        "/audience" => json_patch(
+            uid,
+            json!([{"op": "add", "path": "/spec/audiences", "value": ["mutated"]}]),
+        ),
         "/warn" => json!({"uid": uid, "allowed": true, "warnings": ["careful now"]}),
         "/bad-uid" => json!({"uid": "not-the-request", "allowed": true}),
         _ => json!({"uid": uid, "allowed": true}),
