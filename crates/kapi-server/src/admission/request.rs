@@ -55,6 +55,7 @@ impl RequestAdmission {
                 object: None,
                 old_object: None,
                 warnings: Warnings::default(),
+                audit: ctx.audit.clone(),
             },
         }
     }
