@@ -2,7 +2,8 @@
 //! certificate (names `127.0.0.1`, `localhost`, `hook.default.svc`), answering
 //! AdmissionReviews by path: `/allow`, `/deny` (403 Forbidden "no way"),
 //! `/mutate` (a JSON Patch adding `data.mutated`), `/warn` (allowed with a
-//! warning), `/slow` (answers after 5 s), `/bad-uid` (a response for another
+//! warning), `/annotate` (allowed with audit annotations `decision: fine` and
+//! one with an invalid key), `/slow` (answers after 5 s), `/bad-uid` (a response for another
 //! request). Every review received is recorded with its path.
 
 use std::sync::{Arc, Mutex};
@@ -62,6 +63,8 @@ fn answer(path: &str, req: &Value) -> Value {
             json!({"uid": uid, "allowed": true, "patchType": "JSONPatch", "patch": patch})
         }
         "/warn" => json!({"uid": uid, "allowed": true, "warnings": ["careful now"]}),
+        "/annotate" => json!({"uid": uid, "allowed": true,
+            "auditAnnotations": {"decision": "fine", "bad key!": "x"}}),
         "/bad-uid" => json!({"uid": "not-the-request", "allowed": true}),
         _ => json!({"uid": uid, "allowed": true}),
     };
