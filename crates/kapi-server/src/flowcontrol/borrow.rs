@@ -389,6 +389,9 @@ mod tests {
         i.set_at(60.0, at(5));
         let o = i.reset_at(at(6));
         let o2 = i.reset_at(at(9));
-        assert_eq!((o.max, o2.average, o2.deviation, o2.max), (60.0, 60.0, 0.0, 60.0));
+        assert_eq!(
+            (o.max, o2.average, o2.deviation, o2.max),
+            (60.0, 60.0, 0.0, 60.0)
+        );
     }
 }

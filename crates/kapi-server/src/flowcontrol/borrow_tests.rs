@@ -128,9 +128,9 @@ async fn a_level_that_lends_nothing_keeps_its_nominal_seats() {
         let level = fc.level(name).unwrap();
         for _ in 0..n {
             let l = level.clone();
-            tasks.push(tokio::spawn(
-                async move { l.admit(3, 1, far()).await.result.ok() },
-            ));
+            tasks.push(tokio::spawn(async move {
+                l.admit(3, 1, far()).await.result.ok()
+            }));
         }
     }
     for (name, n) in load {

@@ -76,12 +76,13 @@ async fn run(
     let mut levels: BTreeMap<String, Value> = BTreeMap::new();
     let mut schemas: BTreeMap<String, Value> = BTreeMap::new();
     let mut synced = 0;
+    // Objects seen changed or deleted; kept until both informers have synced.
+    let mut touched = Vec::new();
     while let Some(first) = rx.recv().await {
         let mut batch = vec![first];
         while let Ok(ev) = rx.try_recv() {
             batch.push(ev);
         }
-        let mut touched = Vec::new();
         for ev in batch {
             let is_schema = ev.entry.def.resource == "flowschemas";
             let map = if is_schema { &mut schemas } else { &mut levels };
@@ -104,7 +105,7 @@ async fn run(
         }
         touched.sort();
         touched.dedup();
-        for (is_schema, name) in touched {
+        for (is_schema, name) in std::mem::take(&mut touched) {
             let entry = if is_schema {
                 &schemas_entry
             } else {

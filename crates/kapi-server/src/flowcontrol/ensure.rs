@@ -16,10 +16,12 @@
 //! - The exempt level's `nominalConcurrencyShares` and `lendablePercent` are
 //!   the operator's to set.
 //! - An object annotated `autoupdate-spec: "true"` whose name is not a
-//!   bootstrap name is deleted (a bootstrap object of an older release).
+//!   bootstrap name is deleted (a bootstrap object of an older release;
+//!   upstream's `RemoveUnwantedObjects`).
 //!
 //! Runs at start, every minute ([`PERIOD`]), and for one object when the
-//! controller sees it deleted or changed.
+//! controller sees it deleted or changed (upstream only has the loop; the end
+//! state is the same, reached sooner).
 
 use std::time::Duration;
 
@@ -94,7 +96,12 @@ pub fn revise(entry: &Entry, current: &Value, bootstrap: &Value) -> Option<Value
     let auto = mandatory
         || match annotation(current).and_then(parse_bool) {
             Some(b) => b,
-            None => current.pointer("/metadata/generation").and_then(Value::as_i64) == Some(1),
+            None => {
+                current
+                    .pointer("/metadata/generation")
+                    .and_then(Value::as_i64)
+                    == Some(1)
+            }
         };
     let annotate = annotation(current).and_then(parse_bool) != Some(auto);
     let respec = auto && !spec_equalish(entry, bootstrap, current);
@@ -122,13 +129,34 @@ fn producer() -> WriteOptions {
     }
 }
 
-/// Ensure the bootstrap object `name` of `entry`'s resource (nothing for
-/// other names).
+/// Delete `obj` if it is marked for auto-update but no longer a bootstrap
+/// object.
+async fn remove_if_unwanted(entry: &Entry, obj: &Value) {
+    if annotation(obj).and_then(parse_bool) != Some(true) {
+        return;
+    }
+    let name = kapi_registry::meta::name(obj);
+    let deleted = entry
+        .store
+        .delete(None, name, &DeleteOptions::default())
+        .await;
+    match deleted {
+        Ok(_) => tracing::info!(%name, "deleted unwanted APF object"),
+        Err(e) if e.is_not_found() => {}
+        Err(e) => tracing::warn!(%name, error = %e, "unwanted APF object not deleted"),
+    }
+}
+
+/// Ensure the object `name` of `entry`'s resource: a bootstrap object as
+/// above; any other is deleted when it is marked for auto-update.
 pub async fn ensure_one(entry: &Entry, name: &str) {
     let Some(boot) = bootstrap_objects(entry)
         .into_iter()
         .find(|o| kapi_registry::meta::name(o) == name)
     else {
+        if let Ok(obj) = entry.store.get(None, name, None).await {
+            remove_if_unwanted(entry, &obj).await;
+        }
         return;
     };
     let resource = &entry.def.resource;
@@ -177,16 +205,8 @@ pub async fn ensure_all(entry: &Entry) {
     };
     for obj in &list.items {
         let name = kapi_registry::meta::name(obj);
-        if names.iter().any(|n| n == name) {
-            continue;
-        }
-        if annotation(obj).and_then(parse_bool) != Some(true) {
-            continue;
-        }
-        match entry.store.delete(None, name, &DeleteOptions::default()).await {
-            Ok(_) => tracing::info!(%name, "deleted unwanted APF object"),
-            Err(e) if e.is_not_found() => {}
-            Err(e) => tracing::warn!(%name, error = %e, "unwanted APF object not deleted"),
+        if !names.iter().any(|n| n == name) {
+            remove_if_unwanted(entry, obj).await;
         }
     }
 }

@@ -141,7 +141,8 @@ const TARGET: Family = Family {
 };
 const FAIR_FRAC: Family = Family {
     name: "apiserver_flowcontrol_seat_fair_frac",
-    help: "Fair fraction of server's concurrency to allocate to each priority level that can use it",
+    help:
+        "Fair fraction of server's concurrency to allocate to each priority level that can use it",
     kind: MetricKind::Gauge,
     labels: &[],
 };
@@ -235,7 +236,8 @@ impl FlowControl {
             let mut cfg = self.inner.config.write().expect("apf lock");
             let mut out = HashMap::new();
             for (spec, nominal) in levels.iter().zip(limits) {
-                let bounds = borrow::Bounds::new(nominal, spec.lendable, spec.borrowing, server_limit);
+                let bounds =
+                    borrow::Bounds::new(nominal, spec.lendable, spec.borrowing, server_limit);
                 let level = match cfg.levels.get(&spec.name) {
                     Some(e) => {
                         let current = e.level.limit();

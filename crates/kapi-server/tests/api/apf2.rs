@@ -248,3 +248,37 @@ async fn mandatory_specs_are_forced_back_and_suggested_ones_follow_their_annotat
     .await;
     until(&c, &fs, |o| o["spec"]["matchingPrecedence"] == 1).await;
 }
+
+#[tokio::test]
+async fn objects_marked_for_auto_update_that_are_not_bootstrap_objects_are_deleted() {
+    let c = chain::start(ChainOptions::default()).await;
+    let fs = |name: &str, auto: &str| {
+        serde_json::json!({"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "FlowSchema",
+            "metadata": {"name": name, "annotations": {AUTO: auto}},
+            "spec": {"priorityLevelConfiguration": {"name": "global-default"},
+                "matchingPrecedence": 5000, "rules": []}})
+    };
+    // An operator's object (annotation false) stays; a retired bootstrap
+    // object (annotation true, a name no longer in the bootstrap set) goes.
+    for (name, auto) in [("operators", "false"), ("retired", "true")] {
+        let (code, out) = c
+            .send(
+                "admin",
+                "POST",
+                &format!("{FC}/flowschemas"),
+                Body::from(fs(name, auto).to_string()),
+            )
+            .await;
+        assert_eq!(code, 201, "{out}");
+    }
+    let retired = format!("{FC}/flowschemas/retired");
+    for _ in 0..500 {
+        if get(&c, &retired).await.0 == 404 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(get(&c, &retired).await.0, 404);
+    // Seen before "retired" by the controller, and kept.
+    assert_eq!(get(&c, &format!("{FC}/flowschemas/operators")).await.0, 200);
+}
