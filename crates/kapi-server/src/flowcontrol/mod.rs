@@ -22,9 +22,9 @@
 //! `X-Kubernetes-PF-FlowSchema-UID` / `X-Kubernetes-PF-PriorityLevel-UID`.
 //! Requests take the seats their work estimate asks for (`work.rs`: big LISTs
 //! and writes with many watchers take more), at most a level's max seats
-//! (from its nominal limit). Not kept: a deleted level's queues are not
-//! drained while it quiesces (its waiting requests keep their level; new
-//! ones go elsewhere).
+//! (from its nominal limit). Not kept: a deleted level's waiting requests
+//! are served at its last current limit outside the allocation (upstream
+//! keeps a quiescing level in the allocation until it drains).
 
 pub mod borrow;
 pub mod config;
