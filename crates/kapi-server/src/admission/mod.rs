@@ -141,6 +141,18 @@ pub struct Attributes {
     /// The current object: `None` for creates.
     pub old_object: Option<Value>,
     pub warnings: Warnings,
+    /// The request's audit event: plugins' audit annotations go there.
+    pub audit: Option<crate::audit::AuditHandle>,
+}
+
+impl Attributes {
+    /// Add an audit annotation (upstream `AddAnnotation`; see
+    /// [`crate::audit::AuditHandle::annotate_admission`]).
+    pub fn annotate(&self, key: &str, value: &str) {
+        if let Some(a) = &self.audit {
+            a.annotate_admission(key, value);
+        }
+    }
 }
 
 impl Attributes {

@@ -63,6 +63,7 @@ impl RequestAdmission {
                 object: None,
                 old_object: None,
                 warnings: Warnings::default(),
+                audit: ctx.audit.clone(),
             },
         }
     }

@@ -13,7 +13,10 @@
 //!
 //! Later filters can add to the event through [`AuditHandle`] in the request
 //! extensions: the impersonation filter sets the impersonated user, the
-//! authorizer adds annotations.
+//! authorizer adds annotations, and admission (through the handlers' `Ctx`
+//! and admission's `Attributes`) adds the annotations of webhooks, policies
+//! and built-in plugins ([`AuditHandle::annotate_admission`]: upstream's
+//! rules for admission annotations).
 
 pub mod policy;
 pub mod sink;
@@ -52,7 +55,14 @@ pub struct AuditId(pub String);
 pub struct Additions {
     pub impersonated_user: Option<UserInfo>,
     pub annotations: BTreeMap<String, String>,
+    /// The event's level (`None` for a handle no event reads).
+    pub level: Option<Level>,
 }
+
+/// Admission annotations with this prefix need the Request level: a mutating
+/// webhook's patch shows what was in the request body (upstream's
+/// `PatchAuditAnnotationPrefix`).
+const PATCH_PREFIX: &str = "patch.webhook.admission.k8s.io/";
 
 /// Request extension through which later filters add to the event.
 #[derive(Debug, Clone, Default)]
@@ -66,6 +76,37 @@ impl AuditHandle {
     pub fn annotate(&self, key: impl Into<String>, value: impl Into<String>) {
         let mut a = self.0.lock().expect("audit lock");
         a.annotations.insert(key.into(), value.into());
+    }
+
+    /// An annotation from admission, as upstream's `AddAnnotation` and the
+    /// admission audit handler: the key must be `<prefix>/<name>` and a
+    /// qualified name; the first value of a key stays; annotations above the
+    /// event's level (a webhook's patch below Request) are left out.
+    pub fn annotate_admission(&self, key: &str, value: &str) {
+        if key.split('/').count() != 2
+            || !kapi_machinery::validation::is_qualified_name(key).is_empty()
+        {
+            tracing::warn!(%key, "admission audit annotation with an invalid key left out");
+            return;
+        }
+        let needs = if key.starts_with(PATCH_PREFIX) {
+            Level::Request
+        } else {
+            Level::Metadata
+        };
+        let mut a = self.0.lock().expect("audit lock");
+        if a.level.is_none_or(|l| l < needs) {
+            return;
+        }
+        match a.annotations.get(key) {
+            Some(v) if v != value => {
+                tracing::warn!(%key, "admission audit annotation already set; new value left out")
+            }
+            Some(_) => {}
+            None => {
+                a.annotations.insert(key.to_owned(), value.to_owned());
+            }
+        }
     }
 }
 
@@ -345,6 +386,7 @@ pub async fn layer(State(audit): State<Audit>, mut req: Request, next: Next) -> 
         return next.run(req).await;
     }
     let handle = AuditHandle::default();
+    handle.0.lock().expect("audit lock").level = Some(decision.level);
     req.extensions_mut().insert(handle.clone());
     let event = Arc::new(Event {
         base: base_event(&req, &kind, &user, decision.level),

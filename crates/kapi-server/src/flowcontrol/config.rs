@@ -40,6 +40,10 @@ pub struct LevelSpec {
     pub uid: String,
     pub kind: LevelKind,
     pub shares: u64,
+    /// `lendablePercent`.
+    pub lendable: Option<u64>,
+    /// `borrowingLimitPercent` (never for exempt levels).
+    pub borrowing: Option<u64>,
 }
 
 /// How flows of a schema are told apart.
@@ -81,6 +85,7 @@ impl LevelSpec {
         let name = s(obj, "/metadata/name").to_owned();
         let uid = s(obj, "/metadata/uid").to_owned();
         let int = |p: &str, d: u64| obj.pointer(p).and_then(Value::as_u64).unwrap_or(d);
+        let opt = |p: &str| obj.pointer(p).and_then(Value::as_u64);
         if s(obj, "/spec/type") == "Exempt" {
             let shares = int("/spec/exempt/nominalConcurrencyShares", 0);
             return LevelSpec {
@@ -88,6 +93,8 @@ impl LevelSpec {
                 uid,
                 kind: LevelKind::Exempt,
                 shares,
+                lendable: opt("/spec/exempt/lendablePercent"),
+                borrowing: None,
             };
         }
         let shares = int("/spec/limited/nominalConcurrencyShares", 30);
@@ -106,6 +113,8 @@ impl LevelSpec {
             uid,
             kind,
             shares,
+            lendable: opt("/spec/limited/lendablePercent"),
+            borrowing: opt("/spec/limited/borrowingLimitPercent"),
         }
     }
 
@@ -116,6 +125,8 @@ impl LevelSpec {
             uid: String::new(),
             kind: LevelKind::Reject,
             shares: 5,
+            lendable: Some(0),
+            borrowing: None,
         }
     }
 }
@@ -388,6 +399,8 @@ mod tests {
             uid: String::new(),
             kind: LevelKind::Reject,
             shares,
+            lendable: None,
+            borrowing: None,
         };
         assert_eq!(
             nominal_limits(&[l("a", 1), l("b", 3), l("c", 0)], 600),

@@ -3,10 +3,10 @@
 //! through the watch cache), a new configuration after every burst of changes,
 //! and each FlowSchema's `Dangling` condition written when it changes.
 //!
-//! Also upstream's bootstrap ensurer for deletions: a deleted bootstrap object
-//! (the mandatory `exempt` and `catch-all` ones, and the suggested ones) is
-//! created again at once ("we always re-create a missing configuration
-//! object"), with the config producer as field manager.
+//! Also drives the bootstrap ensurer (`ensure.rs`): every bootstrap object
+//! the informers see deleted or changed is ensured at once (re-created, or its
+//! spec forced back when the ensurer's rules say so), and all of them every
+//! minute; and seat borrowing, every [`super::borrow::PERIOD`].
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -18,12 +18,11 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
 use super::config::{LevelSpec, Schema};
-use super::FlowControl;
+use super::{borrow, ensure, FlowControl};
 use crate::controllers::informer::{self, Change};
 use crate::Server;
 
 const MANAGER: &str = "api-priority-and-fairness-config-consumer-v1";
-const PRODUCER: &str = "api-priority-and-fairness-config-producer-v1";
 
 /// Follow the objects of `srv` until the process ends.
 pub fn spawn(srv: Arc<Server>, fc: FlowControl) {
@@ -51,34 +50,21 @@ pub fn spawn(srv: Arc<Server>, fc: FlowControl) {
     let (tx, rx) = mpsc::channel(256);
     informer::spawn(levels.clone(), FieldSelector::default(), tx.clone());
     informer::spawn(schemas.clone(), FieldSelector::default(), tx);
-    tokio::spawn(run(fc, levels, schemas, rx));
-}
-
-/// Create the bootstrap object `name` of `entry`'s resource again.
-async fn recreate(entry: &crate::apis::Entry, name: &str) {
-    use kapi_resources::flowcontrol::bootstrap;
-    let objects = if entry.def.resource == "flowschemas" {
-        bootstrap::flow_schemas()
-    } else {
-        bootstrap::priority_levels()
-    };
-    let Some(obj) = objects
-        .into_iter()
-        .find(|o| kapi_registry::meta::name(o) == name)
-    else {
-        return;
-    };
-    let opts = WriteOptions {
-        field_manager: Some(PRODUCER.into()),
-        ..WriteOptions::default()
-    };
-    match entry.store.create(obj, &opts).await {
-        Ok(_) => {
-            tracing::info!(%name, resource = %entry.def.resource, "re-created bootstrap APF object")
+    fc.spawn_borrowing(borrow::PERIOD);
+    let weak = Arc::downgrade(&srv);
+    let (l, s) = (levels.clone(), schemas.clone());
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(ensure::PERIOD);
+        loop {
+            tick.tick().await;
+            if weak.strong_count() == 0 {
+                return;
+            }
+            ensure::ensure_all(&s).await;
+            ensure::ensure_all(&l).await;
         }
-        Err(e) if e.is_already_exists() => {}
-        Err(e) => tracing::warn!(%name, error = %e, "bootstrap APF object not re-created"),
-    }
+    });
+    tokio::spawn(run(fc, levels, schemas, rx));
 }
 
 async fn run(
@@ -90,23 +76,26 @@ async fn run(
     let mut levels: BTreeMap<String, Value> = BTreeMap::new();
     let mut schemas: BTreeMap<String, Value> = BTreeMap::new();
     let mut synced = 0;
+    // Objects seen changed or deleted; kept until both informers have synced.
+    let mut touched = Vec::new();
     while let Some(first) = rx.recv().await {
         let mut batch = vec![first];
         while let Ok(ev) = rx.try_recv() {
             batch.push(ev);
         }
-        let mut deleted = Vec::new();
         for ev in batch {
             let is_schema = ev.entry.def.resource == "flowschemas";
             let map = if is_schema { &mut schemas } else { &mut levels };
             match ev.change {
                 Change::Upsert(obj) => {
-                    map.insert(kapi_registry::meta::name(&obj).to_owned(), obj);
+                    let name = kapi_registry::meta::name(&obj).to_owned();
+                    map.insert(name.clone(), obj);
+                    touched.push((is_schema, name));
                 }
                 Change::Deleted(obj) => {
                     let name = kapi_registry::meta::name(&obj).to_owned();
                     map.remove(&name);
-                    deleted.push((is_schema, name));
+                    touched.push((is_schema, name));
                 }
                 Change::Synced => synced += 1,
             }
@@ -114,13 +103,15 @@ async fn run(
         if synced < 2 {
             continue;
         }
-        for (is_schema, name) in deleted {
+        touched.sort();
+        touched.dedup();
+        for (is_schema, name) in std::mem::take(&mut touched) {
             let entry = if is_schema {
                 &schemas_entry
             } else {
                 &levels_entry
             };
-            recreate(entry, &name).await;
+            ensure::ensure_one(entry, &name).await;
         }
         let level_specs: Vec<LevelSpec> = levels.values().map(LevelSpec::from_object).collect();
         let schema_list: Vec<Schema> = schemas.values().map(Schema::from_object).collect();

@@ -4,30 +4,38 @@
 //! `util/flowcontrol`.
 //!
 //! Pieces: `config.rs` (the objects as data, classification), `queueset.rs`
-//! (one level's seats and queues), `controller.rs` (keeps the configuration
-//! in step with the FlowSchema and PriorityLevelConfiguration objects and
-//! their `Dangling` conditions).
+//! (one level's seats and queues), `borrow.rs` (seat borrowing between
+//! levels), `controller.rs` (keeps the configuration in step with the
+//! FlowSchema and PriorityLevelConfiguration objects and their `Dangling`
+//! conditions), `ensure.rs` (upstream's bootstrap ensurer).
 //!
 //! Semantics kept from upstream: the server's concurrency limit is
 //! `--max-requests-inflight + --max-mutating-requests-inflight`, shared among
-//! the levels by `nominalConcurrencyShares`; exempt levels never wait;
+//! the levels by `nominalConcurrencyShares` into nominal limits; every
+//! [`borrow::PERIOD`] ([`FlowControl::update_borrowing`]) the levels' current
+//! limits are re-divided by their seat demand, each between its lower limit
+//! (`lendablePercent`) and upper limit (`borrowingLimitPercent`), so a busy
+//! level borrows the seats idle levels lend; exempt levels never wait;
 //! long-running requests other than watches skip APF; a watch holds its seat
 //! only until its handler has set it up (upstream: until initialized); a request
 //! waits in a queue at most a quarter of its deadline; every answer carries
 //! `X-Kubernetes-PF-FlowSchema-UID` / `X-Kubernetes-PF-PriorityLevel-UID`.
 //! Requests take the seats their work estimate asks for (`work.rs`: big LISTs
-//! and writes with many watchers take more). Not kept: seat borrowing between
-//! levels (`lendablePercent` / `borrowingLimitPercent`: each level's current
-//! limit is its nominal limit).
+//! and writes with many watchers take more), at most a level's max seats
+//! (from its nominal limit). Not kept: a deleted level's waiting requests
+//! are served at its last current limit outside the allocation (upstream
+//! keeps a quiescing level in the allocation until it drains).
 
+pub mod borrow;
 pub mod config;
 mod controller;
+mod ensure;
 pub mod queueset;
 pub mod work;
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, RwLock, Weak};
 use std::time::Duration;
 
 use axum::extract::{Request, State};
@@ -43,6 +51,9 @@ use config::{Digest, LevelSpec, Schema};
 use queueset::Level;
 
 pub use controller::spawn as spawn_controller;
+
+#[cfg(test)]
+mod borrow_tests;
 
 const FS_HEADER: &str = "x-kubernetes-pf-flowschema-uid";
 const PL_HEADER: &str = "x-kubernetes-pf-prioritylevel-uid";
@@ -86,6 +97,56 @@ const NOMINAL: Family = Family {
     labels: &["priority_level"],
 };
 
+const LOWER_LIMIT: Family = Family {
+    name: "apiserver_flowcontrol_lower_limit_seats",
+    help: "Configured lower bound on number of execution seats available to each priority level",
+    kind: MetricKind::Gauge,
+    labels: &["priority_level"],
+};
+const UPPER_LIMIT: Family = Family {
+    name: "apiserver_flowcontrol_upper_limit_seats",
+    help: "Configured upper bound on number of execution seats available to each priority level",
+    kind: MetricKind::Gauge,
+    labels: &["priority_level"],
+};
+const DEMAND_HIGH: Family = Family {
+    name: "apiserver_flowcontrol_demand_seats_high_watermark",
+    help: "High watermark, over last adjustment period, of demand_seats",
+    kind: MetricKind::Gauge,
+    labels: &["priority_level"],
+};
+const DEMAND_AVERAGE: Family = Family {
+    name: "apiserver_flowcontrol_demand_seats_average",
+    help: "Time-weighted average, over last adjustment period, of demand_seats",
+    kind: MetricKind::Gauge,
+    labels: &["priority_level"],
+};
+const DEMAND_STDEV: Family = Family {
+    name: "apiserver_flowcontrol_demand_seats_stdev",
+    help: "Time-weighted standard deviation, over last adjustment period, of demand_seats",
+    kind: MetricKind::Gauge,
+    labels: &["priority_level"],
+};
+const DEMAND_SMOOTHED: Family = Family {
+    name: "apiserver_flowcontrol_demand_seats_smoothed",
+    help: "Smoothed seat demands",
+    kind: MetricKind::Gauge,
+    labels: &["priority_level"],
+};
+const TARGET: Family = Family {
+    name: "apiserver_flowcontrol_target_seats",
+    help: "Seat allocation targets",
+    kind: MetricKind::Gauge,
+    labels: &["priority_level"],
+};
+const FAIR_FRAC: Family = Family {
+    name: "apiserver_flowcontrol_seat_fair_frac",
+    help:
+        "Fair fraction of server's concurrency to allocate to each priority level that can use it",
+    kind: MetricKind::Gauge,
+    labels: &[],
+};
+
 const CONCURRENCY_LIMIT: Family = Family {
     name: "apiserver_flowcontrol_request_concurrency_limit",
     help: "Nominal number of execution seats configured for each priority level",
@@ -105,9 +166,20 @@ const EXECUTING_SEATS: Family = Family {
     labels: PF_LABELS,
 };
 
+/// One priority level of the configuration.
+struct Entry {
+    spec: LevelSpec,
+    level: Arc<Level>,
+    bounds: borrow::Bounds,
+    /// The most seats one request may take (work estimation).
+    max_seats: usize,
+}
+
 struct Config {
     schemas: Vec<Schema>,
-    levels: HashMap<String, (LevelSpec, Arc<Level>)>,
+    levels: HashMap<String, Arc<Entry>>,
+    /// Sum of the nominal limits: what borrowing divides.
+    nominal_sum: usize,
 }
 
 struct Shared {
@@ -137,6 +209,7 @@ impl FlowControl {
                 config: RwLock::new(Arc::new(Config {
                     schemas: Vec::new(),
                     levels: HashMap::new(),
+                    nominal_sum: 0,
                 })),
                 metrics,
             }),
@@ -150,32 +223,132 @@ impl FlowControl {
         fc
     }
 
-    /// Replace the configuration; levels that stay keep their queues.
+    /// Replace the configuration; levels that stay keep their queues, their
+    /// current limits and their demand history. Then the current limits are
+    /// re-divided at once, as upstream does after every configuration change.
     pub fn reconfigure(&self, mut levels: Vec<LevelSpec>, schemas: Vec<Schema>) {
         if !levels.iter().any(|l| l.name == "catch-all") {
             levels.push(LevelSpec::fallback_catch_all());
         }
-        let limits = config::nominal_limits(&levels, self.inner.server_limit);
-        let mut cfg = self.inner.config.write().expect("apf lock");
-        let mut out = HashMap::new();
-        for (spec, limit) in levels.iter().zip(limits) {
-            let level = match cfg.levels.get(&spec.name) {
-                Some((_, level)) => {
-                    level.reconfigure(spec.kind.clone(), limit);
-                    level.clone()
-                }
-                None => Level::new(spec.kind.clone(), limit),
-            };
-            let nominal = limit as f64;
-            for family in [&NOMINAL, &CONCURRENCY_LIMIT, &CURRENT_LIMIT] {
-                self.inner.metrics.set(family, &[&spec.name], nominal);
+        let server_limit = self.inner.server_limit;
+        let limits = config::nominal_limits(&levels, server_limit);
+        {
+            let mut cfg = self.inner.config.write().expect("apf lock");
+            let mut out = HashMap::new();
+            for (spec, nominal) in levels.iter().zip(limits) {
+                let bounds =
+                    borrow::Bounds::new(nominal, spec.lendable, spec.borrowing, server_limit);
+                let level = match cfg.levels.get(&spec.name) {
+                    Some(e) => {
+                        let current = e.level.limit();
+                        e.level.reconfigure(spec.kind.clone(), current);
+                        e.level.clone()
+                    }
+                    None => {
+                        let level = Level::new(spec.kind.clone(), bounds.initial);
+                        level.reset_demand();
+                        level
+                    }
+                };
+                let m = &self.inner.metrics;
+                let label = [spec.name.as_str()];
+                m.set(&NOMINAL, &label, nominal as f64);
+                m.set(&CONCURRENCY_LIMIT, &label, nominal as f64);
+                m.set(&LOWER_LIMIT, &label, bounds.lower as f64);
+                m.set(&UPPER_LIMIT, &label, bounds.upper as f64);
+                let entry = Entry {
+                    max_seats: max_seats(spec, nominal),
+                    spec: spec.clone(),
+                    level,
+                    bounds,
+                };
+                out.insert(spec.name.clone(), Arc::new(entry));
             }
-            out.insert(spec.name.clone(), (spec.clone(), level));
+            let nominal_sum = out.values().map(|e| e.bounds.nominal).sum();
+            *cfg = Arc::new(Config {
+                schemas: config::ordered(schemas, &levels),
+                levels: out,
+                nominal_sum,
+            });
         }
-        *cfg = Arc::new(Config {
-            schemas: config::ordered(schemas, &levels),
-            levels: out,
+        self.update_borrowing();
+    }
+
+    /// Re-divide the current limits by the levels' seat demand since the last
+    /// time (upstream's `updateBorrowing`, every [`borrow::PERIOD`]).
+    pub fn update_borrowing(&self) {
+        let cfg = self.inner.config.read().expect("apf lock").clone();
+        let mut names: Vec<&String> = cfg.levels.keys().collect();
+        names.sort();
+        let mut items = Vec::with_capacity(names.len());
+        let mut stats = Vec::with_capacity(names.len());
+        for name in &names {
+            let e = &cfg.levels[*name];
+            let s = e.level.take_demand();
+            let b = e.bounds;
+            // At least what it used (up to its nominal limit), never below
+            // its configured lower limit.
+            let lower = (b.lower as f64).max((b.nominal as f64).min(s.high_watermark));
+            items.push(borrow::Item {
+                lower,
+                upper: b.upper as f64,
+                target: lower.max(s.smoothed),
+            });
+            stats.push(s);
+        }
+        let (shares, fair) = match borrow::allocate(cfg.nominal_sum as f64, &items) {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::error!(error = %e, "unable to derive new APF concurrency limits");
+                let current = names.iter().map(|n| cfg.levels[*n].level.limit() as f64);
+                (current.collect(), 0.0)
+            }
+        };
+        let m = &self.inner.metrics;
+        for (i, name) in names.iter().enumerate() {
+            let current = shares[i].round() as usize;
+            cfg.levels[*name].level.set_limit(current);
+            let label = [name.as_str()];
+            let s = &stats[i];
+            m.set(&DEMAND_HIGH, &label, s.high_watermark);
+            m.set(&DEMAND_AVERAGE, &label, s.average);
+            m.set(&DEMAND_STDEV, &label, s.deviation);
+            m.set(&DEMAND_SMOOTHED, &label, s.smoothed);
+            m.set(&TARGET, &label, items[i].target);
+            m.set(&CURRENT_LIMIT, &label, current as f64);
+        }
+        m.set(&FAIR_FRAC, &[], fair);
+    }
+
+    /// Re-divide the current limits every `period` while the server lives.
+    pub fn spawn_borrowing(&self, period: std::time::Duration) {
+        let weak: Weak<Shared> = Arc::downgrade(&self.inner);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(period);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                let Some(inner) = weak.upgrade() else {
+                    return;
+                };
+                FlowControl { inner }.update_borrowing();
+            }
         });
+    }
+
+    /// A level's (nominal, lower, upper, current) limits, for tests.
+    pub fn level_limits(&self, name: &str) -> Option<(usize, usize, usize, usize)> {
+        let cfg = self.inner.config.read().expect("apf lock").clone();
+        let e = cfg.levels.get(name)?;
+        let b = e.bounds;
+        Some((b.nominal, b.lower, b.upper, e.level.limit()))
+    }
+
+    /// The admission state of a level, for tests.
+    pub fn level(&self, name: &str) -> Option<Arc<Level>> {
+        let cfg = self.inner.config.read().expect("apf lock").clone();
+        cfg.levels.get(name).map(|e| e.level.clone())
     }
 
     /// Count stored objects and watchers of a resource with `counter` (work
@@ -189,11 +362,11 @@ impl FlowControl {
         let cfg = self.inner.config.read().expect("apf lock").clone();
         cfg.levels
             .get(name)
-            .map(|(_, l)| (l.executing(), l.waiting()))
+            .map(|e| (e.level.executing(), e.level.waiting()))
     }
 
     /// The schema and level a request goes to, with its flow hash.
-    fn classify(&self, d: &Digest) -> (Schema, LevelSpec, Arc<Level>, u64) {
+    fn classify(&self, d: &Digest) -> (Schema, Arc<Entry>, u64) {
         let cfg = self.inner.config.read().expect("apf lock").clone();
         let schema = cfg.schemas.iter().find(|s| s.matches(d)).cloned();
         let (schema, level) = match schema.and_then(|s| cfg.levels.get(&s.level).map(|l| (s, l))) {
@@ -219,8 +392,18 @@ impl FlowControl {
         schema.name.hash(&mut h);
         schema.flow_distinguisher(d).hash(&mut h);
         let hash = h.finish();
-        (schema, level.0, level.1, hash)
+        (schema, level, hash)
     }
+}
+
+/// Upstream's max seats of a level: 15 % of its nominal limit, at most the
+/// nominal limit over the hand size, at least 1 (and at most 10: `work.rs`).
+fn max_seats(spec: &LevelSpec, nominal: usize) -> usize {
+    let mut seats = work::max_seats(nominal);
+    if let config::LevelKind::Queue { hand_size, .. } = spec.kind {
+        seats = seats.min(nominal / hand_size.max(1)).max(1);
+    }
+    seats
 }
 
 fn set_headers(resp: &mut Response, schema: &Schema, level: &LevelSpec) {
@@ -255,13 +438,14 @@ pub async fn layer(State(fc): State<FlowControl>, req: Request, next: Next) -> R
         resource,
         path: req.uri().path(),
     };
-    let (schema, spec, level, hash) = fc.classify(&digest);
+    let (schema, entry, hash) = fc.classify(&digest);
+    let (spec, level) = (&entry.spec, &entry.level);
     let query = crate::request::Query::parse(req.uri().query());
     let counter = fc.inner.counter.read().expect("apf lock").clone();
     let estimate = if watch {
         work::Estimate::ONE
     } else {
-        let max = work::max_seats(level.limit());
+        let max = entry.max_seats;
         work::estimate(
             kind.info.as_ref(),
             &kind.verb,
@@ -290,7 +474,7 @@ pub async fn layer(State(fc): State<FlowControl>, req: Request, next: Next) -> R
             metrics.observe(&WAIT, &[&labels[0], &labels[1], "false"], waited);
             Executing::dropped(&metrics, kind.mutating);
             let mut resp = limits::too_many_requests();
-            set_headers(&mut resp, &schema, &spec);
+            set_headers(&mut resp, &schema, spec);
             return resp;
         }
     };
@@ -301,7 +485,7 @@ pub async fn layer(State(fc): State<FlowControl>, req: Request, next: Next) -> R
     metrics.add(&EXECUTING_SEATS, &l2, seats);
     let executing = Executing::start(&metrics, kind.mutating);
     let mut resp = next.run(req).await;
-    set_headers(&mut resp, &schema, &spec);
+    set_headers(&mut resp, &schema, spec);
     let release = move || {
         metrics.add(&EXECUTING, &[&labels[0], &labels[1]], -1.0);
         drop(executing);

@@ -15,7 +15,11 @@
 //! Invariants (under the one lock): `executing <= limit` except for a limit
 //! lowered while requests run; a waiter is in exactly one queue until it is
 //! dispatched, rejected or gives up; a request that executes at once is still
-//! charged to its queue, so flows that never wait are accounted too.
+//! charged to its queue, so flows that never wait are accounted too;
+//! `waiting_seats` is the sum of the waiters' seats, and the seat demand
+//! integrator (`borrow.rs`) follows `executing + waiting_seats` after every
+//! change. The limit is the level's current limit, which seat borrowing
+//! (`mod.rs`) moves between its lower and upper limits.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -23,6 +27,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
+use super::borrow::{DemandStats, Integrator};
 use super::config::LevelKind;
 
 /// Why a request was not admitted (upstream's `reason` label values).
@@ -63,6 +68,9 @@ struct State {
     queues: Vec<Queue>,
     virtual_time: u64,
     next_id: u64,
+    waiting_seats: usize,
+    demand: Integrator,
+    stats: DemandStats,
 }
 
 /// A priority level's admission state. Cheap to share (`Arc`).
@@ -109,7 +117,32 @@ impl State {
         self.executing == 0 || self.executing + seats <= self.limit
     }
 
+    /// Follow the seat demand (after every change of the counts).
+    fn note_demand(&mut self) {
+        let demand = (self.executing + self.waiting_seats) as f64;
+        self.demand.set(demand);
+    }
+
+    /// Take waiter `id` out of queue `qi`; whether it was there.
+    fn remove_waiter(&mut self, qi: usize, id: u64) -> bool {
+        let Some(q) = self.queues.get_mut(qi) else {
+            return false;
+        };
+        let Some(pos) = q.waiting.iter().position(|w| w.id == id) else {
+            return false;
+        };
+        let w = q.waiting.remove(pos).expect("position in queue");
+        self.waiting_seats = self.waiting_seats.saturating_sub(w.seats);
+        self.note_demand();
+        true
+    }
+
     fn dispatch(&mut self) {
+        self.dispatch_waiters();
+        self.note_demand();
+    }
+
+    fn dispatch_waiters(&mut self) {
         while self.executing < self.limit {
             let Some(qi) = self
                 .queues
@@ -127,6 +160,8 @@ impl State {
             }
             let q = &mut self.queues[qi];
             let w = q.waiting.pop_front().expect("non-empty queue");
+            self.waiting_seats = self.waiting_seats.saturating_sub(w.seats);
+            let q = &mut self.queues[qi];
             if w.tx.send(()).is_ok() {
                 self.virtual_time = self.virtual_time.max(q.virtual_start);
                 q.virtual_start += seats as u64;
@@ -177,6 +212,9 @@ impl Level {
                 queues: Vec::new(),
                 virtual_time: 0,
                 next_id: 0,
+                waiting_seats: 0,
+                demand: Integrator::default(),
+                stats: DemandStats::default(),
             }),
         });
         level.reconfigure(kind, limit);
@@ -192,6 +230,12 @@ impl Level {
             _ => 0,
         };
         if st.queues.len() > queues {
+            // Their waiters are rejected (their senders dropped).
+            let gone: usize = st.queues[queues..]
+                .iter()
+                .flat_map(|q| q.waiting.iter().map(|w| w.seats))
+                .sum();
+            st.waiting_seats = st.waiting_seats.saturating_sub(gone);
             st.queues.truncate(queues);
         }
         while st.queues.len() < queues {
@@ -209,6 +253,29 @@ impl Level {
     /// The current seat limit.
     pub fn limit(&self) -> usize {
         self.state.lock().expect("level lock").limit
+    }
+
+    /// A new current limit (seat borrowing); newly free seats are handed out.
+    pub fn set_limit(&self, limit: usize) {
+        let mut st = self.state.lock().expect("level lock");
+        st.limit = limit;
+        st.dispatch();
+    }
+
+    /// End the demand integration period: fold it into the smoothed demand
+    /// and return the result.
+    pub fn take_demand(&self) -> DemandStats {
+        let mut st = self.state.lock().expect("level lock");
+        let observed = st.demand.reset();
+        st.stats.update(observed);
+        st.stats
+    }
+
+    /// Forget the demand history (a level that starts over).
+    pub fn reset_demand(&self) {
+        let mut st = self.state.lock().expect("level lock");
+        st.demand.reset();
+        st.stats = DemandStats::default();
     }
 
     /// Seats taken now.
@@ -236,11 +303,13 @@ impl Level {
             let (hand_size, length_limit) = match st.kind {
                 LevelKind::Exempt => {
                     st.executing += seats;
+                    st.note_demand();
                     return self.admitted(None, seats, started, false);
                 }
                 LevelKind::Reject => {
                     if st.fits(seats) {
                         st.executing += seats;
+                        st.note_demand();
                         return self.admitted(None, seats, started, false);
                     }
                     return rejected(Rejection::ConcurrencyLimit, started, false);
@@ -263,6 +332,7 @@ impl Level {
                 q.virtual_start += seats as u64;
                 q.executing += seats;
                 st.executing += seats;
+                st.note_demand();
                 return self.admitted(Some(qi), seats, started, false);
             }
             if st.queues[qi].waiting.len() >= length_limit {
@@ -272,6 +342,8 @@ impl Level {
             let id = st.next_id;
             st.next_id += 1;
             st.queues[qi].waiting.push_back(Waiter { id, seats, tx });
+            st.waiting_seats += seats;
+            st.note_demand();
             (qi, id, rx)
         };
         let mut leave = Leave {
@@ -287,14 +359,7 @@ impl Level {
         }
         // Timed out: leave the queue, unless a dispatch got there first.
         let mut st = self.state.lock().expect("level lock");
-        let q = st.queues.get_mut(queue);
-        let still_waiting = q
-            .as_ref()
-            .is_some_and(|q| q.waiting.iter().any(|w| w.id == id));
-        if still_waiting {
-            if let Some(q) = q {
-                q.waiting.retain(|w| w.id != id);
-            }
+        if st.remove_waiter(queue, id) {
             return rejected(Rejection::TimeOut, started, true);
         }
         drop(st);
@@ -348,9 +413,7 @@ impl Drop for Leave {
             return;
         }
         let mut st = self.level.state.lock().expect("level lock");
-        if let Some(q) = st.queues.get_mut(self.queue) {
-            q.waiting.retain(|w| w.id != self.id);
-        }
+        st.remove_waiter(self.queue, self.id);
     }
 }
 

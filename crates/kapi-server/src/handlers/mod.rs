@@ -49,6 +49,8 @@ pub struct Ctx {
     pub user: Option<crate::authn::UserInfo>,
     /// The authenticator that admitted the request (token reviews use it).
     pub authenticator: Option<Arc<crate::authn::Authenticator>>,
+    /// The request's audit event, when audited (admission annotates it).
+    pub audit: Option<crate::audit::AuditHandle>,
 }
 
 impl Ctx {
@@ -220,6 +222,7 @@ async fn handle(
             .extensions
             .get::<Arc<crate::authn::Authenticator>>()
             .cloned(),
+        audit: parts.extensions.get::<crate::audit::AuditHandle>().cloned(),
         headers: parts.headers,
     };
     let warning = ctx.entry.def.strategy.deprecation_warning();

@@ -252,9 +252,21 @@ impl Server {
         let Some(v) = self.invocation(h, a).await? else {
             return Ok(None);
         };
+        let mutation = |changed: bool| {
+            (
+                format!("mutation.webhook.admission.k8s.io/round_{round}_index_{index}"),
+                json!({"configuration": h.config, "webhook": h.name(), "mutated": changed})
+                    .to_string(),
+            )
+        };
         let reply = match self.call_hook(h, &v, a, true).await {
             Ok(Some(r)) => r,
             Ok(None) => return Ok(None),
+            Err(CallError::Final(e)) => {
+                // Called and refused: upstream still records the call.
+                out.annotations.push(mutation(false));
+                return Err(e);
+            }
             Err(e) => {
                 let key = format!(
                     "failed-open.mutation.webhook.admission.k8s.io/round_{round}_index_{index}"
@@ -274,11 +286,16 @@ impl Server {
             json_patch::patch(&mut obj, &patch).map_err(ApiError::internal)?;
             changed = v.object.as_ref() != Some(&obj);
             a.object = Some(self.back_to_request_version(obj, &v, a));
+            // Shown at the Request level and above only (the audit handle
+            // knows this prefix).
+            out.annotations.push((
+                format!("patch.webhook.admission.k8s.io/round_{round}_index_{index}"),
+                json!({"configuration": h.config, "webhook": h.name(),
+                    "patch": patch, "patchType": "JSONPatch"})
+                .to_string(),
+            ));
         }
-        out.annotations.push((
-            format!("mutation.webhook.admission.k8s.io/round_{round}_index_{index}"),
-            json!({"configuration": h.config, "webhook": h.name(), "mutated": changed}).to_string(),
-        ));
+        out.annotations.push(mutation(changed));
         Ok(Some(changed))
     }
 

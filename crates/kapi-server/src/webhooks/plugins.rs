@@ -2,8 +2,8 @@
 //! MutatingAdmissionWebhook (mutating phase), ValidatingAdmissionPolicy and
 //! ValidatingAdmissionWebhook (validating phase). Each turns the chain's
 //! [`Attributes`] into the [`Attrs`] webhooks and policies see, runs, and hands
-//! back the mutated object and the warnings. Audit annotations are produced
-//! but the chain has no place for them yet, so they are logged at debug level.
+//! back the mutated object, the warnings and the audit annotations (to the
+//! request's audit event through [`Attributes::annotate`]).
 
 use std::sync::Arc;
 
@@ -42,8 +42,40 @@ fn hand_back(a: &Attributes, out: Outcome) {
         a.warnings.add(w);
     }
     for (k, v) in out.annotations {
-        tracing::debug!(key = %k, value = %v, "admission audit annotation");
+        a.annotate(&k, &v);
     }
+}
+
+const VALIDATION_FAILURE: &str = "validation.policy.admission.k8s.io/validation_failure";
+const MAX_POLICY_ANNOTATION: usize = 10 * 1024;
+
+/// Policies' annotations as upstream's collector publishes them: values cut
+/// at 10 KiB, the distinct values of one `<policy>/<key>` (from several
+/// bindings or params) joined by `", "`.
+fn merge_policy_annotations(out: &mut Outcome) {
+    let mut merged: Vec<(String, Vec<String>)> = Vec::new();
+    for (k, mut v) in std::mem::take(&mut out.annotations) {
+        if k == VALIDATION_FAILURE {
+            merged.push((k, vec![v]));
+            continue;
+        }
+        if v.len() > MAX_POLICY_ANNOTATION {
+            let mut end = MAX_POLICY_ANNOTATION;
+            while !v.is_char_boundary(end) {
+                end -= 1;
+            }
+            v.truncate(end);
+        }
+        match merged.iter_mut().find(|(key, _)| *key == k) {
+            Some((_, values)) if values.contains(&v) => {}
+            Some((_, values)) => values.push(v),
+            None => merged.push((k, vec![v])),
+        }
+    }
+    out.annotations = merged
+        .into_iter()
+        .map(|(k, values)| (k, values.join(", ")))
+        .collect();
 }
 
 trait NameOrEmpty {
@@ -133,6 +165,7 @@ impl Plugin for ValidatingPolicy {
     async fn validate(&self, srv: &Arc<Server>, a: &Attributes) -> Result<(), ApiError> {
         let mut out = Outcome::default();
         let result = srv.run_validating_policies(&attrs(a), &mut out).await;
+        merge_policy_annotations(&mut out);
         hand_back(a, out);
         result
     }

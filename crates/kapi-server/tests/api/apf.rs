@@ -80,7 +80,7 @@ async fn create(c: &chain::Chain, kind: &str, obj: Value) {
 fn level(name: &str, queues: u64, hand: u64, length: u64) -> Value {
     json!({"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "PriorityLevelConfiguration",
         "metadata": {"name": name},
-        "spec": {"type": "Limited", "limited": {"nominalConcurrencyShares": 1,
+        "spec": {"type": "Limited", "limited": {"nominalConcurrencyShares": 1, "borrowingLimitPercent": 0,
             "limitResponse": {"type": "Queue", "queuing": {"queues": queues, "handSize": hand, "queueLengthLimit": length}}}}})
 }
 
@@ -177,7 +177,9 @@ async fn a_flow_schema_is_dangling_until_its_level_exists_and_then_matches() {
 
 #[tokio::test]
 async fn a_noisy_flow_fills_its_queue_while_a_quiet_flow_is_served() {
-    // A total concurrency of 1: every limited level gets one seat.
+    // A total concurrency of 1: every limited level gets one nominal seat, and
+    // `shared` neither lends (lendablePercent 0) nor borrows (borrowing limit
+    // 0 %), so it has exactly one.
     let c = chain::start(ChainOptions {
         max_requests_inflight: 1,
         max_mutating_requests_inflight: 0,

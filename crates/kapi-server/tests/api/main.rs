@@ -12,6 +12,7 @@ mod apf2;
 mod apply;
 mod apply2;
 mod audit;
+mod audit_admission;
 mod auth;
 mod auth2;
 mod authfill;

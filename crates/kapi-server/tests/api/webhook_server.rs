@@ -3,8 +3,9 @@
 //! AdmissionReviews by path: `/allow`, `/deny` (403 Forbidden "no way"),
 //! `/mutate` (a JSON Patch adding `data.mutated`), `/replicas-3` (setting
 //! `spec.replicas` to 3), `/audience` (setting `spec.audiences` to
-//! `["mutated"]`), `/warn` (allowed with a
-//! warning), `/slow` (answers after 5 s), `/bad-uid` (a response for another
+//! `["mutated"]`), `/warn` (allowed with a warning), `/annotate` (allowed with
+//! audit annotations `decision: fine` and one with an invalid key), `/slow`
+//! (answers after 5 s), `/bad-uid` (a response for another
 //! request). Every review received is recorded with its path.
 
 use std::sync::{Arc, Mutex};
@@ -77,6 +78,8 @@ fn answer(path: &str, req: &Value) -> Value {
             json!([{"op": "add", "path": "/spec/audiences", "value": ["mutated"]}]),
         ),
         "/warn" => json!({"uid": uid, "allowed": true, "warnings": ["careful now"]}),
+        "/annotate" => json!({"uid": uid, "allowed": true,
+            "auditAnnotations": {"decision": "fine", "bad key!": "x"}}),
         "/bad-uid" => json!({"uid": "not-the-request", "allowed": true}),
         _ => json!({"uid": uid, "allowed": true}),
     };

@@ -7,8 +7,10 @@
 //! (`would violate PodSecurity ...`), as are workload resources' pod templates
 //! (never enforced). Changing a namespace's `enforce` label warns about the
 //! pods already there that break it. Invalid label values are refused (422).
-//! No exemptions are configured (upstream's default). The `audit` level is
-//! validated but adds no audit annotations.
+//! No exemptions are configured (upstream's default). A pod's audit event gets
+//! `pod-security.kubernetes.io/enforce-policy` (`<level>:<version>`), and pods
+//! and workloads that break the `audit` level get
+//! `pod-security.kubernetes.io/audit-violations`, as upstream's.
 
 mod checks;
 
@@ -222,14 +224,33 @@ impl Plugin for PodSecurity {
         }
         let labels = namespace_labels(srv, &a.namespace).await?;
         let (enforce, enforce_version) = policy(labels.as_ref(), "enforce");
-        if is_pod && enforce != "privileged" {
+        let mut denied = None;
+        if is_pod {
+            let key = "pod-security.kubernetes.io/enforce-policy";
+            a.annotate(key, &format!("{enforce}:{enforce_version}"));
             let v = checks::check(&enforce, spec);
-            if !v.is_empty() {
-                return Err(a.forbidden(format!(
+            if enforce != "privileged" && !v.is_empty() {
+                denied = Some(a.forbidden(format!(
                     "violates PodSecurity \"{enforce}:{enforce_version}\": {}",
                     message(&v)
                 )));
             }
+        }
+        let (audit, audit_version) = policy(labels.as_ref(), "audit");
+        if audit != "privileged" {
+            let v = checks::check(&audit, spec);
+            if !v.is_empty() {
+                a.annotate(
+                    "pod-security.kubernetes.io/audit-violations",
+                    &format!(
+                        "would violate PodSecurity \"{audit}:{audit_version}\": {}",
+                        message(&v)
+                    ),
+                );
+            }
+        }
+        if let Some(e) = denied {
+            return Err(e);
         }
         let (warn, warn_version) = policy(labels.as_ref(), "warn");
         let mut levels = vec![(warn, warn_version)];
