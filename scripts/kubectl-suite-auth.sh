@@ -37,3 +37,7 @@ check "$v can-i controller sa no" "^no$" "$k" auth can-i get secrets -n "$ns" --
 check "$v can-i edit events" "^yes$" "$k" auth can-i create events -n "$ns" --as=system:serviceaccount:$ns:auth-robot-editor
 check "$v issuer discovery" '"jwks_uri":"https://' as_token "$tok" get --raw /.well-known/openid-configuration
 check "$v jwks" '"kty":"EC"' as_token "$tok" get --raw /openid/v1/jwks
+# Review objects created from files without metadata (kubectl validates them
+# client-side against /openapi/v2, where metadata is never required).
+check "$v create tokenreview" '"username":"bob"' "$k" create -o 'jsonpath={.status.user}' -f - <<<'{"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","spec":{"token":"bob-token"}}'
+check "$v create sar" '^\{"allowed":false\}$' "$k" create -o 'jsonpath={.status}' -f - <<<"{\"apiVersion\":\"authorization.k8s.io/v1\",\"kind\":\"SubjectAccessReview\",\"spec\":{\"user\":\"bob\",\"resourceAttributes\":{\"verb\":\"list\",\"resource\":\"configmaps\",\"namespace\":\"$ns\"}}}"

@@ -10,16 +10,15 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use axum::extract::Request;
+use axum::http::{header, StatusCode};
 use axum::middleware::{self, Next};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use axum::Router;
 use futures::FutureExt;
-use kapi_machinery::status::ApiError;
 
 use crate::authn::{self, Authenticator};
 use crate::authz::{filter::authorize_layer, impersonation::impersonate_layer};
 use crate::limits::{self, Chain};
-use crate::negotiate::error_response;
 use crate::Server;
 use crate::{audit, metrics};
 
@@ -49,14 +48,20 @@ pub fn apply(routes: Router, auth: Arc<Authenticator>, srv: Arc<Server>, chain: 
         ))
 }
 
-/// Turn a panic in any handler into a 500 Status; the server keeps serving.
+/// Turn a panic in any handler into a 500; the server keeps serving. As
+/// upstream's `WithPanicRecovery`, the answer is plain text, not a Status.
 async fn recover(req: Request, next: Next) -> Response {
     let path = req.uri().path().to_owned();
     match AssertUnwindSafe(next.run(req)).catch_unwind().await {
         Ok(resp) => resp,
         Err(_) => {
             tracing::error!(%path, "handler panicked");
-            error_response(&ApiError::internal("an unexpected error occurred"))
+            let body = "This request caused apiserver to panic. Look in the logs for details.\n";
+            let headers = [
+                (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
+                (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+            ];
+            (StatusCode::INTERNAL_SERVER_ERROR, headers, body).into_response()
         }
     }
 }

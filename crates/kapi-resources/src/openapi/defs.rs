@@ -66,7 +66,25 @@ fn generate() -> Defs {
         }
     }
     apply_facts(&mut defs);
+    metadata_optional(&mut defs);
     sorted(defs)
+}
+
+/// k8s-openapi types hold `metadata` as a plain field, so schemars lists it as
+/// required; upstream's is `+optional` everywhere (kubectl's client-side
+/// validation refuses a `TokenReview` without `metadata` otherwise).
+fn metadata_optional(defs: &mut Defs) {
+    for def in defs.values_mut() {
+        let Some(def) = def.as_object_mut() else {
+            continue;
+        };
+        if let Some(Value::Array(required)) = def.get_mut("required") {
+            required.retain(|r| r != "metadata");
+            if required.is_empty() {
+                def.remove("required");
+            }
+        }
+    }
 }
 
 pub const GVK: &str = "x-kubernetes-group-version-kind";

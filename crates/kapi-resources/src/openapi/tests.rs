@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use kapi_registry::{DefaultStrategy, ResourceDef, Subresource, Verb};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use super::*;
 
@@ -338,6 +338,22 @@ const SWAGGER_KEYS: &[&str] = &[
     "minProperties",
     "allOf",
 ];
+
+#[test]
+fn metadata_is_never_required() {
+    let defs = super::defs::base();
+    assert_eq!(
+        defs["io.k8s.api.authentication.v1.TokenReview"]["required"],
+        json!(["spec"])
+    );
+    assert!(defs["io.k8s.api.core.v1.ConfigMap"]
+        .get("required")
+        .is_none());
+    for (name, def) in defs.iter() {
+        let required = def["required"].as_array().cloned().unwrap_or_default();
+        assert!(!required.contains(&json!("metadata")), "{name}");
+    }
+}
 
 #[test]
 fn v2_definitions_use_only_swagger_keywords() {

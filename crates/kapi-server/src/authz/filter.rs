@@ -1,6 +1,9 @@
 //! The authorization filter (upstream `filters.WithAuthorization`): every
 //! request's attributes go to the server's authorizer; anything not allowed is
-//! answered 403 with upstream's `Forbidden` Status.
+//! answered 403 with upstream's `Forbidden` Status. The decision and the
+//! authorizer's reason go into the audit event as upstream's
+//! `authorization.k8s.io/decision` (`allow` / `forbid`) and
+//! `authorization.k8s.io/reason` annotations.
 //!
 //! Attributes as upstream's `RequestInfoFactory`: a URL `request.rs` parses is
 //! a resource request with its verb (`get`, `list`, `watch`, `create`, …); for
@@ -16,6 +19,7 @@ use axum::response::Response;
 use kapi_machinery::status::{ApiError, GroupResource};
 
 use super::{Attributes, ResourceAttrs};
+use crate::audit::AuditHandle;
 use crate::authn::UserInfo;
 use crate::negotiate::error_response_for;
 use crate::request::{self, Query};
@@ -97,6 +101,15 @@ pub async fn authorize_layer(State(srv): State<Arc<Server>>, req: Request, next:
         .unwrap_or_else(UserInfo::anonymous);
     let attrs = attributes(&user, req.method(), req.uri());
     let decision = srv.authorizer().authorize(&attrs).await;
+    if let Some(audit) = req.extensions().get::<AuditHandle>() {
+        let verdict = if decision.allowed() {
+            "allow"
+        } else {
+            "forbid"
+        };
+        audit.annotate("authorization.k8s.io/decision", verdict);
+        audit.annotate("authorization.k8s.io/reason", decision.reason.as_str());
+    }
     if decision.allowed() {
         return next.run(req).await;
     }

@@ -179,11 +179,10 @@ pub async fn impersonate_layer(
         Ok(None) => return next.run(req).await,
         Ok(Some(w)) => w,
         Err(msg) => {
-            // Upstream answers with `responsewriters.InternalError`: plain text.
-            let body = format!(
-                "Internal Server Error: {:?}: {msg}\n",
-                req.uri().to_string()
-            );
+            // Upstream answers with `responsewriters.InternalError`: plain text
+            // naming the request URI (path and query, also over HTTP/2).
+            let uri = req.uri().path_and_query().map_or("/", |p| p.as_str());
+            let body = format!("Internal Server Error: {uri:?}: {msg}\n");
             let headers = [(
                 axum::http::header::CONTENT_TYPE,
                 "text/plain; charset=utf-8",

@@ -287,3 +287,26 @@ async fn a_failed_authentication_is_recorded_without_a_user() {
         "Authentication failed, attempted: bearer"
     );
 }
+
+#[tokio::test]
+async fn the_authorization_decision_and_reason_are_annotations() {
+    let (c, log) = start().await;
+    let uri = "/api/v1/namespaces/team-b/configmaps";
+    let (code, id) = send(&c, "alice", "POST", uri, configmap("allowed")).await;
+    assert_eq!(code, 201);
+    let evs = events_of(&log, &id, 2).await;
+    let notes = &evs[1]["annotations"];
+    assert_eq!(notes["authorization.k8s.io/decision"], "allow", "{notes}");
+    assert_eq!(
+        notes["authorization.k8s.io/reason"],
+        "RBAC: allowed by ClusterRoleBinding \"test-users\" of ClusterRole \"cluster-admin\" to User \"alice\""
+    );
+
+    // Anonymous may not list configmaps: forbid, with RBAC's (empty) reason.
+    let (code, id) = send(&c, "anonymous", "GET", uri, Body::empty()).await;
+    assert_eq!(code, 403);
+    let evs = events_of(&log, &id, 2).await;
+    let notes = &evs[1]["annotations"];
+    assert_eq!(notes["authorization.k8s.io/decision"], "forbid", "{notes}");
+    assert_eq!(notes["authorization.k8s.io/reason"], "");
+}

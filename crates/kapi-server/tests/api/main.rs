@@ -34,6 +34,7 @@ mod eviction;
 mod groups;
 mod groups2;
 mod harness;
+mod impersonation;
 mod lifecycle;
 mod limits;
 mod lists;
