@@ -25,6 +25,7 @@ use bytes::Bytes;
 use kapi_storage::{Event, EventKind, Revision};
 use tokio::sync::mpsc;
 
+use super::encoded::{Encoded, Form};
 use super::index::{FieldIndex, Indexer, KeyFilter};
 use super::object::CachedObject;
 
@@ -42,6 +43,8 @@ pub struct CachedEvent {
     pub prev: Option<Arc<CachedObject>>,
     /// The event's JSON watch line, built by the first watcher that sends it.
     line: OnceLock<Option<Bytes>>,
+    /// Its frames in other encodings, built by the first watcher that sends them.
+    encoded: Encoded,
     /// When the cache received it (the history window keeps `fresh` of them).
     recorded: Instant,
 }
@@ -80,6 +83,14 @@ impl CachedEvent {
                 watch_line(self.natural_type(), obj, self.revision())
             })
             .clone()
+    }
+}
+
+impl CachedEvent {
+    /// The event's frame in encoding `form` for an unfiltered watcher, built by
+    /// `compute` once and shared by every watcher that sends it.
+    pub fn frame(&self, form: Form, compute: impl FnOnce() -> Option<Bytes>) -> Option<Bytes> {
+        self.encoded.get_or_compute(form, compute)
     }
 }
 
@@ -275,6 +286,7 @@ impl PrefixCache {
                 object,
                 prev,
                 line: OnceLock::new(),
+                encoded: Encoded::default(),
                 recorded: now,
             });
             st.history.push_back(ev.clone());
