@@ -26,7 +26,8 @@ use crate::scenarios::{write_at_rate, WatchPlan};
 use crate::stats::{cpu_seconds, Samples};
 
 fn unix_nanos(t: SystemTime) -> u64 {
-    t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
+    t.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
 }
 
 /// The child: `watchers` watches of the namespace from now; see the module doc.
@@ -196,7 +197,10 @@ pub async fn parent(
     // Wall clock of the parent's monotonic instants, for the children's receipts.
     let (base_instant, base_wall) = (Instant::now(), unix_nanos(SystemTime::now()));
     let wall = |t: Instant| base_wall + t.duration_since(base_instant).as_nanos() as u64;
-    let cpu_before: Vec<_> = pids.iter().map(|p| cpu_seconds(*p).unwrap_or(0.0)).collect();
+    let cpu_before: Vec<_> = pids
+        .iter()
+        .map(|p| cpu_seconds(*p).unwrap_or(0.0))
+        .collect();
     let writes_started = Instant::now();
     let (acks, writes) = write_at_rate(api, prefix, plan).await;
     let write_secs = writes_started.elapsed().as_secs_f64();
@@ -241,5 +245,8 @@ pub async fn parent(
     delivery.elapsed = plan.duration;
     let mut out = writes;
     out.push(delivery);
-    Ok((out, json!({"write_phase_servers": cpu, "connected": connected})))
+    Ok((
+        out,
+        json!({"write_phase_servers": cpu, "connected": connected}),
+    ))
 }

@@ -110,7 +110,8 @@ pub fn watch_line(kind: &str, obj: &CachedObject, rv: Revision) -> Option<Bytes>
 /// What a cache watcher receives.
 #[derive(Debug, Clone)]
 pub enum CacheMessage {
-    Events(Vec<Arc<CachedEvent>>),
+    /// Shared by every watcher whose prefix covers the whole batch.
+    Events(Arc<[Arc<CachedEvent>]>),
     /// The backend reported progress: nothing more under the prefix up to here.
     Progress(Revision),
     /// The cache's once-a-second clock, with the revision it has reached.
@@ -423,7 +424,7 @@ impl PrefixCache {
             .collect();
         let (tx, rx) = mpsc::channel(buffer.max(2));
         if !backlog.is_empty() {
-            tx.try_send(CacheMessage::Events(backlog))
+            tx.try_send(CacheMessage::Events(backlog.into()))
                 .expect("a new channel has room");
         }
         st.watchers.push(Watcher {
@@ -537,15 +538,23 @@ impl State {
     }
 
     fn dispatch(&mut self, events: &[Arc<CachedEvent>]) {
+        // One batch for every watcher of the whole prefix (the common case: a
+        // thousand watchers of one resource share one allocation per batch).
+        let all: Arc<[Arc<CachedEvent>]> = events.into();
         self.watchers.retain(|w| {
-            let mine: Vec<_> = events
-                .iter()
-                .filter(|e| e.key().starts_with(&w.prefix))
-                .cloned()
-                .collect();
-            if mine.is_empty() {
-                return !w.tx.is_closed();
-            }
+            let mine = if events.iter().all(|e| e.key().starts_with(&w.prefix)) {
+                all.clone()
+            } else {
+                let some: Vec<_> = events
+                    .iter()
+                    .filter(|e| e.key().starts_with(&w.prefix))
+                    .cloned()
+                    .collect();
+                if some.is_empty() {
+                    return !w.tx.is_closed();
+                }
+                some.into()
+            };
             match w.tx.try_send(CacheMessage::Events(mine)) {
                 Ok(()) => true,
                 Err(mpsc::error::TrySendError::Closed(_)) => false,

@@ -175,7 +175,7 @@ impl CachePump {
                     }
                 }
                 Some(CacheMessage::Events(events)) => {
-                    for e in &events {
+                    for e in events.iter() {
                         let Some((kind, obj)) = self.translate(e) else {
                             continue;
                         };
