@@ -3,7 +3,8 @@
 //! operation as a table (and JSON with `--json`), plus — given the server's
 //! PIDs — their peak RSS and CPU seconds from `/proc` while the scenario ran.
 //!
-//! Scenarios (`scenarios.rs`): create, get, list, update, watch, mixed, scale;
+//! Scenarios (`scenarios.rs`): create, get, list, update, watch (with `--procs N`
+//! its watchers run in N child processes, `watchers.rs`), mixed, scale;
 //! with `--protobuf` requests and responses are protobuf where the scenario
 //! allows (watches stay JSON). `codec` (`codec.rs`) times the protobuf codec
 //! against JSON in this process, without a server.
