@@ -3,7 +3,8 @@
 //! operation as a table (and JSON with `--json`), plus — given the server's
 //! PIDs — their peak RSS and CPU seconds from `/proc` while the scenario ran.
 //!
-//! Scenarios (`scenarios.rs`): create, get, list, update, watch, mixed, scale;
+//! Scenarios (`scenarios.rs`): create, get, list, update, watch (with `--procs N`
+//! its watchers run in N child processes, `watchers.rs`), mixed, scale;
 //! with `--protobuf` requests and responses are protobuf where the scenario
 //! allows (watches stay JSON). `codec` (`codec.rs`) times the protobuf codec
 //! against JSON in this process, without a server.
@@ -12,6 +13,7 @@ mod client;
 mod codec;
 mod scenarios;
 mod stats;
+mod watchers;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -92,6 +94,15 @@ enum Scenario {
         seconds: u64,
         #[arg(long, default_value_t = 1024)]
         size: usize,
+        /// Spread the watchers over this many child processes (0: all in this one).
+        #[arg(long, default_value_t = 0)]
+        procs: usize,
+    },
+    /// One child process of `watch --procs` (see `watchers.rs`).
+    #[command(hide = true)]
+    WatchChild {
+        #[arg(long)]
+        watchers: usize,
     },
     /// Churn (create, update, delete) at `rate` per second with informers attached.
     Mixed {
@@ -155,6 +166,7 @@ async fn run(args: Args) -> Result<(), String> {
         .map(|p| stats::ProcWatch::start(*p))
         .collect();
     let prefix = args.prefix.as_str();
+    let mut extra = serde_json::Value::Null;
     let (name, results) = match args.scenario {
         Scenario::Create {
             count,
@@ -197,6 +209,7 @@ async fn run(args: Args) -> Result<(), String> {
             rate,
             seconds,
             size,
+            procs,
         } => {
             let plan = WatchPlan {
                 watchers,
@@ -206,7 +219,18 @@ async fn run(args: Args) -> Result<(), String> {
                 informers: false,
                 churn: false,
             };
-            ("watch", scenarios::watch(&api, prefix, &plan).await)
+            if procs == 0 {
+                ("watch", scenarios::watch(&api, prefix, &plan).await)
+            } else {
+                let child_args = child_args(&args.kubeconfig, &args.namespace, prefix);
+                let (samples, more) =
+                    watchers::parent(&api, &child_args, prefix, &plan, procs, &args.pid).await?;
+                extra = more;
+                ("watch", samples)
+            }
+        }
+        Scenario::WatchChild { watchers } => {
+            return watchers::child(&api, prefix, watchers).await;
         }
         Scenario::Mixed {
             informers,
@@ -245,10 +269,33 @@ async fn run(args: Args) -> Result<(), String> {
     let results: Vec<_> = results.iter().map(|s| s.to_json()).collect();
     let procs: Vec<_> = procs.into_iter().map(|p| p.finish()).collect();
     stats::print_table(name, &results, &procs);
+    if let Some(servers) = extra["write_phase_servers"].as_array() {
+        for p in servers {
+            println!(
+                "server pid {} during the writes: cpu {} s ({} cores avg)",
+                p["pid"], p["cpu_seconds"], p["cpu_cores_avg"]
+            );
+        }
+    }
     let encoding = if args.protobuf { "protobuf" } else { "json" };
-    let report =
-        json!({"scenario": name, "encoding": encoding, "results": results, "servers": procs});
+    let report = json!({"scenario": name, "encoding": encoding, "results": results,
+                        "servers": procs, "extra": extra});
     write_json(args.json.as_deref(), &report)
+}
+
+/// The global arguments a child process needs to reach the same server and names.
+fn child_args(kubeconfig: &Option<PathBuf>, namespace: &str, prefix: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(k) = kubeconfig {
+        out.extend(["--kubeconfig".to_owned(), k.display().to_string()]);
+    }
+    out.extend([
+        "--namespace".to_owned(),
+        namespace.to_owned(),
+        "--prefix".to_owned(),
+        prefix.to_owned(),
+    ]);
+    out
 }
 
 fn write_json(path: Option<&std::path::Path>, report: &serde_json::Value) -> Result<(), String> {

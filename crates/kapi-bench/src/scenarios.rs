@@ -317,7 +317,7 @@ pub async fn watch(api: &Api, prefix: &str, plan: &WatchPlan) -> Vec<Samples> {
 
 /// Creates (and with churn: updates and deletes) at a fixed rate; the ack
 /// instant of each create by index.
-async fn write_at_rate(
+pub async fn write_at_rate(
     api: &Api,
     prefix: &str,
     plan: &WatchPlan,

@@ -66,7 +66,7 @@ pub struct ProcWatch {
     started: Instant,
 }
 
-fn cpu_seconds(pid: u32) -> Option<f64> {
+pub fn cpu_seconds(pid: u32) -> Option<f64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // Fields after the command name, which is in parentheses and may hold spaces.
     let rest = &stat[stat.rfind(')')? + 2..];

@@ -10,11 +10,15 @@
 //! `contentType`). Watch streams frame each `WatchEvent` (itself not enveloped,
 //! its object enveloped) with a 4-byte big-endian length.
 //!
+//! `parts.rs` writes envelopes, lists and frames from message bytes encoded
+//! earlier (the watch cache keeps them per object).
+//!
 //! Where to look next: `schema.rs` for the table and the kind lookup;
 //! `kapi-server/src/negotiate.rs` for where HTTP bodies meet this crate.
 
 mod decode;
 mod encode;
+mod parts;
 mod schema;
 mod special;
 mod wire;
@@ -22,6 +26,10 @@ mod wire;
 use serde_json::{Map, Value};
 
 pub use decode::KEEP_ZERO;
+pub use parts::{
+    envelope, envelope_head, item_key_len, list_parts, put_item_key, watch_frame, ListParts,
+    ENVELOPE_TAIL,
+};
 pub use schema::{
     split_api_version, FieldDesc, Label, MessageDesc, MessageIndex, Schema, Special, Ty,
 };
@@ -99,17 +107,7 @@ pub fn encode_object(value: &Value) -> Result<Vec<u8>, Error> {
         .and_then(Value::as_str)
         .ok_or(Error::NoKind)?;
     let raw = encode_message(av, kind, value)?;
-    let mut out = Vec::with_capacity(raw.len() + av.len() + kind.len() + 16);
-    out.extend_from_slice(MAGIC);
-    wire::put_nested(&mut out, 1, |out| {
-        wire::put_bytes(out, 1, av.as_bytes());
-        wire::put_bytes(out, 2, kind.as_bytes());
-        Ok(())
-    })?;
-    wire::put_bytes(&mut out, 2, &raw);
-    wire::put_bytes(&mut out, 3, b"");
-    wire::put_bytes(&mut out, 4, b"");
-    Ok(out)
+    Ok(envelope(av, kind, &raw))
 }
 
 /// Decode an enveloped object into JSON with `apiVersion` and `kind` first.
@@ -165,17 +163,7 @@ pub fn decode_object(bytes: &[u8], default: Option<(&str, &str)>) -> Result<Valu
 
 /// One watch stream frame: length, then a `WatchEvent` whose object is enveloped.
 pub fn encode_watch_frame(event_type: &str, object: &Value) -> Result<Vec<u8>, Error> {
-    let inner = encode_object(object)?;
-    let mut ev = Vec::with_capacity(inner.len() + 16);
-    wire::put_bytes(&mut ev, 1, event_type.as_bytes());
-    wire::put_nested(&mut ev, 2, |out| {
-        wire::put_bytes(out, 1, &inner);
-        Ok(())
-    })?;
-    let mut out = Vec::with_capacity(ev.len() + 4);
-    out.extend_from_slice(&(ev.len() as u32).to_be_bytes());
-    out.extend_from_slice(&ev);
-    Ok(out)
+    Ok(watch_frame(event_type, &encode_object(object)?))
 }
 
 /// One decoded watch event: its `type` and its object.

@@ -20,9 +20,11 @@
 //!
 //! Where to look next: `prefix.rs` (one resource's objects, window, watchers),
 //! `index.rs` (field indexes), `object.rs` (what is computed once per object),
+//! `encoded.rs` (encodings kept once per object and event, under a budget),
 //! `backend.rs` (the trait), `store/` (how the generic store uses this).
 
 mod backend;
+mod encoded;
 mod index;
 mod object;
 mod prefix;
@@ -34,6 +36,7 @@ use std::time::Duration;
 
 use kapi_storage::{Backend, Result, Revision, StorageError};
 
+pub use encoded::{encoded_bytes, set_encoded_budget, Encoded, Form};
 pub use index::{Indexer, KeyFilter};
 pub use object::{Attrs, CachedObject, Set};
 pub use prefix::{watch_line, CacheMessage, CacheWatch, CachedEvent, CachedPage, Miss};
@@ -53,6 +56,9 @@ pub struct CacheConfig {
     pub watcher_buffer: usize,
     /// How long a read waits for the cache to reach a revision.
     pub fresh_timeout: Duration,
+    /// The most bytes of other encodings (protobuf) kept beside the cached
+    /// objects and events, process-wide (`encoded.rs`).
+    pub encoded_budget: usize,
 }
 
 impl Default for CacheConfig {
@@ -63,6 +69,7 @@ impl Default for CacheConfig {
             history_max: 100 * 1024,
             watcher_buffer: 1_000,
             fresh_timeout: Duration::from_secs(3),
+            encoded_budget: 256 << 20,
         }
     }
 }
@@ -164,6 +171,7 @@ impl CachedBackend {
                 kept.push(p);
             }
         }
+        encoded::set_encoded_budget(config.encoded_budget);
         let inner = Arc::new(Inner {
             backend,
             root: "/".into(),

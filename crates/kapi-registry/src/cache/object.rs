@@ -1,7 +1,8 @@
 //! One cached object: the backend's [`KeyValue`] plus what readers derive from it,
 //! computed at most once and shared by every reader — its label and field sets
 //! (for selectors) and where its top-level `metadata` object opens (so its JSON can
-//! be written with `resourceVersion` spliced in, without decoding or re-encoding).
+//! be written with `resourceVersion` spliced in, without decoding or re-encoding),
+//! and its other encodings (protobuf), kept once asked for (`encoded.rs`).
 //!
 //! Invariant: a `CachedObject` never changes after it is built; a write to the key
 //! replaces the whole `Arc` in the cache.
@@ -9,7 +10,10 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 
+use bytes::Bytes;
 use kapi_storage::{KeyValue, Revision};
+
+use super::encoded::{Encoded, Form};
 
 /// The label and field sets selectors are evaluated against (upstream's
 /// `labels.Set` / `fields.Set` kept by the cacher).
@@ -59,6 +63,7 @@ pub struct CachedObject {
     pub kv: KeyValue,
     attrs: OnceLock<Option<Attrs>>,
     metadata_at: OnceLock<Option<usize>>,
+    encoded: Encoded,
 }
 
 impl CachedObject {
@@ -67,6 +72,7 @@ impl CachedObject {
             kv,
             attrs: OnceLock::new(),
             metadata_at: OnceLock::new(),
+            encoded: Encoded::default(),
         })
     }
 
@@ -74,6 +80,21 @@ impl CachedObject {
     /// value cannot be decoded (such an object matches no selector).
     pub fn attrs(&self, compute: impl FnOnce(&KeyValue) -> Option<Attrs>) -> Option<&Attrs> {
         self.attrs.get_or_init(|| compute(&self.kv)).as_ref()
+    }
+
+    /// The object in encoding `form` (at its `mod_revision`), computed by
+    /// `compute` on first use and shared afterwards (`encoded.rs`).
+    pub fn encoded(
+        &self,
+        form: Form,
+        compute: impl FnOnce(&KeyValue) -> Option<Bytes>,
+    ) -> Option<Bytes> {
+        self.encoded.get_or_compute(form, || compute(&self.kv))
+    }
+
+    /// The bytes of `form` kept so far, if any.
+    pub fn kept(&self, form: Form) -> Option<Bytes> {
+        self.encoded.get(form)
     }
 
     /// Append the object's JSON with `metadata.resourceVersion` set to `rv`.

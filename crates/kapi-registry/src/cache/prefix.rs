@@ -25,6 +25,7 @@ use bytes::Bytes;
 use kapi_storage::{Event, EventKind, Revision};
 use tokio::sync::mpsc;
 
+use super::encoded::{Encoded, Form};
 use super::index::{FieldIndex, Indexer, KeyFilter};
 use super::object::CachedObject;
 
@@ -42,6 +43,8 @@ pub struct CachedEvent {
     pub prev: Option<Arc<CachedObject>>,
     /// The event's JSON watch line, built by the first watcher that sends it.
     line: OnceLock<Option<Bytes>>,
+    /// Its frames in other encodings, built by the first watcher that sends them.
+    encoded: Encoded,
     /// When the cache received it (the history window keeps `fresh` of them).
     recorded: Instant,
 }
@@ -83,6 +86,14 @@ impl CachedEvent {
     }
 }
 
+impl CachedEvent {
+    /// The event's frame in encoding `form` for an unfiltered watcher, built by
+    /// `compute` once and shared by every watcher that sends it.
+    pub fn frame(&self, form: Form, compute: impl FnOnce() -> Option<Bytes>) -> Option<Bytes> {
+        self.encoded.get_or_compute(form, compute)
+    }
+}
+
 /// One JSON watch event line for `obj` at `rv`.
 pub fn watch_line(kind: &str, obj: &CachedObject, rv: Revision) -> Option<Bytes> {
     let mut out = Vec::with_capacity(obj.kv.value.len() + 64);
@@ -99,7 +110,8 @@ pub fn watch_line(kind: &str, obj: &CachedObject, rv: Revision) -> Option<Bytes>
 /// What a cache watcher receives.
 #[derive(Debug, Clone)]
 pub enum CacheMessage {
-    Events(Vec<Arc<CachedEvent>>),
+    /// Shared by every watcher whose prefix covers the whole batch.
+    Events(Arc<[Arc<CachedEvent>]>),
     /// The backend reported progress: nothing more under the prefix up to here.
     Progress(Revision),
     /// The cache's once-a-second clock, with the revision it has reached.
@@ -275,6 +287,7 @@ impl PrefixCache {
                 object,
                 prev,
                 line: OnceLock::new(),
+                encoded: Encoded::default(),
                 recorded: now,
             });
             st.history.push_back(ev.clone());
@@ -411,7 +424,7 @@ impl PrefixCache {
             .collect();
         let (tx, rx) = mpsc::channel(buffer.max(2));
         if !backlog.is_empty() {
-            tx.try_send(CacheMessage::Events(backlog))
+            tx.try_send(CacheMessage::Events(backlog.into()))
                 .expect("a new channel has room");
         }
         st.watchers.push(Watcher {
@@ -525,15 +538,23 @@ impl State {
     }
 
     fn dispatch(&mut self, events: &[Arc<CachedEvent>]) {
+        // One batch for every watcher of the whole prefix (the common case: a
+        // thousand watchers of one resource share one allocation per batch).
+        let all: Arc<[Arc<CachedEvent>]> = events.into();
         self.watchers.retain(|w| {
-            let mine: Vec<_> = events
-                .iter()
-                .filter(|e| e.key().starts_with(&w.prefix))
-                .cloned()
-                .collect();
-            if mine.is_empty() {
-                return !w.tx.is_closed();
-            }
+            let mine = if events.iter().all(|e| e.key().starts_with(&w.prefix)) {
+                all.clone()
+            } else {
+                let some: Vec<_> = events
+                    .iter()
+                    .filter(|e| e.key().starts_with(&w.prefix))
+                    .cloned()
+                    .collect();
+                if some.is_empty() {
+                    return !w.tx.is_closed();
+                }
+                some.into()
+            };
             match w.tx.try_send(CacheMessage::Events(mine)) {
                 Ok(()) => true,
                 Err(mpsc::error::TrySendError::Closed(_)) => false,

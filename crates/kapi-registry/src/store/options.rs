@@ -68,6 +68,10 @@ pub struct WatchOptions {
     /// The consumer wants each event as a finished JSON line (`WatchEvent::json`)
     /// where the store can give one.
     pub encoded_json: bool,
+    /// The consumer encodes events itself from the cached objects
+    /// (`WatchEvent::cached`), once per object and event, where the store can
+    /// give them (served from the watch cache, no conversion); `encoded_json` wins.
+    pub cached_objects: bool,
     /// When the consumer will end the watch (`timeoutSeconds`): a bookmark is
     /// sent 2 s before, as upstream's cacher does.
     pub timeout: Option<std::time::Duration>,

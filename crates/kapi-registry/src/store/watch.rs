@@ -49,6 +49,20 @@ pub struct WatchEvent {
     /// with other watchers; only with `WatchOptions::encoded_json`, and then
     /// `object` is `Null`.
     pub json: Option<bytes::Bytes>,
+    /// With `WatchOptions::cached_objects`: the cached object the event shows
+    /// (then `object` is `Null`).
+    pub cached: Option<CachedSource>,
+}
+
+/// The cached object a watch event shows, the revision it is shown at (its
+/// `mod_revision`, or a delete's revision), and the cache's event when this
+/// watcher sees that event as an unfiltered watcher does (same type, same
+/// object), so its encoded frames can be shared.
+#[derive(Debug, Clone)]
+pub struct CachedSource {
+    pub object: std::sync::Arc<crate::cache::CachedObject>,
+    pub revision: kapi_storage::Revision,
+    pub event: Option<std::sync::Arc<crate::cache::CachedEvent>>,
 }
 
 pub type WatchReceiver = mpsc::Receiver<WatchEvent>;
@@ -124,6 +138,7 @@ impl Pump {
                 kind,
                 object,
                 json: None,
+                cached: None,
             })
             .await
             .is_ok()

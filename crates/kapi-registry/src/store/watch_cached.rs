@@ -2,7 +2,10 @@
 //! events, the WatchList end bookmark, selectors applied to the old and the new
 //! object), but fed by a cache watcher, so any number of watches share one
 //! backend watch. With `encoded_json` each event travels as its finished JSON
-//! line, built once per event and shared by every watcher that sees it unchanged.
+//! line, built once per event and shared by every watcher that sees it unchanged;
+//! with `cached_objects` each event carries the cached object (and the cache's
+//! event when this watcher sees it unchanged), so the server encodes it once
+//! per object and event for every watcher (protobuf, `handlers/pb_fast.rs`).
 //!
 //! Bookmarks (only with `allowWatchBookmarks`) follow upstream's cacher: about
 //! once a minute, and 2 s before the watch's deadline, at the revision the
@@ -23,7 +26,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::options::{ListOptions, WatchOptions};
-use super::watch::{WatchEvent, WatchEventType, WatchReceiver};
+use super::watch::{CachedSource, WatchEvent, WatchEventType, WatchReceiver};
 use super::{parse_rv, Store};
 use crate::cache::{watch_line, CacheMessage, CacheWatch, CachedEvent, CachedObject, Miss, ReadAt};
 
@@ -101,6 +104,7 @@ impl Store {
                     kind: WatchEventType::Error,
                     object: err.to_status(),
                     json: None,
+                    cached: None,
                 });
                 return Ok(Some(rx));
             }
@@ -113,6 +117,7 @@ impl Store {
             deadline: opts.timeout.map(|t| Instant::now() + t),
             // Shared lines carry the stored bytes: only when no conversion is needed.
             encoded: opts.encoded_json && self.def.conversion.is_none(),
+            objects: opts.cached_objects && self.def.conversion.is_none(),
             tx,
         };
         tokio::spawn(pump.run(watch, snapshot, start, initial));
@@ -129,6 +134,8 @@ struct CachePump {
     bookmarks: bool,
     deadline: Option<Instant>,
     encoded: bool,
+    /// Send the cached objects themselves (`WatchEvent::cached`).
+    objects: bool,
     tx: mpsc::Sender<WatchEvent>,
 }
 
@@ -168,7 +175,7 @@ impl CachePump {
                     }
                 }
                 Some(CacheMessage::Events(events)) => {
-                    for e in &events {
+                    for e in events.iter() {
                         let Some((kind, obj)) = self.translate(e) else {
                             continue;
                         };
@@ -197,13 +204,13 @@ impl CachePump {
     }
 
     /// What this watcher sees of `e`, as `watch.rs` decides it.
-    fn translate<'a>(&self, e: &'a CachedEvent) -> Option<(WatchEventType, &'a CachedObject)> {
-        let old = e.prev.as_deref();
+    fn translate<'a>(&self, e: &'a CachedEvent) -> Option<(WatchEventType, &'a Arc<CachedObject>)> {
+        let old = e.prev.as_ref();
         let old_match = old.is_some_and(|o| self.matches(o));
         match e.event.kind {
             EventKind::Delete => old_match.then_some((WatchEventType::Deleted, old?)),
             EventKind::Put => {
-                let new = e.object.as_deref()?;
+                let new = e.object.as_ref()?;
                 match (old_match, self.matches(new)) {
                     (_, true) if old.is_none() || !old_match => Some((WatchEventType::Added, new)),
                     (true, true) => Some((WatchEventType::Modified, new)),
@@ -217,15 +224,14 @@ impl CachePump {
     async fn send_object(
         &self,
         kind: WatchEventType,
-        obj: &CachedObject,
+        obj: &Arc<CachedObject>,
         rv: Revision,
-        shared: Option<&CachedEvent>,
+        shared: Option<&Arc<CachedEvent>>,
     ) -> bool {
+        let natural = shared.filter(|e| {
+            e.natural_type() == kind.as_str() && e.shown().is_some_and(|s| Arc::ptr_eq(s, obj))
+        });
         let event = if self.encoded {
-            let natural = shared.filter(|e| {
-                e.natural_type() == kind.as_str()
-                    && e.shown().is_some_and(|s| std::ptr::eq(s.as_ref(), obj))
-            });
             let line = match natural {
                 Some(e) => e.json_line(),
                 None => watch_line(kind.as_str(), obj, rv),
@@ -235,8 +241,20 @@ impl CachePump {
                     kind,
                     object: Value::Null,
                     json: Some(line),
+                    cached: None,
                 },
                 None => return self.fail_decode(obj).await,
+            }
+        } else if self.objects {
+            WatchEvent {
+                kind,
+                object: Value::Null,
+                json: None,
+                cached: Some(CachedSource {
+                    object: obj.clone(),
+                    revision: rv,
+                    event: natural.cloned(),
+                }),
             }
         } else {
             match self.store.decode(&obj.kv) {
@@ -246,6 +264,7 @@ impl CachePump {
                         kind,
                         object: v,
                         json: None,
+                        cached: None,
                     }
                 }
                 Err(e) => return self.fail(e).await,
@@ -265,6 +284,7 @@ impl CachePump {
             kind: WatchEventType::Error,
             object: err.to_status(),
             json: None,
+            cached: None,
         };
         let _ = self.tx.send(ev).await;
         false
@@ -275,6 +295,7 @@ impl CachePump {
             kind: WatchEventType::Bookmark,
             object: self.store.bookmark(rv, initial_end),
             json: None,
+            cached: None,
         };
         self.tx.send(ev).await.is_ok()
     }

@@ -15,6 +15,9 @@ pub async fn get(ctx: &Ctx) -> Result<Response, ApiError> {
     if let Some(resp) = super::json_fast::get_json(ctx).await? {
         return Ok(resp);
     }
+    if let Some(resp) = super::pb_fast::get_protobuf(ctx).await? {
+        return Ok(resp);
+    }
     let obj = ctx
         .entry
         .store

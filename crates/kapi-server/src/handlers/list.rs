@@ -64,6 +64,9 @@ pub async fn list(ctx: &Ctx) -> Result<Response, ApiError> {
     if let Some(resp) = super::json_fast::list_json(ctx).await? {
         return Ok(resp);
     }
+    if let Some(resp) = super::pb_fast::list_protobuf(ctx).await? {
+        return Ok(resp);
+    }
     let opts = list_options(ctx)?;
     let result = ctx.entry.store.list(ctx.namespace(), &opts).await?;
     let mut meta = Map::new();

@@ -12,6 +12,7 @@ pub(crate) mod get;
 mod json_fast;
 pub(crate) mod list;
 mod patch;
+mod pb_fast;
 mod scale;
 mod token;
 mod update;

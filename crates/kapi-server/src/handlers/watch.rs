@@ -1,6 +1,8 @@
 //! WATCH: newline-delimited `WatchEvent` JSON over a chunked response, or with a
 //! protobuf `Accept` length-prefixed protobuf `WatchEvent` frames. Events come
-//! from the store's watch; with `as=Table` each object becomes a one-row Table
+//! from the store's watch; JSON lines and protobuf frames of cached events are
+//! encoded once per event and shared by every watcher (`pb_fast.rs` for
+//! protobuf); with `as=Table` each object becomes a one-row Table
 //! (column definitions on the first), as kubectl `get -w` expects. The stream
 //! ends after `timeoutSeconds` (default: 30 minutes, upstream's order of magnitude).
 
@@ -17,6 +19,7 @@ use serde_json::{json, Map};
 use tokio_stream::wrappers::ReceiverStream;
 
 use super::list::{parse_rv_match, parse_selectors};
+use super::pb_fast::{self, PbView};
 use super::Ctx;
 use crate::negotiate::{self, Format, IncludeObject, View};
 
@@ -24,6 +27,7 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
 
 pub async fn watch(ctx: Ctx) -> Result<Response, ApiError> {
     let (label, field) = parse_selectors(&ctx)?;
+    let pb_view = PbView::of(&ctx);
     let send_initial_events = match ctx.query.get("sendInitialEvents") {
         None | Some("") => None,
         Some(v) => Some(matches!(v, "true" | "1")),
@@ -48,10 +52,12 @@ pub async fn watch(ctx: Ctx) -> Result<Response, ApiError> {
         allow_bookmarks: ctx.query.flag("allowWatchBookmarks"),
         send_initial_events,
         encoded_json: ctx.accept.view == View::Object && ctx.accept.format == Format::Json,
+        cached_objects: pb_view.is_some(),
         timeout: Some(timeout),
     };
     let include = IncludeObject::parse(ctx.query.get("includeObject"))?;
     let rx = ctx.entry.store.watch(ctx.namespace(), &opts).await?;
+    let store = ctx.entry.store.clone();
     let def = ctx.entry.def.clone();
     let view = ctx.accept.view;
     let format = ctx.accept.format;
@@ -59,6 +65,25 @@ pub async fn watch(ctx: Ctx) -> Result<Response, ApiError> {
     let lines = ReceiverStream::new(rx).map(move |ev: WatchEvent| {
         if let Some(line) = ev.json {
             return Ok(line);
+        }
+        let mut ev = ev;
+        if let (Some(src), Some(view)) = (&ev.cached, pb_view) {
+            if let Some(frame) = pb_fast::watch_frame(&store, view, ev.kind.as_str(), src) {
+                return Ok(frame);
+            }
+        }
+        if let Some(src) = ev.cached.take() {
+            // Not encodable the fast way: the normal way reports why.
+            ev.object = match store.decode_value(&src.object.kv) {
+                Ok(mut v) => {
+                    let rv = src.revision.to_string();
+                    kapi_registry::meta::set_str(&mut v, "resourceVersion", &rv);
+                    v
+                }
+                Err(e) => {
+                    return Ok(bytes::Bytes::from(frame(format, "ERROR", e.to_status())));
+                }
+            };
         }
         let object = match (view, ev.kind) {
             (

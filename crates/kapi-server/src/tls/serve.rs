@@ -42,6 +42,11 @@ pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// hyper starts the clock when it waits for a request head, so an HTTP/1
 /// keep-alive connection idle that long is closed too (clients reconnect).
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(32);
+/// Streams one HTTP/2 connection may have open at once: upstream's default
+/// (`--http2-max-streams-per-connection` 0 means 100, matching what Go
+/// clients assume before the server's settings arrive; hyper's own is 200). A
+/// client with more watches than this opens another connection, as client-go does.
+pub const HTTP2_MAX_STREAMS: u32 = 100;
 /// How long shutdown waits for open connections before aborting them.
 pub const SHUTDOWN_DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -167,6 +172,7 @@ async fn connection<Fut, S>(
         .http1()
         .timer(TokioTimer::new())
         .header_read_timeout(HEADER_READ_TIMEOUT);
+    builder.http2().max_concurrent_streams(HTTP2_MAX_STREAMS);
     let conn =
         builder.serve_connection_with_upgrades(TokioIo::new(io), TowerToHyperService::new(svc));
     tokio::pin!(conn);

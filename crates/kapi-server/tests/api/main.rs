@@ -43,6 +43,7 @@ mod metrics;
 mod patch;
 mod podsubs;
 mod protobuf;
+mod protobuf_fast;
 mod rbac;
 mod reviews;
 mod smoke;

@@ -1,0 +1,243 @@
+//! The protobuf fast path from the watch cache: each cached object's protobuf
+//! message (or its `PartialObjectMetadata`'s) is encoded once per object version
+//! and kept on the cached object (`kapi_registry::cache::Encoded`, under a
+//! byte budget), and every LIST, GET and watcher that sends it reuses the bytes:
+//! a LIST is the list head plus each item's bytes, streamed in chunks; a GET is
+//! the bytes in an envelope; a watch event's frame is built once per event and
+//! shared by every watcher that sees the event unchanged.
+//!
+//! Applies only where the stored JSON is what the client gets (no conversion)
+//! and the cache answers; anything else goes the normal way (`negotiate.rs`).
+//! The bytes are those of the normal path by construction
+//! (`kapi_protobuf::parts`), checked by the `protobuf_fast_path` API test.
+
+use axum::body::Body;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::Response;
+use bytes::Bytes;
+use kapi_machinery::status::ApiError;
+use kapi_registry::cache::{CachedObject, Form};
+use kapi_registry::store::CachedSource;
+use kapi_registry::{ResourceDef, Store};
+use kapi_storage::{KeyValue, Revision};
+use serde_json::{Map, Value};
+
+use super::list::list_options;
+use super::Ctx;
+use crate::negotiate::{self, Format, View};
+
+const CHUNK: usize = 64 * 1024;
+
+/// What a protobuf client gets of each object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PbView {
+    Object,
+    Metadata,
+}
+
+impl PbView {
+    /// The view for a request, when the fast path applies to it.
+    pub fn of(ctx: &Ctx) -> Option<PbView> {
+        if ctx.accept.format != Format::Protobuf || ctx.entry.def.conversion.is_some() {
+            return None;
+        }
+        match ctx.accept.view {
+            View::Object if negotiate::protobuf_kind(&ctx.entry.def) => Some(PbView::Object),
+            View::PartialMetadata => Some(PbView::Metadata),
+            _ => None,
+        }
+    }
+
+    fn form(self) -> Form {
+        match self {
+            PbView::Object => Form::Protobuf,
+            PbView::Metadata => Form::MetadataProtobuf,
+        }
+    }
+
+    /// `(apiVersion, kind)` of one item.
+    fn item(self, def: &ResourceDef) -> (String, String) {
+        match self {
+            PbView::Object => (def.api_version(), def.kind.clone()),
+            PbView::Metadata => ("meta.k8s.io/v1".into(), "PartialObjectMetadata".into()),
+        }
+    }
+
+    /// `(apiVersion, kind)` of a list.
+    fn list(self, def: &ResourceDef) -> (String, String) {
+        match self {
+            PbView::Object => (def.api_version(), def.list_kind.clone()),
+            PbView::Metadata => ("meta.k8s.io/v1".into(), "PartialObjectMetadataList".into()),
+        }
+    }
+}
+
+/// The object's message bytes in `view`, kept on the cached object.
+fn item_bytes(store: &Store, view: PbView, obj: &CachedObject) -> Option<Bytes> {
+    obj.encoded(view.form(), |kv| encode_item(store, view, kv, None))
+}
+
+/// The message bytes of a stored object, at its `mod_revision` or at `rv`.
+fn encode_item(store: &Store, view: PbView, kv: &KeyValue, rv: Option<Revision>) -> Option<Bytes> {
+    let mut value = store.decode_value(kv).ok()?;
+    if let Some(rv) = rv {
+        kapi_registry::meta::set_str(&mut value, "resourceVersion", &rv.to_string());
+    }
+    let value = match view {
+        PbView::Object => value,
+        PbView::Metadata => negotiate::partial(&value),
+    };
+    let (av, kind) = view.item(&store.def);
+    kapi_protobuf::encode_message(&av, &kind, &value)
+        .ok()
+        .map(Bytes::from)
+}
+
+/// The streamed protobuf LIST, or `None` when the normal path must answer.
+pub async fn list_protobuf(ctx: &Ctx) -> Result<Option<Response>, ApiError> {
+    let Some(view) = PbView::of(ctx) else {
+        return Ok(None);
+    };
+    let opts = list_options(ctx)?;
+    let store = &ctx.entry.store;
+    let Some(list) = store.list_cached(ctx.namespace(), &opts).await? else {
+        return Ok(None);
+    };
+    let mut meta = Map::new();
+    meta.insert("resourceVersion".into(), list.resource_version.into());
+    if let Some(c) = list.continue_token {
+        meta.insert("continue".into(), c.into());
+    }
+    if let Some(n) = list.remaining {
+        meta.insert("remainingItemCount".into(), n.into());
+    }
+    let (av, list_kind) = view.list(&ctx.entry.def);
+    let Ok(parts) = kapi_protobuf::list_parts(&av, &list_kind, &Value::Object(meta)) else {
+        return Ok(None);
+    };
+    // Kept bytes are shared, not copied; only objects past the budget are
+    // encoded for this response alone.
+    let mut items = Vec::with_capacity(list.items.len());
+    for obj in &list.items {
+        match item_bytes(store, view, obj) {
+            Some(b) => items.push(b),
+            // The normal path reports what does not encode.
+            None => return Ok(None),
+        }
+    }
+    let raw_len = parts.head.len()
+        + items
+            .iter()
+            .map(|b| kapi_protobuf::item_key_len(parts.items_tag, b.len()) + b.len())
+            .sum::<usize>();
+    let mut head = kapi_protobuf::envelope_head(&av, &list_kind, raw_len);
+    head.extend_from_slice(&parts.head);
+    let chunks = Chunks {
+        items,
+        items_tag: parts.items_tag,
+        next: 0,
+        head: Some(head),
+        done: false,
+    };
+    let stream = futures::stream::iter(chunks.map(Ok::<_, std::convert::Infallible>));
+    Ok(Some(protobuf_response(Body::from_stream(stream))))
+}
+
+/// GET `?resourceVersion=…` from the cache as kept protobuf bytes, or `None`.
+pub async fn get_protobuf(ctx: &Ctx) -> Result<Option<Response>, ApiError> {
+    let Some(view) = PbView::of(ctx) else {
+        return Ok(None);
+    };
+    let Some(rv) = ctx.query.non_empty("resourceVersion") else {
+        return Ok(None);
+    };
+    let store = &ctx.entry.store;
+    let Some(obj) = store
+        .get_cached_object(ctx.namespace(), ctx.name(), rv)
+        .await?
+    else {
+        return Ok(None);
+    };
+    let Some(raw) = item_bytes(store, view, &obj) else {
+        return Ok(None);
+    };
+    let (av, kind) = view.item(&ctx.entry.def);
+    let body = kapi_protobuf::envelope(&av, &kind, &raw);
+    Ok(Some(protobuf_response(Body::from(body))))
+}
+
+/// One watch frame of `event_type` for the cached object in `src`; the frame of
+/// an event every watcher sees alike is built once and shared. `None` when the
+/// object does not encode (the caller reports it the normal way).
+pub fn watch_frame(
+    store: &Store,
+    view: PbView,
+    event_type: &str,
+    src: &CachedSource,
+) -> Option<Bytes> {
+    let build = || {
+        // A deleted object is shown at the delete's revision: not the kept bytes.
+        let raw = if src.revision == src.object.kv.mod_revision {
+            item_bytes(store, view, &src.object)?
+        } else {
+            encode_item(store, view, &src.object.kv, Some(src.revision))?
+        };
+        let (av, kind) = view.item(&store.def);
+        let enveloped = kapi_protobuf::envelope(&av, &kind, &raw);
+        Some(Bytes::from(kapi_protobuf::watch_frame(
+            event_type, &enveloped,
+        )))
+    };
+    match &src.event {
+        Some(e) => e.frame(view.form(), build),
+        None => build(),
+    }
+}
+
+fn protobuf_response(body: Body) -> Response {
+    let mut resp = Response::new(body);
+    *resp.status_mut() = StatusCode::OK;
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(kapi_protobuf::MEDIA_TYPE),
+    );
+    resp
+}
+
+struct Chunks {
+    items: Vec<Bytes>,
+    items_tag: u32,
+    next: usize,
+    head: Option<Vec<u8>>,
+    done: bool,
+}
+
+impl Iterator for Chunks {
+    type Item = Bytes;
+
+    fn next(&mut self) -> Option<Bytes> {
+        if self.done {
+            return None;
+        }
+        // As the JSON list (`json_fast.rs`): one allocation of one size per chunk.
+        let mut out = Vec::with_capacity(CHUNK + CHUNK / 4);
+        if let Some(head) = self.head.take() {
+            out.extend_from_slice(&head);
+        }
+        let empty = out.len();
+        while self.next < self.items.len() && out.len() < CHUNK {
+            let item = &self.items[self.next];
+            if out.len() > empty && out.len() + item.len() + 16 > out.capacity() {
+                break;
+            }
+            kapi_protobuf::put_item_key(&mut out, self.items_tag, item.len());
+            out.extend_from_slice(item);
+            self.next += 1;
+        }
+        if self.next == self.items.len() {
+            out.extend_from_slice(kapi_protobuf::ENVELOPE_TAIL);
+            self.done = true;
+        }
+        Some(Bytes::from(out))
+    }
+}
