@@ -167,6 +167,27 @@ impl Store {
         Ok(Some(out))
     }
 
+    /// Wait, at most `timeout`, until the watch cache serves this resource;
+    /// false when it has no cache or the cache is not filled by then. For
+    /// in-process readers that would rather wait a moment than read and decode
+    /// everything from the backend while the cache fills (after a restart).
+    pub async fn cache_ready(&self, timeout: std::time::Duration) -> bool {
+        let Some(cache) = &self.cache else {
+            return false;
+        };
+        let prefix = self.def.list_prefix(None);
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            if cache.is_ready(&prefix) {
+                return true;
+            }
+            if !cache.caches(&prefix) || tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+
     /// Which keys a list under `prefix` needs to visit for `opts`' field selector.
     fn key_filter(
         &self,
@@ -257,7 +278,15 @@ impl Store {
 
 /// The label and field sets of a stored object of `def`'s resource.
 fn attrs_of(def: &ResourceDef, kv: &kapi_storage::KeyValue) -> Option<Attrs> {
-    let obj: Value = serde_json::from_slice(&kv.value).ok()?;
+    let selectable = def.strategy.selectable_field_names();
+    // Most resources select on metadata alone: parse only that (the rest of the
+    // object is skipped unallocated), which matters when a selector first
+    // touches every cached object of a large resource.
+    let obj: Value = if selectable.iter().all(|f| f.starts_with("metadata.")) {
+        serde_json::json!({"metadata": Store::stored_metadata(kv).ok()?})
+    } else {
+        serde_json::from_slice(&kv.value).ok()?
+    };
     let labels = meta::meta(&obj)
         .and_then(|m| m.get("labels"))
         .and_then(Value::as_object)
@@ -268,7 +297,6 @@ fn attrs_of(def: &ResourceDef, kv: &kapi_storage::KeyValue) -> Option<Attrs> {
         })
         .unwrap_or_default();
     let mut fields = std::collections::BTreeMap::new();
-    let selectable = def.strategy.selectable_field_names();
     for f in ["metadata.name", "metadata.namespace"]
         .into_iter()
         .chain(selectable.iter().map(String::as_str))
