@@ -139,13 +139,14 @@ impl Store {
                     more = true;
                     break;
                 }
-                last_key = Some(o.kv.key.clone());
+                // The object itself (a reference count), not a copy of its key.
+                last_key = Some(o.clone());
                 if !filtered || self.cached_matches(&o, opts) {
                     out.items.push(o);
                 }
             }
             let full = opts.limit > 0 && out.items.len() >= opts.limit;
-            match last_key {
+            match last_key.as_ref().map(|o| o.kv.key.as_str()) {
                 Some(last) if more => {
                     if full || !filtered {
                         let next = format!("{last}\0");
@@ -279,11 +280,11 @@ impl Store {
 /// The label and field sets of a stored object of `def`'s resource.
 fn attrs_of(def: &ResourceDef, kv: &kapi_storage::KeyValue) -> Option<Attrs> {
     let selectable = def.strategy.selectable_field_names();
-    // Most resources select on metadata alone: parse only that (the rest of the
-    // object is skipped unallocated), which matters when a selector first
-    // touches every cached object of a large resource.
+    // Most resources select on metadata alone: parse only that, without
+    // managedFields (the rest is skipped unallocated), which matters when a
+    // selector first touches every cached object of a large resource.
     let obj: Value = if selectable.iter().all(|f| f.starts_with("metadata.")) {
-        serde_json::json!({"metadata": Store::stored_metadata(kv).ok()?})
+        serde_json::json!({"metadata": Store::stored_metadata_without_managed_fields(kv).ok()?})
     } else {
         serde_json::from_slice(&kv.value).ok()?
     };

@@ -159,7 +159,7 @@ impl Store {
         let mut metadata = if managed_fields {
             Self::stored_metadata(kv)?
         } else {
-            metadata_only::<metadata_only::WithoutManagedFields>(kv)?.0
+            Self::stored_metadata_without_managed_fields(kv)?
         };
         metadata.insert("resourceVersion".into(), kv.mod_revision.to_string().into());
         Ok(serde_json::json!({
@@ -167,6 +167,13 @@ impl Store {
             "kind": self.def.kind,
             "metadata": metadata,
         }))
+    }
+
+    /// [`Store::stored_metadata`] without `managedFields`, which the parser skips.
+    pub(crate) fn stored_metadata_without_managed_fields(
+        kv: &KeyValue,
+    ) -> Result<serde_json::Map<String, Value>, ApiError> {
+        Ok(metadata_only::<metadata_only::WithoutManagedFields>(kv)?.0)
     }
 
     /// The stored object's `metadata` object, parsed alone.
