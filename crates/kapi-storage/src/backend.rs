@@ -42,7 +42,8 @@ pub struct ListPage {
     pub revision: Revision,
     /// Whether keys remain after this page.
     pub more: bool,
-    /// How many keys remain after this page (exact).
+    /// How many keys remain after this page: exact, unless the list asked for
+    /// `skip_count` (then only `0` or, when `more`, at least `1`).
     pub remaining: i64,
 }
 
@@ -55,6 +56,10 @@ pub struct ListOptions {
     pub limit: usize,
     /// Start at this key (inclusive); it must lie under the prefix.
     pub continue_from: Option<String>,
+    /// The caller needs only `more`, not how many keys remain: a backend may
+    /// then stop reading at the first key after the page (a paged read of the
+    /// whole keyspace stays linear instead of counting the rest per page).
+    pub skip_count: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

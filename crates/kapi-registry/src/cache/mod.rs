@@ -247,6 +247,11 @@ impl CachedBackend {
     }
 
     /// Whether `prefix` is cached and the cache is filled.
+    /// Whether `prefix` is cached at all (ready or still filling).
+    pub fn caches(&self, prefix: &str) -> bool {
+        self.cache(prefix).is_some()
+    }
+
     pub fn is_ready(&self, prefix: &str) -> bool {
         self.cache(prefix)
             .is_some_and(|c| c.ready_revision().is_some())

@@ -158,6 +158,7 @@ async fn list_into(
                     revision: Some(revision),
                     limit: PAGE,
                     continue_from: start.take(),
+                    skip_count: true,
                 },
             )
             .await?;

@@ -139,13 +139,14 @@ impl Store {
                     more = true;
                     break;
                 }
-                last_key = Some(o.kv.key.clone());
+                // The object itself (a reference count), not a copy of its key.
+                last_key = Some(o.clone());
                 if !filtered || self.cached_matches(&o, opts) {
                     out.items.push(o);
                 }
             }
             let full = opts.limit > 0 && out.items.len() >= opts.limit;
-            match last_key {
+            match last_key.as_ref().map(|o| o.kv.key.as_str()) {
                 Some(last) if more => {
                     if full || !filtered {
                         let next = format!("{last}\0");
@@ -165,6 +166,27 @@ impl Store {
         }
         out.resource_version = revision.to_string();
         Ok(Some(out))
+    }
+
+    /// Wait, at most `timeout`, until the watch cache serves this resource;
+    /// false when it has no cache or the cache is not filled by then. For
+    /// in-process readers that would rather wait a moment than read and decode
+    /// everything from the backend while the cache fills (after a restart).
+    pub async fn cache_ready(&self, timeout: std::time::Duration) -> bool {
+        let Some(cache) = &self.cache else {
+            return false;
+        };
+        let prefix = self.def.list_prefix(None);
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            if cache.is_ready(&prefix) {
+                return true;
+            }
+            if !cache.caches(&prefix) || tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
     }
 
     /// Which keys a list under `prefix` needs to visit for `opts`' field selector.
@@ -257,7 +279,15 @@ impl Store {
 
 /// The label and field sets of a stored object of `def`'s resource.
 fn attrs_of(def: &ResourceDef, kv: &kapi_storage::KeyValue) -> Option<Attrs> {
-    let obj: Value = serde_json::from_slice(&kv.value).ok()?;
+    let selectable = def.strategy.selectable_field_names();
+    // Most resources select on metadata alone: parse only that, without
+    // managedFields (the rest is skipped unallocated), which matters when a
+    // selector first touches every cached object of a large resource.
+    let obj: Value = if selectable.iter().all(|f| f.starts_with("metadata.")) {
+        serde_json::json!({"metadata": Store::stored_metadata_without_managed_fields(kv).ok()?})
+    } else {
+        serde_json::from_slice(&kv.value).ok()?
+    };
     let labels = meta::meta(&obj)
         .and_then(|m| m.get("labels"))
         .and_then(Value::as_object)
@@ -268,7 +298,6 @@ fn attrs_of(def: &ResourceDef, kv: &kapi_storage::KeyValue) -> Option<Attrs> {
         })
         .unwrap_or_default();
     let mut fields = std::collections::BTreeMap::new();
-    let selectable = def.strategy.selectable_field_names();
     for f in ["metadata.name", "metadata.namespace"]
         .into_iter()
         .chain(selectable.iter().map(String::as_str))

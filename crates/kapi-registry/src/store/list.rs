@@ -77,6 +77,8 @@ impl Store {
                     opts.limit.max(1)
                 },
                 continue_from: start.clone(),
+                // A filtered list reports no remainingItemCount.
+                skip_count: filtered,
             };
             let page = self.backend.list(&prefix, req).await.map_err(|e| match e {
                 StorageError::Compacted { .. } if opts.continue_token.is_some() => {

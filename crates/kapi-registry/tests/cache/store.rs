@@ -293,3 +293,55 @@ fn first_line_rv(obj: &Value) -> String {
         .unwrap()
         .to_owned()
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metadata_only_reads_keep_every_metadata_field() {
+    let f = fixtures::embedded().await;
+    let (cached, _) = stores(&f);
+    let obj = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                     "metadata": {"name": "one", "namespace": "a", "labels": {"app": "web"},
+                                  "managedFields": [{"manager": "m", "operation": "Update",
+                                                     "apiVersion": "v1", "fieldsType": "FieldsV1",
+                                                     "fieldsV1": {"f:data": {}}}]},
+                     "data": {"k": "v"}});
+    // Written below the store, so the stored bytes keep managedFields.
+    let kv = f
+        .cache
+        .backend()
+        .create(
+            "/t/configmaps/a/one",
+            serde_json::to_vec(&obj).unwrap().into(),
+        )
+        .await
+        .unwrap();
+    let mut made = obj;
+    made["metadata"]["resourceVersion"] = kv.mod_revision.to_string().into();
+    assert!(
+        f.cache
+            .wait_for(kv.mod_revision, std::time::Duration::from_secs(10))
+            .await
+    );
+    let list = cached
+        .list_cached(None, &ListOptions::default())
+        .await
+        .unwrap()
+        .expect("served by the cache");
+    let [obj] = &list.items[..] else {
+        panic!("one object: {:?}", list.items.len())
+    };
+    let m = cached.decode_metadata(&obj.kv, true).unwrap();
+    assert_eq!(m["apiVersion"], "v1");
+    assert_eq!(m["kind"], "ConfigMap");
+    assert_eq!(
+        m["metadata"], made["metadata"],
+        "the whole metadata, resourceVersion included"
+    );
+    assert!(m.get("data").is_none(), "nothing but metadata: {m}");
+    let trimmed = cached.decode_metadata(&obj.kv, false).unwrap();
+    let mut expected = made["metadata"].clone();
+    expected.as_object_mut().unwrap().remove("managedFields");
+    assert_ne!(trimmed["metadata"], m["metadata"]);
+    assert_eq!(trimmed["metadata"], expected);
+    let full = cached.decode_values([&obj.kv]).unwrap();
+    assert_eq!(full, vec![made]);
+}

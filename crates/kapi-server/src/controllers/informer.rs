@@ -4,9 +4,13 @@
 //! reporting what vanished meanwhile as deletions. Events go to one channel,
 //! so a controller sees the changes of a resource in order.
 //!
-//! Memory: the list is read in pages (as client-go's pager), so at most one
-//! page of decoded objects exists at a time however many objects the resource
-//! has, and what is kept per object to report deletions is its key and uid.
+//! Memory: from the watch cache the list is the cache's shared objects, decoded
+//! a batch at a time as they are sent; without a cache it is read in pages (as
+//! client-go's pager). Either way at most one batch of decoded objects exists at
+//! a time however many objects the resource has, and what is kept per object to
+//! report deletions is its key and uid. A metadata informer (as upstream's
+//! metadata informers, used by the garbage collector) decodes only each
+//! object's `metadata`.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -39,6 +43,15 @@ pub struct Event {
     pub change: Change,
 }
 
+/// What an informer hands on of each object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// The whole object.
+    Full,
+    /// `apiVersion`, `kind` and `metadata` only, without `managedFields`.
+    Metadata,
+}
+
 /// Watch `entry` (all namespaces, objects matching `field`), sending changes to
 /// `tx` until the receiver is dropped.
 pub fn spawn(
@@ -46,7 +59,106 @@ pub fn spawn(
     field: FieldSelector,
     tx: mpsc::Sender<Event>,
 ) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(run(entry, field, tx))
+    tokio::spawn(run(entry, field, Shape::Full, tx))
+}
+
+/// As [`spawn`], handing on only each object's metadata.
+pub fn spawn_metadata(
+    entry: Arc<Entry>,
+    field: FieldSelector,
+    tx: mpsc::Sender<Event>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(run(entry, field, Shape::Metadata, tx))
+}
+
+/// Objects decoded at a time from a cached list (one batch, so a conversion
+/// webhook gets one review per batch).
+const BATCH: usize = 500;
+
+/// How long a list waits for the watch cache to fill before reading the backend.
+const CACHE_WAIT: Duration = Duration::from_secs(30);
+
+/// `obj` cut down to `shape`.
+fn shaped(shape: Shape, obj: Value) -> Value {
+    match (shape, obj) {
+        (Shape::Metadata, Value::Object(mut m)) => {
+            m.retain(|k, _| matches!(k.as_str(), "apiVersion" | "kind" | "metadata"));
+            if let Some(Value::Object(meta)) = m.get_mut("metadata") {
+                meta.remove("managedFields");
+            }
+            Value::Object(m)
+        }
+        (_, obj) => obj,
+    }
+}
+
+/// How a list ended.
+enum Listed {
+    /// Every object was sent; the list's resourceVersion.
+    Done(Option<String>),
+    /// The receiver is gone.
+    Closed,
+}
+
+/// List `entry`'s objects matching `field` into `tx`, recording each in `fresh`.
+async fn list(
+    entry: &Arc<Entry>,
+    field: &FieldSelector,
+    shape: Shape,
+    tx: &mpsc::Sender<Event>,
+    fresh: &mut Known,
+) -> Result<Listed, kapi_machinery::status::ApiError> {
+    let send = |obj: Value| {
+        let change = Change::Upsert(obj);
+        let entry = entry.clone();
+        async move { tx.send(Event { entry, change }).await.is_ok() }
+    };
+    let store = &entry.store;
+    let mut opts = ListOptions {
+        field: field.clone(),
+        ..Default::default()
+    };
+    // From the cache (waiting a moment for it after a restart rather than
+    // decoding everything from the backend): its shared objects, decoded a batch
+    // at a time.
+    let cached = match store.cache_ready(CACHE_WAIT).await {
+        true => store.list_cached(None, &opts).await?,
+        false => None,
+    };
+    if let Some(cached) = cached {
+        for batch in cached.items.chunks(BATCH) {
+            let objs = match shape {
+                Shape::Full => store.decode_values(batch.iter().map(|o| &o.kv))?,
+                Shape::Metadata => batch
+                    .iter()
+                    .map(|o| store.decode_metadata(&o.kv, false))
+                    .collect::<Result<_, _>>()?,
+            };
+            for obj in objs {
+                fresh.insert(key(&obj), seen(&obj));
+                if !send(obj).await {
+                    return Ok(Listed::Closed);
+                }
+            }
+        }
+        return Ok(Listed::Done(Some(cached.resource_version)));
+    }
+    opts.limit = PAGE;
+    let mut list_rv = None;
+    loop {
+        let page = store.list(None, &opts).await?;
+        list_rv.get_or_insert(page.resource_version);
+        for obj in page.items {
+            fresh.insert(key(&obj), seen(&obj));
+            if !send(shaped(shape, obj)).await {
+                return Ok(Listed::Closed);
+            }
+        }
+        match page.continue_token {
+            Some(token) => opts.continue_token = Some(token),
+            None => return Ok(Listed::Done(list_rv)),
+        }
+    }
 }
 
 /// Objects per list page (client-go pages by 500; larger pages here because each
@@ -81,7 +193,7 @@ fn skeleton(entry: &Entry, (namespace, name): (String, String), uid: Option<Stri
     serde_json::json!({"apiVersion": entry.def.api_version(), "kind": entry.def.kind, "metadata": m})
 }
 
-async fn run(entry: Arc<Entry>, field: FieldSelector, tx: mpsc::Sender<Event>) {
+async fn run(entry: Arc<Entry>, field: FieldSelector, shape: Shape, tx: mpsc::Sender<Event>) {
     let send = |change| {
         let tx = tx.clone();
         let entry = entry.clone();
@@ -97,34 +209,18 @@ async fn run(entry: Arc<Entry>, field: FieldSelector, tx: mpsc::Sender<Event>) {
         }
         if rv.is_none() {
             let mut fresh = Known::new();
-            let mut opts = ListOptions {
-                field: field.clone(),
-                limit: PAGE,
-                ..Default::default()
-            };
-            let mut list_rv = None;
-            let listed = loop {
-                let page = match entry.store.list(None, &opts).await {
-                    Ok(p) => p,
-                    Err(e) => break Err(e),
-                };
-                list_rv.get_or_insert(page.resource_version);
-                for obj in page.items {
-                    fresh.insert(key(&obj), seen(&obj));
-                    if !send(Change::Upsert(obj)).await {
-                        return;
-                    }
+            let list_rv = match list(&entry, &field, shape, &tx, &mut fresh).await {
+                Ok(Listed::Done(list_rv)) => {
+                    tracing::debug!(resource = %entry.def.gvr(), objects = fresh.len(), "informer listed");
+                    list_rv
                 }
-                match page.continue_token {
-                    Some(token) => opts.continue_token = Some(token),
-                    None => break Ok(()),
+                Ok(Listed::Closed) => return,
+                Err(e) => {
+                    tracing::debug!(resource = %entry.def.gvr(), error = %e, "informer list failed");
+                    tokio::time::sleep(retry).await;
+                    continue;
                 }
             };
-            if let Err(e) = listed {
-                tracing::debug!(resource = %entry.def.gvr(), error = %e, "informer list failed");
-                tokio::time::sleep(retry).await;
-                continue;
-            }
             for (k, uid) in known.drain() {
                 if !fresh.contains_key(&k) && !send(Change::Deleted(skeleton(&entry, k, uid))).await
                 {
@@ -149,6 +245,7 @@ async fn run(entry: Arc<Entry>, field: FieldSelector, tx: mpsc::Sender<Event>) {
         let mut events = match entry.store.watch(None, &opts).await {
             Ok(rx) => rx,
             Err(e) => {
+                tracing::debug!(resource = %entry.def.gvr(), code = e.code, "informer watch failed");
                 if e.code == 410 {
                     rv = None;
                 } else {
@@ -161,6 +258,7 @@ async fn run(entry: Arc<Entry>, field: FieldSelector, tx: mpsc::Sender<Event>) {
             let obj = ev.object;
             match ev.kind {
                 WatchEventType::Error => {
+                    tracing::debug!(resource = %entry.def.gvr(), status = %obj, "informer watch ended");
                     if obj.get("code").and_then(Value::as_i64) == Some(410) {
                         rv = None;
                     }
@@ -170,7 +268,7 @@ async fn run(entry: Arc<Entry>, field: FieldSelector, tx: mpsc::Sender<Event>) {
                 WatchEventType::Added | WatchEventType::Modified => {
                     known.insert(key(&obj), seen(&obj));
                     rv = meta::resource_version(&obj).map(str::to_owned).or(rv);
-                    if !send(Change::Upsert(obj)).await {
+                    if !send(Change::Upsert(shaped(shape, obj))).await {
                         return;
                     }
                     continue;
@@ -178,7 +276,7 @@ async fn run(entry: Arc<Entry>, field: FieldSelector, tx: mpsc::Sender<Event>) {
                 WatchEventType::Deleted => {
                     known.remove(&key(&obj));
                     rv = meta::resource_version(&obj).map(str::to_owned).or(rv);
-                    if !send(Change::Deleted(obj)).await {
+                    if !send(Change::Deleted(shaped(shape, obj))).await {
                         return;
                     }
                     continue;

@@ -51,7 +51,11 @@ pub fn spawn(srv: Arc<Server>) {
     informer::spawn(quotas.clone(), FieldSelector::everything(), tx.clone());
     for r in WATCHED {
         if let Some(e) = srv.apis.lookup("", "v1", r) {
-            informer::spawn(e, FieldSelector::everything(), tx.clone());
+            // Only pods' status matters here; of the others, only deletions.
+            match *r {
+                "pods" => informer::spawn(e, FieldSelector::everything(), tx.clone()),
+                _ => informer::spawn_metadata(e, FieldSelector::everything(), tx.clone()),
+            };
         }
     }
     let q = queue.clone();

@@ -127,6 +127,9 @@ impl Index {
                 kvs.push(Self::kv(k, v));
             } else {
                 remaining += 1;
+                if opts.skip_count {
+                    break;
+                }
             }
         }
         Ok(ListPage {
@@ -161,14 +164,34 @@ impl Index {
     /// Apply one durable record, returning the event it produced. Replaying a
     /// snapshot goes through here too, so a delete of an unknown key is tolerated.
     pub fn apply(&mut self, record: Record) -> Option<Event> {
-        match record {
+        let event = self.record(record)?;
+        if event.revision() > self.compacted {
+            self.log.push_back(event.clone());
+        }
+        Some(event)
+    }
+
+    /// [`Index::apply`] for recovery, where nobody takes the event: it is moved
+    /// into the log, not copied.
+    pub fn replay(&mut self, record: Record) {
+        if let Some(event) = self.record(record) {
+            if event.revision() > self.compacted {
+                self.log.push_back(event);
+            }
+        }
+    }
+
+    /// Add the record's version to its key (one tree lookup) and build its event.
+    fn record(&mut self, record: Record) -> Option<Event> {
+        let current = self.revision;
+        let (event, revision) = match record {
             Record::Meta {
                 revision,
                 compacted,
             } => {
                 self.revision = self.revision.max(revision);
                 self.compacted = self.compacted.max(compacted);
-                None
+                return None;
             }
             Record::Put {
                 revision,
@@ -177,7 +200,6 @@ impl Index {
                 key,
                 value,
             } => {
-                let prev = self.latest(&key);
                 let v = Version {
                     mod_revision: revision,
                     create_revision,
@@ -185,16 +207,22 @@ impl Index {
                     value: Some(value),
                 };
                 let kv = Self::kv(&key, &v);
-                self.keys.entry(key).or_default().push(v);
-                self.push_event(Event {
-                    kind: EventKind::Put,
-                    kv,
-                    prev,
-                })
+                let versions = self.keys.entry(key).or_default();
+                let prev = live_at(versions, current).map(|p| Self::kv(&kv.key, p));
+                versions.push(v);
+                (
+                    Event {
+                        kind: EventKind::Put,
+                        kv,
+                        prev,
+                    },
+                    revision,
+                )
             }
             Record::Delete { revision, key } => {
-                let prev = self.latest(&key);
-                self.keys.entry(key.clone()).or_default().push(Version {
+                let versions = self.keys.entry(key.clone()).or_default();
+                let prev = live_at(versions, current).map(|p| Self::kv(&key, p));
+                versions.push(Version {
                     mod_revision: revision,
                     create_revision: 0,
                     version: 0,
@@ -207,20 +235,17 @@ impl Index {
                     mod_revision: revision,
                     version: 0,
                 };
-                self.push_event(Event {
-                    kind: EventKind::Delete,
-                    kv,
-                    prev,
-                })
+                (
+                    Event {
+                        kind: EventKind::Delete,
+                        kv,
+                        prev,
+                    },
+                    revision,
+                )
             }
-        }
-    }
-
-    fn push_event(&mut self, event: Event) -> Option<Event> {
-        self.revision = self.revision.max(event.revision());
-        if event.revision() > self.compacted {
-            self.log.push_back(event.clone());
-        }
+        };
+        self.revision = self.revision.max(revision);
         Some(event)
     }
 

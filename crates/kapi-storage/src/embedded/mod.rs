@@ -138,7 +138,7 @@ impl EmbeddedBackend {
 /// Rebuild the index from the newest snapshot and the WALs; returns the WAL to append to.
 fn recover(dir: &Path) -> std::io::Result<(Index, PathBuf)> {
     let mut index = wal::replay_latest_snapshot(dir, |index: &mut Index, r| {
-        index.apply(r);
+        index.replay(r);
     })?
     .unwrap_or_default();
     let wals = wal::numbered(dir, "wal-", ".log")?;
@@ -146,7 +146,7 @@ fn recover(dir: &Path) -> std::io::Result<(Index, PathBuf)> {
     for (i, (_, path)) in wals.iter().enumerate() {
         let (valid, size) = wal::replay_file(path, |r| {
             if record_revision(&r) > index.revision {
-                index.apply(r);
+                index.replay(r);
             }
         })?;
         if valid < size {
