@@ -45,6 +45,7 @@ mod podsubs;
 mod protobuf;
 mod rbac;
 mod reviews;
+mod sa_tokens;
 mod smoke;
 mod subres_create;
 mod subres_scale;
