@@ -16,7 +16,8 @@
 //! are refused unless `--service-account-legacy-tokens` is set; then the
 //! secret must still exist (not being deleted nor labelled
 //! `kubernetes.io/legacy-token-invalid-since`), hold this token, and belong to
-//! the account, which must exist with the token's uid and not be deleting.
+//! the account, which must exist with the token's uid and not be deleting. The
+//! secret's `kubernetes.io/legacy-token-last-used` label records the day.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -357,10 +358,55 @@ impl Issuer {
         if stored.as_deref() != Some(token.as_bytes()) || owner != Some(sa.as_str()) {
             return Err("the token does not match its secret".into());
         }
+        track_last_used(srv, &ns, &secret, &obj).await;
         Ok((
             account_user(&ns, &sa, &uid, BTreeMap::new()),
             self.audiences.clone(),
         ))
+    }
+}
+
+/// Upstream's legacy token tracking: the secret's
+/// `kubernetes.io/legacy-token-last-used` label is the day (UTC) its token last
+/// authenticated. A failed write is only logged, as upstream.
+async fn track_last_used(srv: &Server, ns: &str, name: &str, secret: &Value) {
+    const LABEL: &str = "kubernetes.io/legacy-token-last-used";
+    let today = rfc3339(now()).chars().take(10).collect::<String>();
+    let labelled = secret
+        .pointer("/metadata/labels")
+        .and_then(|l| l.get(LABEL))
+        .and_then(Value::as_str);
+    let Some(entry) = srv.apis.lookup("", "v1", "secrets") else {
+        return;
+    };
+    if labelled == Some(today.as_str()) || today.len() != 10 {
+        return;
+    }
+    let uid = secret.pointer("/metadata/uid").cloned();
+    let gr = entry.def.group_resource();
+    let opts = crate::controllers::write_options_for("kube-apiserver");
+    let target = kapi_registry::store::UpdateTarget::Main;
+    let updated = entry
+        .store
+        .update_with(Some(ns), name, target, &opts, false, |cur| {
+            let stale =
+                || kapi_machinery::status::ApiError::optimistic_lock_conflict(gr.clone(), name);
+            let cur = cur.ok_or_else(stale)?;
+            if cur.pointer("/metadata/uid") != uid.as_ref() {
+                return Err(stale());
+            }
+            let mut obj = cur.clone();
+            let m = kapi_registry::meta::meta_mut(&mut obj);
+            let labels = m.entry("labels").or_insert_with(|| json!({}));
+            if !labels.is_object() {
+                *labels = json!({});
+            }
+            labels[LABEL] = json!(today);
+            Ok(obj)
+        })
+        .await;
+    if let Err(e) = updated {
+        tracing::warn!(namespace = ns, name, error = %e, "failed to label a legacy service account token secret with last-used");
     }
 }
 

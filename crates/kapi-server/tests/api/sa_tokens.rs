@@ -123,6 +123,19 @@ async fn token_secret_is_filled_and_authenticates_only_with_legacy_tokens() {
         ])
     );
 
+    // Upstream's legacy token tracking labels the secret with the day of use.
+    let today: String =
+        kapi_server::authn::serviceaccount::rfc3339(kapi_server::authn::serviceaccount::now())
+            .chars()
+            .take(10)
+            .collect();
+    let (_, used) = call(&s.client, "GET", &format!("{SECRETS}/robot-token-2"), None).await;
+    assert_eq!(
+        used["metadata"]["labels"]["kubernetes.io/legacy-token-last-used"],
+        today.as_str()
+    );
+    assert_eq!(used["data"], secret["data"], "the token is kept");
+
     // A token signed with the right key but not held by the secret is refused.
     let forged = s.server.service_accounts().sign_claims(&json!({
         "iss": "kubernetes/serviceaccount", "sub": "system:serviceaccount:default:robot",
