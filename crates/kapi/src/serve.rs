@@ -131,7 +131,8 @@ pub struct ServeArgs {
     advertise_address: Option<String>,
     /// In-process controllers to run, as kube-controller-manager's flag: `*`
     /// runs all, `foo` runs foo, `-foo` turns foo off. Known: garbagecollector,
-    /// namespace, serviceaccount, root-ca-cert-publisher (or their
+    /// namespace, serviceaccount, serviceaccount-token, root-ca-cert-publisher,
+    /// clusterrole-aggregation, resourcequota (or their
     /// `...-controller` names). Turn one off to leave it to an external
     /// kube-controller-manager.
     #[arg(long, value_delimiter = ',', default_value = "*")]

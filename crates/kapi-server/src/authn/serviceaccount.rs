@@ -11,9 +11,13 @@
 //! object still exist with the same uids — read from the watch cache, and from
 //! the backend when the cache does not have them (yet).
 //!
-//! Legacy secret-based tokens (`iss: kubernetes/serviceaccount`) are refused
-//! unless `--service-account-legacy-tokens` is set; then the secret must still
-//! exist, hold this token, and belong to the account.
+//! Legacy secret-based tokens (`iss: kubernetes/serviceaccount`, filled into
+//! `kubernetes.io/service-account-token` secrets by `controllers/tokens.rs`)
+//! are refused unless `--service-account-legacy-tokens` is set; then the
+//! secret must still exist (not being deleted nor labelled
+//! `kubernetes.io/legacy-token-invalid-since`), hold this token, and belong to
+//! the account, which must exist with the token's uid and not be deleting. The
+//! secret's `kubernetes.io/legacy-token-last-used` label records the day.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -198,6 +202,22 @@ impl Issuer {
         (self.signer.sign(&claims), exp)
     }
 
+    /// A legacy token for the secret `secret` of the account `(name, uid)` in
+    /// `namespace`, as kube-controller-manager's tokens controller signs them
+    /// (upstream `LegacyClaims`): issuer `kubernetes/serviceaccount`, the
+    /// account's username as subject, no audience and no expiry.
+    pub fn legacy_token(&self, namespace: &str, account: (&str, &str), secret: &str) -> String {
+        let claims = json!({
+            "iss": LEGACY_ISSUER,
+            "sub": format!("system:serviceaccount:{namespace}:{}", account.0),
+            "kubernetes.io/serviceaccount/namespace": namespace,
+            "kubernetes.io/serviceaccount/secret.name": secret,
+            "kubernetes.io/serviceaccount/service-account.name": account.0,
+            "kubernetes.io/serviceaccount/service-account.uid": account.1,
+        });
+        self.signer.sign(&claims)
+    }
+
     /// Sign arbitrary claims (tests mint expired or odd tokens with this).
     pub fn sign_claims(&self, claims: &Value) -> String {
         self.signer.sign(claims)
@@ -312,9 +332,22 @@ impl Issuer {
             c("service-account.uid"),
         );
         expect_uid(srv, "serviceaccounts", &ns, &sa, &uid).await?;
+        let account = lookup(srv, "serviceaccounts", &ns, &sa).await;
+        if account.is_some_and(|a| a.pointer("/metadata/deletionTimestamp").is_some()) {
+            return Err("service account has been deleted".into());
+        }
         let obj = lookup(srv, "secrets", &ns, &secret)
             .await
             .ok_or("the token's secret no longer exists")?;
+        // Upstream: a secret being deleted, or labelled invalid by the legacy
+        // token cleaner, no longer authenticates.
+        let invalidated = obj
+            .pointer("/metadata/labels/kubernetes.io~1legacy-token-invalid-since")
+            .and_then(Value::as_str)
+            .is_some_and(|s| !s.is_empty());
+        if obj.pointer("/metadata/deletionTimestamp").is_some() || invalidated {
+            return Err("token has been invalidated".into());
+        }
         let stored = obj
             .pointer("/data/token")
             .and_then(Value::as_str)
@@ -325,10 +358,55 @@ impl Issuer {
         if stored.as_deref() != Some(token.as_bytes()) || owner != Some(sa.as_str()) {
             return Err("the token does not match its secret".into());
         }
+        track_last_used(srv, &ns, &secret, &obj).await;
         Ok((
             account_user(&ns, &sa, &uid, BTreeMap::new()),
             self.audiences.clone(),
         ))
+    }
+}
+
+/// Upstream's legacy token tracking: the secret's
+/// `kubernetes.io/legacy-token-last-used` label is the day (UTC) its token last
+/// authenticated. A failed write is only logged, as upstream.
+async fn track_last_used(srv: &Server, ns: &str, name: &str, secret: &Value) {
+    const LABEL: &str = "kubernetes.io/legacy-token-last-used";
+    let today = rfc3339(now()).chars().take(10).collect::<String>();
+    let labelled = secret
+        .pointer("/metadata/labels")
+        .and_then(|l| l.get(LABEL))
+        .and_then(Value::as_str);
+    let Some(entry) = srv.apis.lookup("", "v1", "secrets") else {
+        return;
+    };
+    if labelled == Some(today.as_str()) || today.len() != 10 {
+        return;
+    }
+    let uid = secret.pointer("/metadata/uid").cloned();
+    let gr = entry.def.group_resource();
+    let opts = crate::controllers::write_options_for("kube-apiserver");
+    let target = kapi_registry::store::UpdateTarget::Main;
+    let updated = entry
+        .store
+        .update_with(Some(ns), name, target, &opts, false, |cur| {
+            let stale =
+                || kapi_machinery::status::ApiError::optimistic_lock_conflict(gr.clone(), name);
+            let cur = cur.ok_or_else(stale)?;
+            if cur.pointer("/metadata/uid") != uid.as_ref() {
+                return Err(stale());
+            }
+            let mut obj = cur.clone();
+            let m = kapi_registry::meta::meta_mut(&mut obj);
+            let labels = m.entry("labels").or_insert_with(|| json!({}));
+            if !labels.is_object() {
+                *labels = json!({});
+            }
+            labels[LABEL] = json!(today);
+            Ok(obj)
+        })
+        .await;
+    if let Err(e) = updated {
+        tracing::warn!(namespace = ns, name, error = %e, "failed to label a legacy service account token secret with last-used");
     }
 }
 

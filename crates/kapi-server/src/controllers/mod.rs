@@ -7,6 +7,7 @@
 //! | `garbage-collector-controller` (`garbagecollector`) | kube-controller-manager | `gc/` |
 //! | `namespace-controller` (`namespace`) | kube-controller-manager | `namespace.rs` |
 //! | `serviceaccount-controller` (`serviceaccount`) | kube-controller-manager | `serviceaccounts.rs` |
+//! | `serviceaccount-token-controller` (`serviceaccount-token`) | kube-controller-manager | `tokens.rs` |
 //! | `root-ca-certificate-publisher-controller` (`root-ca-cert-publisher`) | kube-controller-manager | `rootca.rs` |
 //! | `clusterrole-aggregation-controller` (`clusterrole-aggregation`) | kube-controller-manager | `clusterroles.rs` |
 //! | `resourcequota-controller` (`resourcequota`) | kube-controller-manager | `resourcequota.rs` |
@@ -29,6 +30,7 @@ pub(crate) mod queue;
 mod resourcequota;
 mod rootca;
 mod serviceaccounts;
+mod tokens;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -48,6 +50,7 @@ pub const CONTROLLERS: &[(&str, &str)] = &[
     ("garbage-collector-controller", "garbagecollector"),
     ("namespace-controller", "namespace"),
     ("serviceaccount-controller", "serviceaccount"),
+    ("serviceaccount-token-controller", "serviceaccount-token"),
     (
         "root-ca-certificate-publisher-controller",
         "root-ca-cert-publisher",
@@ -154,6 +157,9 @@ pub fn spawn(srv: &Arc<Server>, opts: &Options) {
     }
     if sel.enabled("serviceaccount") {
         serviceaccounts::spawn(srv.clone());
+    }
+    if sel.enabled("serviceaccount-token") {
+        tokens::spawn(srv.clone(), opts.root_ca.clone());
     }
     match &opts.root_ca {
         Some(ca) if sel.enabled("root-ca-cert-publisher") => rootca::spawn(srv.clone(), ca.clone()),

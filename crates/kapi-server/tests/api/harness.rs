@@ -172,6 +172,12 @@ pub const TOKENS: &str = "alice-token,alice,uid-alice,\"dev\"\n\
     dave-token,dave,uid-dave\n";
 
 impl TestServer {
+    /// The cluster CA certificate (PEM) the server's PKI was generated with.
+    #[allow(dead_code)]
+    pub fn ca_pem(&self) -> &str {
+        &self.ca_pem
+    }
+
     /// A client authenticating with `Authorization: Bearer <token>`.
     #[allow(dead_code)]
     pub async fn client_with_token(&self, token: &str) -> Client {

@@ -46,6 +46,7 @@ mod protobuf;
 mod protobuf_fast;
 mod rbac;
 mod reviews;
+mod sa_tokens;
 mod smoke;
 mod subres_create;
 mod subres_scale;
