@@ -17,12 +17,16 @@
 //!
 //! Upstream keeps a graph fed by informers. Here the relations are read from
 //! the watch cache when asked: the pods of a node through the cache's
-//! `spec.nodeName` index, claims, volumes and attachments by key. A relation
+//! `spec.nodeName` index, pods, volumes and attachments by key, and — for a
+//! secret not used by a pod directly — the volumes whose `spec.claimRef` names
+//! a claim of the node's pods (upstream draws volume → claim from `claimRef`,
+//! never from the claim's `volumeName`). A relation
 //! not found in whatever the cache holds is looked for once more with a
 //! consistent read (the cache caught up with the backend), so a pod created
 //! just before its kubelet asks is seen; as upstream's graph, a deleted pod's
 //! grants go away as soon as the cache has the delete.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -61,7 +65,6 @@ enum Kind {
 
 pub struct Node {
     pods: Option<Arc<Entry>>,
-    claims: Option<Arc<Entry>>,
     volumes: Option<Arc<Entry>>,
     attachments: Option<Arc<Entry>>,
     /// The static rules every node holds (the `system:node` ClusterRole).
@@ -85,7 +88,6 @@ impl Node {
             .unwrap_or_default();
         Node {
             pods: apis.lookup("", "v1", "pods"),
-            claims: apis.lookup("", "v1", "persistentvolumeclaims"),
             volumes: apis.lookup("", "v1", "persistentvolumes"),
             attachments: apis.lookup("storage.k8s.io", "v1", "volumeattachments"),
             rules,
@@ -164,22 +166,39 @@ impl Node {
         entry.as_ref()?.store.get(ns, name, rv).await.ok()
     }
 
-    /// The volume bound to each claim of `pods`.
-    async fn volumes_of(&self, pods: &[Value], fresh: bool) -> Vec<String> {
-        let mut out = Vec::new();
+    /// The claims (namespace, name) of `pods`.
+    fn claims_of(pods: &[Value]) -> HashSet<(String, String)> {
+        let mut out = HashSet::new();
         for pod in pods {
             let ns = pod.pointer("/metadata/namespace").and_then(Value::as_str);
             for claim in refs::pod_claims(pod) {
-                if let Some(pvc) = Self::get(&self.claims, ns, &claim, fresh).await {
-                    if let Some(v) = pvc.pointer("/spec/volumeName").and_then(Value::as_str) {
-                        if !v.is_empty() && !out.iter().any(|o| o == v) {
-                            out.push(v.to_owned());
-                        }
-                    }
-                }
+                out.insert((ns.unwrap_or("").to_owned(), claim));
             }
         }
         out
+    }
+
+    /// The PersistentVolumes whose `spec.claimRef` is one of `claims` (upstream
+    /// draws the edge volume → claim from `claimRef`, not from the claim).
+    async fn volumes_of(&self, claims: &HashSet<(String, String)>, fresh: bool) -> Vec<Value> {
+        let Some(volumes) = self.volumes.as_ref().filter(|_| !claims.is_empty()) else {
+            return Vec::new();
+        };
+        let opts = ListOptions {
+            resource_version: (!fresh).then(|| "0".to_string()),
+            ..Default::default()
+        };
+        match volumes.store.list(None, &opts).await {
+            Ok(list) => list
+                .items
+                .into_iter()
+                .filter(|pv| claims.contains(&claim_ref(pv)))
+                .collect(),
+            Err(e) => {
+                tracing::warn!(error = %e, "node authorizer: persistent volumes unreadable");
+                Vec::new()
+            }
+        }
     }
 
     /// Is there a path from the object to `node` (upstream `hasPathFrom`)?
@@ -210,11 +229,16 @@ impl Node {
                 .iter()
                 .any(|p| refs::pod_claims(p).iter().any(|c| c == name)),
             Kind::Volume => {
-                let pods = self.pods_of(node, None, fresh).await;
-                self.volumes_of(&pods, fresh)
-                    .await
-                    .iter()
-                    .any(|v| v == name)
+                let Some(pv) = Self::get(&self.volumes, None, name, fresh).await else {
+                    return false;
+                };
+                let (claim_ns, claim) = claim_ref(&pv);
+                !claim.is_empty()
+                    && self
+                        .pods_of(node, Some(&claim_ns), fresh)
+                        .await
+                        .iter()
+                        .any(|p| refs::pod_claims(p).contains(&claim))
             }
             Kind::Secret => {
                 let pods = self.pods_of(node, None, fresh).await;
@@ -228,14 +252,11 @@ impl Node {
                 {
                     return true;
                 }
-                for v in self.volumes_of(&pods, fresh).await {
-                    if let Some(pv) = Self::get(&self.volumes, None, &v, fresh).await {
-                        if refs::pv_uses_secret(&pv, ns, name) {
-                            return true;
-                        }
-                    }
-                }
-                false
+                let claims = Self::claims_of(&pods);
+                self.volumes_of(&claims, fresh)
+                    .await
+                    .iter()
+                    .any(|pv| refs::pv_uses_secret(pv, ns, name))
             }
         }
     }
@@ -256,6 +277,17 @@ impl Node {
             "no relationship found between node '{node}' and this object"
         ))
     }
+}
+
+/// A volume's `spec.claimRef` as (namespace, name).
+fn claim_ref(pv: &Value) -> (String, String) {
+    let at = |ptr: &str| {
+        pv.pointer(ptr)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned()
+    };
+    (at("/spec/claimRef/namespace"), at("/spec/claimRef/name"))
 }
 
 /// What [`Node::decide`] found without reading: a decision, or a relation to look up.

@@ -88,6 +88,16 @@ async fn setup(s: &TestServer) -> String {
                     "nodePublishSecretRef": {"name": "s3"}}}}),
     )
     .await;
+    // A volume claimed by nobody's pod.
+    create(
+        s,
+        "/api/v1/persistentvolumes",
+        json!({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv2"},
+            "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                "claimRef": {"namespace": ns, "name": "other"},
+                "hostPath": {"path": "/tmp"}}}),
+    )
+    .await;
     create(
         s,
         &format!("{base}/persistentvolumeclaims"),
@@ -160,6 +170,18 @@ async fn a_node_reads_what_its_pods_use_and_nothing_else() {
     );
     assert_eq!(
         node_get(&s, "n2", &format!("{base}/secrets/s1")).await.0,
+        403
+    );
+    assert_eq!(
+        node_get(&s, "n1", "/api/v1/persistentvolumes/pv2").await.0,
+        403
+    );
+    assert_eq!(
+        node_get(&s, "n2", "/api/v1/persistentvolumes/pv1").await.0,
+        403
+    );
+    assert_eq!(
+        node_get(&s, "n2", &format!("{base}/secrets/s3")).await.0,
         403
     );
     let (code, out) = node_get(&s, "n1", &format!("{base}/secrets")).await;
