@@ -89,7 +89,8 @@ impl Server {
         let schema: Arc<dyn SchemaNav> = kapi_resources::patchmeta::BuiltinSchema::shared();
         let apis = apis::Apis::new(defs, backend, schema.clone());
         let rbac = Arc::new(authz::rbac::Rbac::new(&apis));
-        let chain = authz::Chain::new(&[authz::Mode::Rbac], rbac.clone());
+        let node = Arc::new(authz::node::Node::new(&apis));
+        let chain = authz::Chain::new(&[authz::Mode::Rbac], rbac.clone(), node);
         Arc::new(Server {
             config,
             apis,
@@ -114,7 +115,8 @@ impl Server {
 
     /// Authorize with `modes`, in order (`system:masters` is always allowed).
     pub fn set_authorization_modes(&self, modes: &[authz::Mode]) {
-        let chain = authz::Chain::new(modes, self.rbac.clone());
+        let node = Arc::new(authz::node::Node::new(&self.apis));
+        let chain = authz::Chain::new(modes, self.rbac.clone(), node);
         *self.authorizer.write().expect("authorizer lock") = Arc::new(chain);
     }
 

@@ -86,7 +86,7 @@ pub struct ServeArgs {
     /// `system:unauthenticated`; they reach only what RBAC grants them).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     anonymous_auth: bool,
-    /// Authorizers, in order (first decision wins): RBAC, AlwaysAllow, AlwaysDeny.
+    /// Authorizers, in order (first decision wins): Node, RBAC, AlwaysAllow, AlwaysDeny.
     #[arg(long, default_value = "RBAC")]
     authorization_mode: String,
     /// Admission plugins to enable besides the default set (upstream names,

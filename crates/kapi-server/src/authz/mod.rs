@@ -4,7 +4,8 @@
 //! [`Authorizer`] trait and the chain `--authorization-mode` builds
 //! ([`Chain`]): members of `system:masters` are always allowed (upstream's
 //! privileged-group authorizer, which runs before every mode), then the modes
-//! in order — `RBAC` ([`rbac::Rbac`]), `AlwaysAllow`, `AlwaysDeny`; the first
+//! in order — `Node` ([`node::Node`]), `RBAC` ([`rbac::Rbac`]), `AlwaysAllow`,
+//! `AlwaysDeny`; the first
 //! one with an opinion (allow or deny) decides, and no opinion at all means
 //! "forbidden", with the reasons of every mode joined. Like upstream, RBAC and
 //! AlwaysDeny never deny outright; they only have no opinion.
@@ -18,6 +19,8 @@ mod controller_roles;
 pub mod escalation;
 pub mod filter;
 pub mod impersonation;
+pub mod node;
+mod node_refs;
 pub mod policy;
 pub mod rbac;
 pub mod roles;
@@ -156,6 +159,7 @@ pub enum Mode {
     AlwaysAllow,
     AlwaysDeny,
     Rbac,
+    Node,
 }
 
 impl Mode {
@@ -167,9 +171,10 @@ impl Mode {
                 "AlwaysAllow" => Mode::AlwaysAllow,
                 "AlwaysDeny" => Mode::AlwaysDeny,
                 "RBAC" => Mode::Rbac,
+                "Node" => Mode::Node,
                 other => {
                     return Err(format!(
-                        "authorization-mode {other:?} is not a valid mode (supported: AlwaysAllow, AlwaysDeny, RBAC)"
+                        "authorization-mode {other:?} is not a valid mode (supported: AlwaysAllow, AlwaysDeny, Node, RBAC)"
                     ))
                 }
             };
@@ -226,7 +231,7 @@ pub struct Chain {
 }
 
 impl Chain {
-    pub fn new(modes: &[Mode], rbac: Arc<rbac::Rbac>) -> Chain {
+    pub fn new(modes: &[Mode], rbac: Arc<rbac::Rbac>, node: Arc<node::Node>) -> Chain {
         let modes = modes
             .iter()
             .map(|m| -> Arc<dyn Authorizer> {
@@ -234,6 +239,7 @@ impl Chain {
                     Mode::AlwaysAllow => Arc::new(AlwaysAllow),
                     Mode::AlwaysDeny => Arc::new(AlwaysDeny),
                     Mode::Rbac => rbac.clone(),
+                    Mode::Node => node.clone(),
                 }
             })
             .collect();
@@ -291,7 +297,12 @@ mod tests {
             Mode::parse_list("RBAC,AlwaysDeny").unwrap(),
             vec![Mode::Rbac, Mode::AlwaysDeny]
         );
-        assert!(Mode::parse_list("Node").is_err());
+        assert_eq!(
+            Mode::parse_list("Node,RBAC").unwrap(),
+            vec![Mode::Node, Mode::Rbac]
+        );
+        assert!(Mode::parse_list("Webhook").is_err());
+        assert!(Mode::parse_list("Node,Node").is_err());
         assert!(Mode::parse_list("RBAC,RBAC").is_err());
         assert!(Mode::parse_list("").is_err());
     }

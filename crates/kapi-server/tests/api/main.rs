@@ -40,6 +40,7 @@ mod limits;
 mod lists;
 mod masters;
 mod metrics;
+mod nodeauthz;
 mod patch;
 mod podsubs;
 mod protobuf;
