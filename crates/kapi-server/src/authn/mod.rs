@@ -63,6 +63,16 @@ impl UserInfo {
             ..Default::default()
         }
     }
+
+    /// A user with `groups` and nothing else, for unit tests.
+    #[cfg(test)]
+    pub(crate) fn for_test(name: &str, groups: &[&str]) -> Self {
+        UserInfo {
+            name: name.into(),
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+            ..Default::default()
+        }
+    }
 }
 
 /// Outcome of [`Authenticator::authenticate`].

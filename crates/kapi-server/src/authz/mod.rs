@@ -284,11 +284,7 @@ mod tests {
     use super::*;
 
     fn user(name: &str, groups: &[&str]) -> UserInfo {
-        UserInfo {
-            name: name.into(),
-            groups: groups.iter().map(|g| g.to_string()).collect(),
-            ..Default::default()
-        }
+        UserInfo::for_test(name, groups)
     }
 
     #[test]

@@ -332,11 +332,7 @@ mod tests {
     use kapi_resources::flowcontrol::bootstrap;
 
     fn user(name: &str, groups: &[&str]) -> UserInfo {
-        UserInfo {
-            name: name.into(),
-            groups: groups.iter().map(|g| g.to_string()).collect(),
-            ..Default::default()
-        }
+        UserInfo::for_test(name, groups)
     }
 
     fn classify<'a>(schemas: &'a [Schema], d: &Digest) -> &'a str {

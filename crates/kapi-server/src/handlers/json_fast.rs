@@ -68,14 +68,7 @@ pub async fn get_json(ctx: &Ctx) -> Result<Option<Response>, ApiError> {
     if !fast_path_applies(ctx) {
         return Ok(None);
     }
-    let Some(rv) = ctx.query.non_empty("resourceVersion") else {
-        return Ok(None);
-    };
-    let store = &ctx.entry.store;
-    let Some(obj) = store
-        .get_cached_object(ctx.namespace(), ctx.name(), rv)
-        .await?
-    else {
+    let Some(obj) = cached_for_get(ctx).await? else {
         return Ok(None);
     };
     let mut out = Vec::with_capacity(obj.kv.value.len() + 40);
@@ -88,6 +81,18 @@ pub async fn get_json(ctx: &Ctx) -> Result<Option<Response>, ApiError> {
         HeaderValue::from_static("application/json"),
     );
     Ok(Some(resp))
+}
+
+/// The cached object a GET with a `resourceVersion` reads (any fast path's
+/// encoding), or `None` when the normal path must answer.
+pub async fn cached_for_get(ctx: &Ctx) -> Result<Option<Arc<CachedObject>>, ApiError> {
+    let Some(rv) = ctx.query.non_empty("resourceVersion") else {
+        return Ok(None);
+    };
+    ctx.entry
+        .store
+        .get_cached_object(ctx.namespace(), ctx.name(), rv)
+        .await
 }
 
 /// `{"kind":…,"apiVersion":…,"metadata":{…},"items":[`

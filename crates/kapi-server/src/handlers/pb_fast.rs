@@ -148,16 +148,10 @@ pub async fn get_protobuf(ctx: &Ctx) -> Result<Option<Response>, ApiError> {
     let Some(view) = PbView::of(ctx) else {
         return Ok(None);
     };
-    let Some(rv) = ctx.query.non_empty("resourceVersion") else {
+    let Some(obj) = super::json_fast::cached_for_get(ctx).await? else {
         return Ok(None);
     };
     let store = &ctx.entry.store;
-    let Some(obj) = store
-        .get_cached_object(ctx.namespace(), ctx.name(), rv)
-        .await?
-    else {
-        return Ok(None);
-    };
     let Some(raw) = item_bytes(store, view, &obj) else {
         return Ok(None);
     };

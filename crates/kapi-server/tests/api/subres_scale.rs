@@ -59,8 +59,9 @@ fn reviews(hook: &Hook, path: &str) -> Vec<Value> {
         .collect()
 }
 
-#[tokio::test]
-async fn mutating_webhook_changes_a_scale_update() {
+/// A server with Deployment "web" and a mutating webhook that sets every
+/// `deployments/scale` update's replicas to 3.
+async fn web_with_replicas_hook() -> (harness::TestServer, webhook_server::Hook, Api<Deployment>) {
     let ts = harness::start().await;
     let hook = webhook_server::start().await;
     let deps: Api<Deployment> = ts.api("default");
@@ -74,6 +75,12 @@ async fn mutating_webhook_changes_a_scale_update() {
         json!(["deployments/scale"]),
     );
     configure(&ts, true, "replicas", m).await;
+    (ts, hook, deps)
+}
+
+#[tokio::test]
+async fn mutating_webhook_changes_a_scale_update() {
+    let (_ts, hook, deps) = web_with_replicas_hook().await;
 
     let out = deps
         .patch_scale("web", &PatchParams::default(), &replicas_patch(5))
@@ -234,19 +241,7 @@ async fn webhook_rules_match_subresources_as_upstream() {
 
 #[tokio::test]
 async fn dry_run_scale_is_admitted_and_not_stored() {
-    let ts = harness::start().await;
-    let hook = webhook_server::start().await;
-    let deps: Api<Deployment> = ts.api("default");
-    deps.create(&PostParams::default(), &deployment("web"))
-        .await
-        .unwrap();
-    let m = apps_hook(
-        &hook,
-        "replicas.example.com",
-        "/replicas-3",
-        json!(["deployments/scale"]),
-    );
-    configure(&ts, true, "replicas", m).await;
+    let (ts, hook, deps) = web_with_replicas_hook().await;
     let v = apps_hook(&hook, "allow.example.com", "/allow", json!(["*/*"]));
     configure(&ts, false, "allow", v).await;
 
