@@ -27,6 +27,20 @@ fn noun(names: &[String], one: &str, many: &str) -> String {
     }
 }
 
+/// Who set a forbidden pod-level or container-level field: "pod", "container
+/// x", "pod and containers x, y"; `None` when nobody did.
+fn pod_and_containers(pod: bool, containers: &[String]) -> Option<String> {
+    match (pod, containers.is_empty()) {
+        (false, true) => None,
+        (true, true) => Some("pod".to_owned()),
+        (true, false) => Some(format!(
+            "pod and {}",
+            noun(containers, "container", "containers")
+        )),
+        (false, false) => Some(noun(containers, "container", "containers")),
+    }
+}
+
 fn quoted(items: &[String]) -> String {
     items
         .iter()
@@ -233,12 +247,7 @@ fn baseline(spec: &Value, out: &mut Vec<Violation>) {
         .filter(|c| bad_selinux(sc(c, "seLinuxOptions")))
         .map(|c| cname(c))
         .collect();
-    if pod_bad || !who.is_empty() {
-        let subject = match (pod_bad, who.is_empty()) {
-            (true, true) => "pod".to_owned(),
-            (true, false) => format!("pod and {}", noun(&who, "container", "containers")),
-            _ => noun(&who, "container", "containers"),
-        };
+    if let Some(subject) = pod_and_containers(pod_bad, &who) {
         out.push((
             "seLinuxOptions".into(),
             format!("{subject} set forbidden securityContext.seLinuxOptions"),
@@ -267,12 +276,7 @@ fn baseline(spec: &Value, out: &mut Vec<Violation>) {
         .filter(|c| hp(sc(c, "windowsOptions/hostProcess")))
         .map(|c| cname(c))
         .collect();
-    if pod_hp || !who.is_empty() {
-        let subject = match (pod_hp, who.is_empty()) {
-            (true, true) => "pod".to_owned(),
-            (true, false) => format!("pod and {}", noun(&who, "container", "containers")),
-            _ => noun(&who, "container", "containers"),
-        };
+    if let Some(subject) = pod_and_containers(pod_hp, &who) {
         out.push((
             "hostProcess".into(),
             format!("{subject} must not set securityContext.windowsOptions.hostProcess=true"),
@@ -507,4 +511,45 @@ pub fn check(level: &str, spec: &Value) -> Vec<Violation> {
         _ => {}
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn reason(level: &str, spec: Value, name: &str) -> Option<String> {
+        check(level, &spec)
+            .into_iter()
+            .find(|(r, _)| r == name)
+            .map(|(_, m)| m)
+    }
+
+    #[test]
+    fn pod_and_container_settings_name_who_set_them() {
+        let selinux = json!({"type": "spc_t"});
+        let c = |name: &str, sc: Value| json!({"name": name, "securityContext": sc});
+        let pod_only = json!({"securityContext": {"seLinuxOptions": selinux},
+                              "containers": [c("a", json!({}))]});
+        assert_eq!(
+            reason("baseline", pod_only, "seLinuxOptions").as_deref(),
+            Some("pod set forbidden securityContext.seLinuxOptions")
+        );
+        let both = json!({"securityContext": {"seLinuxOptions": selinux},
+                          "containers": [c("a", json!({"seLinuxOptions": selinux})),
+                                         c("b", json!({"seLinuxOptions": selinux}))]});
+        assert_eq!(
+            reason("baseline", both, "seLinuxOptions").as_deref(),
+            Some("pod and containers \"a\", \"b\" set forbidden securityContext.seLinuxOptions")
+        );
+        let host = json!({"windowsOptions": {"hostProcess": true}});
+        let one = json!({"containers": [c("a", host.clone()), c("b", json!({}))]});
+        assert_eq!(
+            reason("baseline", one, "hostProcess").as_deref(),
+            Some("container \"a\" must not set securityContext.windowsOptions.hostProcess=true")
+        );
+        let none = json!({"containers": [c("a", json!({}))]});
+        assert_eq!(reason("baseline", none.clone(), "seLinuxOptions"), None);
+        assert_eq!(reason("baseline", none, "hostProcess"), None);
+    }
 }
