@@ -3,7 +3,7 @@
 //! `resourceVersion` spliced in (no decode, no re-encode). A LIST: when the
 //! client wants plain JSON and the watch cache answers, the `<Kind>List` is written item by item from the cached bytes (each
 //! object's stored JSON with its `resourceVersion` spliced in), in chunks of about
-//! 64 KiB, so no `Value` tree and no whole-response buffer is ever built: memory
+//! 64 KiB (`chunked.rs`), so no `Value` tree and no whole-response buffer is ever built: memory
 //! beyond the cache itself is one chunk per response in flight.
 //!
 //! Kept apart from `negotiate.rs` on purpose: other encodings decide there; this
@@ -17,14 +17,12 @@ use axum::response::Response;
 use kapi_machinery::status::ApiError;
 use kapi_registry::cache::CachedObject;
 use kapi_registry::store::CachedList;
-use kapi_registry::Store;
 use serde_json::{json, Map, Value};
 
+use super::chunked::Chunked;
 use super::list::list_options;
 use super::Ctx;
 use crate::negotiate::{Format, View};
-
-const CHUNK: usize = 64 * 1024;
 
 /// Plain JSON objects whose stored bytes are what the client gets: not for a
 /// resource stored at another version (its objects must be converted).
@@ -46,15 +44,24 @@ pub async fn list_json(ctx: &Ctx) -> Result<Option<Response>, ApiError> {
     };
     let def = &ctx.entry.def;
     let head = list_head(&def.list_kind, &def.api_version(), &list);
-    let chunks = Chunks {
-        store: store.clone(),
-        items: list.items,
-        next: 0,
-        head: Some(head),
-        done: false,
-    };
-    let stream = futures::stream::iter(chunks.map(Ok::<_, std::convert::Infallible>));
-    let mut resp = Response::new(Body::from_stream(stream));
+    let store = store.clone();
+    let chunks = Chunked::new(
+        head,
+        list.items,
+        b"]}",
+        |obj: &Arc<CachedObject>| obj.kv.value.len() + 48,
+        move |i, obj, out| {
+            if i > 0 {
+                out.push(b',');
+            }
+            if !obj.write_json(obj.kv.mod_revision, out) {
+                // Not splicable (never for objects the store wrote): go the long way.
+                let v = store.decode_value(&obj.kv).unwrap_or(Value::Null);
+                serde_json::to_writer(out, &v).expect("JSON values serialize");
+            }
+        },
+    );
+    let mut resp = Response::new(chunks.into_body());
     *resp.status_mut() = StatusCode::OK;
     resp.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -113,50 +120,4 @@ fn list_head(kind: &str, api_version: &str, list: &CachedList) -> Vec<u8> {
     out.pop(); // the closing brace
     out.extend_from_slice(b",\"items\":[");
     out
-}
-
-struct Chunks {
-    store: Store,
-    items: Vec<Arc<CachedObject>>,
-    next: usize,
-    head: Option<Vec<u8>>,
-    done: bool,
-}
-
-impl Iterator for Chunks {
-    type Item = bytes::Bytes;
-
-    fn next(&mut self) -> Option<bytes::Bytes> {
-        if self.done {
-            return None;
-        }
-        // One allocation per chunk, of one size: an object that would not fit
-        // starts the next chunk (unless the chunk is empty), so the buffer is
-        // never grown (a grown buffer is a second, larger allocation per chunk).
-        let mut out = Vec::with_capacity(CHUNK + CHUNK / 4);
-        if let Some(head) = self.head.take() {
-            out.extend_from_slice(&head);
-        }
-        let empty = out.len();
-        while self.next < self.items.len() && out.len() < CHUNK {
-            let obj = &self.items[self.next];
-            if out.len() > empty && out.len() + obj.kv.value.len() + 48 > out.capacity() {
-                break;
-            }
-            if self.next > 0 {
-                out.push(b',');
-            }
-            if !obj.write_json(obj.kv.mod_revision, &mut out) {
-                // Not splicable (never for objects the store wrote): go the long way.
-                let v = self.store.decode_value(&obj.kv).unwrap_or(Value::Null);
-                serde_json::to_writer(&mut out, &v).expect("JSON values serialize");
-            }
-            self.next += 1;
-        }
-        if self.next == self.items.len() {
-            out.extend_from_slice(b"]}");
-            self.done = true;
-        }
-        Some(bytes::Bytes::from(out))
-    }
 }

@@ -5,6 +5,7 @@
 
 mod apply;
 mod binding;
+mod chunked;
 mod create;
 mod delete;
 mod eviction;

@@ -22,11 +22,10 @@ use kapi_registry::{ResourceDef, Store};
 use kapi_storage::{KeyValue, Revision};
 use serde_json::{Map, Value};
 
+use super::chunked::Chunked;
 use super::list::list_options;
 use super::Ctx;
 use crate::negotiate::{self, Format, View};
-
-const CHUNK: usize = 64 * 1024;
 
 /// What a protobuf client gets of each object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,15 +131,18 @@ pub async fn list_protobuf(ctx: &Ctx) -> Result<Option<Response>, ApiError> {
             .sum::<usize>();
     let mut head = kapi_protobuf::envelope_head(&av, &list_kind, raw_len);
     head.extend_from_slice(&parts.head);
-    let chunks = Chunks {
+    let tag = parts.items_tag;
+    let chunks = Chunked::new(
+        head,
         items,
-        items_tag: parts.items_tag,
-        next: 0,
-        head: Some(head),
-        done: false,
-    };
-    let stream = futures::stream::iter(chunks.map(Ok::<_, std::convert::Infallible>));
-    Ok(Some(protobuf_response(Body::from_stream(stream))))
+        kapi_protobuf::ENVELOPE_TAIL,
+        |item: &Bytes| item.len() + 16,
+        move |_, item, out| {
+            kapi_protobuf::put_item_key(out, tag, item.len());
+            out.extend_from_slice(item);
+        },
+    );
+    Ok(Some(protobuf_response(chunks.into_body())))
 }
 
 /// GET `?resourceVersion=…` from the cache as kept protobuf bytes, or `None`.
@@ -196,42 +198,4 @@ fn protobuf_response(body: Body) -> Response {
         HeaderValue::from_static(kapi_protobuf::MEDIA_TYPE),
     );
     resp
-}
-
-struct Chunks {
-    items: Vec<Bytes>,
-    items_tag: u32,
-    next: usize,
-    head: Option<Vec<u8>>,
-    done: bool,
-}
-
-impl Iterator for Chunks {
-    type Item = Bytes;
-
-    fn next(&mut self) -> Option<Bytes> {
-        if self.done {
-            return None;
-        }
-        // As the JSON list (`json_fast.rs`): one allocation of one size per chunk.
-        let mut out = Vec::with_capacity(CHUNK + CHUNK / 4);
-        if let Some(head) = self.head.take() {
-            out.extend_from_slice(&head);
-        }
-        let empty = out.len();
-        while self.next < self.items.len() && out.len() < CHUNK {
-            let item = &self.items[self.next];
-            if out.len() > empty && out.len() + item.len() + 16 > out.capacity() {
-                break;
-            }
-            kapi_protobuf::put_item_key(&mut out, self.items_tag, item.len());
-            out.extend_from_slice(item);
-            self.next += 1;
-        }
-        if self.next == self.items.len() {
-            out.extend_from_slice(kapi_protobuf::ENVELOPE_TAIL);
-            self.done = true;
-        }
-        Some(Bytes::from(out))
-    }
 }
