@@ -137,20 +137,7 @@ async fn watches_before_the_window_are_too_old() {
         ..Default::default()
     };
     let f = fixtures::embedded_with(config).await;
-    let first = f.backend.create("/t/h/0", b("v")).await.unwrap();
-    let mut last = first.clone();
-    for i in 1..20 {
-        last = f
-            .backend
-            .create(&format!("/t/h/{i}"), b("v"))
-            .await
-            .unwrap();
-    }
-    assert!(
-        f.cache
-            .wait_for(last.mod_revision, Duration::from_secs(10))
-            .await
-    );
+    let (first, last) = f.create_keys("/t/h/", 20).await;
     let err = f.cache.watch_cached("/t/", first.mod_revision).unwrap_err();
     assert!(matches!(err, Miss::TooOld { .. }), "{err:?}");
     let (mut w, _) = f.cache.watch_cached("/t/", last.mod_revision - 3).unwrap();

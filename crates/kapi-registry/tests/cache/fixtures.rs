@@ -9,13 +9,39 @@ use bytes::Bytes;
 use kapi_registry::cache::{CacheConfig, CachedBackend};
 use kapi_storage::embedded::{EmbeddedBackend, EmbeddedConfig};
 use kapi_storage::etcd::{EtcdBackend, EtcdConfig};
-use kapi_storage::Backend;
+use kapi_storage::{Backend, KeyValue};
 use kapi_testkit::Etcd;
 
 pub struct Fixture {
     pub backend: Arc<dyn Backend>,
     pub cache: CachedBackend,
     _guard: Box<dyn std::any::Any + Send>,
+}
+
+impl Fixture {
+    /// Create keys `<prefix>0` … `<prefix>{n-1}` (value "v") and wait until the
+    /// cache holds them all; the first and the last write.
+    pub async fn create_keys(&self, prefix: &str, n: usize) -> (KeyValue, KeyValue) {
+        let first = self
+            .backend
+            .create(&format!("{prefix}0"), Bytes::from_static(b"v"))
+            .await
+            .unwrap();
+        let mut last = first.clone();
+        for i in 1..n {
+            last = self
+                .backend
+                .create(&format!("{prefix}{i}"), Bytes::from_static(b"v"))
+                .await
+                .unwrap();
+        }
+        assert!(
+            self.cache
+                .wait_for(last.mod_revision, Duration::from_secs(10))
+                .await
+        );
+        (first, last)
+    }
 }
 
 pub const PROGRESS: Duration = Duration::from_millis(300);

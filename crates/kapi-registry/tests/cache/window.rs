@@ -22,20 +22,7 @@ async fn events_younger_than_the_fresh_duration_stay_beyond_the_count() {
         ..Default::default()
     };
     let f = fixtures::embedded_with(config).await;
-    let first = f.backend.create("/t/f/0", b("v")).await.unwrap();
-    let mut last = first.clone();
-    for i in 1..20 {
-        last = f
-            .backend
-            .create(&format!("/t/f/{i}"), b("v"))
-            .await
-            .unwrap();
-    }
-    assert!(
-        f.cache
-            .wait_for(last.mod_revision, Duration::from_secs(10))
-            .await
-    );
+    let (first, _) = f.create_keys("/t/f/", 20).await;
     let (mut w, _) = f
         .cache
         .watch_cached("/t/f/", first.mod_revision)
@@ -54,20 +41,7 @@ async fn the_event_count_bounds_the_window_whatever_the_age() {
         ..Default::default()
     };
     let f = fixtures::embedded_with(config).await;
-    let first = f.backend.create("/t/m/0", b("v")).await.unwrap();
-    let mut last = first.clone();
-    for i in 1..20 {
-        last = f
-            .backend
-            .create(&format!("/t/m/{i}"), b("v"))
-            .await
-            .unwrap();
-    }
-    assert!(
-        f.cache
-            .wait_for(last.mod_revision, Duration::from_secs(10))
-            .await
-    );
+    let (first, last) = f.create_keys("/t/m/", 20).await;
     assert!(f.cache.watch_cached("/t/m/", first.mod_revision).is_err());
     assert!(f.cache.watch_cached("/t/m/", last.mod_revision - 5).is_ok());
 }
