@@ -28,6 +28,7 @@ mod encoded;
 mod index;
 mod object;
 mod prefix;
+mod range;
 mod reflector;
 
 use std::sync::atomic::Ordering;

@@ -108,7 +108,7 @@ impl CachedObject {
         out.reserve(bytes.len() + 40);
         out.extend_from_slice(&bytes[..=brace]);
         out.extend_from_slice(b"\"resourceVersion\":\"");
-        out.extend_from_slice(rv.to_string().as_bytes());
+        out.extend_from_slice(itoa::Buffer::new().format(rv).as_bytes());
         out.push(b'"');
         let rest = &bytes[brace + 1..];
         if rest.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'}') {

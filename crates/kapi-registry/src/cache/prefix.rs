@@ -28,6 +28,7 @@ use tokio::sync::mpsc;
 use super::encoded::{Encoded, Form};
 use super::index::{FieldIndex, Indexer, KeyFilter};
 use super::object::CachedObject;
+use super::range::{merge, prefix_end};
 
 /// Watchers closed because they could not keep up (all caches).
 pub(crate) static TERMINATED_WATCHERS: AtomicU64 = AtomicU64::new(0);
@@ -369,8 +370,10 @@ impl PrefixCache {
             .filter(|(k, _)| filter.may_contain(k))
             .map(|(k, v)| (*k, v.as_ref()));
         let mut merged = merge(candidates, overlay);
-        let mut items = Vec::new();
         let limit = if limit == 0 { usize::MAX } else { limit };
+        // Room for every object up front: a list of the whole resource fills it,
+        // and untouched capacity costs address space, not memory.
+        let mut items = Vec::with_capacity(limit.min(st.objects.len() + changed.len()));
         for obj in merged.by_ref() {
             items.push(obj.clone());
             if items.len() == limit {
@@ -454,12 +457,22 @@ impl State {
     ) -> Option<Entries<'a>> {
         let under = move |k: &String| k.starts_with(prefix);
         Some(match filter {
-            KeyFilter::All => Box::new(
-                self.objects
-                    .range::<str, _>((Bound::Included(from), Bound::Unbounded))
-                    .take_while(move |(k, _)| under(k))
-                    .map(|(k, v)| (k.as_str(), Some(v))),
-            ),
+            // Bounded by the first key past the prefix, so the walk compares
+            // no key (a cluster-wide list walks every object of the resource).
+            KeyFilter::All => match prefix_end(prefix) {
+                Some(end) if from < end.as_str() => Box::new(
+                    self.objects
+                        .range::<str, _>((Bound::Included(from), Bound::Excluded(end.as_str())))
+                        .map(|(k, v)| (k.as_str(), Some(v))),
+                ),
+                Some(_) => Box::new(std::iter::empty()),
+                None => Box::new(
+                    self.objects
+                        .range::<str, _>((Bound::Included(from), Bound::Unbounded))
+                        .take_while(move |(k, _)| under(k))
+                        .map(|(k, v)| (k.as_str(), Some(v))),
+                ),
+            },
             KeyFilter::Key(key) => Box::new(
                 self.objects
                     .get_key_value(key.as_str())
@@ -566,32 +579,4 @@ impl State {
             }
         });
     }
-}
-
-/// Merge two key-ordered sequences; the second wins on equal keys; `None` values drop out.
-fn merge<'a, A, B>(a: A, b: B) -> impl Iterator<Item = &'a Arc<CachedObject>>
-where
-    A: Iterator<Item = (&'a str, Option<&'a Arc<CachedObject>>)>,
-    B: Iterator<Item = (&'a str, Option<&'a Arc<CachedObject>>)>,
-{
-    let mut a = a.peekable();
-    let mut b = b.peekable();
-    std::iter::from_fn(move || loop {
-        let next = match (a.peek(), b.peek()) {
-            (None, None) => return None,
-            (Some(_), None) => a.next(),
-            (None, Some(_)) => b.next(),
-            (Some((ka, _)), Some((kb, _))) => match ka.cmp(kb) {
-                std::cmp::Ordering::Less => a.next(),
-                std::cmp::Ordering::Greater => b.next(),
-                std::cmp::Ordering::Equal => {
-                    a.next();
-                    b.next()
-                }
-            },
-        };
-        if let Some((_, Some(v))) = next {
-            return Some(v);
-        }
-    })
 }

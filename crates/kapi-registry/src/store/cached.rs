@@ -132,18 +132,25 @@ impl Store {
             };
             at = ReadAt::Exact(page.revision);
             // A page never holds more than `limit` objects (see list.rs).
-            let mut last_key = None;
             let mut more = page.more;
-            for o in page.items {
-                if opts.limit > 0 && out.items.len() >= opts.limit {
-                    more = true;
-                    break;
-                }
-                // The object itself (a reference count), not a copy of its key.
-                last_key = Some(o.clone());
-                if !filtered || self.cached_matches(&o, opts) {
-                    out.items.push(o);
-                }
+            let mut items = page.items;
+            let room = match opts.limit {
+                0 => usize::MAX,
+                l => l.saturating_sub(out.items.len()),
+            };
+            if items.len() > room {
+                items.truncate(room);
+                more = true;
+            }
+            // The last object looked at, for the next page or the continue token.
+            let last_key = items.last().cloned();
+            if filtered {
+                items.retain(|o| self.cached_matches(o, opts));
+            }
+            if out.items.is_empty() {
+                out.items = items;
+            } else {
+                out.items.append(&mut items);
             }
             let full = opts.limit > 0 && out.items.len() >= opts.limit;
             match last_key.as_ref().map(|o| o.kv.key.as_str()) {
