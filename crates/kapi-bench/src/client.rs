@@ -89,6 +89,23 @@ impl Api {
         Ok((code, bytes))
     }
 
+    /// One request whose body is read to the end and counted, not kept: the
+    /// status and the number of bytes (time to the last byte, as `curl -o
+    /// /dev/null` measures it, without the client's own copy into one buffer).
+    pub async fn drain(&self, method: Method, path: &str) -> Result<(u16, usize), String> {
+        let resp = self.open(method, path, None).await?;
+        let code = resp.status().as_u16();
+        let mut body = resp.into_body();
+        let mut total = 0;
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|e| e.to_string())?;
+            if let Some(data) = frame.data_ref() {
+                total += data.len();
+            }
+        }
+        Ok((code, total))
+    }
+
     /// A request whose body is read by the caller (watches).
     pub async fn open(
         &self,

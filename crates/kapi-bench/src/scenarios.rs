@@ -138,6 +138,7 @@ pub async fn list(api: &Api, repeat: usize, page: Option<usize>) -> Vec<Samples>
 }
 
 /// A whole list, following `continue` when `paged`; returns the number of bytes.
+/// An unpaged list is timed to its last byte and not kept.
 async fn list_all(api: &Api, path: &str, paged: bool) -> Result<usize, String> {
     let mut total = 0;
     let mut cont: Option<String> = None;
@@ -146,14 +147,19 @@ async fn list_all(api: &Api, path: &str, paged: bool) -> Result<usize, String> {
             Some(c) => format!("{path}&continue={c}"),
             None => path.to_owned(),
         };
+        if !paged {
+            let (code, bytes) = api.drain(Method::GET, &p).await?;
+            return if code == 200 {
+                Ok(bytes)
+            } else {
+                Err(format!("{code}"))
+            };
+        }
         let (code, body) = api.send(Method::GET, &p, None).await?;
         if code != 200 {
             return Err(format!("{code}"));
         }
         total += body.len();
-        if !paged {
-            return Ok(total);
-        }
         let v = api.decode(&body)?;
         match v["metadata"]["continue"].as_str() {
             Some(c) if !c.is_empty() => cont = Some(c.to_owned()),
