@@ -42,6 +42,11 @@ pub fn set_encoded_budget(bytes: usize) {
     BUDGET.store(bytes, Ordering::Relaxed);
 }
 
+/// The most bytes of encodings kept (process-wide).
+pub fn encoded_budget() -> usize {
+    BUDGET.load(Ordering::Relaxed)
+}
+
 /// Bytes of encodings kept in memory now (process-wide).
 pub fn encoded_bytes() -> usize {
     USED.load(Ordering::Relaxed)

@@ -37,7 +37,7 @@ use std::time::Duration;
 
 use kapi_storage::{Backend, Result, Revision, StorageError};
 
-pub use encoded::{encoded_bytes, set_encoded_budget, Encoded, Form};
+pub use encoded::{encoded_budget, encoded_bytes, set_encoded_budget, Encoded, Form};
 pub use index::{Indexer, KeyFilter};
 pub use object::{Attrs, CachedObject, Set};
 pub use prefix::{watch_line, CacheMessage, CacheWatch, CachedEvent, CachedPage, Miss};

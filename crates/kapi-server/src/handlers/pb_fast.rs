@@ -11,6 +11,8 @@
 //! The bytes are those of the normal path by construction
 //! (`kapi_protobuf::parts`), checked by the `protobuf_fast_path` API test.
 
+use std::sync::Arc;
+
 use axum::body::Body;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::Response;
@@ -114,35 +116,75 @@ pub async fn list_protobuf(ctx: &Ctx) -> Result<Option<Response>, ApiError> {
     let Ok(parts) = kapi_protobuf::list_parts(&av, &list_kind, &Value::Object(meta)) else {
         return Ok(None);
     };
-    // Kept bytes are shared, not copied; only objects past the budget are
-    // encoded for this response alone.
+    // Kept bytes are shared, not copied. An object past the budget is encoded
+    // once here for its length (the envelope states the list's length up front)
+    // and again when its turn comes: the response never holds more than a chunk
+    // of unkept encodings, however long the list.
     let mut items = Vec::with_capacity(list.items.len());
-    for obj in &list.items {
-        match item_bytes(store, view, obj) {
-            Some(b) => items.push(b),
+    for obj in list.items {
+        let Some(b) = item_bytes(store, view, &obj) else {
             // The normal path reports what does not encode.
-            None => return Ok(None),
-        }
+            return Ok(None);
+        };
+        items.push(match obj.kept(view.form()) {
+            Some(_) => Item::Kept(b),
+            None => Item::Again(obj, b.len()),
+        });
     }
     let raw_len = parts.head.len()
         + items
             .iter()
-            .map(|b| kapi_protobuf::item_key_len(parts.items_tag, b.len()) + b.len())
+            .map(|i| kapi_protobuf::item_key_len(parts.items_tag, i.len()) + i.len())
             .sum::<usize>();
     let mut head = kapi_protobuf::envelope_head(&av, &list_kind, raw_len);
     head.extend_from_slice(&parts.head);
     let tag = parts.items_tag;
+    let store = store.clone();
     let chunks = Chunked::new(
         head,
         items,
         kapi_protobuf::ENVELOPE_TAIL,
-        |item: &Bytes| item.len() + 16,
+        |item: &Item| item.len() + 16,
         move |_, item, out| {
             kapi_protobuf::put_item_key(out, tag, item.len());
-            out.extend_from_slice(item);
+            match item {
+                Item::Kept(b) => out.extend_from_slice(b),
+                Item::Again(obj, len) => write_again(&store, view, obj, *len, out),
+            }
         },
     );
     Ok(Some(protobuf_response(chunks.into_body())))
+}
+
+/// One item of a streamed protobuf LIST.
+enum Item {
+    /// Bytes kept with the cached object (shared).
+    Kept(Bytes),
+    /// An object whose bytes were not kept: encoded again when written; its length.
+    Again(Arc<CachedObject>, usize),
+}
+
+impl Item {
+    fn len(&self) -> usize {
+        match self {
+            Item::Kept(b) => b.len(),
+            Item::Again(_, len) => *len,
+        }
+    }
+}
+
+/// Encode `obj` again into `out`. The encoding is a function of the cached
+/// object, which never changes, so it has the length already announced; were it
+/// ever not so, the item is padded or cut to that length rather than breaking
+/// the framing of every item after it (and the error is logged).
+fn write_again(store: &Store, view: PbView, obj: &CachedObject, len: usize, out: &mut Vec<u8>) {
+    let bytes = item_bytes(store, view, obj).unwrap_or_default();
+    if bytes.len() != len {
+        tracing::error!(key = %obj.kv.key, "protobuf encoding changed length between passes");
+    }
+    let n = bytes.len().min(len);
+    out.extend_from_slice(&bytes[..n]);
+    out.resize(out.len() + (len - n), 0);
 }
 
 /// GET `?resourceVersion=…` from the cache as kept protobuf bytes, or `None`.

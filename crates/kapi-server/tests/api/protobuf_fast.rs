@@ -145,6 +145,34 @@ async fn protobuf_fast_path_lists_and_gets_match_the_json_answer() {
         let (expected, got) = both(&s, &path, META_ONE_JSON, META_ONE_PB).await;
         assert_eq!(got, expected, "{path} as metadata");
     }
+    past_the_budget(&s, &base, &store).await;
+}
+
+/// With no budget left, a LIST encodes each object twice (for the list's
+/// length, then when written) and keeps nothing: the same bytes. Only this test
+/// looks at kept bytes, so the process-wide budget may change under the others.
+async fn past_the_budget(s: &TestServer, base: &str, store: &kapi_registry::Store) {
+    let budget = kapi_registry::cache::encoded_budget();
+    kapi_registry::cache::set_encoded_budget(0);
+    for i in 5..8 {
+        create(s, base, &format!("c{i}"), "late").await;
+    }
+    for path in [base.to_owned(), format!("{base}?labelSelector=app%3Dlate")] {
+        let (expected, got) = both(s, &path, "application/json", PB).await;
+        assert_eq!(got, expected, "{path}, past the budget");
+        let (expected, got) = both(s, &path, META_JSON, META_PB).await;
+        assert_eq!(got, expected, "{path} as metadata, past the budget");
+    }
+    let late = store
+        .get_cached_object(Some("pbfast"), "c6", "0")
+        .await
+        .unwrap()
+        .expect("served from the cache");
+    assert!(
+        late.kept(Form::Protobuf).is_none(),
+        "nothing kept past the budget"
+    );
+    kapi_registry::cache::set_encoded_budget(budget);
 }
 
 /// Frames of a watch stream, as (type, the frame's bytes).
