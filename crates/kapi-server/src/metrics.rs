@@ -9,12 +9,17 @@
 //! several servers in one process); every family is declared once below
 //! (`Family` constants), so a name and its labels cannot drift apart.
 //!
+//! Hot counters (one increment per watch event per watcher) resolve their
+//! series once into a [`Counter`] handle: an atomic the exposition reads, so
+//! counting takes no lock and allocates nothing.
+//!
 //! Invariants: a series' label values follow its family's label names in
 //! order; a request is counted once, when its response body ends (or is
 //! dropped), so long-running requests count their whole duration as upstream.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -118,6 +123,8 @@ const TERMINATED_WATCHERS: Family = Family {
 
 enum Series {
     Value(f64),
+    /// A counter series handed out as a [`Counter`]: whole increments, no lock.
+    Atomic(Arc<AtomicU64>),
     Histogram {
         counts: Vec<u64>,
         sum: f64,
@@ -126,6 +133,17 @@ enum Series {
 }
 
 type Key = (&'static str, Vec<String>);
+
+/// One counter series, resolved once by [`Metrics::counter`]; incrementing it
+/// is one atomic add. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Counter(Arc<AtomicU64>);
+
+impl Counter {
+    pub fn inc(&self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+}
 
 /// A set of metric families and their series. Cheap to clone.
 #[derive(Clone, Default)]
@@ -157,18 +175,40 @@ impl Metrics {
 
     /// Add to a counter or gauge.
     pub fn add(&self, fam: &'static Family, labels: &[&str], by: f64) {
-        self.with(fam, labels, |s| {
-            if let Series::Value(v) = s {
-                *v += by;
+        self.with(fam, labels, |s| match s {
+            Series::Value(v) => *v += by,
+            Series::Atomic(a) => {
+                a.fetch_add(by.max(0.0) as u64, Ordering::Relaxed);
             }
+            Series::Histogram { .. } => {}
         });
     }
 
-    pub fn set(&self, fam: &'static Family, labels: &[&str], to: f64) {
+    /// The series of counter family `fam` with `labels`, as a handle to count
+    /// through without a lock (what was counted before carries over).
+    pub fn counter(&self, fam: &'static Family, labels: &[&str]) -> Counter {
+        debug_assert_eq!(fam.kind, Kind::Counter, "{}", fam.name);
+        let mut handle = None;
         self.with(fam, labels, |s| {
-            if let Series::Value(v) = s {
-                *v = to;
-            }
+            let a = match s {
+                Series::Atomic(a) => a.clone(),
+                Series::Value(v) => {
+                    let a = Arc::new(AtomicU64::new(v.max(0.0) as u64));
+                    *s = Series::Atomic(a.clone());
+                    a
+                }
+                Series::Histogram { .. } => Arc::new(AtomicU64::new(0)),
+            };
+            handle = Some(Counter(a));
+        });
+        handle.expect("the series exists")
+    }
+
+    pub fn set(&self, fam: &'static Family, labels: &[&str], to: f64) {
+        self.with(fam, labels, |s| match s {
+            Series::Value(v) => *v = to,
+            Series::Atomic(a) => a.store(to.max(0.0) as u64, Ordering::Relaxed),
+            Series::Histogram { .. } => {}
         });
     }
 
@@ -194,6 +234,7 @@ impl Metrics {
         let key = (fam.name, labels.iter().map(|s| s.to_string()).collect());
         match self.inner.lock().expect("metrics lock").get(&key) {
             Some(Series::Value(v)) => *v,
+            Some(Series::Atomic(a)) => a.load(Ordering::Relaxed) as f64,
             Some(Series::Histogram { count, .. }) => *count as f64,
             None => 0.0,
         }
@@ -217,6 +258,10 @@ impl Metrics {
                 match series {
                     Series::Value(v) => {
                         let _ = writeln!(out, "{n}{} {}", braces(&labels), num(*v));
+                    }
+                    Series::Atomic(a) => {
+                        let v = a.load(Ordering::Relaxed);
+                        let _ = writeln!(out, "{n}{} {v}", braces(&labels));
                     }
                     Series::Histogram { counts, sum, count } => {
                         let Kind::Histogram(bounds) = fam.kind else {
@@ -342,16 +387,9 @@ pub async fn layer(State(metrics): State<Metrics>, mut req: Request, next: Next)
     let resp = next.run(req).await;
     let code = resp.status().as_u16().to_string();
     let on_frame = watch.then(|| {
-        let m = metrics.clone();
-        let l = [
-            labels.0[2].clone(),
-            labels.0[3].clone(),
-            labels.0[4].clone(),
-        ];
-        move || {
-            let l: Vec<&str> = l.iter().map(String::as_str).collect();
-            m.add(&WATCH_EVENTS, &l, 1.0);
-        }
+        let l = [&labels.0[2], &labels.0[3], &labels.0[4]].map(String::as_str);
+        let events = metrics.counter(&WATCH_EVENTS, &l);
+        move || events.inc()
     });
     crate::limits::on_body_end(resp, on_frame, move || {
         let mut all: Vec<&str> = labels.0.iter().map(String::as_str).collect();
@@ -404,5 +442,39 @@ mod tests {
         assert!(text.contains("le=\"0.05\"} 1\n"), "{text}");
         assert!(text.contains("le=\"+Inf\"} 1\n"));
         assert!(text.contains("apiserver_request_duration_seconds_count{verb=\"GET\""));
+    }
+
+    #[test]
+    fn counter_handles_count_into_the_rendered_series() {
+        let m = Metrics::default();
+        let labels = ["apps", "v1", "deployments"];
+        m.add(&WATCH_EVENTS, &labels, 2.0);
+        let c = m.counter(&WATCH_EVENTS, &labels);
+        let again = m.counter(&WATCH_EVENTS, &labels);
+        for _ in 0..3 {
+            c.inc();
+        }
+        again.inc();
+        m.add(&WATCH_EVENTS, &labels, 1.0);
+        let other = m.counter(&WATCH_EVENTS, &["", "v1", "pods"]);
+        other.inc();
+        let text = m.render();
+        assert!(
+            text.contains("# TYPE apiserver_watch_events_total counter\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "apiserver_watch_events_total{group=\"apps\",version=\"v1\",resource=\"deployments\"} 7\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "apiserver_watch_events_total{group=\"\",version=\"v1\",resource=\"pods\"} 1\n"
+            ),
+            "{text}"
+        );
+        assert_eq!(m.value(&WATCH_EVENTS, &labels), 7.0);
     }
 }

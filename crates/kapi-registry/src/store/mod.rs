@@ -34,7 +34,7 @@ pub use cached::CachedList;
 pub use delete::DeleteOutcome;
 pub use list::ListResult;
 pub use update::UpdateTarget;
-pub use watch::{CachedSource, WatchEvent, WatchEventType};
+pub use watch::{CachedSource, WatchEvent, WatchEventType, WatchReceiver};
 
 /// The generic store of one resource.
 #[derive(Clone)]

@@ -9,6 +9,13 @@
 //!
 //! Selectors apply to the old and the new object, so an object leaving the
 //! selection is a DELETED event for this watcher and one entering it is ADDED.
+//!
+//! A watch is a [`WatchReceiver`]: fed by a task (`Pump`) when the backend
+//! serves it, or — served by the watch cache (`watch_cached.rs`) — translating
+//! the cache's shared messages as it is polled, with no task or channel of its own.
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
 use futures::StreamExt;
 use kapi_machinery::status::ApiError;
@@ -65,7 +72,72 @@ pub struct CachedSource {
     pub event: Option<std::sync::Arc<crate::cache::CachedEvent>>,
 }
 
-pub type WatchReceiver = mpsc::Receiver<WatchEvent>;
+/// The events of one watch, in order, until it ends (after an ERROR event, or
+/// when the cache closes a watcher that cannot keep up). Dropping it ends the
+/// watch. A [`futures::Stream`] of events; `recv` and `try_recv` as a channel's.
+pub struct WatchReceiver(Source);
+
+enum Source {
+    /// Sent by a task: the backend path's `Pump`, or a single event.
+    Channel(mpsc::Receiver<WatchEvent>),
+    /// Translated from the watch cache's messages as they are polled.
+    Cached(Box<super::watch_cached::CachedStream>),
+}
+
+impl WatchReceiver {
+    pub(crate) fn cached(stream: super::watch_cached::CachedStream) -> Self {
+        WatchReceiver(Source::Cached(Box::new(stream)))
+    }
+
+    /// The next event, `Ready(None)` once the watch has ended.
+    pub fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<WatchEvent>> {
+        match &mut self.0 {
+            Source::Channel(rx) => rx.poll_recv(cx),
+            Source::Cached(s) => s.poll_next_event(cx),
+        }
+    }
+
+    /// The next event, `None` once the watch has ended. Cancel-safe.
+    pub async fn recv(&mut self) -> Option<WatchEvent> {
+        std::future::poll_fn(|cx| self.poll_recv(cx)).await
+    }
+
+    /// The next event if one is ready now.
+    pub fn try_recv(&mut self) -> Result<WatchEvent, mpsc::error::TryRecvError> {
+        let mut cx = Context::from_waker(futures::task::noop_waker_ref());
+        match self.poll_recv(&mut cx) {
+            Poll::Ready(Some(ev)) => Ok(ev),
+            Poll::Ready(None) => Err(mpsc::error::TryRecvError::Disconnected),
+            Poll::Pending => Err(mpsc::error::TryRecvError::Empty),
+        }
+    }
+}
+
+impl From<mpsc::Receiver<WatchEvent>> for WatchReceiver {
+    fn from(rx: mpsc::Receiver<WatchEvent>) -> Self {
+        WatchReceiver(Source::Channel(rx))
+    }
+}
+
+impl futures::Stream for WatchReceiver {
+    type Item = WatchEvent;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<WatchEvent>> {
+        self.get_mut().poll_recv(cx)
+    }
+}
+
+impl std::fmt::Debug for WatchReceiver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let source = match &self.0 {
+            Source::Channel(_) => "channel",
+            Source::Cached(_) => "cache",
+        };
+        f.debug_struct("WatchReceiver")
+            .field("source", &source)
+            .finish()
+    }
+}
 
 impl Store {
     /// Start a watch; events arrive on the returned channel until it is dropped.
@@ -112,7 +184,7 @@ impl Store {
             tx,
         };
         tokio::spawn(pump.run(stream, snapshot, initial.then_some(start)));
-        Ok(rx)
+        Ok(rx.into())
     }
 
     pub(crate) fn bookmark(&self, rv: i64, initial_end: bool) -> Value {

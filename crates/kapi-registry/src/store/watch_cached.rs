@@ -11,13 +11,25 @@
 //! once a minute, and 2 s before the watch's deadline, at the revision the
 //! cache has reached (its once-a-second tick or the backend's progress).
 //!
+//! The watch is pulled, not pushed: a [`CachedStream`] holds what a watcher
+//! task would, and translates one event each time it is polled — the initial
+//! objects (lazily, from the snapshot page's shared objects), the end bookmark,
+//! then the cache's batches, kept whole and walked by an index. So an event
+//! costs each watcher one wake-up (the cache's channel to the connection's
+//! task), and its only buffer is the cache's per-watcher channel: a watcher
+//! whose client stops reading fills it and is closed by the cache (counted), and
+//! one whose client goes away is dropped with the response, so the cache's next
+//! message finds it closed.
+//!
 //! A watch from a revision before the cache's window gets one ERROR event
 //! (410 Expired, "too old resource version"); one from a revision the cache has
 //! not reached waits for it, then fails with 504 as upstream. When the stream
 //! from the cache ends (the watcher was too slow, or the cache re-listed), the
-//! response ends and the client watches again from its last revision.
+//! response ends and the client watches again from its last revision. A
+//! conversion or decoding failure ends the watch with one ERROR event.
 
 use std::sync::Arc;
+use std::task::{ready, Context, Poll};
 use std::time::{Duration, Instant};
 
 use kapi_machinery::status::ApiError;
@@ -69,15 +81,10 @@ impl Store {
                 let Some(page) = page else {
                     return Ok(None);
                 };
-                let items: Vec<_> = page
-                    .items
-                    .into_iter()
-                    .filter(|o| self.cached_matches(o, &sel))
-                    .collect();
-                (page.revision, items)
+                // Filtered as the events go out.
+                (page.revision, page.items)
             }
         };
-        let (tx, rx) = mpsc::channel(256);
         let watch = match cache.watch_cached(&prefix, start) {
             Err(Miss::Future { .. }) => {
                 let timeout = std::time::Duration::from_secs(3);
@@ -100,17 +107,13 @@ impl Store {
                 let err = ApiError::resource_expired(format!(
                     "too old resource version: {start} ({oldest})"
                 ));
-                let _ = tx.try_send(WatchEvent {
-                    kind: WatchEventType::Error,
-                    object: err.to_status(),
-                    json: None,
-                    cached: None,
-                });
-                return Ok(Some(rx));
+                let (tx, rx) = mpsc::channel(1);
+                let _ = tx.try_send(error_event(err));
+                return Ok(Some(rx.into()));
             }
             Err(_) => return Ok(None),
         };
-        let pump = CachePump {
+        let stream = CachedStream {
             store: self.clone(),
             sel,
             bookmarks: opts.allow_bookmarks,
@@ -118,17 +121,24 @@ impl Store {
             // Shared lines carry the stored bytes: only when no conversion is needed.
             encoded: opts.encoded_json && self.def.conversion.is_none(),
             objects: opts.cached_objects && self.def.conversion.is_none(),
-            tx,
+            snapshot: snapshot.into_iter(),
+            initial_end: initial.then_some(start),
+            live: false,
+            next_bookmark: None,
+            watch,
+            batch: None,
+            at: 0,
+            done: false,
         };
-        tokio::spawn(pump.run(watch, snapshot, start, initial));
-        Ok(Some(rx))
+        Ok(Some(WatchReceiver::cached(stream)))
     }
 }
 
 /// Upstream's `defaultBookmarkFrequency`.
 const BOOKMARK_EVERY: Duration = Duration::from_secs(60);
 
-struct CachePump {
+/// One watch served by the cache, translated as it is polled (module docs).
+pub(crate) struct CachedStream {
     store: Store,
     sel: ListOptions,
     bookmarks: bool,
@@ -136,53 +146,75 @@ struct CachePump {
     encoded: bool,
     /// Send the cached objects themselves (`WatchEvent::cached`).
     objects: bool,
-    tx: mpsc::Sender<WatchEvent>,
+    /// The initial objects not yet looked at (the selector applies as they go).
+    snapshot: std::vec::IntoIter<Arc<CachedObject>>,
+    /// The WatchList end bookmark's revision, until it is sent.
+    initial_end: Option<Revision>,
+    /// The initial events are out; `next_bookmark` counts from then.
+    live: bool,
+    next_bookmark: Option<Instant>,
+    watch: CacheWatch,
+    /// The cache's batch being translated, and the next event in it.
+    batch: Option<Arc<[Arc<CachedEvent>]>>,
+    at: usize,
+    /// An ERROR event ended the watch.
+    done: bool,
 }
 
-impl CachePump {
-    async fn run(
-        self,
-        mut watch: CacheWatch,
-        snapshot: Vec<Arc<CachedObject>>,
-        start: Revision,
-        initial: bool,
-    ) {
-        for obj in &snapshot {
-            let rv = obj.kv.mod_revision;
-            if !self.send_object(WatchEventType::Added, obj, rv, None).await {
-                return;
+impl CachedStream {
+    pub(crate) fn poll_next_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<WatchEvent>> {
+        if self.done {
+            return Poll::Ready(None);
+        }
+        // Events from the snapshot or a batch already received take no channel
+        // receive: count them against the task's budget so it still yields.
+        let coop = ready!(tokio::task::coop::poll_proceed(cx));
+        let polled = self.poll_inner(cx);
+        if let Poll::Ready(Some(_)) = polled {
+            coop.made_progress();
+        }
+        polled
+    }
+
+    fn poll_inner(&mut self, cx: &mut Context<'_>) -> Poll<Option<WatchEvent>> {
+        while let Some(obj) = self.snapshot.next() {
+            if self.matches(&obj) {
+                let rv = obj.kv.mod_revision;
+                let ev = self.object_event(WatchEventType::Added, &obj, rv, None);
+                return Poll::Ready(Some(self.or_fail(ev)));
             }
         }
-        if initial && !self.send_bookmark(start, true).await {
-            return;
+        if let Some(rv) = self.initial_end.take() {
+            return Poll::Ready(Some(self.bookmark(rv, true)));
         }
-        let mut next_bookmark = self.next_bookmark(Instant::now());
+        if !self.live {
+            self.live = true;
+            self.next_bookmark = self.bookmark_after(Instant::now());
+        }
         loop {
-            let msg = tokio::select! {
-                m = watch.recv() => m,
-                _ = self.tx.closed() => return,
-            };
-            match msg {
-                None => return,
-                Some(CacheMessage::Progress(rev) | CacheMessage::Tick(rev)) => {
-                    let now = Instant::now();
-                    if !self.bookmarks || next_bookmark.is_none_or(|at| now < at) {
-                        continue;
-                    }
-                    next_bookmark = self.next_bookmark(now);
-                    if !self.send_bookmark(rev, false).await {
-                        return;
+            if let Some(batch) = &self.batch {
+                while let Some(e) = batch.get(self.at) {
+                    self.at += 1;
+                    if let Some((kind, obj)) = self.translate(e) {
+                        let ev = self.object_event(kind, obj, e.revision(), Some(e));
+                        return Poll::Ready(Some(self.or_fail(ev)));
                     }
                 }
-                Some(CacheMessage::Events(events)) => {
-                    for e in events.iter() {
-                        let Some((kind, obj)) = self.translate(e) else {
-                            continue;
-                        };
-                        if !self.send_object(kind, obj, e.revision(), Some(e)).await {
-                            return;
-                        }
+                self.batch = None;
+            }
+            match ready!(self.watch.poll_recv(cx)) {
+                None => return Poll::Ready(None),
+                Some(CacheMessage::Progress(rev) | CacheMessage::Tick(rev)) => {
+                    let now = Instant::now();
+                    if !self.bookmarks || self.next_bookmark.is_none_or(|at| now < at) {
+                        continue;
                     }
+                    self.next_bookmark = self.bookmark_after(now);
+                    return Poll::Ready(Some(self.bookmark(rev, false)));
+                }
+                Some(CacheMessage::Events(events)) => {
+                    self.batch = Some(events);
+                    self.at = 0;
                 }
             }
         }
@@ -190,7 +222,7 @@ impl CachePump {
 
     /// When the next periodic bookmark is due: a minute from `now`, or 2 s before
     /// the deadline if that comes first; none once that moment has passed.
-    fn next_bookmark(&self, now: Instant) -> Option<Instant> {
+    fn bookmark_after(&self, now: Instant) -> Option<Instant> {
         let heartbeat = now + BOOKMARK_EVERY;
         let Some(deadline) = self.deadline else {
             return Some(heartbeat);
@@ -221,32 +253,33 @@ impl CachePump {
         }
     }
 
-    async fn send_object(
+    /// The event showing `obj` at `rv` as `kind`, in the form this watch wants.
+    fn object_event(
         &self,
         kind: WatchEventType,
         obj: &Arc<CachedObject>,
         rv: Revision,
         shared: Option<&Arc<CachedEvent>>,
-    ) -> bool {
+    ) -> Result<WatchEvent, ApiError> {
         let natural = shared.filter(|e| {
             e.natural_type() == kind.as_str() && e.shown().is_some_and(|s| Arc::ptr_eq(s, obj))
         });
-        let event = if self.encoded {
+        if self.encoded {
             let line = match natural {
                 Some(e) => e.json_line(),
                 None => watch_line(kind.as_str(), obj, rv),
             };
-            match line {
-                Some(line) => WatchEvent {
-                    kind,
-                    object: Value::Null,
-                    json: Some(line),
-                    cached: None,
-                },
-                None => return self.fail_decode(obj).await,
-            }
-        } else if self.objects {
-            WatchEvent {
+            let line =
+                line.ok_or_else(|| ApiError::internal(format!("decoding {}", obj.kv.key)))?;
+            return Ok(WatchEvent {
+                kind,
+                object: Value::Null,
+                json: Some(line),
+                cached: None,
+            });
+        }
+        if self.objects {
+            return Ok(WatchEvent {
                 kind,
                 object: Value::Null,
                 json: None,
@@ -255,48 +288,44 @@ impl CachePump {
                     revision: rv,
                     event: natural.cloned(),
                 }),
-            }
-        } else {
-            match self.store.decode(&obj.kv) {
-                Ok(mut v) => {
-                    crate::meta::set_str(&mut v, "resourceVersion", &rv.to_string());
-                    WatchEvent {
-                        kind,
-                        object: v,
-                        json: None,
-                        cached: None,
-                    }
-                }
-                Err(e) => return self.fail(e).await,
-            }
-        };
-        self.tx.send(event).await.is_ok()
-    }
-
-    async fn fail_decode(&self, obj: &CachedObject) -> bool {
-        self.fail(ApiError::internal(format!("decoding {}", obj.kv.key)))
-            .await
-    }
-
-    /// The watch ends with `err` (a conversion that failed, bytes that do not decode).
-    async fn fail(&self, err: ApiError) -> bool {
-        let ev = WatchEvent {
-            kind: WatchEventType::Error,
-            object: err.to_status(),
+            });
+        }
+        let mut v = self.store.decode(&obj.kv)?;
+        crate::meta::set_str(&mut v, "resourceVersion", &rv.to_string());
+        Ok(WatchEvent {
+            kind,
+            object: v,
             json: None,
             cached: None,
-        };
-        let _ = self.tx.send(ev).await;
-        false
+        })
     }
 
-    async fn send_bookmark(&self, rv: Revision, initial_end: bool) -> bool {
-        let ev = WatchEvent {
+    /// The event, or the ERROR event that ends the watch (a conversion that
+    /// failed, bytes that do not decode); the cache's watcher goes with it.
+    fn or_fail(&mut self, ev: Result<WatchEvent, ApiError>) -> WatchEvent {
+        ev.unwrap_or_else(|err| {
+            self.done = true;
+            self.watch.close();
+            self.batch = None;
+            error_event(err)
+        })
+    }
+
+    fn bookmark(&self, rv: Revision, initial_end: bool) -> WatchEvent {
+        WatchEvent {
             kind: WatchEventType::Bookmark,
             object: self.store.bookmark(rv, initial_end),
             json: None,
             cached: None,
-        };
-        self.tx.send(ev).await.is_ok()
+        }
+    }
+}
+
+fn error_event(err: ApiError) -> WatchEvent {
+    WatchEvent {
+        kind: WatchEventType::Error,
+        object: err.to_status(),
+        json: None,
+        cached: None,
     }
 }

@@ -2,7 +2,7 @@
 //! backends run, `kapi-storage/tests/storage/conformance.rs`) against the cache
 //! over each backend (`fixtures.rs`), plus the cache's own properties
 //! (`behaviour.rs`, `window.rs`) and the store's reads and watches through it
-//! (`store.rs`).
+//! (`store.rs`, `watch_stream.rs`).
 
 mod admitted;
 mod behaviour;
@@ -10,4 +10,5 @@ mod behaviour;
 mod conformance;
 mod fixtures;
 mod store;
+mod watch_stream;
 mod window;

@@ -1,10 +1,11 @@
 //! WATCH: newline-delimited `WatchEvent` JSON over a chunked response, or with a
 //! protobuf `Accept` length-prefixed protobuf `WatchEvent` frames. Events come
-//! from the store's watch; JSON lines and protobuf frames of cached events are
-//! encoded once per event and shared by every watcher (`pb_fast.rs` for
-//! protobuf); with `as=Table` each object becomes a one-row Table
-//! (column definitions on the first), as kubectl `get -w` expects. The stream
-//! ends after `timeoutSeconds` (default: 30 minutes, upstream's order of magnitude).
+//! from the store's watch, polled by the response body itself (no task in
+//! between); JSON lines and protobuf frames of cached events are encoded once
+//! per event and shared by every watcher (`pb_fast.rs` for protobuf); with
+//! `as=Table` each object becomes a one-row Table (column definitions on the
+//! first), as kubectl `get -w` expects. The stream ends after `timeoutSeconds`
+//! (default: 30 minutes, upstream's order of magnitude).
 
 use std::time::Duration;
 
@@ -16,7 +17,6 @@ use kapi_machinery::status::ApiError;
 use kapi_registry::store::options::WatchOptions;
 use kapi_registry::store::{WatchEvent, WatchEventType};
 use serde_json::{json, Map};
-use tokio_stream::wrappers::ReceiverStream;
 
 use super::list::{parse_rv_match, parse_selectors};
 use super::pb_fast::{self, PbView};
@@ -62,7 +62,7 @@ pub async fn watch(ctx: Ctx) -> Result<Response, ApiError> {
     let view = ctx.accept.view;
     let format = ctx.accept.format;
     let mut first = true;
-    let lines = ReceiverStream::new(rx).map(move |ev: WatchEvent| {
+    let lines = rx.map(move |ev: WatchEvent| {
         if let Some(line) = ev.json {
             return Ok(line);
         }
