@@ -121,6 +121,20 @@ const TERMINATED_WATCHERS: Family = Family {
     labels: &[],
 };
 
+/// kapi's own: what the encode-once slots hold against their budget.
+const ENCODED_BYTES: Family = Family {
+    name: "kapi_watch_cache_encoded_bytes",
+    help: "Bytes of protobuf encodings kept with watch-cached objects and events, process-wide.",
+    kind: Kind::Gauge,
+    labels: &[],
+};
+const ENCODED_BUDGET: Family = Family {
+    name: "kapi_watch_cache_encoded_budget_bytes",
+    help: "The most bytes of encodings kept with watch-cached objects and events.",
+    kind: Kind::Gauge,
+    labels: &[],
+};
+
 enum Series {
     Value(f64),
     /// A counter series handed out as a [`Counter`]: whole increments, no lock.
@@ -413,6 +427,10 @@ pub async fn serve(srv: Arc<Server>, metrics: Metrics) -> Response {
     }
     let terminated = kapi_registry::cache::terminated_watchers_total();
     metrics.set(&TERMINATED_WATCHERS, &[], terminated as f64);
+    let encoded = kapi_registry::cache::encoded_bytes();
+    metrics.set(&ENCODED_BYTES, &[], encoded as f64);
+    let budget = kapi_registry::cache::encoded_budget();
+    metrics.set(&ENCODED_BUDGET, &[], budget as f64);
     let mut resp = metrics.render().into_response();
     resp.headers_mut().insert(
         header::CONTENT_TYPE,

@@ -92,6 +92,8 @@ async fn request_storage_watch_and_flowcontrol_series() {
     assert!(metric(&m, "apiserver_storage_objects{resource=\"namespaces\"}") >= 4.0);
     assert!(m.contains("# TYPE apiserver_terminated_watchers_total counter"));
     assert!(m.contains("apiserver_terminated_watchers_total "));
+    assert!(m.contains("# TYPE kapi_watch_cache_encoded_bytes gauge"));
+    assert!(m.contains("kapi_watch_cache_encoded_budget_bytes "));
     assert!(m.contains("apiserver_current_inflight_requests{request_kind=\"mutating\"} 0"));
     let dispatched = "apiserver_flowcontrol_dispatched_requests_total{priority_level=\"global-default\",flow_schema=\"global-default\"}";
     assert!(metric(&m, dispatched) >= 6.0, "{m}");
