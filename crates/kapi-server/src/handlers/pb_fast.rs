@@ -89,9 +89,11 @@ fn encode_item(store: &Store, view: PbView, kv: &KeyValue, rv: Option<Revision>)
         PbView::Metadata => negotiate::partial(&value),
     };
     let (av, kind) = view.item(&store.def);
-    kapi_protobuf::encode_message(&av, &kind, &value)
-        .ok()
-        .map(Bytes::from)
+    let mut bytes = kapi_protobuf::encode_message(&av, &kind, &value).ok()?;
+    // Kept bytes are counted against the budget by length: hold no more than that
+    // (the encoder's buffer grows by doubling, up to twice the length).
+    bytes.shrink_to_fit();
+    Some(Bytes::from(bytes))
 }
 
 /// The streamed protobuf LIST, or `None` when the normal path must answer.
