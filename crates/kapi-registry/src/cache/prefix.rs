@@ -380,7 +380,21 @@ impl PrefixCache {
                 break;
             }
         }
-        let remaining = merged.count() as i64;
+        // What follows a full page. With no filter and nothing changed under the
+        // prefix since `at`, that is the map's keys after the page's last one: a
+        // plain walk of the map, not of the merge (a page at the start of a large
+        // resource counts the whole rest of it for `remainingItemCount`).
+        let unchanged_all = matches!(filter, KeyFilter::All) && changed.is_empty();
+        let remaining = match (items.last(), prefix_end(prefix)) {
+            (Some(last), Some(end)) if unchanged_all && items.len() == limit => st
+                .objects
+                .range::<str, _>((
+                    Bound::Excluded(last.kv.key.as_str()),
+                    Bound::Excluded(end.as_str()),
+                ))
+                .count(),
+            _ => merged.count(),
+        } as i64;
         Ok(Some(CachedPage {
             items,
             revision: at,

@@ -67,6 +67,11 @@ async fn pages_at_a_fixed_revision_come_from_memory() {
             .await
             .unwrap();
     }
+    // Neighbours on both sides of the prefix, one exactly at its end key: not
+    // counted in what remains after a page.
+    for key in ["/t/o/x", "/t/p", "/t/p0", "/t/p0/x", "/t/q/x"] {
+        f.backend.create(key, b("n")).await.unwrap();
+    }
     let first = f
         .cache
         .list_cached("/t/p/", ReadAt::Consistent, 10, None)
