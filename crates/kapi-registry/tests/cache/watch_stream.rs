@@ -36,12 +36,7 @@ async fn create_many(s: &Store, ns: &str, n: usize) -> i64 {
             s.create(obj, &opts)
         });
         for made in futures::future::join_all(writes).await {
-            let rv = made.unwrap()["metadata"]["resourceVersion"]
-                .as_str()
-                .unwrap()
-                .parse::<i64>()
-                .unwrap();
-            last = last.max(rv);
+            last = last.max(rv_of(&made.unwrap()));
         }
     }
     last
@@ -53,6 +48,19 @@ fn rv_of(v: &Value) -> i64 {
         .unwrap()
         .parse()
         .unwrap()
+}
+
+/// Create object `name` in namespace `ns` and wait until the cache has
+/// dispatched its event; the object as created.
+async fn create_dispatched(f: &Fixture, s: &Store, ns: &str, name: &str) -> Value {
+    let obj = json!({"metadata": {"name": name, "namespace": ns}});
+    let made = s.create(obj, &WriteOptions::default()).await.unwrap();
+    assert!(
+        f.cache
+            .wait_for(rv_of(&made), Duration::from_secs(10))
+            .await
+    );
+    made
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -118,14 +126,8 @@ async fn a_watch_whose_reader_stops_is_closed_and_counted() {
     assert!(watchers >= 1);
     let n = 10;
     for i in 0..n {
-        let obj = json!({"metadata": {"name": format!("o{i}"), "namespace": "s"}});
-        let made = s.create(obj, &WriteOptions::default()).await.unwrap();
-        // One event per message: wait until the cache has dispatched it.
-        assert!(
-            f.cache
-                .wait_for(rv_of(&made), Duration::from_secs(10))
-                .await
-        );
+        // One event per message: each is dispatched before the next write.
+        create_dispatched(&f, &s, "s", &format!("o{i}")).await;
     }
     // No second buffer behind the cache's: the watcher was closed while
     // unread, and its stream ends after what the cache had buffered.
@@ -152,25 +154,13 @@ async fn dropping_the_receiver_detaches_the_cache_watcher() {
     let gone = s.watch(Some("d"), &opts).await.unwrap();
     assert_eq!(f.cache.watcher_count("/t/"), base + 2);
     drop(gone);
-    let obj = json!({"metadata": {"name": "one", "namespace": "d"}});
-    let made = s.create(obj, &WriteOptions::default()).await.unwrap();
-    assert!(
-        f.cache
-            .wait_for(rv_of(&made), Duration::from_secs(10))
-            .await
-    );
+    create_dispatched(&f, &s, "d", "one").await;
     // The dispatch of that write found the dropped receiver closed.
     assert_eq!(f.cache.watcher_count("/t/"), base + 1);
     let ev = kept.recv().await.unwrap();
     assert_eq!(ev.kind, WatchEventType::Added);
     drop(kept);
-    let obj = json!({"metadata": {"name": "two", "namespace": "d"}});
-    let made = s.create(obj, &WriteOptions::default()).await.unwrap();
-    assert!(
-        f.cache
-            .wait_for(rv_of(&made), Duration::from_secs(10))
-            .await
-    );
+    create_dispatched(&f, &s, "d", "two").await;
     assert_eq!(f.cache.watcher_count("/t/"), base);
 }
 
