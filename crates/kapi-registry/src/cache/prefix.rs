@@ -362,7 +362,9 @@ impl PrefixCache {
             _ => prefix,
         };
         let changed = st.overlay(at, from, prefix);
-        let Some(candidates) = st.candidates(filter, from, prefix, self.indexer.get()) else {
+        let end = prefix_end(prefix);
+        let end = end.as_deref();
+        let Some(candidates) = st.candidates(filter, from, prefix, end, self.indexer.get()) else {
             return Ok(None);
         };
         let overlay = changed
@@ -385,13 +387,10 @@ impl PrefixCache {
         // plain walk of the map, not of the merge (a page at the start of a large
         // resource counts the whole rest of it for `remainingItemCount`).
         let unchanged_all = matches!(filter, KeyFilter::All) && changed.is_empty();
-        let remaining = match (items.last(), prefix_end(prefix)) {
+        let remaining = match (items.last(), end) {
             (Some(last), Some(end)) if unchanged_all && items.len() == limit => st
                 .objects
-                .range::<str, _>((
-                    Bound::Excluded(last.kv.key.as_str()),
-                    Bound::Excluded(end.as_str()),
-                ))
+                .range::<str, _>((Bound::Excluded(last.kv.key.as_str()), Bound::Excluded(end)))
                 .count(),
             _ => merged.count(),
         } as i64;
@@ -461,22 +460,24 @@ type Entries<'a> = Box<dyn Iterator<Item = (&'a str, Option<&'a Arc<CachedObject
 
 impl State {
     /// Current objects in `[from, …)` under `prefix` that `filter` lets through,
-    /// in key order; `None` when it names a field without an index.
+    /// in key order; `None` when it names a field without an index. `end` is the
+    /// prefix's end key (`range::prefix_end`), when it has one.
     fn candidates<'a>(
         &'a self,
         filter: &'a KeyFilter,
         from: &'a str,
         prefix: &'a str,
+        end: Option<&str>,
         indexer: Option<&Arc<Indexer>>,
     ) -> Option<Entries<'a>> {
         let under = move |k: &String| k.starts_with(prefix);
         Some(match filter {
             // Bounded by the first key past the prefix, so the walk compares
             // no key (a cluster-wide list walks every object of the resource).
-            KeyFilter::All => match prefix_end(prefix) {
-                Some(end) if from < end.as_str() => Box::new(
+            KeyFilter::All => match end {
+                Some(end) if from < end => Box::new(
                     self.objects
-                        .range::<str, _>((Bound::Included(from), Bound::Excluded(end.as_str())))
+                        .range::<str, _>((Bound::Included(from), Bound::Excluded(end)))
                         .map(|(k, v)| (k.as_str(), Some(v))),
                 ),
                 Some(_) => Box::new(std::iter::empty()),
