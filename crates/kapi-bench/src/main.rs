@@ -44,6 +44,10 @@ struct Args {
     /// Speak protobuf as Go clients do (bodies and `Accept`); watches stay JSON.
     #[arg(long, global = true)]
     protobuf: bool,
+    /// Client threads: 1 runs everything on one thread (no wake-ups between
+    /// threads, one core left to a server on the same machine); 0 is one per core.
+    #[arg(long, global = true, default_value_t = 0)]
+    threads: usize,
     #[command(subcommand)]
     scenario: Scenario,
 }
@@ -74,6 +78,9 @@ enum Scenario {
         repeat: usize,
         #[arg(long, default_value_t = 500)]
         page: usize,
+        /// Run only the variants whose name contains this text (e.g. `resourceVersion=0`).
+        #[arg(long)]
+        only: Option<String>,
     },
     /// CAS updates on a hot set of the first `hot` objects.
     Update {
@@ -139,10 +146,22 @@ enum Scenario {
     },
 }
 
-#[tokio::main]
-async fn main() {
+fn main() {
     let args = Args::parse();
-    if let Err(e) = run(args).await {
+    let runtime = match args.threads {
+        1 => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build(),
+        n => {
+            let mut b = tokio::runtime::Builder::new_multi_thread();
+            if n > 1 {
+                b.worker_threads(n);
+            }
+            b.enable_all().build()
+        }
+    }
+    .expect("a tokio runtime");
+    if let Err(e) = runtime.block_on(run(args)) {
         eprintln!("kapi-bench: {e}");
         std::process::exit(1);
     }
@@ -193,9 +212,10 @@ async fn run(args: Args) -> Result<(), String> {
                 .await,
             ],
         ),
-        Scenario::List { repeat, page } => {
-            ("list", scenarios::list(&api, repeat, Some(page)).await)
-        }
+        Scenario::List { repeat, page, only } => (
+            "list",
+            scenarios::list(&api, repeat, Some(page), only.as_deref()).await,
+        ),
         Scenario::Update {
             hot,
             seconds,
@@ -261,7 +281,7 @@ async fn run(args: Args) -> Result<(), String> {
                 out.push(scenarios::create(&api, prefix, count, size, concurrency).await);
             }
             let page = (!no_paged).then_some(500);
-            out.extend(scenarios::list(&api, repeat, page).await);
+            out.extend(scenarios::list(&api, repeat, page, None).await);
             ("scale", out)
         }
         Scenario::Codec { .. } => unreachable!("answered above"),

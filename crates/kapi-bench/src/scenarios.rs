@@ -91,8 +91,13 @@ pub async fn get(
 }
 
 /// LIST variants, each `repeat` times, one at a time (the paged one only with
-/// a `page` size).
-pub async fn list(api: &Api, repeat: usize, page: Option<usize>) -> Vec<Samples> {
+/// a `page` size; with `only`, just the variants whose name contains it).
+pub async fn list(
+    api: &Api,
+    repeat: usize,
+    page: Option<usize>,
+    only: Option<&str>,
+) -> Vec<Samples> {
     let ns = api.configmaps();
     let mut variants = vec![
         ("list ns, consistent", ns.clone(), false),
@@ -119,6 +124,9 @@ pub async fn list(api: &Api, repeat: usize, page: Option<usize>) -> Vec<Samples>
     ];
     if let Some(page) = page {
         variants.insert(2, ("list ns, paged", format!("{ns}?limit={page}"), true));
+    }
+    if let Some(only) = only {
+        variants.retain(|(name, _, _)| name.contains(only));
     }
     let mut out = Vec::new();
     for (name, path, paged) in variants {

@@ -263,3 +263,59 @@ async fn plain_serving_has_no_peer() {
     stop_tx.send(()).unwrap();
     server.await.unwrap().unwrap();
 }
+
+/// The suite negotiated by a client offering `offered` (rustls's default order, AES-256-GCM first, when `None`).
+async fn negotiated_suite(
+    offered: Option<Vec<rustls::SupportedCipherSuite>>,
+) -> rustls::CipherSuite {
+    let tmp = TempDir::new();
+    let pki = load_or_generate(&tmp.0, &[]).unwrap();
+    let server = server_config(&pki.serving_cert_pem, &pki.serving_key_pem, &[]).unwrap();
+    let mut provider = rustls::crypto::ring::default_provider();
+    if let Some(offered) = offered {
+        provider.cipher_suites = offered;
+    }
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(parse_cert_chain(&pki.ca_cert_pem).unwrap().remove(0))
+        .unwrap();
+    let client = rustls::ClientConfig::builder_with_provider(Arc::new(provider))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let (a, b) = tokio::io::duplex(64 * 1024);
+    let accept = tokio_rustls::TlsAcceptor::from(server).accept(a);
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let connect = TlsConnector::from(Arc::new(client)).connect(name, b);
+    let (_, client) = tokio::try_join!(accept, connect).unwrap();
+    client
+        .get_ref()
+        .1
+        .negotiated_cipher_suite()
+        .unwrap()
+        .suite()
+}
+
+#[tokio::test]
+async fn the_server_prefers_aes_128_gcm_as_go_does() {
+    use rustls::crypto::ring::cipher_suite as cs;
+    // rustls and curl list AES-256-GCM first; Go's server picks AES-128-GCM.
+    assert_eq!(
+        negotiated_suite(None).await,
+        rustls::CipherSuite::TLS13_AES_128_GCM_SHA256
+    );
+    // A client that offers only the others still gets one of them.
+    assert_eq!(
+        negotiated_suite(Some(vec![
+            cs::TLS13_CHACHA20_POLY1305_SHA256,
+            cs::TLS13_AES_256_GCM_SHA384,
+        ]))
+        .await,
+        rustls::CipherSuite::TLS13_AES_256_GCM_SHA384
+    );
+    assert_eq!(
+        negotiated_suite(Some(vec![cs::TLS13_CHACHA20_POLY1305_SHA256])).await,
+        rustls::CipherSuite::TLS13_CHACHA20_POLY1305_SHA256
+    );
+}
