@@ -21,11 +21,13 @@
 //! Where to look next: `prefix.rs` (one resource's objects, window, watchers),
 //! `index.rs` (field indexes), `object.rs` (what is computed once per object),
 //! `encoded.rs` (encodings kept once per object and event, under a budget),
+//! `items.rs` (a page's objects, and whole lists kept while nothing changes),
 //! `backend.rs` (the trait), `store/` (how the generic store uses this).
 
 mod backend;
 mod encoded;
 mod index;
+mod items;
 mod object;
 mod prefix;
 mod range;
@@ -39,8 +41,9 @@ use kapi_storage::{Backend, Result, Revision, StorageError};
 
 pub use encoded::{encoded_budget, encoded_bytes, set_encoded_budget, Encoded, Form};
 pub use index::{Indexer, KeyFilter};
+pub use items::{CachedPage, Items};
 pub use object::{Attrs, CachedObject, Set};
-pub use prefix::{watch_line, CacheMessage, CacheWatch, CachedEvent, CachedPage, Miss};
+pub use prefix::{watch_line, CacheMessage, CacheWatch, CachedEvent, Miss};
 use prefix::{PrefixCache, Window};
 
 /// Tuning of the watch cache.

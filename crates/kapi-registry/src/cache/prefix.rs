@@ -27,6 +27,7 @@ use tokio::sync::mpsc;
 
 use super::encoded::{Encoded, Form};
 use super::index::{FieldIndex, Indexer, KeyFilter};
+use super::items::{CachedPage, Items, Memo, Shared, MEMO_MIN};
 use super::object::CachedObject;
 use super::range::{merge, prefix_end};
 
@@ -135,15 +136,6 @@ pub enum Miss {
     },
 }
 
-/// A page read from the cache.
-#[derive(Debug, Clone)]
-pub struct CachedPage {
-    pub items: Vec<Arc<CachedObject>>,
-    pub revision: Revision,
-    pub more: bool,
-    pub remaining: i64,
-}
-
 struct Watcher {
     prefix: String,
     tx: mpsc::Sender<CacheMessage>,
@@ -170,6 +162,8 @@ struct State {
     index: FieldIndex,
     history: VecDeque<Arc<CachedEvent>>,
     watchers: Vec<Watcher>,
+    /// Whole lists of `objects` under a few prefixes (`items.rs`).
+    memo: Memo,
 }
 
 pub struct PrefixCache {
@@ -237,6 +231,7 @@ impl PrefixCache {
             index,
             history: VecDeque::new(),
             watchers: Vec::new(),
+            memo: Memo::default(),
         };
     }
 
@@ -262,6 +257,7 @@ impl PrefixCache {
         if !st.ready {
             return;
         }
+        st.memo.clear();
         let mut cached = Vec::with_capacity(events.len());
         let now = Instant::now();
         let indexer = self.indexer.get();
@@ -357,11 +353,14 @@ impl PrefixCache {
     ) -> Result<Option<CachedPage>, Miss> {
         let st = self.state.read().expect("cache lock");
         let at = st.check(at)?;
-        let from = match start {
-            Some(s) if s > prefix => s,
-            _ => prefix,
-        };
+        let from = start.filter(|s| *s > prefix).unwrap_or(prefix);
         let changed = st.overlay(at, from, prefix);
+        let unchanged_all = matches!(filter, KeyFilter::All) && changed.is_empty();
+        // A whole unchanged prefix: the list kept from the last one (`items.rs`).
+        let whole = unchanged_all && from == prefix && limit == 0;
+        if let Some(list) = whole.then(|| st.memo.get(prefix)).flatten() {
+            return Ok(Some(CachedPage::whole(Items::Shared(list), at)));
+        }
         let end = prefix_end(prefix);
         let end = end.as_deref();
         let Some(candidates) = st.candidates(filter, from, prefix, end, self.indexer.get()) else {
@@ -386,7 +385,6 @@ impl PrefixCache {
         // prefix since `at`, that is the map's keys after the page's last one: a
         // plain walk of the map, not of the merge (a page at the start of a large
         // resource counts the whole rest of it for `remainingItemCount`).
-        let unchanged_all = matches!(filter, KeyFilter::All) && changed.is_empty();
         let remaining = match (items.last(), end) {
             (Some(last), Some(end)) if unchanged_all && items.len() == limit => st
                 .objects
@@ -394,8 +392,13 @@ impl PrefixCache {
                 .count(),
             _ => merged.count(),
         } as i64;
+        if whole && items.len() >= MEMO_MIN {
+            let list: Shared = items.into();
+            st.memo.put(prefix, list.clone());
+            return Ok(Some(CachedPage::whole(Items::Shared(list), at)));
+        }
         Ok(Some(CachedPage {
-            items,
+            items: items.into(),
             revision: at,
             more: remaining > 0,
             remaining,

@@ -25,14 +25,14 @@ use serde_json::Value;
 use super::list::{decode_token, encode_token};
 use super::options::{ListOptions, RvMatch};
 use super::{parse_rv, Store};
-use crate::cache::{Attrs, CachedBackend, CachedObject, Indexer, KeyFilter, ReadAt};
+use crate::cache::{Attrs, CachedBackend, CachedObject, Indexer, Items, KeyFilter, ReadAt};
 use crate::meta;
 use crate::resource::ResourceDef;
 
 /// A list page of cached objects; each is shown at its own `mod_revision`.
 #[derive(Debug, Clone, Default)]
 pub struct CachedList {
-    pub items: Vec<Arc<CachedObject>>,
+    pub items: Items,
     pub resource_version: String,
     pub continue_token: Option<String>,
     pub remaining: Option<i64>,
@@ -139,18 +139,18 @@ impl Store {
                 l => l.saturating_sub(out.items.len()),
             };
             if items.len() > room {
-                items.truncate(room);
+                items.to_mut().truncate(room);
                 more = true;
             }
             // The last object looked at, for the next page or the continue token.
             let last_key = items.last().cloned();
             if filtered {
-                items.retain(|o| self.cached_matches(o, opts));
+                items.to_mut().retain(|o| self.cached_matches(o, opts));
             }
             if out.items.is_empty() {
                 out.items = items;
             } else {
-                out.items.append(&mut items);
+                out.items.to_mut().extend_from_slice(&items);
             }
             let full = opts.limit > 0 && out.items.len() >= opts.limit;
             match last_key.as_ref().map(|o| o.kv.key.as_str()) {

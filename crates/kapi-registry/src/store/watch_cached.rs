@@ -40,7 +40,9 @@ use tokio::sync::mpsc;
 use super::options::{ListOptions, WatchOptions};
 use super::watch::{CachedSource, WatchEvent, WatchEventType, WatchReceiver};
 use super::{parse_rv, Store};
-use crate::cache::{watch_line, CacheMessage, CacheWatch, CachedEvent, CachedObject, Miss, ReadAt};
+use crate::cache::{
+    watch_line, CacheMessage, CacheWatch, CachedEvent, CachedObject, Items, Miss, ReadAt,
+};
 
 impl Store {
     /// A watch served by the cache, or `None` when the backend path must serve it.
@@ -67,7 +69,7 @@ impl Store {
             Some(rv) => Some(parse_rv(rv)?),
         };
         let (start, snapshot) = match rv {
-            Some(rv) if rv > 0 && !initial => (rv, Vec::new()),
+            Some(rv) if rv > 0 && !initial => (rv, Items::default()),
             rv => {
                 let at = match rv {
                     None => ReadAt::Consistent,
@@ -121,7 +123,8 @@ impl Store {
             // Shared lines carry the stored bytes: only when no conversion is needed.
             encoded: opts.encoded_json && self.def.conversion.is_none(),
             objects: opts.cached_objects && self.def.conversion.is_none(),
-            snapshot: snapshot.into_iter(),
+            snapshot,
+            snapshot_at: 0,
             initial_end: initial.then_some(start),
             live: false,
             next_bookmark: None,
@@ -147,7 +150,8 @@ pub(crate) struct CachedStream {
     /// Send the cached objects themselves (`WatchEvent::cached`).
     objects: bool,
     /// The initial objects not yet looked at (the selector applies as they go).
-    snapshot: std::vec::IntoIter<Arc<CachedObject>>,
+    snapshot: Items,
+    snapshot_at: usize,
     /// The WatchList end bookmark's revision, until it is sent.
     initial_end: Option<Revision>,
     /// The initial events are out; `next_bookmark` counts from then.
@@ -177,7 +181,13 @@ impl CachedStream {
     }
 
     fn poll_inner(&mut self, cx: &mut Context<'_>) -> Poll<Option<WatchEvent>> {
-        while let Some(obj) = self.snapshot.next() {
+        while let Some(obj) = self.snapshot.get(self.snapshot_at).cloned() {
+            self.snapshot_at += 1;
+            if self.snapshot_at == self.snapshot.len() {
+                // Done with it: a shared list would keep every object alive.
+                self.snapshot = Items::default();
+                self.snapshot_at = 0;
+            }
             if self.matches(&obj) {
                 let rv = obj.kv.mod_revision;
                 let ev = self.object_event(WatchEventType::Added, &obj, rv, None);

@@ -101,7 +101,7 @@ async fn pages_at_a_fixed_revision_come_from_memory() {
             .wait_for(last.mod_revision, Duration::from_secs(10))
             .await
     );
-    let mut all = first.items.clone();
+    let mut all = first.items.to_vec();
     let mut start = format!("{}\0", first.items.last().unwrap().kv.key);
     loop {
         let page = f

@@ -1,7 +1,7 @@
 //! The watch cache test binary: the storage conformance suite (the very file the
 //! backends run, `kapi-storage/tests/storage/conformance.rs`) against the cache
 //! over each backend (`fixtures.rs`), plus the cache's own properties
-//! (`behaviour.rs`, `window.rs`) and the store's reads and watches through it
+//! (`behaviour.rs`, `window.rs`, `memo.rs`) and the store's reads and watches through it
 //! (`store.rs`, `watch_stream.rs`).
 
 mod admitted;
@@ -9,6 +9,7 @@ mod behaviour;
 #[path = "../../../kapi-storage/tests/storage/conformance.rs"]
 mod conformance;
 mod fixtures;
+mod memo;
 mod store;
 mod watch_stream;
 mod window;

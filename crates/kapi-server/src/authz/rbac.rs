@@ -386,7 +386,7 @@ impl Rbac {
 }
 
 enum Items {
-    Cached(Vec<Arc<kapi_registry::cache::CachedObject>>),
+    Cached(kapi_registry::cache::Items),
     Decoded(Vec<Value>),
 }
 

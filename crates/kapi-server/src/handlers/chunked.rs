@@ -4,12 +4,17 @@
 //! that would not fit starts the next chunk (unless the chunk is empty), so a
 //! buffer is never grown (a grown buffer is a second, larger allocation).
 
+use std::marker::PhantomData;
+use std::ops::Deref;
+
 use bytes::Bytes;
 
 const CHUNK: usize = 64 * 1024;
 
-pub struct Chunked<T, W> {
-    items: Vec<T>,
+/// `L` holds the items: a `Vec<T>`, or a list shared with other readers.
+pub struct Chunked<T, L, W> {
+    items: L,
+    item: PhantomData<fn() -> T>,
     next: usize,
     head: Option<Vec<u8>>,
     tail: &'static [u8],
@@ -20,16 +25,17 @@ pub struct Chunked<T, W> {
     done: bool,
 }
 
-impl<T, W: FnMut(usize, &T, &mut Vec<u8>)> Chunked<T, W> {
+impl<T, L: Deref<Target = [T]>, W: FnMut(usize, &T, &mut Vec<u8>)> Chunked<T, L, W> {
     pub fn new(
         head: Vec<u8>,
-        items: Vec<T>,
+        items: L,
         tail: &'static [u8],
         size: fn(&T) -> usize,
         write: W,
     ) -> Self {
         Chunked {
             items,
+            item: PhantomData,
             next: 0,
             head: Some(head),
             tail,
@@ -42,7 +48,8 @@ impl<T, W: FnMut(usize, &T, &mut Vec<u8>)> Chunked<T, W> {
     /// The chunks as a response body stream.
     pub fn into_body(self) -> axum::body::Body
     where
-        T: Send + 'static,
+        T: 'static,
+        L: Send + 'static,
         W: Send + 'static,
     {
         let stream = futures::stream::iter(self.map(Ok::<_, std::convert::Infallible>));
@@ -50,7 +57,7 @@ impl<T, W: FnMut(usize, &T, &mut Vec<u8>)> Chunked<T, W> {
     }
 }
 
-impl<T, W: FnMut(usize, &T, &mut Vec<u8>)> Iterator for Chunked<T, W> {
+impl<T, L: Deref<Target = [T]>, W: FnMut(usize, &T, &mut Vec<u8>)> Iterator for Chunked<T, L, W> {
     type Item = Bytes;
 
     fn next(&mut self) -> Option<Bytes> {

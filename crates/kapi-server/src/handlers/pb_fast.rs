@@ -123,14 +123,14 @@ pub async fn list_protobuf(ctx: &Ctx) -> Result<Option<Response>, ApiError> {
     // and again when its turn comes: the response never holds more than a chunk
     // of unkept encodings, however long the list.
     let mut items = Vec::with_capacity(list.items.len());
-    for obj in list.items {
-        let Some(b) = item_bytes(store, view, &obj) else {
+    for obj in list.items.iter() {
+        let Some(b) = item_bytes(store, view, obj) else {
             // The normal path reports what does not encode.
             return Ok(None);
         };
         items.push(match obj.kept(view.form()) {
             Some(_) => Item::Kept(b),
-            None => Item::Again(obj, b.len()),
+            None => Item::Again(obj.clone(), b.len()),
         });
     }
     let raw_len = parts.head.len()

@@ -1,0 +1,93 @@
+//! Whole lists kept while nothing changes (`cache/items.rs`): the next whole
+//! list of the prefix shares the kept one, any change shows in the next list,
+//! and a read at an older revision, a page or a filtered list never takes it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use kapi_registry::cache::{CachedPage, Items, KeyFilter, ReadAt};
+
+use crate::fixtures;
+
+const N: usize = 300;
+
+async fn whole(f: &fixtures::Fixture, at: ReadAt) -> CachedPage {
+    f.cache
+        .list_cached("/t/m/", at, 0, None)
+        .await
+        .unwrap()
+        .expect("served from the cache")
+}
+
+fn shared(items: &Items) -> &Arc<[Arc<kapi_registry::cache::CachedObject>]> {
+    match items {
+        Items::Shared(s) => s,
+        Items::Own(_) => panic!("not a kept list"),
+    }
+}
+
+fn keys(items: &Items) -> Vec<String> {
+    items.iter().map(|o| o.kv.key.clone()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_whole_list_is_kept_until_something_changes() {
+    let f = fixtures::embedded().await;
+    f.create_keys("/t/m/", N).await;
+    let a = whole(&f, ReadAt::Consistent).await;
+    let b = whole(&f, ReadAt::Any).await;
+    assert_eq!(a.items.len(), N);
+    assert!(Arc::ptr_eq(shared(&a.items), shared(&b.items)), "shared");
+    assert_eq!((b.more, b.remaining), (false, 0));
+
+    // A change: the next whole list has it, and the kept one is gone.
+    f.backend.delete("/t/m/7", None).await.unwrap();
+    let added = f
+        .backend
+        .create("/t/m/new", Bytes::from_static(b"n"))
+        .await
+        .unwrap();
+    assert!(
+        f.cache
+            .wait_for(added.mod_revision, Duration::from_secs(10))
+            .await
+    );
+    let c = whole(&f, ReadAt::Consistent).await;
+    assert!(c.revision >= added.mod_revision);
+    let now = keys(&c.items);
+    assert!(now.contains(&"/t/m/new".to_owned()));
+    assert!(!now.contains(&"/t/m/7".to_owned()), "deleted key listed");
+    assert_eq!(now.len(), N);
+    assert!(!Arc::ptr_eq(shared(&a.items), shared(&c.items)));
+
+    // At the first page's revision the old objects are back (the change lies
+    // after it): built from the history, never from the kept list.
+    let old = whole(&f, ReadAt::Exact(a.revision)).await;
+    assert!(!old.items.is_shared());
+    assert_eq!(keys(&old.items), keys(&a.items));
+    assert!(old.items.iter().any(|o| o.kv.key == "/t/m/7"));
+
+    // A page and a filtered list take their own objects.
+    let page = f
+        .cache
+        .list_cached("/t/m/", ReadAt::Consistent, 10, None)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!page.items.is_shared());
+    assert_eq!((page.items.len(), page.more), (10, true));
+    let one = f
+        .cache
+        .list_filtered(
+            "/t/m/",
+            ReadAt::Consistent,
+            0,
+            None,
+            &KeyFilter::Key("/t/m/new".into()),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(keys(&one.items), vec!["/t/m/new".to_owned()]);
+}
