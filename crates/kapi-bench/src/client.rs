@@ -14,6 +14,8 @@ const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
 #[derive(Clone)]
 pub struct Api {
     client: kube::Client,
+    /// What the client was built from (`lean.rs` builds its own connections).
+    pub config: kube::Config,
     pub ns: String,
     kubeconfig: Option<std::path::PathBuf>,
     pub protobuf: bool,
@@ -35,9 +37,10 @@ impl Api {
             }
             None => kube::Config::infer().await.map_err(|e| e.to_string())?,
         };
-        let client = kube::Client::try_from(config).map_err(|e| e.to_string())?;
+        let client = kube::Client::try_from(config.clone()).map_err(|e| e.to_string())?;
         Ok(Api {
             client,
+            config,
             ns: ns.to_owned(),
             kubeconfig: kubeconfig.map(std::path::Path::to_path_buf),
             protobuf,

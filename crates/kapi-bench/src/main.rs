@@ -11,6 +11,7 @@
 
 mod client;
 mod codec;
+mod lean;
 mod scenarios;
 mod stats;
 mod watchers;
@@ -104,12 +105,18 @@ enum Scenario {
         /// Spread the watchers over this many child processes (0: all in this one).
         #[arg(long, default_value_t = 0)]
         procs: usize,
+        /// With `--procs`: each watcher reads its own TLS connection in one task
+        /// (`lean.rs`), not through kube-rs's HTTP client (two tasks per watcher).
+        #[arg(long)]
+        lean: bool,
     },
     /// One child process of `watch --procs` (see `watchers.rs`).
     #[command(hide = true)]
     WatchChild {
         #[arg(long)]
         watchers: usize,
+        #[arg(long)]
+        lean: bool,
     },
     /// Churn (create, update, delete) at `rate` per second with informers attached.
     Mixed {
@@ -230,6 +237,7 @@ async fn run(args: Args) -> Result<(), String> {
             seconds,
             size,
             procs,
+            lean,
         } => {
             let plan = WatchPlan {
                 watchers,
@@ -243,14 +251,19 @@ async fn run(args: Args) -> Result<(), String> {
                 ("watch", scenarios::watch(&api, prefix, &plan).await)
             } else {
                 let child_args = child_args(&args.kubeconfig, &args.namespace, prefix);
+                let children = watchers::Children {
+                    args: &child_args,
+                    procs,
+                    lean,
+                };
                 let (samples, more) =
-                    watchers::parent(&api, &child_args, prefix, &plan, procs, &args.pid).await?;
+                    watchers::parent(&api, &children, prefix, &plan, &args.pid).await?;
                 extra = more;
                 ("watch", samples)
             }
         }
-        Scenario::WatchChild { watchers } => {
-            return watchers::child(&api, prefix, watchers).await;
+        Scenario::WatchChild { watchers, lean } => {
+            return watchers::child(&api, prefix, watchers, lean).await;
         }
         Scenario::Mixed {
             informers,

@@ -31,7 +31,7 @@ fn unix_nanos(t: SystemTime) -> u64 {
 }
 
 /// The child: `watchers` watches of the namespace from now; see the module doc.
-pub async fn child(api: &Api, prefix: &str, watchers: usize) -> Result<(), String> {
+pub async fn child(api: &Api, prefix: &str, watchers: usize, lean: bool) -> Result<(), String> {
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let (conn_tx, mut conn_rx) = tokio::sync::mpsc::channel::<bool>(watchers.max(1));
     let name_prefix = format!("{prefix}-w-");
@@ -40,6 +40,18 @@ pub async fn child(api: &Api, prefix: &str, watchers: usize) -> Result<(), Strin
         let (api, mut stop, conn_tx) = (api.clone(), stop_rx.clone(), conn_tx.clone());
         let name_prefix = name_prefix.clone();
         handles.push(tokio::spawn(async move {
+            if lean {
+                let path = format!("{}?watch=true", api.configmaps());
+                let body = tokio::select! {
+                    b = crate::lean::open_watch(&api.config, &path) => b.ok(),
+                    _ = stop.wait_for(|s| *s) => None,
+                };
+                let _ = conn_tx.send(body.is_some()).await;
+                let Some(body) = body else {
+                    return Vec::new();
+                };
+                return read_lean(body, &name_prefix, &mut stop).await;
+            }
             let api = match api.reconnect().await {
                 Ok(mut a) => {
                     a.protobuf = false;
@@ -121,25 +133,60 @@ async fn read_events(
             _ = stop.wait_for(|s| *s) => None,
         };
         let Some(Ok(chunk)) = chunk else { break };
-        let now = unix_nanos(SystemTime::now());
         buf.extend_from_slice(&chunk);
-        let mut start = 0;
-        while let Some(nl) = buf[start..].iter().position(|b| *b == b'\n') {
-            let line = &buf[start..start + nl];
-            start += nl + 1;
-            if first_string(line, "type") != Some("ADDED") {
-                continue;
-            }
-            let idx = first_string(line, "name")
-                .and_then(|n| n.strip_prefix(name_prefix))
-                .and_then(|i| i.parse::<u32>().ok());
-            if let Some(i) = idx {
-                got.push((i, now));
-            }
-        }
-        buf.drain(..start);
+        take_lines(&mut buf, name_prefix, &mut got);
     }
     got
+}
+
+/// As [`read_events`], from a lean reader's body.
+async fn read_lean(
+    mut body: crate::lean::WatchBody,
+    name_prefix: &str,
+    stop: &mut tokio::sync::watch::Receiver<bool>,
+) -> Vec<(u32, u64)> {
+    let mut buf: Vec<u8> = Vec::new();
+    let mut got = Vec::new();
+    loop {
+        let more = tokio::select! {
+            m = body.read_into(&mut buf) => m.unwrap_or(false),
+            _ = stop.wait_for(|s| *s) => false,
+        };
+        take_lines(&mut buf, name_prefix, &mut got);
+        if !more {
+            break;
+        }
+    }
+    got
+}
+
+/// Take the complete lines (watch events) out of `buf`: each ADDED event of an
+/// object named `<name_prefix><index>` is a receipt, now.
+fn take_lines(buf: &mut Vec<u8>, name_prefix: &str, got: &mut Vec<(u32, u64)>) {
+    let now = unix_nanos(SystemTime::now());
+    let mut start = 0;
+    while let Some(nl) = buf[start..].iter().position(|b| *b == b'\n') {
+        let line = &buf[start..start + nl];
+        start += nl + 1;
+        if first_string(line, "type") != Some("ADDED") {
+            continue;
+        }
+        let idx = first_string(line, "name")
+            .and_then(|n| n.strip_prefix(name_prefix))
+            .and_then(|i| i.parse::<u32>().ok());
+        if let Some(i) = idx {
+            got.push((i, now));
+        }
+    }
+    buf.drain(..start);
+}
+
+/// How the parent starts its children: the global arguments they share, how
+/// many, and whether their watchers read lean (`lean.rs`).
+pub struct Children<'a> {
+    pub args: &'a [String],
+    pub procs: usize,
+    pub lean: bool,
 }
 
 /// One child: its stdin, and its stdout read line by line on a thread of its own.
@@ -153,19 +200,20 @@ struct Child {
 /// samples and, per server PID, its CPU seconds during the writes alone.
 pub async fn parent(
     api: &Api,
-    child_args: &[String],
+    how: &Children<'_>,
     prefix: &str,
     plan: &WatchPlan,
-    procs: usize,
     pids: &[u32],
 ) -> Result<(Vec<Samples>, Value), String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let mut children = Vec::new();
+    let procs = how.procs.max(1);
     for p in 0..procs {
         let share = plan.watchers / procs + usize::from(p < plan.watchers % procs);
         let mut proc = std::process::Command::new(&exe)
-            .args(child_args)
+            .args(how.args)
             .args(["watch-child", "--watchers", &share.to_string()])
+            .args(how.lean.then_some("--lean"))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
