@@ -145,7 +145,7 @@ impl Store {
             // The last object looked at, for the next page or the continue token.
             let last_key = items.last().cloned();
             if filtered {
-                items.to_mut().retain(|o| self.cached_matches(o, opts));
+                items.retain(|o| self.cached_matches(o, opts));
             }
             if out.items.is_empty() {
                 out.items = items;

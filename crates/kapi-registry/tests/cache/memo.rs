@@ -90,4 +90,14 @@ async fn a_whole_list_is_kept_until_something_changes() {
         .unwrap()
         .unwrap();
     assert_eq!(keys(&one.items), vec!["/t/m/new".to_owned()]);
+
+    // Filtering a kept list references only what passes, and leaves the kept
+    // list as it was for the next reader.
+    let mut some = whole(&f, ReadAt::Any).await.items;
+    assert!(some.is_shared());
+    some.retain(|o| o.kv.key.ends_with('5'));
+    assert!(!some.is_shared());
+    assert_eq!(some.len(), 30);
+    assert!(some.iter().all(|o| o.kv.key.ends_with('5')));
+    assert_eq!(whole(&f, ReadAt::Any).await.items.len(), N);
 }
