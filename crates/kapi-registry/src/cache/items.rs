@@ -83,6 +83,15 @@ impl Items {
         }
     }
 
+    /// Add `other`'s objects after these: moved when `other` owns them, shared
+    /// ones referenced again.
+    pub fn append(&mut self, other: Items) {
+        match other {
+            Items::Own(mut v) => self.to_mut().append(&mut v),
+            Items::Shared(s) => self.to_mut().extend_from_slice(&s),
+        }
+    }
+
     /// Whether this is a memo's list, shared with other readers.
     pub fn is_shared(&self) -> bool {
         matches!(self, Items::Shared(_))
@@ -128,9 +137,6 @@ impl Memo {
 
     /// Something changed: no list kept is current any more.
     pub fn clear(&self) {
-        let mut memo = self.0.lock().expect("memo lock");
-        if !memo.is_empty() {
-            memo.clear();
-        }
+        self.0.lock().expect("memo lock").clear();
     }
 }

@@ -150,7 +150,7 @@ impl Store {
             if out.items.is_empty() {
                 out.items = items;
             } else {
-                out.items.to_mut().extend_from_slice(&items);
+                out.items.append(items);
             }
             let full = opts.limit > 0 && out.items.len() >= opts.limit;
             match last_key.as_ref().map(|o| o.kv.key.as_str()) {

@@ -3,7 +3,7 @@
 //! own closure), a tail. The first chunk is about 64 KiB, so a small list is one
 //! small allocation and a large one starts soon; the rest are about 256 KiB,
 //! which over HTTP/2 means a quarter of the hand-offs between the stream's task
-//! and the connection's (a 450 MB LIST: server CPU 0.62–0.74 → 0.55–0.57 s).
+//! and the connection's (a 450 MB LIST: server CPU 0.62–0.74 → 0.51–0.60 s).
 //! One allocation of one size per chunk: an item that would not fit starts the
 //! next chunk (unless the chunk is empty), so a buffer is never grown (a grown
 //! buffer is a second, larger allocation).
