@@ -17,7 +17,6 @@ pub struct Api {
     /// What the client was built from (`lean.rs` builds its own connections).
     pub config: kube::Config,
     pub ns: String,
-    kubeconfig: Option<std::path::PathBuf>,
     pub protobuf: bool,
 }
 
@@ -37,19 +36,23 @@ impl Api {
             }
             None => kube::Config::infer().await.map_err(|e| e.to_string())?,
         };
+        Api::from_config(config, ns.to_owned(), protobuf)
+    }
+
+    fn from_config(config: kube::Config, ns: String, protobuf: bool) -> Result<Api, String> {
         let client = kube::Client::try_from(config.clone()).map_err(|e| e.to_string())?;
         Ok(Api {
             client,
             config,
-            ns: ns.to_owned(),
-            kubeconfig: kubeconfig.map(std::path::Path::to_path_buf),
+            ns,
             protobuf,
         })
     }
 
-    /// The same server through a client of its own (its own connection).
-    pub async fn reconnect(&self) -> Result<Api, String> {
-        Api::connect(self.kubeconfig.as_deref(), &self.ns, self.protobuf).await
+    /// The same server through a client of its own (its own connection), from
+    /// the configuration already read.
+    pub fn reconnect(&self) -> Result<Api, String> {
+        Api::from_config(self.config.clone(), self.ns.clone(), self.protobuf)
     }
 
     /// A request body for `obj` in the client's encoding.

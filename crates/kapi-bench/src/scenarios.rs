@@ -250,7 +250,7 @@ pub async fn watch(api: &Api, prefix: &str, plan: &WatchPlan) -> Vec<Samples> {
         let (prefix, informers) = (format!("{prefix}-w-"), plan.informers);
         // Each watcher on its own connection, as separate informer processes
         // would be (on one HTTP/2 connection they would share one client task).
-        let api = api.reconnect().await.ok().map(|mut a| {
+        let api = api.reconnect().ok().map(|mut a| {
             a.protobuf = false; // events are read as JSON lines
             a
         });

@@ -52,7 +52,7 @@ pub async fn child(api: &Api, prefix: &str, watchers: usize, lean: bool) -> Resu
                 };
                 return read_lean(body, &name_prefix, &mut stop).await;
             }
-            let api = match api.reconnect().await {
+            let api = match api.reconnect() {
                 Ok(mut a) => {
                     a.protobuf = false;
                     a
