@@ -56,9 +56,13 @@ async fn start() -> (chain::Chain, PathBuf) {
     (c, log)
 }
 
+/// The events in the log so far. The sink may be writing while this reads, so
+/// text after the last newline is a line not yet finished and is left for the
+/// next read; every finished line must be one JSON event.
 fn events(log: &Path) -> Vec<Value> {
-    std::fs::read_to_string(log)
-        .unwrap_or_default()
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let finished = text.rfind('\n').map_or("", |end| &text[..end]);
+    finished
         .lines()
         .map(|l| serde_json::from_str(l).expect("one JSON event per line"))
         .collect()
