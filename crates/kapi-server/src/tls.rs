@@ -10,6 +10,8 @@
 //! - `tls/serve.rs` — [`serve_tls`] / [`serve_plain`]: accept loop, handshake
 //!   timeout, hyper-util auto (HTTP/1.1 + HTTP/2), graceful shutdown, and the
 //!   per-request `Option<PeerIdentity>` + `ConnectInfo<SocketAddr>` extensions.
+//! - `tls/coalesce.rs` — the TLS stream an HTTP/2 connection writes through:
+//!   frames reach the socket in batches, not one system call per DATA frame.
 //!
 //! Invariants: exactly one crypto provider (ring) is used, passed explicitly;
 //! no process-wide default provider is installed. The handshake proves the
@@ -20,6 +22,7 @@
 //! not a failed handshake. Where to look next: `authn/` turns the verified
 //! identity (or a bearer token) into a `UserInfo`.
 
+mod coalesce;
 mod pki;
 mod serve;
 #[cfg(test)]

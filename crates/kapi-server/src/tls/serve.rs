@@ -1,7 +1,8 @@
 //! Accept loops serving an axum `Router` over TLS ([`serve_tls`]) or plain
 //! TCP ([`serve_plain`]).
 //!
-//! Per connection: (TLS handshake bounded by [`HANDSHAKE_TIMEOUT`]) → hyper-util
+//! Per connection: (TLS handshake bounded by [`HANDSHAKE_TIMEOUT`], then
+//! [`Coalesced`] so HTTP/2 frames leave in batches) → hyper-util
 //! auto builder (HTTP/1.1 or HTTP/2, upgrades enabled; HTTP/1 request heads
 //! bounded by [`HEADER_READ_TIMEOUT`]) → the router, wrapped so
 //! that every request carries two extensions: `Option<PeerIdentity>` (always
@@ -33,6 +34,7 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tower::ServiceExt as _;
 
+use super::coalesce::Coalesced;
 use super::PeerIdentity;
 
 /// Upper bound for a client to complete the TLS handshake.
@@ -81,7 +83,7 @@ pub async fn serve_tls(
                 peer.chain = chain.iter().map(|c| c.clone().into_owned()).collect();
                 Some(peer)
             });
-            Ok((stream, peer))
+            Ok((Coalesced::new(stream), peer))
         }
     })
     .await

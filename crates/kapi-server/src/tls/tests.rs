@@ -168,6 +168,39 @@ async fn whoami(addr: SocketAddr, config: Arc<rustls::ClientConfig>) -> io::Resu
 
 use std::net::SocketAddr;
 
+/// `serve_tls` on a loopback port: its address, the shutdown trigger, the task.
+async fn start_tls(
+    config: Arc<rustls::ServerConfig>,
+    app: Router,
+) -> (
+    SocketAddr,
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<io::Result<()>>,
+) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(serve_tls(listener, config, app, async {
+        let _ = stop_rx.await;
+    }));
+    (addr, stop_tx, server)
+}
+
+/// A TLS connection to `addr` that offers only ALPN `h2`, trusting `pki`'s CA.
+async fn connect_h2(
+    addr: SocketAddr,
+    pki: &Pki,
+) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
+    let mut h2 = (*client_config(pki, None)).clone();
+    h2.alpn_protocols = vec![b"h2".to_vec()];
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    TlsConnector::from(Arc::new(h2))
+        .connect(name, tcp)
+        .await
+        .unwrap()
+}
+
 #[tokio::test]
 async fn tls_round_trip_carries_peer_identity() {
     let tmp = TempDir::new();
@@ -193,12 +226,7 @@ async fn tls_round_trip_carries_peer_identity() {
             },
         ),
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(serve_tls(listener, config, app, async {
-        let _ = stop_rx.await;
-    }));
+    let (addr, stop_tx, server) = start_tls(config, app).await;
 
     let admin = client_config(&pki, Some((&pki.admin_cert_pem, &pki.admin_key_pem)));
     assert_eq!(
@@ -222,14 +250,7 @@ async fn tls_round_trip_carries_peer_identity() {
     );
 
     // ALPN offers h2.
-    let mut h2 = (*client_config(&pki, None)).clone();
-    h2.alpn_protocols = vec![b"h2".to_vec()];
-    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
-    let tls = TlsConnector::from(Arc::new(h2))
-        .connect(name, tcp)
-        .await
-        .unwrap();
+    let tls = connect_h2(addr, &pki).await;
     assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
     drop(tls);
 
@@ -318,4 +339,67 @@ async fn the_server_prefers_aes_128_gcm_as_go_does() {
         negotiated_suite(Some(vec![cs::TLS13_CHACHA20_POLY1305_SHA256])).await,
         rustls::CipherSuite::TLS13_CHACHA20_POLY1305_SHA256
     );
+}
+
+/// `n` bytes of `x`, streamed in 64 KiB chunks as the LIST fast path streams.
+async fn bytes(axum::extract::Path(n): axum::extract::Path<usize>) -> axum::body::Body {
+    let chunks = (0..n.div_ceil(64 * 1024)).map(move |i| {
+        let len = (n - i * 64 * 1024).min(64 * 1024);
+        Ok::<_, std::convert::Infallible>(bytes::Bytes::from(vec![b'x'; len]))
+    });
+    axum::body::Body::from_stream(futures::stream::iter(chunks))
+}
+
+/// Over HTTP/2 the server holds flushes back to batch DATA frames
+/// (`coalesce.rs`); every response must still arrive whole and without
+/// waiting for anything else to happen on the connection: the smallest, one
+/// inside the held-back window, one just past it, and a long stream, one after
+/// another and all at once.
+#[tokio::test]
+async fn http2_responses_arrive_whole_while_frames_are_batched() {
+    use http_body_util::BodyExt as _;
+    use hyper_util::rt::{TokioExecutor, TokioIo};
+
+    let tmp = TempDir::new();
+    let pki = load_or_generate(&tmp.0, &[]).unwrap();
+    let config = server_config(&pki.serving_cert_pem, &pki.serving_key_pem, &[]).unwrap();
+    let app = Router::new().route("/bytes/{n}", get(bytes));
+    let (addr, stop_tx, server) = start_tls(config, app).await;
+
+    let tls = connect_h2(addr, &pki).await;
+    let (sender, conn) =
+        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tls))
+            .await
+            .unwrap();
+    tokio::spawn(conn);
+    let fetch = |n: usize| {
+        let mut sender = sender.clone();
+        async move {
+            let req = http::Request::get(format!("https://localhost/bytes/{n}"))
+                .body(http_body_util::Empty::<bytes::Bytes>::new())
+                .unwrap();
+            let resp = sender.send_request(req).await.unwrap();
+            assert_eq!(resp.status(), 200);
+            resp.into_body().collect().await.unwrap().to_bytes().len()
+        }
+    };
+    let within = std::time::Duration::from_secs(10);
+    let sizes = [
+        0,
+        10,
+        coalesce::DEFER_FROM + 1,
+        100_000,
+        coalesce::FLUSH_AT + 1,
+        5_000_000,
+    ];
+    for n in sizes {
+        let got = tokio::time::timeout(within, fetch(n)).await;
+        assert_eq!(got.expect("the response arrives without help"), n);
+    }
+    let all = futures::future::join_all(sizes.iter().map(|&n| fetch(n)));
+    let got = tokio::time::timeout(within, all).await.expect("all arrive");
+    assert_eq!(got, sizes);
+
+    stop_tx.send(()).unwrap();
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(15), server).await;
 }
