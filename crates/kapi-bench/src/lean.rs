@@ -1,4 +1,4 @@
-//! A lean reader of one watch (`watch --procs N --lean`): its own TLS
+//! A lean reader of one watch (`watch`'s default with a client certificate): its own TLS
 //! connection (the kubeconfig's CA and client certificate, through kube-rs's
 //! rustls configuration), one HTTP/1.1 GET written by hand, and the chunked
 //! body decoded in place, in the one task that reads the socket. The default
@@ -16,12 +16,26 @@ use tokio_rustls::client::TlsStream;
 /// The body of a watch response being read.
 pub type WatchBody = ChunkedBody<TlsStream<TcpStream>>;
 
+/// Whether a lean reader can authenticate as `config` says: a client
+/// certificate, and no bearer token, exec plugin or other credential that
+/// kube-rs's client would add to each request.
+pub fn can_open(config: &kube::Config) -> bool {
+    let auth = &config.auth_info;
+    let cert = auth.client_certificate.is_some() || auth.client_certificate_data.is_some();
+    let other = auth.token.is_some()
+        || auth.token_file.is_some()
+        || auth.exec.is_some()
+        || auth.auth_provider.is_some()
+        || auth.username.is_some();
+    cert && !other
+}
+
 /// GET `path` on a connection of its own; the response must be 200 and chunked.
-/// Client certificates only (a bearer token in the kubeconfig is refused).
+/// Client certificates only ([`can_open`]).
 pub async fn open_watch(config: &kube::Config, path: &str) -> Result<WatchBody, String> {
     use kube::client::ConfigExt as _;
-    if config.auth_info.token.is_some() || config.auth_info.token_file.is_some() {
-        return Err("--lean readers authenticate with client certificates only".into());
+    if !can_open(config) {
+        return Err("lean readers authenticate with client certificates only".into());
     }
     let tls = config.rustls_client_config().map_err(|e| e.to_string())?;
     let url = &config.cluster_url;

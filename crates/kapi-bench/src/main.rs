@@ -3,8 +3,10 @@
 //! operation as a table (and JSON with `--json`), plus — given the server's
 //! PIDs — their peak RSS and CPU seconds from `/proc` while the scenario ran.
 //!
-//! Scenarios (`scenarios.rs`): create, get, list, update, watch (with `--procs N`
-//! its watchers run in N child processes, `watchers.rs`), mixed, scale;
+//! Scenarios (`scenarios.rs`): create, get, list, update, watch (its watchers
+//! run in child processes, one per 250 unless `--procs N` says otherwise,
+//! `watchers.rs`; each reads lean, `lean.rs`, when the kubeconfig has a client
+//! certificate and `--kube-client` is not given), mixed, scale;
 //! with `--protobuf` requests and responses are protobuf where the scenario
 //! allows (watches stay JSON). `codec` (`codec.rs`) times the protobuf codec
 //! against JSON in this process, without a server.
@@ -24,6 +26,9 @@ use serde_json::json;
 
 use scenarios::WatchPlan;
 
+/// `watch`'s default spread: one child process per this many watchers.
+const WATCHERS_PER_PROC: usize = 250;
+
 #[derive(Parser)]
 #[command(name = "kapi-bench", about = "Benchmark a Kubernetes API server")]
 struct Args {
@@ -33,7 +38,8 @@ struct Args {
     /// Namespace the scenario works in (created if missing).
     #[arg(long, global = true, default_value = "bench")]
     namespace: String,
-    /// Object names are `<prefix>-<i>`.
+    /// Object names are `<prefix>-<i>`; `watch` and `mixed` add a part unique
+    /// to the run (`<prefix>-<run>-…`), as they create objects of their own.
     #[arg(long, global = true, default_value = "bench")]
     prefix: String,
     /// Server process(es) to watch in /proc for RSS and CPU.
@@ -102,13 +108,17 @@ enum Scenario {
         seconds: u64,
         #[arg(long, default_value_t = 1024)]
         size: usize,
-        /// Spread the watchers over this many child processes (0: all in this one).
-        #[arg(long, default_value_t = 0)]
-        procs: usize,
-        /// With `--procs`: each watcher reads its own TLS connection in one task
-        /// (`lean.rs`), not through kube-rs's HTTP client (two tasks per watcher).
+        /// Spread the watchers over this many child processes (0: all in this
+        /// one, through kube-rs's client). Default: one per 250 watchers, as
+        /// that many informers would be spread over several processes.
         #[arg(long)]
-        lean: bool,
+        procs: Option<usize>,
+        /// Read every watch through kube-rs's HTTP client (two tasks per
+        /// watcher) instead of the lean reader (`lean.rs`: one task, its own
+        /// TLS connection), which is the default when the kubeconfig
+        /// authenticates with a client certificate.
+        #[arg(long)]
+        kube_client: bool,
     },
     /// One child process of `watch --procs` (see `watchers.rs`).
     #[command(hide = true)]
@@ -237,8 +247,11 @@ async fn run(args: Args) -> Result<(), String> {
             seconds,
             size,
             procs,
-            lean,
+            kube_client,
         } => {
+            let prefix = &run_prefix(prefix);
+            let procs = procs.unwrap_or(watchers.div_ceil(WATCHERS_PER_PROC));
+            let lean = !kube_client && lean::can_open(&api.config);
             let plan = WatchPlan {
                 watchers,
                 rate,
@@ -271,6 +284,7 @@ async fn run(args: Args) -> Result<(), String> {
             seconds,
             size,
         } => {
+            let prefix = &run_prefix(prefix);
             let plan = WatchPlan {
                 watchers: informers,
                 rate,
@@ -314,6 +328,16 @@ async fn run(args: Args) -> Result<(), String> {
     let report = json!({"scenario": name, "encoding": encoding, "results": results,
                         "servers": procs, "extra": extra});
     write_json(args.json.as_deref(), &report)
+}
+
+/// `prefix` made unique to this run, for scenarios that create their own
+/// objects: a second run in the same namespace then creates new objects instead of
+/// failing on the first run's names (and seeing no events).
+fn run_prefix(prefix: &str) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    format!("{prefix}-{:x}", now.as_millis() & 0xff_ffff_ffff)
 }
 
 /// The global arguments a child process needs to reach the same server and names.
