@@ -4,13 +4,23 @@
 //! once, and only then applies them to the index, wakes the watchers and answers
 //! the callers. A failed append or fsync fails the whole batch, and the WAL is cut
 //! back to where the batch began, so nothing unacknowledged is ever visible.
+//!
+//! Snapshots: when the WAL outgrows its bound (or a compaction asks), the
+//! committer takes the index's records, starts a new WAL at the next revision,
+//! and hands the records to a thread of their own that writes the snapshot and
+//! then removes the files it makes redundant; writes go on meanwhile (a 300k
+//! store's snapshot is about half a gigabyte). At most one snapshot is in
+//! flight. Until it is renamed into place, the older snapshot and WALs are all
+//! still there, so recovery never depends on a snapshot being written.
 
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::mpsc::Receiver;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::sync::oneshot;
@@ -22,6 +32,8 @@ use crate::backend::{Deleted, KeyValue, Result, Revision, StorageError};
 
 /// The most writes one fsync covers.
 const MAX_BATCH: usize = 4096;
+/// How often an idle committer looks whether a snapshot in flight is done.
+const SNAPSHOT_POLL: Duration = Duration::from_millis(50);
 
 pub(crate) enum Op {
     Create {
@@ -56,11 +68,34 @@ pub(crate) struct Committer {
     pub wal_len: u64,
     /// Rotate (snapshot + new WAL) when the WAL grows past this.
     pub snapshot_after_bytes: u64,
+    pub snapshotting: Option<Snapshotting>,
+}
+
+/// A snapshot being written on its own thread.
+pub(crate) struct Snapshotting {
+    thread: JoinHandle<std::io::Result<()>>,
+    /// The compaction that asked for it, answered once it is on disk.
+    reply: Option<oneshot::Sender<Result<()>>>,
 }
 
 impl Committer {
     pub fn run(mut self, rx: Receiver<Command>) {
-        while let Ok(first) = rx.recv() {
+        loop {
+            let first = if self.snapshotting.is_some() {
+                match rx.recv_timeout(SNAPSHOT_POLL) {
+                    Ok(cmd) => cmd,
+                    Err(RecvTimeoutError::Timeout) => {
+                        self.reap(false);
+                        continue;
+                    }
+                    Err(RecvTimeoutError::Disconnected) => break,
+                }
+            } else {
+                match rx.recv() {
+                    Ok(cmd) => cmd,
+                    Err(_) => break,
+                }
+            };
             let mut writes = Vec::new();
             let mut compactions = Vec::new();
             let mut next = Some(first);
@@ -77,14 +112,16 @@ impl Committer {
                 self.commit(writes);
             }
             for (rev, reply) in compactions {
-                let _ = reply.send(self.compact(rev));
+                self.compact(rev, reply);
             }
-            if self.wal_len > self.snapshot_after_bytes {
-                if let Err(e) = self.rotate() {
-                    tracing::warn!(error = %e, "embedded store: snapshot failed");
-                }
+            self.reap(false);
+            if self.wal_len > self.snapshot_after_bytes && self.snapshotting.is_none() {
+                self.rotate(None);
             }
         }
+        // The store is closed: finish the snapshot in flight before the
+        // directory's lock is let go (`mod.rs` joins this thread).
+        self.reap(true);
     }
 
     fn commit(&mut self, writes: Vec<(Op, oneshot::Sender<Result<Written>>)>) {
@@ -171,39 +208,96 @@ impl Committer {
         }
     }
 
-    fn compact(&mut self, rev: Revision) -> Result<()> {
-        {
+    /// Compact the index, then snapshot it; `reply` is answered once the
+    /// snapshot is on disk (so the disk is bounded when compaction returns).
+    fn compact(&mut self, rev: Revision, reply: oneshot::Sender<Result<()>>) {
+        let compacted = {
             let mut index = self.shared.index.write().expect("index lock");
-            index.check_revision(rev)?;
-            index.compact(rev);
+            index.check_revision(rev).map(|()| index.compact(rev))
+        };
+        if let Err(e) = compacted {
+            let _ = reply.send(Err(e));
+            return;
         }
-        self.rotate()
-            .map_err(|e| StorageError::Unavailable(format!("snapshot: {e}")))
+        // Rare: a snapshot still in flight is finished first (one at a time).
+        self.reap(true);
+        self.rotate(Some(reply));
     }
 
-    /// Write a snapshot of the index, start a new WAL, drop the old files.
-    fn rotate(&mut self) -> std::io::Result<()> {
+    /// Start a snapshot of the index at its revision: a new WAL from the next
+    /// revision on, the snapshot written (and older files removed) on a thread.
+    fn rotate(&mut self, reply: Option<oneshot::Sender<Result<()>>>) {
         let (rev, records) = {
             let index = self.shared.index.read().expect("index lock");
             (index.revision, index.snapshot_records())
         };
-        let snap = wal::write_snapshot(&self.dir, rev, &records)?;
-        let new_wal = wal::wal_path(&self.dir, rev + 1);
-        let file = wal::open_append(&new_wal)?;
+        let started = self.start_wal(rev + 1).and_then(|()| {
+            let dir = self.dir.clone();
+            std::thread::Builder::new()
+                .name("kapi-snapshot".into())
+                .spawn(move || write_and_prune(&dir, rev, &records))
+        });
+        match started {
+            Ok(thread) => self.snapshotting = Some(Snapshotting { thread, reply }),
+            Err(e) => finish(reply, Err(e)),
+        }
+    }
+
+    /// Append from now on to a new WAL whose first record is `first`.
+    fn start_wal(&mut self, first: Revision) -> std::io::Result<()> {
+        let file = wal::open_append(&wal::wal_path(&self.dir, first))?;
         wal::sync_dir(&self.dir)?;
+        self.wal_len = file.metadata()?.len();
         self.wal = file;
-        self.wal_len = self.wal.metadata()?.len();
-        for (_, path) in wal::numbered(&self.dir, "wal-", ".log")? {
-            if path != new_wal {
-                std::fs::remove_file(path)?;
-            }
+        Ok(())
+    }
+
+    /// Collect the snapshot in flight if it is done (or, with `wait`, once it is).
+    fn reap(&mut self, wait: bool) {
+        let Some(s) = self
+            .snapshotting
+            .take_if(|s| wait || s.thread.is_finished())
+        else {
+            return;
+        };
+        let result = s
+            .thread
+            .join()
+            .unwrap_or_else(|_| Err(std::io::Error::other("snapshot thread panicked")));
+        finish(s.reply, result);
+    }
+}
+
+/// Write the snapshot at `rev`, then remove what it makes redundant: WALs that
+/// start at or before `rev` (every record in them is in the snapshot; the WAL
+/// being appended to starts after it) and older snapshots.
+fn write_and_prune(
+    dir: &std::path::Path,
+    rev: Revision,
+    records: &[Record],
+) -> std::io::Result<()> {
+    wal::write_snapshot(dir, rev, records)?;
+    for (first, path) in wal::numbered(dir, "wal-", ".log")? {
+        if first <= rev {
+            std::fs::remove_file(path)?;
         }
-        for (_, path) in wal::numbered(&self.dir, "snapshot-", ".snap")? {
-            if path != snap {
-                std::fs::remove_file(path)?;
-            }
+    }
+    for (at, path) in wal::numbered(dir, "snapshot-", ".snap")? {
+        if at < rev {
+            std::fs::remove_file(path)?;
         }
-        wal::sync_dir(&self.dir)
+    }
+    wal::sync_dir(dir)
+}
+
+/// A snapshot's outcome: logged when it failed, and told to the compaction
+/// waiting on it, if any.
+fn finish(reply: Option<oneshot::Sender<Result<()>>>, result: std::io::Result<()>) {
+    if let Err(e) = &result {
+        tracing::warn!(error = %e, "embedded store: snapshot failed");
+    }
+    if let Some(reply) = reply {
+        let _ = reply.send(result.map_err(|e| StorageError::Unavailable(format!("snapshot: {e}"))));
     }
 }
 

@@ -71,9 +71,29 @@ impl Shared {
 #[derive(Clone)]
 pub struct EmbeddedBackend {
     shared: Arc<Shared>,
+    /// Declared before `_closer`, so the last handle closes the committer's
+    /// queue before it waits for the committer.
     commands: mpsc::Sender<Command>,
+    _closer: Arc<Closer>,
+}
+
+/// The store's lifetime, shared by its handles. The last one to go waits for
+/// the committer to finish (its queue is closed by then), including a snapshot
+/// in flight, and only then lets go of the directory's lock: a store opened on
+/// the same directory afterwards never races the old one's files.
+struct Closer {
+    committer: Mutex<Option<std::thread::JoinHandle<()>>>,
     /// Held for the life of the store: one process per data directory.
-    _lock: Arc<File>,
+    _lock: File,
+}
+
+impl Drop for Closer {
+    fn drop(&mut self) {
+        let committer = self.committer.get_mut().map(Option::take);
+        if let Ok(Some(thread)) = committer {
+            let _ = thread.join();
+        }
+    }
 }
 
 impl EmbeddedBackend {
@@ -107,16 +127,20 @@ impl EmbeddedBackend {
             wal,
             wal_len,
             snapshot_after_bytes: config.snapshot_after_bytes,
+            snapshotting: None,
         };
         let (tx, rx) = mpsc::channel();
-        std::thread::Builder::new()
+        let thread = std::thread::Builder::new()
             .name("kapi-committer".into())
             .spawn(move || committer.run(rx))
             .map_err(|e| StorageError::Internal(format!("starting committer: {e}")))?;
         Ok(EmbeddedBackend {
             shared,
             commands: tx,
-            _lock: Arc::new(lock),
+            _closer: Arc::new(Closer {
+                committer: Mutex::new(Some(thread)),
+                _lock: lock,
+            }),
         })
     }
 

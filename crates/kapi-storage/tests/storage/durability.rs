@@ -1,5 +1,5 @@
 //! Durability of the embedded store: SIGKILL in the middle of concurrent writes
-//! loses no acknowledged write; a torn WAL tail is cut, not fatal; disk use stays
+//! (and of snapshots being written) loses no acknowledged write; a torn WAL tail is cut, not fatal; disk use stays
 //! bounded under churn once history is compacted.
 //!
 //! The crash test re-runs this test binary as a child (`crash_child`, ignored in
@@ -26,7 +26,11 @@ fn crash_child() {
     let round: u32 = std::env::var("KAPI_CRASH_ROUND").unwrap().parse().unwrap();
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async move {
-        let store = EmbeddedBackend::open(EmbeddedConfig::new(dir)).unwrap();
+        // A small WAL bound: snapshots are written (on their own thread) all
+        // the time, so kills land while one is in flight too.
+        let mut cfg = EmbeddedConfig::new(dir);
+        cfg.snapshot_after_bytes = 64 << 10;
+        let store = EmbeddedBackend::open(cfg).unwrap();
         let tasks: Vec<_> = (0..8)
             .map(|t| {
                 let store = store.clone();
