@@ -18,6 +18,8 @@ pub struct Api {
     pub config: kube::Config,
     pub ns: String,
     pub protobuf: bool,
+    /// Whole LISTs are read by a lean reader (`lean.rs`), not kube-rs's client.
+    pub lean: bool,
 }
 
 impl Api {
@@ -46,13 +48,25 @@ impl Api {
             config,
             ns,
             protobuf,
+            lean: false,
         })
     }
 
     /// The same server through a client of its own (its own connection), from
     /// the configuration already read.
     pub fn reconnect(&self) -> Result<Api, String> {
-        Api::from_config(self.config.clone(), self.ns.clone(), self.protobuf)
+        let mut api = Api::from_config(self.config.clone(), self.ns.clone(), self.protobuf)?;
+        api.lean = self.lean;
+        Ok(api)
+    }
+
+    /// The `Accept` header of a GET in the client's encoding.
+    pub fn accept(&self) -> String {
+        if self.protobuf {
+            format!("{PROTOBUF}, application/json")
+        } else {
+            "application/json".to_owned()
+        }
     }
 
     /// A request body for `obj` in the client's encoding.
@@ -131,7 +145,7 @@ impl Api {
             req = req.header("content-type", ct);
         }
         if protobuf {
-            req = req.header("accept", format!("{PROTOBUF}, application/json"));
+            req = req.header("accept", self.accept());
         }
         let req = req
             .body(kube::client::Body::from(body.unwrap_or_default()))

@@ -5,8 +5,9 @@
 //!
 //! Scenarios (`scenarios.rs`): create, get, list, update, watch (its watchers
 //! run in child processes, one per 250 unless `--procs N` says otherwise,
-//! `watchers.rs`; each reads lean, `lean.rs`, when the kubeconfig has a client
-//! certificate and `--kube-client` is not given), mixed, scale;
+//! `watchers.rs`), mixed, scale. Watches and whole LISTs are read lean
+//! (`lean.rs`) when the kubeconfig has a client certificate and
+//! `--kube-client` is not given;
 //! with `--protobuf` requests and responses are protobuf where the scenario
 //! allows (watches stay JSON). `codec` (`codec.rs`) times the protobuf codec
 //! against JSON in this process, without a server.
@@ -55,6 +56,12 @@ struct Args {
     /// threads, one core left to a server on the same machine); 0 is one per core.
     #[arg(long, global = true, default_value_t = 0)]
     threads: usize,
+    /// Read watches and whole LISTs through kube-rs's HTTP client instead of
+    /// the lean reader (`lean.rs`: one task, a TLS connection of its own,
+    /// nothing copied but by TLS), which is the default when the kubeconfig
+    /// authenticates with a client certificate.
+    #[arg(long, global = true)]
+    kube_client: bool,
     #[command(subcommand)]
     scenario: Scenario,
 }
@@ -113,12 +120,6 @@ enum Scenario {
         /// that many informers would be spread over several processes.
         #[arg(long)]
         procs: Option<usize>,
-        /// Read every watch through kube-rs's HTTP client (two tasks per
-        /// watcher) instead of the lean reader (`lean.rs`: one task, its own
-        /// TLS connection), which is the default when the kubeconfig
-        /// authenticates with a client certificate.
-        #[arg(long)]
-        kube_client: bool,
     },
     /// One child process of `watch --procs` (see `watchers.rs`).
     #[command(hide = true)]
@@ -193,8 +194,9 @@ async fn run(args: Args) -> Result<(), String> {
             &json!({"scenario": "codec", "results": rows}),
         );
     }
-    let api =
+    let mut api =
         client::Api::connect(args.kubeconfig.as_deref(), &args.namespace, args.protobuf).await?;
+    api.lean = !args.kube_client && lean::can_open(&api.config);
     api.ensure_namespace().await?;
     let procs: Vec<_> = args
         .pid
@@ -247,11 +249,10 @@ async fn run(args: Args) -> Result<(), String> {
             seconds,
             size,
             procs,
-            kube_client,
         } => {
             let prefix = &run_prefix(prefix);
             let procs = procs.unwrap_or(watchers.div_ceil(WATCHERS_PER_PROC));
-            let lean = !kube_client && lean::can_open(&api.config);
+            let lean = api.lean;
             let plan = WatchPlan {
                 watchers,
                 rate,

@@ -129,12 +129,19 @@ pub async fn list(
         variants.retain(|(name, _, _)| name.contains(only));
     }
     let mut out = Vec::new();
+    let mut conn = None;
     for (name, path, paged) in variants {
         let mut s = Samples::new(name);
         let started = Instant::now();
         for _ in 0..repeat.max(1) {
+            if api.lean && conn.is_none() {
+                match crate::lean::Conn::open(&api.config).await {
+                    Ok(c) => conn = Some(c),
+                    Err(e) => eprintln!("kapi-bench: a lean connection: {e}"),
+                }
+            }
             let t = Instant::now();
-            match list_all(api, &path, paged).await {
+            match list_all(api, &mut conn, &path, paged).await {
                 Ok(_) => s.record(t.elapsed()),
                 Err(_) => s.errors += 1,
             }
@@ -146,8 +153,14 @@ pub async fn list(
 }
 
 /// A whole list, following `continue` when `paged`; returns the number of bytes.
-/// An unpaged list is timed to its last byte and not kept.
-async fn list_all(api: &Api, path: &str, paged: bool) -> Result<usize, String> {
+/// An unpaged list is timed to its last byte and not kept; it is read on the
+/// lean connection `conn` when there is one (dropped if the read fails).
+async fn list_all(
+    api: &Api,
+    conn: &mut Option<crate::lean::Conn>,
+    path: &str,
+    paged: bool,
+) -> Result<usize, String> {
     let mut total = 0;
     let mut cont: Option<String> = None;
     loop {
@@ -156,7 +169,13 @@ async fn list_all(api: &Api, path: &str, paged: bool) -> Result<usize, String> {
             None => path.to_owned(),
         };
         if !paged {
-            let (code, bytes) = api.drain(Method::GET, &p).await?;
+            let (code, bytes) = match conn {
+                Some(c) => c
+                    .drain(&p, &api.accept())
+                    .await
+                    .inspect_err(|_| *conn = None)?,
+                None => api.drain(Method::GET, &p).await?,
+            };
             return if code == 200 {
                 Ok(bytes)
             } else {
