@@ -51,6 +51,9 @@ pub enum KeyFilter {
     All,
     /// Only this key (`metadata.name=…` where the namespace is known).
     Key(String),
+    /// Keys whose last segment is this name (`metadata.name=…` across
+    /// namespaces): a walk of the keys, no object decoded.
+    Name(String),
     /// Keys whose object has `field` = `value` (needs an index on `field`).
     Field { field: String, value: String },
 }
@@ -60,9 +63,15 @@ impl KeyFilter {
     pub(crate) fn may_contain(&self, key: &str) -> bool {
         match self {
             KeyFilter::Key(k) => k == key,
+            KeyFilter::Name(name) => last_segment(key) == name,
             KeyFilter::All | KeyFilter::Field { .. } => true,
         }
     }
+}
+
+/// The part of `key` after its last `/`: an object's name.
+pub(crate) fn last_segment(key: &str) -> &str {
+    key.rsplit('/').next().unwrap_or(key)
 }
 
 /// field → value → keys.

@@ -474,10 +474,10 @@ impl State {
         indexer: Option<&Arc<Indexer>>,
     ) -> Option<Entries<'a>> {
         let under = move |k: &String| k.starts_with(prefix);
-        Some(match filter {
-            // Bounded by the first key past the prefix, so the walk compares
-            // no key (a cluster-wide list walks every object of the resource).
-            KeyFilter::All => match end {
+        // Bounded by the first key past the prefix, so the walk compares
+        // no key (a cluster-wide list walks every object of the resource).
+        let all = move || -> Entries<'a> {
+            match end {
                 Some(end) if from < end => Box::new(
                     self.objects
                         .range::<str, _>((Bound::Included(from), Bound::Excluded(end)))
@@ -490,7 +490,13 @@ impl State {
                         .take_while(move |(k, _)| under(k))
                         .map(|(k, v)| (k.as_str(), Some(v))),
                 ),
-            },
+            }
+        };
+        Some(match filter {
+            KeyFilter::All => all(),
+            KeyFilter::Name(name) => {
+                Box::new(all().filter(move |(k, _)| super::index::last_segment(k) == name))
+            }
             KeyFilter::Key(key) => Box::new(
                 self.objects
                     .get_key_value(key.as_str())

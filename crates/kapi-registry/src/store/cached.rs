@@ -212,6 +212,7 @@ impl Store {
             if namespace.is_some() || !self.def.namespaced {
                 return KeyFilter::Key(self.def.key(namespace, name));
             }
+            return KeyFilter::Name(name.to_owned());
         }
         for field in self.def.strategy.indexed_fields() {
             if let Some(value) = opts.field.exact_value(field) {
@@ -291,7 +292,11 @@ fn attrs_of(def: &ResourceDef, kv: &kapi_storage::KeyValue) -> Option<Attrs> {
     // managedFields (the rest is skipped unallocated), which matters when a
     // selector first touches every cached object of a large resource.
     let obj: Value = if selectable.iter().all(|f| f.starts_with("metadata.")) {
-        serde_json::json!({"metadata": Store::stored_metadata_without_managed_fields(kv).ok()?})
+        let meta = Store::stored_metadata_without_managed_fields(kv).ok()?;
+        Value::Object(serde_json::Map::from_iter([(
+            "metadata".to_owned(),
+            Value::Object(meta),
+        )]))
     } else {
         serde_json::from_slice(&kv.value).ok()?
     };

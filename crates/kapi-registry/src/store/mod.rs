@@ -162,11 +162,12 @@ impl Store {
             Self::stored_metadata_without_managed_fields(kv)?
         };
         metadata.insert("resourceVersion".into(), kv.mod_revision.to_string().into());
-        Ok(serde_json::json!({
-            "apiVersion": self.def.api_version(),
-            "kind": self.def.kind,
-            "metadata": metadata,
-        }))
+        // Built in place: `json!` would serialize a copy of `metadata`.
+        Ok(Value::Object(serde_json::Map::from_iter([
+            ("apiVersion".to_owned(), self.def.api_version().into()),
+            ("kind".to_owned(), self.def.kind.clone().into()),
+            ("metadata".to_owned(), Value::Object(metadata)),
+        ])))
     }
 
     /// [`Store::stored_metadata`] without `managedFields`, which the parser skips.

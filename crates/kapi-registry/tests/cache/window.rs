@@ -169,6 +169,43 @@ async fn a_single_key_filter_reads_one_key_even_with_longer_neighbours() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_name_filter_reads_that_name_in_every_namespace_at_any_revision() {
+    let f = fixtures::embedded().await;
+    f.backend.create("/t/n/a/ca", b("1")).await.unwrap();
+    f.backend.create("/t/n/a/ca2", b("2")).await.unwrap();
+    f.backend.create("/t/n/b/xca", b("3")).await.unwrap();
+    let before = f.backend.create("/t/n/c/ca", b("4")).await.unwrap();
+    assert!(
+        f.cache
+            .wait_for(before.mod_revision, Duration::from_secs(10))
+            .await
+    );
+    let ca = KeyFilter::Name("ca".into());
+    assert_eq!(
+        keys(&f, "/t/n/", ReadAt::Consistent, &ca).await,
+        ["/t/n/a/ca", "/t/n/c/ca"],
+        "only whole last segments match"
+    );
+    // A later create and delete: the current list follows them, and a read
+    // at the earlier revision still sees what was there then.
+    f.backend.create("/t/n/b/ca", b("5")).await.unwrap();
+    let gone = f.backend.delete("/t/n/a/ca", None).await.unwrap();
+    assert!(
+        f.cache
+            .wait_for(gone.revision, Duration::from_secs(10))
+            .await
+    );
+    assert_eq!(
+        keys(&f, "/t/n/", ReadAt::Consistent, &ca).await,
+        ["/t/n/b/ca", "/t/n/c/ca"]
+    );
+    assert_eq!(
+        keys(&f, "/t/n/", ReadAt::Exact(before.mod_revision), &ca).await,
+        ["/t/n/a/ca", "/t/n/c/ca"]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_prefix_added_while_serving_is_filled_and_follows_writes() {
     let f = fixtures::embedded().await;
     let before = f.backend.create("/late/a", b("a")).await.unwrap();
