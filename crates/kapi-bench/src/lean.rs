@@ -41,6 +41,22 @@ pub fn can_open(config: &kube::Config) -> bool {
 pub struct Conn {
     io: TlsStream<TcpStream>,
     authority: String,
+    /// What the connection was opened from, to open it again.
+    config: kube::Config,
+    /// Responses read on this connection.
+    served: usize,
+}
+
+/// A kept-alive connection's end before any of the response.
+const CLOSED: &str = "the connection closed before the response head";
+
+/// Whether a read failed because the peer had closed the connection.
+fn closed(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::*;
+    matches!(
+        e.kind(),
+        UnexpectedEof | ConnectionReset | ConnectionAborted | BrokenPipe
+    )
 }
 
 /// How a response's body is delimited.
@@ -77,6 +93,8 @@ impl Conn {
         Ok(Conn {
             io,
             authority: format!("{host}:{port}"),
+            config: config.clone(),
+            served: 0,
         })
     }
 
@@ -91,20 +109,29 @@ impl Conn {
             "GET {path} HTTP/1.1\r\nHost: {}\r\nAccept: {accept}\r\nUser-Agent: kapi-bench\r\n\r\n",
             self.authority
         );
-        self.io
-            .write_all(req.as_bytes())
-            .await
-            .map_err(|e| e.to_string())?;
-        self.io.flush().await.map_err(|e| e.to_string())?;
+        let sent = match self.io.write_all(req.as_bytes()).await {
+            Ok(()) => self.io.flush().await,
+            Err(e) => Err(e),
+        };
+        match sent {
+            Err(e) if closed(&e) => return Err(CLOSED.into()),
+            Err(e) => return Err(e.to_string()),
+            Ok(()) => {}
+        }
         let mut raw = Vec::with_capacity(16 * 1024);
         let end = loop {
             if let Some(at) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
                 break at + 4;
             }
             let mut block = [0u8; 8192];
-            let n = self.io.read(&mut block).await.map_err(|e| e.to_string())?;
+            let n = match self.io.read(&mut block).await {
+                Ok(n) => n,
+                // Servers drop idle connections without TLS's close_notify.
+                Err(e) if raw.is_empty() && closed(&e) => 0,
+                Err(e) => return Err(e.to_string()),
+            };
             if n == 0 {
-                return Err("the connection closed before the response head".into());
+                return Err(CLOSED.into());
             }
             raw.extend_from_slice(&block[..n]);
         };
@@ -140,7 +167,19 @@ impl Conn {
     /// `GET path`, its body read to the end and counted, not kept: the status
     /// and the body's length. The connection is ready for the next request.
     pub async fn drain(&mut self, path: &str, accept: &str) -> Result<(u16, usize), String> {
-        let (status, framing, raw) = self.request(path, accept).await?;
+        let (status, framing, raw) = match self.request(path, accept).await {
+            Ok(head) => head,
+            // A kept-alive connection the server closed while it was idle (its
+            // time-out for the next request): the request cannot have been
+            // acted on, so it is sent again on a new connection, as HTTP
+            // clients do.
+            Err(e) if self.served > 0 && e == CLOSED => {
+                *self = Conn::open(&self.config).await?;
+                self.request(path, accept).await?
+            }
+            Err(e) => return Err(e),
+        };
+        self.served += 1;
         let n = match framing {
             Framing::Chunked => {
                 let mut body = ChunkedBody::new(&mut self.io, raw);

@@ -143,7 +143,12 @@ pub async fn list(
             let t = Instant::now();
             match list_all(api, &mut conn, &path, paged).await {
                 Ok(_) => s.record(t.elapsed()),
-                Err(_) => s.errors += 1,
+                Err(e) => {
+                    if s.errors == 0 {
+                        eprintln!("kapi-bench: {name}: {e}");
+                    }
+                    s.errors += 1;
+                }
             }
         }
         s.elapsed = started.elapsed();
