@@ -10,7 +10,9 @@
 //! a time however many objects the resource has, and what is kept per object to
 //! report deletions is its key and uid. A metadata informer (as upstream's
 //! metadata informers, used by the garbage collector) decodes only each
-//! object's `metadata`.
+//! object's `metadata`; a deletions informer (the quota controller's, for
+//! resources whose usage only falls when objects go away) decodes nothing of
+//! the objects it lists and hands on only deletions.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -50,6 +52,9 @@ pub enum Shape {
     Full,
     /// `apiVersion`, `kind` and `metadata` only, without `managedFields`.
     Metadata,
+    /// Deletions only (as [`Shape::Metadata`]); nothing is decoded for the
+    /// objects a list finds, and creates and updates are not handed on.
+    Deletions,
 }
 
 /// Watch `entry` (all namespaces, objects matching `field`), sending changes to
@@ -71,6 +76,16 @@ pub fn spawn_metadata(
     tokio::spawn(run(entry, field, Shape::Metadata, tx))
 }
 
+/// As [`spawn_metadata`], handing on only deletions: a controller that acts
+/// when objects go away need not decode every object of a large resource.
+pub fn spawn_deletions(
+    entry: Arc<Entry>,
+    field: FieldSelector,
+    tx: mpsc::Sender<Event>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(run(entry, field, Shape::Deletions, tx))
+}
+
 /// Objects decoded at a time from a cached list (one batch, so a conversion
 /// webhook gets one review per batch).
 const BATCH: usize = 500;
@@ -81,7 +96,7 @@ const CACHE_WAIT: Duration = Duration::from_secs(30);
 /// `obj` cut down to `shape`.
 fn shaped(shape: Shape, obj: Value) -> Value {
     match (shape, obj) {
-        (Shape::Metadata, Value::Object(mut m)) => {
+        (Shape::Metadata | Shape::Deletions, Value::Object(mut m)) => {
             m.retain(|k, _| matches!(k.as_str(), "apiVersion" | "kind" | "metadata"));
             if let Some(Value::Object(meta)) = m.get_mut("metadata") {
                 meta.remove("managedFields");
@@ -126,10 +141,17 @@ async fn list(
         false => None,
     };
     if let Some(cached) = cached {
+        if shape == Shape::Deletions {
+            // Only the keys are kept, to report what a later list misses.
+            for obj in cached.items.iter() {
+                fresh.insert(key_of(&obj.kv.key, entry.def.namespaced), None);
+            }
+            return Ok(Listed::Done(Some(cached.resource_version)));
+        }
         for batch in cached.items.chunks(BATCH) {
             let objs = match shape {
                 Shape::Full => store.decode_values(batch.iter().map(|o| &o.kv))?,
-                Shape::Metadata => batch
+                Shape::Metadata | Shape::Deletions => batch
                     .iter()
                     .map(|o| store.decode_metadata(&o.kv, false))
                     .collect::<Result<_, _>>()?,
@@ -150,6 +172,9 @@ async fn list(
         list_rv.get_or_insert(page.resource_version);
         for obj in page.items {
             fresh.insert(key(&obj), seen(&obj));
+            if shape == Shape::Deletions {
+                continue;
+            }
             if !send(shaped(shape, obj)).await {
                 return Ok(Listed::Closed);
             }
@@ -167,6 +192,18 @@ const PAGE: usize = 10_000;
 
 /// Object key → the object's uid, for reporting deletions after a re-list.
 type Known = HashMap<(String, String), Option<String>>;
+
+/// An object's key in [`Known`] from its storage key (`…/<namespace>/<name>`,
+/// or `…/<name>` for a cluster-scoped resource): no decode needed.
+fn key_of(storage_key: &str, namespaced: bool) -> (String, String) {
+    let mut parts = storage_key.rsplit('/');
+    let name = parts.next().unwrap_or_default().to_owned();
+    let namespace = match namespaced {
+        true => parts.next().unwrap_or_default().to_owned(),
+        false => String::new(),
+    };
+    (namespace, name)
+}
 
 fn key(obj: &Value) -> (String, String) {
     (
@@ -268,6 +305,9 @@ async fn run(entry: Arc<Entry>, field: FieldSelector, shape: Shape, tx: mpsc::Se
                 WatchEventType::Added | WatchEventType::Modified => {
                     known.insert(key(&obj), seen(&obj));
                     rv = meta::resource_version(&obj).map(str::to_owned).or(rv);
+                    if shape == Shape::Deletions {
+                        continue;
+                    }
                     if !send(Change::Upsert(shaped(shape, obj))).await {
                         return;
                     }
@@ -287,5 +327,23 @@ async fn run(entry: Arc<Entry>, field: FieldSelector, shape: Shape, tx: mpsc::Se
             }
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::key_of;
+
+    #[test]
+    fn a_key_comes_from_the_storage_key_alone() {
+        let key = |k, ns| key_of(k, ns);
+        assert_eq!(
+            key("/registry/configmaps/team-a/settings", true),
+            ("team-a".to_owned(), "settings".to_owned())
+        );
+        assert_eq!(
+            key("/custom/prefix/registry/nodes/node-1", false),
+            (String::new(), "node-1".to_owned())
+        );
     }
 }

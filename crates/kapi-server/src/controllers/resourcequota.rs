@@ -54,7 +54,7 @@ pub fn spawn(srv: Arc<Server>) {
             // Only pods' status matters here; of the others, only deletions.
             match *r {
                 "pods" => informer::spawn(e, FieldSelector::everything(), tx.clone()),
-                _ => informer::spawn_metadata(e, FieldSelector::everything(), tx.clone()),
+                _ => informer::spawn_deletions(e, FieldSelector::everything(), tx.clone()),
             };
         }
     }

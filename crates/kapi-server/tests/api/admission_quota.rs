@@ -86,6 +86,17 @@ async fn quota_counts_refuses_and_gives_back() {
     assert!(body["message"].as_str().unwrap().ends_with(
         "exceeded quota: q, requested: count/secrets=1, used: count/secrets=1, limited: count/secrets=1"
     ), "{body}");
+    // Deleting a secret gives its count back (the controller sees deletions
+    // of resources other than pods without decoding their objects).
+    let (code, _) = srv
+        .send_json("DELETE", &format!("{secrets}/s1"), Vec::new())
+        .await;
+    assert_eq!(code, 200);
+    eventually("secret count given back", || async {
+        (used(&srv, &ns, "q").await["count/secrets"] == "0").then_some(())
+    })
+    .await;
+    assert_eq!(post(&srv, &secrets, secret("s2")).await.0, 201);
 }
 
 #[tokio::test]
