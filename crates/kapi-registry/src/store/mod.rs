@@ -170,6 +170,21 @@ impl Store {
         ])))
     }
 
+    /// As [`Store::decode_metadata`], keeping of `metadata` only what
+    /// identifies the object and its place in the ownership graph: name,
+    /// namespace, uid, ownerReferences, finalizers and the deletion fields
+    /// (with `resourceVersion`). Labels, annotations and the rest are skipped
+    /// unallocated: the garbage collector's read of every object.
+    pub fn decode_identity(&self, kv: &KeyValue) -> Result<Value, ApiError> {
+        let mut metadata = metadata_only::<metadata_only::Identity>(kv)?.0;
+        metadata.insert("resourceVersion".into(), kv.mod_revision.to_string().into());
+        Ok(Value::Object(serde_json::Map::from_iter([
+            ("apiVersion".to_owned(), self.def.api_version().into()),
+            ("kind".to_owned(), self.def.kind.clone().into()),
+            ("metadata".to_owned(), Value::Object(metadata)),
+        ])))
+    }
+
     /// [`Store::stored_metadata`] without `managedFields`, which the parser skips.
     pub(crate) fn stored_metadata_without_managed_fields(
         kv: &KeyValue,
@@ -251,6 +266,68 @@ fn metadata_only<M: serde::de::DeserializeOwned + Default>(kv: &KeyValue) -> Res
 mod metadata_only {
     use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, Visitor};
     use serde_json::{Map, Value};
+
+    /// The metadata fields [`Identity`] keeps.
+    const IDENTITY: &[&str] = &[
+        "name",
+        "namespace",
+        "uid",
+        "ownerReferences",
+        "finalizers",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+    ];
+
+    /// A metadata key: which of [`IDENTITY`] it is, if any (not allocated).
+    struct Kept(Option<&'static str>);
+
+    impl<'de> Deserialize<'de> for Kept {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V;
+            impl Visitor<'_> for V {
+                type Value = Kept;
+                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                    f.write_str("a key")
+                }
+                fn visit_str<E: serde::de::Error>(self, k: &str) -> Result<Kept, E> {
+                    Ok(Kept(IDENTITY.iter().find(|i| **i == k).copied()))
+                }
+            }
+            d.deserialize_str(V)
+        }
+    }
+
+    /// A metadata object cut to [`IDENTITY`] as it is parsed.
+    #[derive(Default)]
+    pub(super) struct Identity(pub Map<String, Value>);
+
+    impl<'de> Deserialize<'de> for Identity {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V;
+            impl<'de> Visitor<'de> for V {
+                type Value = Identity;
+                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                    f.write_str("an object")
+                }
+                fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Self::Value, A::Error> {
+                    let mut m = Map::new();
+                    while let Some(Kept(k)) = a.next_key::<Kept>()? {
+                        match k {
+                            Some(k) => {
+                                let v = a.next_value::<Value>()?;
+                                m.insert(k.to_owned(), v);
+                            }
+                            None => {
+                                a.next_value::<IgnoredAny>()?;
+                            }
+                        }
+                    }
+                    Ok(Identity(m))
+                }
+            }
+            d.deserialize_map(V)
+        }
+    }
 
     /// A metadata object without its `managedFields`, which the parser skips.
     #[derive(Default)]

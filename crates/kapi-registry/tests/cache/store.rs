@@ -300,6 +300,9 @@ async fn metadata_only_reads_keep_every_metadata_field() {
     let (cached, _) = stores(&f);
     let obj = json!({"apiVersion": "v1", "kind": "ConfigMap",
                      "metadata": {"name": "one", "namespace": "a", "labels": {"app": "web"},
+                                  "uid": "u-1", "finalizers": ["f/x"],
+                                  "ownerReferences": [{"apiVersion": "v1", "kind": "Secret",
+                                                       "name": "s", "uid": "u-0"}],
                                   "managedFields": [{"manager": "m", "operation": "Update",
                                                      "apiVersion": "v1", "fieldsType": "FieldsV1",
                                                      "fieldsV1": {"f:data": {}}}]},
@@ -342,6 +345,17 @@ async fn metadata_only_reads_keep_every_metadata_field() {
     expected.as_object_mut().unwrap().remove("managedFields");
     assert_ne!(trimmed["metadata"], m["metadata"]);
     assert_eq!(trimmed["metadata"], expected);
+    // The garbage collector's read: identity and ownership only.
+    let id = cached.decode_identity(&obj.kv).unwrap();
+    let expected = json!({"name": "one", "namespace": "a", "uid": "u-1",
+                          "finalizers": ["f/x"],
+                          "ownerReferences": made["metadata"]["ownerReferences"],
+                          "resourceVersion": kv.mod_revision.to_string()});
+    assert_eq!(id["metadata"], expected);
+    assert_eq!(
+        (&id["apiVersion"], &id["kind"]),
+        (&m["apiVersion"], &m["kind"])
+    );
     let full = cached.decode_values([&obj.kv]).unwrap();
     assert_eq!(full, vec![made]);
 }

@@ -8,9 +8,9 @@
 //! a batch at a time as they are sent; without a cache it is read in pages (as
 //! client-go's pager). Either way at most one batch of decoded objects exists at
 //! a time however many objects the resource has, and what is kept per object to
-//! report deletions is its key and uid. A metadata informer (as upstream's
+//! report deletions is its key and uid. An identity informer (as upstream's
 //! metadata informers, used by the garbage collector) decodes only each
-//! object's `metadata`; a deletions informer (the quota controller's, for
+//! object's identity and ownership metadata; a deletions informer (the quota controller's, for
 //! resources whose usage only falls when objects go away) decodes nothing of
 //! the objects it lists and hands on only deletions.
 
@@ -50,9 +50,11 @@ pub struct Event {
 pub enum Shape {
     /// The whole object.
     Full,
-    /// `apiVersion`, `kind` and `metadata` only, without `managedFields`.
-    Metadata,
-    /// Deletions only (as [`Shape::Metadata`]); nothing is decoded for the
+    /// `apiVersion`, `kind` and `metadata`, without `managedFields`; from a
+    /// list, only the identity and ownership fields of `metadata` are decoded
+    /// (`Store::decode_identity`).
+    Identity,
+    /// Deletions only (as [`Shape::Identity`]); nothing is decoded for the
     /// objects a list finds, and creates and updates are not handed on.
     Deletions,
 }
@@ -67,16 +69,17 @@ pub fn spawn(
     tokio::spawn(run(entry, field, Shape::Full, tx))
 }
 
-/// As [`spawn`], handing on only each object's metadata.
-pub fn spawn_metadata(
+/// As [`spawn`], handing on only each object's identity and ownership
+/// metadata, as upstream's metadata informers (the garbage collector's monitors).
+pub fn spawn_identity(
     entry: Arc<Entry>,
     field: FieldSelector,
     tx: mpsc::Sender<Event>,
 ) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(run(entry, field, Shape::Metadata, tx))
+    tokio::spawn(run(entry, field, Shape::Identity, tx))
 }
 
-/// As [`spawn_metadata`], handing on only deletions: a controller that acts
+/// As [`spawn_identity`], handing on only deletions: a controller that acts
 /// when objects go away need not decode every object of a large resource.
 pub fn spawn_deletions(
     entry: Arc<Entry>,
@@ -96,7 +99,7 @@ const CACHE_WAIT: Duration = Duration::from_secs(30);
 /// `obj` cut down to `shape`.
 fn shaped(shape: Shape, obj: Value) -> Value {
     match (shape, obj) {
-        (Shape::Metadata | Shape::Deletions, Value::Object(mut m)) => {
+        (Shape::Identity | Shape::Deletions, Value::Object(mut m)) => {
             m.retain(|k, _| matches!(k.as_str(), "apiVersion" | "kind" | "metadata"));
             if let Some(Value::Object(meta)) = m.get_mut("metadata") {
                 meta.remove("managedFields");
@@ -151,9 +154,9 @@ async fn list(
         for batch in cached.items.chunks(BATCH) {
             let objs = match shape {
                 Shape::Full => store.decode_values(batch.iter().map(|o| &o.kv))?,
-                Shape::Metadata | Shape::Deletions => batch
+                Shape::Identity | Shape::Deletions => batch
                     .iter()
-                    .map(|o| store.decode_metadata(&o.kv, false))
+                    .map(|o| store.decode_identity(&o.kv))
                     .collect::<Result<_, _>>()?,
             };
             for obj in objs {

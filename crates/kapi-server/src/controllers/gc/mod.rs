@@ -122,7 +122,7 @@ async fn run(gc: Arc<Collector>) {
         for e in current {
             monitors.entry(e.def.gvr()).or_insert_with(|| {
                 added += 1;
-                informer::spawn_metadata(e, FieldSelector::everything(), tx.clone())
+                informer::spawn_identity(e, FieldSelector::everything(), tx.clone())
             });
         }
         added
