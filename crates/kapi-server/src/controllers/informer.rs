@@ -14,7 +14,6 @@
 //! resources whose usage only falls when objects go away) decodes nothing of
 //! the objects it lists and hands on only deletions.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -194,7 +193,7 @@ async fn list(
 const PAGE: usize = 10_000;
 
 /// Object key → the object's uid, for reporting deletions after a re-list.
-type Known = HashMap<(String, String), Option<String>>;
+type Known = foldhash::HashMap<(String, String), Option<String>>;
 
 /// An object's key in [`Known`] from its storage key (`…/<namespace>/<name>`,
 /// or `…/<name>` for a cluster-scoped resource): no decode needed.
@@ -239,7 +238,7 @@ async fn run(entry: Arc<Entry>, field: FieldSelector, shape: Shape, tx: mpsc::Se
         let entry = entry.clone();
         async move { tx.send(Event { entry, change }).await.is_ok() }
     };
-    let mut known = Known::new();
+    let mut known = Known::default();
     let mut rv: Option<String> = None;
     let mut synced = false;
     let retry = Duration::from_millis(500);
@@ -248,7 +247,7 @@ async fn run(entry: Arc<Entry>, field: FieldSelector, shape: Shape, tx: mpsc::Se
             return;
         }
         if rv.is_none() {
-            let mut fresh = Known::new();
+            let mut fresh = Known::default();
             let list_rv = match list(&entry, &field, shape, &tx, &mut fresh).await {
                 Ok(Listed::Done(list_rv)) => {
                     tracing::debug!(resource = %entry.def.gvr(), objects = fresh.len(), "informer listed");
