@@ -57,10 +57,20 @@ pub fn list_options(ctx: &Ctx) -> Result<ListOptions, ApiError> {
     })
 }
 
+/// How long a LIST waits for its resource's watch cache to be filled (after
+/// a start) before reading the backend instead.
+const CACHE_FILL_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
+
 pub async fn list(ctx: &Ctx) -> Result<Response, ApiError> {
     if crate::componentstatus::is_componentstatus(ctx) {
         return crate::componentstatus::list(ctx).await;
     }
+    // Right after a start the watch cache may still be filling. A LIST waits
+    // for it, as upstream's cacher blocks until it is ready: reading and
+    // decoding a large resource from the backend takes far longer than the
+    // fill (300,000 ConfigMaps: about 12 s, against under a second). A
+    // resource without a cache, or with a filled one, does not wait.
+    ctx.entry.store.cache_ready(CACHE_FILL_WAIT).await;
     if let Some(resp) = super::json_fast::list_json(ctx).await? {
         return Ok(resp);
     }
