@@ -156,18 +156,12 @@ impl Store {
     /// metadata) is skipped too. No conversion runs: a conversion may change
     /// only labels and annotations, and callers of this read neither.
     pub fn decode_metadata(&self, kv: &KeyValue, managed_fields: bool) -> Result<Value, ApiError> {
-        let mut metadata = if managed_fields {
+        let metadata = if managed_fields {
             Self::stored_metadata(kv)?
         } else {
             Self::stored_metadata_without_managed_fields(kv)?
         };
-        metadata.insert("resourceVersion".into(), kv.mod_revision.to_string().into());
-        // Built in place: `json!` would serialize a copy of `metadata`.
-        Ok(Value::Object(serde_json::Map::from_iter([
-            ("apiVersion".to_owned(), self.def.api_version().into()),
-            ("kind".to_owned(), self.def.kind.clone().into()),
-            ("metadata".to_owned(), Value::Object(metadata)),
-        ])))
+        Ok(self.metadata_object(kv, metadata))
     }
 
     /// As [`Store::decode_metadata`], keeping of `metadata` only what
@@ -176,20 +170,30 @@ impl Store {
     /// (with `resourceVersion`). Labels, annotations and the rest are skipped
     /// unallocated: the garbage collector's read of every object.
     pub fn decode_identity(&self, kv: &KeyValue) -> Result<Value, ApiError> {
-        let mut metadata = metadata_only::<metadata_only::Identity>(kv)?.0;
+        let metadata = metadata_only::<Picked<metadata_only::Identity>>(kv)?.0;
+        Ok(self.metadata_object(kv, metadata))
+    }
+
+    /// `{apiVersion, kind, metadata}` around `metadata` read from `kv`, with
+    /// its `resourceVersion`. Built in place: `json!` would serialize a copy.
+    fn metadata_object(
+        &self,
+        kv: &KeyValue,
+        mut metadata: serde_json::Map<String, Value>,
+    ) -> Value {
         metadata.insert("resourceVersion".into(), kv.mod_revision.to_string().into());
-        Ok(Value::Object(serde_json::Map::from_iter([
+        Value::Object(serde_json::Map::from_iter([
             ("apiVersion".to_owned(), self.def.api_version().into()),
             ("kind".to_owned(), self.def.kind.clone().into()),
             ("metadata".to_owned(), Value::Object(metadata)),
-        ])))
+        ]))
     }
 
     /// [`Store::stored_metadata`] without `managedFields`, which the parser skips.
     pub(crate) fn stored_metadata_without_managed_fields(
         kv: &KeyValue,
     ) -> Result<serde_json::Map<String, Value>, ApiError> {
-        Ok(metadata_only::<metadata_only::WithoutManagedFields>(kv)?.0)
+        Ok(metadata_only::<Picked<metadata_only::AllButManagedFields>>(kv)?.0)
     }
 
     /// The stored object's `metadata` object, parsed alone.
@@ -251,6 +255,8 @@ pub(crate) fn parse_rv(rv: &str) -> Result<i64, ApiError> {
         .ok_or_else(|| ApiError::bad_request(format!("invalid resource version: {rv:?}")))
 }
 
+use metadata_only::Picked;
+
 /// Parse only the top-level `metadata` of stored bytes, as an `M`.
 fn metadata_only<M: serde::de::DeserializeOwned + Default>(kv: &KeyValue) -> Result<M, ApiError> {
     #[derive(serde::Deserialize)]
@@ -264,97 +270,97 @@ fn metadata_only<M: serde::de::DeserializeOwned + Default>(kv: &KeyValue) -> Res
 }
 
 mod metadata_only {
+    use std::marker::PhantomData;
+
     use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, Visitor};
     use serde_json::{Map, Value};
 
-    /// The metadata fields [`Identity`] keeps.
-    const IDENTITY: &[&str] = &[
-        "name",
-        "namespace",
-        "uid",
-        "ownerReferences",
-        "finalizers",
-        "deletionTimestamp",
-        "deletionGracePeriodSeconds",
-    ];
+    /// Which metadata fields a [`Picked`] parse keeps.
+    pub(super) trait Pick {
+        fn keep(key: &str) -> bool;
+    }
 
-    /// A metadata key: which of [`IDENTITY`] it is, if any (not allocated).
-    struct Kept(Option<&'static str>);
+    /// Every field but `managedFields`.
+    pub(super) struct AllButManagedFields;
 
-    impl<'de> Deserialize<'de> for Kept {
-        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-            struct V;
-            impl Visitor<'_> for V {
-                type Value = Kept;
-                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                    f.write_str("a key")
-                }
-                fn visit_str<E: serde::de::Error>(self, k: &str) -> Result<Kept, E> {
-                    Ok(Kept(IDENTITY.iter().find(|i| **i == k).copied()))
-                }
-            }
-            d.deserialize_str(V)
+    impl Pick for AllButManagedFields {
+        fn keep(key: &str) -> bool {
+            key != "managedFields"
         }
     }
 
-    /// A metadata object cut to [`IDENTITY`] as it is parsed.
-    #[derive(Default)]
-    pub(super) struct Identity(pub Map<String, Value>);
+    /// What identifies an object and its place in the ownership graph.
+    pub(super) struct Identity;
 
-    impl<'de> Deserialize<'de> for Identity {
+    impl Pick for Identity {
+        fn keep(key: &str) -> bool {
+            matches!(
+                key,
+                "name"
+                    | "namespace"
+                    | "uid"
+                    | "ownerReferences"
+                    | "finalizers"
+                    | "deletionTimestamp"
+                    | "deletionGracePeriodSeconds"
+            )
+        }
+    }
+
+    /// A metadata object cut to what `P` keeps as it is parsed: the other
+    /// fields are skipped, their keys and values never allocated.
+    pub(super) struct Picked<P>(pub Map<String, Value>, PhantomData<P>);
+
+    impl<P> Default for Picked<P> {
+        fn default() -> Self {
+            Picked(Map::new(), PhantomData)
+        }
+    }
+
+    /// A metadata key, owned only when `P` keeps it.
+    struct Key<P>(Option<String>, PhantomData<P>);
+
+    impl<'de, P: Pick> Deserialize<'de> for Key<P> {
         fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-            struct V;
-            impl<'de> Visitor<'de> for V {
-                type Value = Identity;
+            struct V<P>(PhantomData<P>);
+            impl<P: Pick> Visitor<'_> for V<P> {
+                type Value = Key<P>;
+                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                    f.write_str("a key")
+                }
+                fn visit_str<E: serde::de::Error>(self, k: &str) -> Result<Key<P>, E> {
+                    Ok(Key(P::keep(k).then(|| k.to_owned()), PhantomData))
+                }
+            }
+            d.deserialize_str(V(PhantomData))
+        }
+    }
+
+    impl<'de, P: Pick> Deserialize<'de> for Picked<P> {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V<P>(PhantomData<P>);
+            impl<'de, P: Pick> Visitor<'de> for V<P> {
+                type Value = Picked<P>;
                 fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
                     f.write_str("an object")
                 }
                 fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Self::Value, A::Error> {
                     let mut m = Map::new();
-                    while let Some(Kept(k)) = a.next_key::<Kept>()? {
+                    while let Some(Key(k, _)) = a.next_key::<Key<P>>()? {
                         match k {
                             Some(k) => {
                                 let v = a.next_value::<Value>()?;
-                                m.insert(k.to_owned(), v);
+                                m.insert(k, v);
                             }
                             None => {
                                 a.next_value::<IgnoredAny>()?;
                             }
                         }
                     }
-                    Ok(Identity(m))
+                    Ok(Picked(m, PhantomData))
                 }
             }
-            d.deserialize_map(V)
-        }
-    }
-
-    /// A metadata object without its `managedFields`, which the parser skips.
-    #[derive(Default)]
-    pub(super) struct WithoutManagedFields(pub Map<String, Value>);
-
-    impl<'de> Deserialize<'de> for WithoutManagedFields {
-        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-            struct V;
-            impl<'de> Visitor<'de> for V {
-                type Value = WithoutManagedFields;
-                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                    f.write_str("an object")
-                }
-                fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Self::Value, A::Error> {
-                    let mut m = Map::new();
-                    while let Some(k) = a.next_key::<String>()? {
-                        if k == "managedFields" {
-                            a.next_value::<IgnoredAny>()?;
-                        } else {
-                            let v = a.next_value::<Value>()?;
-                            m.insert(k, v);
-                        }
-                    }
-                    Ok(WithoutManagedFields(m))
-                }
-            }
-            d.deserialize_map(V)
+            d.deserialize_map(V(PhantomData))
         }
     }
 }
