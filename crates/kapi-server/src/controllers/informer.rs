@@ -65,27 +65,19 @@ pub fn spawn(
     field: FieldSelector,
     tx: mpsc::Sender<Event>,
 ) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(run(entry, field, Shape::Full, tx))
+    spawn_shaped(entry, field, Shape::Full, tx)
 }
 
-/// As [`spawn`], handing on only each object's identity and ownership
-/// metadata, as upstream's metadata informers (the garbage collector's monitors).
-pub fn spawn_identity(
+/// As [`spawn`], handing on what `shape` says: [`Shape::Identity`] for the
+/// garbage collector's monitors (as upstream's metadata informers),
+/// [`Shape::Deletions`] for a controller that acts only when objects go away.
+pub fn spawn_shaped(
     entry: Arc<Entry>,
     field: FieldSelector,
+    shape: Shape,
     tx: mpsc::Sender<Event>,
 ) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(run(entry, field, Shape::Identity, tx))
-}
-
-/// As [`spawn_identity`], handing on only deletions: a controller that acts
-/// when objects go away need not decode every object of a large resource.
-pub fn spawn_deletions(
-    entry: Arc<Entry>,
-    field: FieldSelector,
-    tx: mpsc::Sender<Event>,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(run(entry, field, Shape::Deletions, tx))
+    tokio::spawn(run(entry, field, shape, tx))
 }
 
 /// Objects decoded at a time from a cached list (one batch, so a conversion

@@ -22,7 +22,7 @@ use kapi_registry::Verb;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-use super::informer::{self, Change};
+use super::informer::{self, Change, Shape};
 use super::queue::{run_workers, WorkQueue};
 use crate::admission::quantity::{self, List};
 use crate::admission::quota::usage;
@@ -54,7 +54,12 @@ pub fn spawn(srv: Arc<Server>) {
             // Only pods' status matters here; of the others, only deletions.
             match *r {
                 "pods" => informer::spawn(e, FieldSelector::everything(), tx.clone()),
-                _ => informer::spawn_deletions(e, FieldSelector::everything(), tx.clone()),
+                _ => informer::spawn_shaped(
+                    e,
+                    FieldSelector::everything(),
+                    Shape::Deletions,
+                    tx.clone(),
+                ),
             };
         }
     }

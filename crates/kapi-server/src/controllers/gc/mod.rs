@@ -21,7 +21,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use self::graph::{Graph, Identity, Observed, OwnerRef, Work};
-use super::informer::{self, Change, Event};
+use super::informer::{self, Change, Event, Shape};
 use super::queue::{run_workers, WorkQueue};
 use crate::Server;
 
@@ -122,7 +122,7 @@ async fn run(gc: Arc<Collector>) {
         for e in current {
             monitors.entry(e.def.gvr()).or_insert_with(|| {
                 added += 1;
-                informer::spawn_identity(e, FieldSelector::everything(), tx.clone())
+                informer::spawn_shaped(e, FieldSelector::everything(), Shape::Identity, tx.clone())
             });
         }
         added
