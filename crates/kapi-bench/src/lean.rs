@@ -20,9 +20,6 @@ use tokio_rustls::client::TlsStream;
 /// The body of a watch response being read.
 pub type WatchBody = ChunkedBody<TlsStream<TcpStream>>;
 
-/// Bytes read at a time of a body with a length.
-const LIST_READ: usize = 256 * 1024;
-
 /// Whether a lean reader can authenticate as `config` says: a client
 /// certificate, and no bearer token, exec plugin or other credential that
 /// kube-rs's client would add to each request.
@@ -43,8 +40,8 @@ pub struct Conn {
     authority: String,
     /// What the connection was opened from, to open it again.
     config: kube::Config,
-    /// Responses read on this connection.
-    served: usize,
+    /// A response has been read on this connection (it is being reused).
+    reused: bool,
 }
 
 /// A kept-alive connection's end before any of the response.
@@ -94,7 +91,7 @@ impl Conn {
             io,
             authority: format!("{host}:{port}"),
             config: config.clone(),
-            served: 0,
+            reused: false,
         })
     }
 
@@ -173,33 +170,43 @@ impl Conn {
             // time-out for the next request): the request cannot have been
             // acted on, so it is sent again on a new connection, as HTTP
             // clients do.
-            Err(e) if self.served > 0 && e == CLOSED => {
+            Err(e) if self.reused && e == CLOSED => {
                 *self = Conn::open(&self.config).await?;
                 self.request(path, accept).await?
             }
             Err(e) => return Err(e),
         };
-        self.served += 1;
+        self.reused = true;
         let n = match framing {
             Framing::Chunked => {
                 let mut body = ChunkedBody::new(&mut self.io, raw);
                 body.drain().await.map_err(|e| e.to_string())?
             }
-            Framing::Length(len) => {
-                let mut got = raw.len();
-                let mut buf = vec![0u8; LIST_READ];
-                while got < len {
-                    let n = self.io.read(&mut buf).await.map_err(|e| e.to_string())?;
-                    if n == 0 {
-                        return Err("the connection closed inside the body".into());
-                    }
-                    got += n;
-                }
-                got
-            }
+            Framing::Length(len) => drain_length(&mut self.io, raw.len(), len)
+                .await
+                .map_err(|e| e.to_string())?,
         };
         Ok((status, n))
     }
+}
+
+/// Read the rest of a body of `len` bytes, of which `got` came with the head,
+/// without copying it anywhere; nothing past the body is taken.
+async fn drain_length<R: AsyncBufRead + Unpin>(
+    io: &mut R,
+    mut got: usize,
+    len: usize,
+) -> std::io::Result<usize> {
+    while got < len {
+        let buffered = io.fill_buf().await?;
+        if buffered.is_empty() {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        let n = buffered.len().min(len - got);
+        io.consume(n);
+        got += n;
+    }
+    Ok(got)
 }
 
 /// GET `path` (a watch) on a connection of its own; the response must be 200
@@ -357,19 +364,25 @@ impl<R: AsyncBufRead + Unpin> ChunkedBody<R> {
 mod tests {
     use super::*;
 
+    /// The read side of a pipe whose writer sends `bytes` one at a time (every
+    /// split a reader can see), and the writer's task.
+    fn byte_by_byte(bytes: Vec<u8>) -> (tokio::io::DuplexStream, tokio::task::JoinHandle<()>) {
+        let (mut tx, rx) = tokio::io::duplex(64);
+        let writer = tokio::spawn(async move {
+            for byte in bytes {
+                tx.write_all(&[byte]).await.unwrap();
+            }
+        });
+        (rx, writer)
+    }
+
     /// Every split of a chunked body into reads decodes to the same bytes.
     #[tokio::test]
     async fn a_chunked_body_decodes_the_same_however_it_is_split() {
         let wire = b"5\r\nhello\r\n1;ext=1\r\n \r\n6\r\nworld\n\r\n0\r\n\r\n";
         for cut in 0..wire.len() {
             let (a, b) = wire.split_at(cut);
-            let (mut tx, rx) = tokio::io::duplex(64);
-            let rest = b.to_vec();
-            let writer = tokio::spawn(async move {
-                for byte in rest {
-                    tx.write_all(&[byte]).await.unwrap();
-                }
-            });
+            let (rx, writer) = byte_by_byte(b.to_vec());
             let mut body = ChunkedBody::new(tokio::io::BufReader::with_capacity(3, rx), a.to_vec());
             let mut out = Vec::new();
             while body.read_into(&mut out).await.unwrap() {}
@@ -385,14 +398,7 @@ mod tests {
         let wire = b"5\r\nhello\r\n7;x=y\r\n world\n\r\n0\r\nX-T: 1\r\n\r\n";
         for cut in 0..wire.len() {
             let (a, b) = wire.split_at(cut);
-            let (mut tx, rx) = tokio::io::duplex(64);
-            let mut rest = b.to_vec();
-            rest.extend_from_slice(b"NEXT");
-            let writer = tokio::spawn(async move {
-                for byte in rest {
-                    tx.write_all(&[byte]).await.unwrap();
-                }
-            });
+            let (rx, writer) = byte_by_byte([b, b"NEXT"].concat());
             let mut body = ChunkedBody::new(tokio::io::BufReader::with_capacity(5, rx), a.to_vec());
             assert_eq!(body.drain().await.unwrap(), 12, "cut at {cut}");
             writer.await.unwrap();
@@ -407,5 +413,23 @@ mod tests {
         drop(tx);
         let mut cut = ChunkedBody::new(tokio::io::BufReader::new(rx), b"5\r\nhel".to_vec());
         assert!(cut.drain().await.is_err(), "a body cut short is an error");
+    }
+
+    /// A body with a length is read to that length and no further, and a
+    /// connection that ends before it is an error.
+    #[tokio::test]
+    async fn a_body_with_a_length_is_read_to_its_end_and_no_further() {
+        let (rx, writer) = byte_by_byte(b"world!NEXT".to_vec());
+        let mut io = tokio::io::BufReader::with_capacity(4, rx);
+        // 5 bytes came with the head; 6 more make the body.
+        assert_eq!(drain_length(&mut io, 5, 11).await.unwrap(), 11);
+        writer.await.unwrap();
+        let mut after = Vec::new();
+        io.read_to_end(&mut after).await.unwrap();
+        assert_eq!(after, b"NEXT");
+        let (rx, writer) = byte_by_byte(b"wor".to_vec());
+        let mut cut = tokio::io::BufReader::new(rx);
+        writer.await.unwrap();
+        assert!(drain_length(&mut cut, 5, 11).await.is_err());
     }
 }
