@@ -20,12 +20,14 @@
 //!
 //! Where to look next: `prefix.rs` (one resource's objects, window, watchers),
 //! `index.rs` (field indexes), `object.rs` (what is computed once per object),
+//! `event.rs` (an event as the cache keeps it, with its shared watch lines),
 //! `encoded.rs` (encodings kept once per object and event, under a budget),
 //! `items.rs` (a page's objects, and whole lists kept while nothing changes),
 //! `backend.rs` (the trait), `store/` (how the generic store uses this).
 
 mod backend;
 mod encoded;
+mod event;
 mod index;
 mod items;
 mod object;
@@ -40,10 +42,11 @@ use std::time::Duration;
 use kapi_storage::{Backend, Result, Revision, StorageError};
 
 pub use encoded::{encoded_budget, encoded_bytes, set_encoded_budget, Encoded, Form};
+pub use event::{watch_line, CachedEvent};
 pub use index::{Indexer, KeyFilter};
 pub use items::{CachedPage, Items};
 pub use object::{Attrs, CachedObject, Set};
-pub use prefix::{watch_line, CacheMessage, CacheWatch, CachedEvent, Miss};
+pub use prefix::{CacheMessage, CacheWatch, Miss};
 use prefix::{PrefixCache, Window};
 
 /// Tuning of the watch cache.
