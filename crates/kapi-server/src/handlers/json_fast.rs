@@ -60,7 +60,8 @@ pub async fn list_json(ctx: &Ctx) -> Result<Option<Response>, ApiError> {
                 serde_json::to_writer(out, &v).expect("JSON values serialize");
             }
         },
-    );
+    )
+    .prefetch(|obj| obj.prefetch_header(), |obj| obj.prefetch_value());
     let mut resp = Response::new(chunks.into_body());
     *resp.status_mut() = StatusCode::OK;
     resp.headers_mut().insert(
