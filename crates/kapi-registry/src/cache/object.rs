@@ -15,6 +15,14 @@ use kapi_storage::{KeyValue, Revision};
 
 use super::encoded::{Encoded, Form};
 
+/// Ask the CPU to start loading every cache line of the first
+/// [`PREFETCH_BYTES`] of `bytes`. A hint only: it changes no state and cannot fault.
+pub fn prefetch_bytes(bytes: &[u8]) {
+    for at in (0..bytes.len().min(PREFETCH_BYTES)).step_by(64) {
+        mem_prefetch::prefetch_read_data::<_, 3>(&bytes[at]);
+    }
+}
+
 /// How much of an object [`CachedObject::prefetch_value`] asks for. Loading
 /// the whole of a 1.5 KB object ahead cut the server's CPU per LIST of 300,000
 /// by a fifth; the first 512 bytes only, by less than half that.
@@ -114,10 +122,7 @@ impl CachedObject {
     /// first [`PREFETCH_BYTES`] (the hardware streams the rest of a larger
     /// object). Reads the header, so prefetch that first.
     pub fn prefetch_value(&self) {
-        let bytes = &self.kv.value[..];
-        for at in (0..bytes.len().min(PREFETCH_BYTES)).step_by(64) {
-            mem_prefetch::prefetch_read_data::<_, 3>(&bytes[at]);
-        }
+        prefetch_bytes(&self.kv.value);
     }
 
     /// Append the object's JSON with `metadata.resourceVersion` set to `rv`.

@@ -154,6 +154,14 @@ pub async fn list_protobuf(ctx: &Ctx) -> Result<Option<Response>, ApiError> {
                 Item::Again(obj, len) => write_again(&store, view, obj, *len, out),
             }
         },
+    )
+    .prefetch(
+        |_| {},
+        |item| {
+            if let Item::Kept(b) = item {
+                kapi_registry::cache::prefetch_bytes(b);
+            }
+        },
     );
     Ok(Some(protobuf_response(chunks.into_body())))
 }
