@@ -298,14 +298,27 @@ impl PrefixCache {
             }
         }
         // What follows a full page. With no filter and nothing changed under the
-        // prefix since `at`, that is the map's keys after the page's last one: a
-        // plain walk of the map, not of the merge (a page at the start of a large
-        // resource counts the whole rest of it for `remainingItemCount`).
+        // prefix since `at`, that is the map's keys after the page's last one:
+        // found by a binary search of the prefix's whole list kept in the memo
+        // (made by the first page when there is none), else counted by a plain
+        // walk of the map, not of the merge. Counting cost a page of 500 out of
+        // 300,000 objects 12 ms, and a paged LIST of them 9 s.
         let remaining = match (items.last(), end) {
-            (Some(last), Some(end)) if unchanged_all && items.len() == limit => st
-                .objects
-                .range::<str, _>((Bound::Excluded(last.kv.key.as_str()), Bound::Excluded(end)))
-                .count(),
+            (Some(last), Some(end)) if unchanged_all && items.len() == limit => {
+                let last = last.kv.key.as_str();
+                let memo = st.memo.get(prefix).or_else(|| {
+                    (from == prefix)
+                        .then(|| st.whole_list(prefix, end))
+                        .flatten()
+                });
+                match memo {
+                    Some(list) => list.len() - list.partition_point(|o| *o.kv.key <= *last),
+                    None => st
+                        .objects
+                        .range::<str, _>((Bound::Excluded(last), Bound::Excluded(end)))
+                        .count(),
+                }
+            }
             _ => merged.count(),
         } as i64;
         if whole && items.len() >= MEMO_MIN {
@@ -378,6 +391,24 @@ impl PrefixCache {
 type Entries<'a> = Box<dyn Iterator<Item = (&'a str, Option<&'a Arc<CachedObject>>)> + 'a>;
 
 impl State {
+    /// Every current object under `prefix` (`end` its end key), kept in the memo
+    /// for the readers after this one; `None` for fewer than [`MEMO_MIN`]. Only
+    /// for a reader that saw nothing under the prefix change since its revision,
+    /// so the current objects are the ones at that revision.
+    fn whole_list(&self, prefix: &str, end: &str) -> Option<Shared> {
+        let list: Vec<_> = self
+            .objects
+            .range::<str, _>((Bound::Included(prefix), Bound::Excluded(end)))
+            .map(|(_, o)| o.clone())
+            .collect();
+        if list.len() < MEMO_MIN {
+            return None;
+        }
+        let list: Shared = list.into();
+        self.memo.put(prefix, list.clone());
+        Some(list)
+    }
+
     /// Current objects in `[from, …)` under `prefix` that `filter` lets through,
     /// in key order; `None` when it names a field without an index. `end` is the
     /// prefix's end key (`range::prefix_end`), when it has one.

@@ -101,3 +101,77 @@ async fn a_whole_list_is_kept_until_something_changes() {
     assert!(some.iter().all(|o| o.kv.key.ends_with('5')));
     assert_eq!(whole(&f, ReadAt::Any).await.items.len(), N);
 }
+
+/// Every page of `/t/m/` at one revision, `limit` at a time: (keys, remaining) per page.
+async fn pages(f: &fixtures::Fixture, limit: usize) -> Vec<(Vec<String>, i64)> {
+    let first = f
+        .cache
+        .list_cached("/t/m/", ReadAt::Consistent, limit, None)
+        .await
+        .unwrap()
+        .unwrap();
+    let at = first.revision;
+    let mut out = Vec::new();
+    let mut page = first;
+    loop {
+        let ks = keys(&page.items);
+        out.push((ks.clone(), page.remaining));
+        if !page.more {
+            return out;
+        }
+        let start = format!("{}\0", ks.last().unwrap());
+        page = f
+            .cache
+            .list_cached("/t/m/", ReadAt::Exact(at), limit, Some(&start))
+            .await
+            .unwrap()
+            .unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_count_what_follows_them_from_the_kept_list() {
+    let f = fixtures::embedded().await;
+    f.create_keys("/t/m/", N).await;
+    let all = pages(&f, 7).await;
+    // The first page kept the whole list for the pages after it.
+    assert!(whole(&f, ReadAt::Any).await.items.is_shared());
+    let listed: Vec<String> = all.iter().flat_map(|(k, _)| k.clone()).collect();
+    assert_eq!(listed.len(), N);
+    let mut seen = 0;
+    for (ks, remaining) in &all {
+        seen += ks.len();
+        assert_eq!(*remaining as usize, N - seen, "after {seen} keys");
+    }
+
+    // With a change ahead of a page (the kept list dropped), a page at the old
+    // revision still counts what followed it then.
+    let first = f
+        .cache
+        .list_cached("/t/m/", ReadAt::Consistent, 10, None)
+        .await
+        .unwrap()
+        .unwrap();
+    let deleted = f.backend.delete(&listed[N - 1], None).await.unwrap();
+    assert!(
+        f.cache
+            .wait_for(deleted.revision, Duration::from_secs(10))
+            .await
+    );
+    let start = format!("{}\0", listed[9]);
+    let second = f
+        .cache
+        .list_cached("/t/m/", ReadAt::Exact(first.revision), 10, Some(&start))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(second.remaining as usize, N - 20);
+    // At the new revision one key fewer follows.
+    let now = f
+        .cache
+        .list_cached("/t/m/", ReadAt::Exact(deleted.revision), 10, Some(&start))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(now.remaining as usize, N - 21);
+}
