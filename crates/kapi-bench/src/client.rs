@@ -91,6 +91,24 @@ impl Api {
         format!("/api/v1/namespaces/{}/configmaps", self.ns)
     }
 
+    /// The path of a watch of the namespace's ConfigMaps from now, at the
+    /// revision of a one-item LIST. A watch without a `resourceVersion` first
+    /// replays every object already there as ADDED (upstream's semantics), so
+    /// each run in a namespace used before would start with a burst of them.
+    pub async fn watch_from_now(&self) -> Result<String, String> {
+        let mut json = self.clone();
+        json.protobuf = false;
+        let base = self.configmaps();
+        let (status, body) = json
+            .send(Method::GET, &format!("{base}?limit=1"), None)
+            .await?;
+        if status != 200 {
+            return Err(format!("LIST for the watch's revision: HTTP {status}"));
+        }
+        let rv = first_string(&body, "resourceVersion").ok_or("the LIST has no resourceVersion")?;
+        Ok(format!("{base}?watch=true&resourceVersion={rv}"))
+    }
+
     /// One request; the status and the whole body.
     pub async fn send(
         &self,

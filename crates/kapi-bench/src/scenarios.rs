@@ -268,8 +268,20 @@ pub async fn watch(api: &Api, prefix: &str, plan: &WatchPlan) -> Vec<Samples> {
     // when the scenario ends sees it too.
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut handles = Vec::new();
+    let from_now = if plan.informers {
+        None
+    } else {
+        match api.watch_from_now().await {
+            Ok(path) => Some(path),
+            Err(e) => {
+                eprintln!("watch: {e}");
+                return Vec::new();
+            }
+        }
+    };
     for _ in 0..plan.watchers {
         let (received, connected) = (received.clone(), connected.clone());
+        let from_now = from_now.clone();
         let mut stop = stop_rx.clone();
         let (prefix, informers) = (format!("{prefix}-w-"), plan.informers);
         // Each watcher on its own connection, as separate informer processes
@@ -294,7 +306,7 @@ pub async fn watch(api: &Api, prefix: &str, plan: &WatchPlan) -> Vec<Samples> {
                 Some(rv) => {
                     format!("{base}?watch=true&resourceVersion={rv}&allowWatchBookmarks=true")
                 }
-                None => format!("{base}?watch=true"),
+                None => from_now?,
             };
             let resp = tokio::select! {
                 r = api.open(Method::GET, &path, None) => r.ok()?,

@@ -35,13 +35,13 @@ pub async fn child(api: &Api, prefix: &str, watchers: usize, lean: bool) -> Resu
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let (conn_tx, mut conn_rx) = tokio::sync::mpsc::channel::<bool>(watchers.max(1));
     let name_prefix = format!("{prefix}-w-");
+    let path = api.watch_from_now().await?;
     let mut handles = Vec::with_capacity(watchers);
     for _ in 0..watchers {
         let (api, mut stop, conn_tx) = (api.clone(), stop_rx.clone(), conn_tx.clone());
-        let name_prefix = name_prefix.clone();
+        let (name_prefix, path) = (name_prefix.clone(), path.clone());
         handles.push(tokio::spawn(async move {
             if lean {
-                let path = format!("{}?watch=true", api.configmaps());
                 let body = tokio::select! {
                     b = crate::lean::open_watch(&api.config, &path) => b.ok(),
                     _ = stop.wait_for(|s| *s) => None,
@@ -62,7 +62,6 @@ pub async fn child(api: &Api, prefix: &str, watchers: usize, lean: bool) -> Resu
                     return Vec::new();
                 }
             };
-            let path = format!("{}?watch=true", api.configmaps());
             let resp = tokio::select! {
                 r = api.open(Method::GET, &path, None) => r.ok().filter(|r| r.status() == 200),
                 _ = stop.wait_for(|s| *s) => None,
