@@ -102,30 +102,29 @@ async fn a_whole_list_is_kept_until_something_changes() {
     assert_eq!(whole(&f, ReadAt::Any).await.items.len(), N);
 }
 
-/// Every page of `/t/m/` at one revision, `limit` at a time: (keys, remaining) per page.
-async fn pages(f: &fixtures::Fixture, limit: usize) -> Vec<(Vec<String>, i64)> {
-    let first = f
-        .cache
-        .list_cached("/t/m/", ReadAt::Consistent, limit, None)
+/// A page of `/t/m/` from the cache: `limit` keys from `start` on, read at `at`.
+async fn page(f: &fixtures::Fixture, at: ReadAt, limit: usize, start: Option<&str>) -> CachedPage {
+    f.cache
+        .list_cached("/t/m/", at, limit, start)
         .await
         .unwrap()
-        .unwrap();
+        .expect("served from the cache")
+}
+
+/// Every page of `/t/m/` at one revision, `limit` at a time: (keys, remaining) per page.
+async fn pages(f: &fixtures::Fixture, limit: usize) -> Vec<(Vec<String>, i64)> {
+    let first = page(f, ReadAt::Consistent, limit, None).await;
     let at = first.revision;
     let mut out = Vec::new();
-    let mut page = first;
+    let mut next = first;
     loop {
-        let ks = keys(&page.items);
-        out.push((ks.clone(), page.remaining));
-        if !page.more {
+        let ks = keys(&next.items);
+        out.push((ks.clone(), next.remaining));
+        if !next.more {
             return out;
         }
         let start = format!("{}\0", ks.last().unwrap());
-        page = f
-            .cache
-            .list_cached("/t/m/", ReadAt::Exact(at), limit, Some(&start))
-            .await
-            .unwrap()
-            .unwrap();
+        next = page(f, ReadAt::Exact(at), limit, Some(&start)).await;
     }
 }
 
@@ -146,12 +145,7 @@ async fn pages_count_what_follows_them_from_the_kept_list() {
 
     // With a change ahead of a page (the kept list dropped), a page at the old
     // revision still counts what followed it then.
-    let first = f
-        .cache
-        .list_cached("/t/m/", ReadAt::Consistent, 10, None)
-        .await
-        .unwrap()
-        .unwrap();
+    let first = page(&f, ReadAt::Consistent, 10, None).await;
     let deleted = f.backend.delete(&listed[N - 1], None).await.unwrap();
     assert!(
         f.cache
@@ -159,19 +153,9 @@ async fn pages_count_what_follows_them_from_the_kept_list() {
             .await
     );
     let start = format!("{}\0", listed[9]);
-    let second = f
-        .cache
-        .list_cached("/t/m/", ReadAt::Exact(first.revision), 10, Some(&start))
-        .await
-        .unwrap()
-        .unwrap();
+    let second = page(&f, ReadAt::Exact(first.revision), 10, Some(&start)).await;
     assert_eq!(second.remaining as usize, N - 20);
     // At the new revision one key fewer follows.
-    let now = f
-        .cache
-        .list_cached("/t/m/", ReadAt::Exact(deleted.revision), 10, Some(&start))
-        .await
-        .unwrap()
-        .unwrap();
+    let now = page(&f, ReadAt::Exact(deleted.revision), 10, Some(&start)).await;
     assert_eq!(now.remaining as usize, N - 21);
 }

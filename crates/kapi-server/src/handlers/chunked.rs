@@ -126,8 +126,13 @@ impl<T, L: Deref<Target = [T]>, W: FnMut(usize, &T, &mut Vec<u8>)> Iterator for 
 mod tests {
     use super::*;
 
-    fn chunks(items: Vec<Vec<u8>>) -> Vec<Bytes> {
-        Chunked::new(
+    /// Cache hints for the tests' items.
+    type Hints = (fn(&Vec<u8>), fn(&Vec<u8>));
+
+    /// `items` as a JSON-like array (`[`, the items joined by `,`, `]`), in
+    /// chunks, prefetched with `hints` when given.
+    fn chunks_with(items: Vec<Vec<u8>>, hints: Option<Hints>) -> Vec<Bytes> {
+        let array = Chunked::new(
             b"[".to_vec(),
             items,
             b"]",
@@ -138,8 +143,15 @@ mod tests {
                 }
                 out.extend_from_slice(i);
             },
-        )
-        .collect()
+        );
+        match hints {
+            Some((header, value)) => array.prefetch(header, value).collect(),
+            None => array.collect(),
+        }
+    }
+
+    fn chunks(items: Vec<Vec<u8>>) -> Vec<Bytes> {
+        chunks_with(items, None)
     }
 
     #[test]
@@ -178,29 +190,19 @@ mod tests {
         static VALUES: AtomicUsize = AtomicUsize::new(0);
         let items: Vec<Vec<u8>> = (0..100u8).map(|i| vec![i; 3000]).collect();
         let plain = chunks(items.clone());
-        let prefetched: Vec<Bytes> = Chunked::new(
-            b"[".to_vec(),
+        let prefetched = chunks_with(
             items,
-            b"]",
-            |i: &Vec<u8>| i.len() + 1,
-            |n, i: &Vec<u8>, out: &mut Vec<u8>| {
-                if n > 0 {
-                    out.push(b',');
-                }
-                out.extend_from_slice(i);
-            },
-        )
-        .prefetch(
-            |i| {
-                HEADERS.fetch_add(1, Ordering::Relaxed);
-                assert!(i[0] >= 2 * AHEAD as u8, "never an item already written");
-            },
-            |i| {
-                VALUES.fetch_add(1, Ordering::Relaxed);
-                assert!(i[0] >= AHEAD as u8);
-            },
-        )
-        .collect();
+            Some((
+                |i| {
+                    HEADERS.fetch_add(1, Ordering::Relaxed);
+                    assert!(i[0] >= 2 * AHEAD as u8, "never an item already written");
+                },
+                |i| {
+                    VALUES.fetch_add(1, Ordering::Relaxed);
+                    assert!(i[0] >= AHEAD as u8);
+                },
+            )),
+        );
         assert_eq!(prefetched, plain);
         assert_eq!(HEADERS.load(Ordering::Relaxed), 100 - 2 * AHEAD);
         assert_eq!(VALUES.load(Ordering::Relaxed), 100 - AHEAD);
