@@ -11,6 +11,7 @@ pub mod cel;
 pub mod fieldpath;
 pub mod fields;
 pub mod labels;
+pub mod quantity;
 pub mod schema;
 pub mod status;
 pub mod strategic;

@@ -6,6 +6,7 @@
 //! `kapi-server` installs handlers for them.
 
 pub mod admission;
+pub mod apis;
 pub mod cache;
 pub mod managed;
 pub mod meta;

@@ -12,9 +12,9 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
 use serde_json::{json, Value};
 
-use crate::apis::Entry;
 use crate::negotiate::{self, error_response, Format};
 use crate::Server;
+use kapi_registry::apis::Entry;
 
 fn resource_json(e: &Entry) -> Vec<Value> {
     let d = &e.def;

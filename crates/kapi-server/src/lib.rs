@@ -12,7 +12,7 @@
 pub mod admission;
 pub mod aggregator;
 pub mod apiextensions;
-pub mod apis;
+
 pub mod audit;
 pub mod authn;
 pub mod authz;
@@ -43,6 +43,7 @@ use axum::routing::get;
 use axum::Router;
 use kapi_machinery::schema::{SchemaNav, TypeRef};
 use kapi_machinery::status::ApiError;
+use kapi_registry::apis;
 use kapi_registry::ResourceDef;
 use kapi_resources::openapi::OpenApi;
 use kapi_storage::slot::BackendSlot;
@@ -87,7 +88,12 @@ impl Server {
         let openapi = OpenApi::build(&defs);
         let backend: Arc<dyn kapi_storage::Backend> = Arc::new(slot.clone());
         let schema: Arc<dyn SchemaNav> = kapi_resources::patchmeta::BuiltinSchema::shared();
-        let apis = apis::Apis::new(defs, backend, schema.clone());
+        let custom = std::iter::once(kapi_apiextensions::crd::CUSTOM_PREFIX.to_owned());
+        let root_of = |d: &ResourceDef| {
+            kapi_resources::patchmeta::root_type(&d.group, &d.version, &d.kind)
+                .unwrap_or(TypeRef::UNKNOWN)
+        };
+        let apis = apis::Apis::new(defs, backend, schema.clone(), root_of, custom);
         let rbac = Arc::new(authz::rbac::Rbac::new(&apis));
         let node = Arc::new(authz::node::Node::new(&apis));
         let chain = authz::Chain::new(&[authz::Mode::Rbac], rbac.clone(), node);

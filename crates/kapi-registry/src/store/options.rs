@@ -32,6 +32,17 @@ pub struct WriteOptions {
     pub managed_fields_set: bool,
 }
 
+impl WriteOptions {
+    /// The options of a write made by an in-process component as field
+    /// manager `manager` (a controller, the server's own bootstrap).
+    pub fn for_manager(manager: &str) -> WriteOptions {
+        WriteOptions {
+            field_manager: Some(manager.to_owned()),
+            ..WriteOptions::default()
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct Preconditions {
     pub uid: Option<String>,

@@ -25,6 +25,7 @@ pub mod podtemplate;
 mod probe_validation;
 pub mod quantity;
 pub mod quota;
+pub mod quota_usage;
 pub mod secret;
 pub mod service;
 pub mod serviceaccount;

@@ -15,9 +15,9 @@ use kapi_machinery::status::ApiError;
 use kapi_registry::store::options::ListOptions;
 use serde_json::{json, Map, Value};
 
-use super::quantity::{self, List, Qty};
 use super::{Attributes, Operation, Plugin};
 use crate::Server;
+use kapi_machinery::quantity::{self, List, Qty};
 
 const ANNOTATION: &str = "kubernetes.io/limit-ranger";
 

@@ -41,7 +41,6 @@ mod namespace;
 pub mod plugins;
 mod podsecurity;
 mod priority;
-pub mod quantity;
 pub mod quota;
 mod request;
 mod serviceaccount;

@@ -8,6 +8,7 @@
 //! Unlike upstream, the keys are replaced rather than merged with CA bundles
 //! other writers put there.
 
+use kapi_registry::store::options::WriteOptions;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -82,7 +83,7 @@ async fn ensure(srv: &Server, info: &Info) -> Result<(), ApiError> {
         .lookup("", "v1", "configmaps")
         .ok_or_else(|| ApiError::internal("configmaps are not served"))?;
     let data = Value::Object(info.data());
-    let opts = crate::controllers::write_options_for(MANAGER);
+    let opts = WriteOptions::for_manager(MANAGER);
     match configmaps.store.get(Some(NAMESPACE), NAME, None).await {
         Ok(cm) if cm.get("data") == Some(&data) => Ok(()),
         Ok(_) => configmaps

@@ -12,6 +12,7 @@
 //! before both the definitions and the APIServices have been listed once, so
 //! the first pass cannot delete the APIService of a definition not yet seen.
 
+use kapi_registry::store::options::WriteOptions;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,9 +28,9 @@ use tokio::sync::mpsc;
 
 use super::discovery::GROUP;
 use super::{builtin_priority, AUTOMANAGED_LABEL};
-use crate::apis::Entry;
 use crate::controllers::informer::{self, Change};
 use crate::Server;
+use kapi_registry::apis::Entry;
 
 const MANAGER: &str = "kube-apiserver";
 const ON_START: &str = "onstart";
@@ -183,7 +184,7 @@ impl Controller {
     async fn check(&mut self, name: &str) -> Result<(), ApiError> {
         let desired = self.desired(name);
         let store = &self.apiservices.store;
-        let opts = crate::controllers::write_options_for(MANAGER);
+        let opts = WriteOptions::for_manager(MANAGER);
         let current = match store.get(None, name, None).await {
             Ok(obj) => Some(obj),
             Err(e) if e.is_not_found() => None,

@@ -16,6 +16,7 @@
 //! status does; a status write happens only when the condition changed; the
 //! remote table (`Aggregator`) is updated before the status is written.
 
+use kapi_registry::store::options::WriteOptions;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -369,7 +370,7 @@ async fn write_condition(
         .apis
         .lookup(super::discovery::GROUP, "v1", "apiservices")
         .ok_or_else(|| ApiError::internal("apiservices are not served"))?;
-    let opts = crate::controllers::write_options_for(MANAGER);
+    let opts = WriteOptions::for_manager(MANAGER);
     let result = apiservices
         .store
         .update_with(None, name, UpdateTarget::Status, &opts, false, |cur| {

@@ -11,8 +11,8 @@ use std::cmp::Reverse;
 use serde_json::{json, Value};
 
 use super::Remote;
-use crate::apis::version_priority;
 use crate::Server;
+use kapi_registry::apis::version_priority;
 
 pub const GROUP: &str = kapi_resources::apiregistration::GROUP;
 

@@ -10,6 +10,7 @@
 use kapi_apiextensions::crd::{self, Crd, CLEANUP_FINALIZER};
 use kapi_machinery::status::ApiError;
 use kapi_registry::meta;
+use kapi_registry::store::options::WriteOptions;
 use kapi_registry::store::options::{DeleteOptions, ListOptions, Propagation};
 use kapi_registry::store::UpdateTarget;
 use serde_json::{json, Value};
@@ -60,7 +61,7 @@ pub(super) async fn run(ctl: &Controller, obj: &Value) -> Result<bool, ApiError>
         crd::set_condition(st, "Terminating", "False", reason, &message)
     })
     .await?;
-    let opts = crate::controllers::write_options_for(MANAGER);
+    let opts = WriteOptions::for_manager(MANAGER);
     let uid = crd.metadata.uid.clone();
     let removed = ctl
         .crds

@@ -19,6 +19,7 @@ mod finalizer;
 mod naming;
 mod webhook;
 
+use kapi_registry::store::options::WriteOptions;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -35,10 +36,10 @@ use kapi_resources::openapi::{defs, OpenApi};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-use crate::apis::Entry;
 use crate::controllers::informer::{self, Change};
 use crate::controllers::queue::{run_workers, WorkQueue};
 use crate::Server;
+use kapi_registry::apis::Entry;
 
 /// The field manager of the controller's writes (upstream's apiextensions
 /// controllers write as the API server itself).
@@ -220,7 +221,7 @@ impl Controller {
         name: &str,
         change: impl Fn(&mut Value) + Send + Sync,
     ) -> Result<Value, ApiError> {
-        let opts = crate::controllers::write_options_for(MANAGER);
+        let opts = WriteOptions::for_manager(MANAGER);
         let (out, _) = self
             .crds
             .store

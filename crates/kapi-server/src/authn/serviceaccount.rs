@@ -19,6 +19,7 @@
 //! the account, which must exist with the token's uid and not be deleting. The
 //! secret's `kubernetes.io/legacy-token-last-used` label records the day.
 
+use kapi_registry::store::options::WriteOptions;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -384,7 +385,7 @@ async fn track_last_used(srv: &Server, ns: &str, name: &str, secret: &Value) {
     }
     let uid = secret.pointer("/metadata/uid").cloned();
     let gr = entry.def.group_resource();
-    let opts = crate::controllers::write_options_for("kube-apiserver");
+    let opts = WriteOptions::for_manager("kube-apiserver");
     let target = kapi_registry::store::UpdateTarget::Main;
     let updated = entry
         .store

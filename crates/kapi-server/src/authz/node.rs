@@ -36,8 +36,8 @@ use serde_json::Value;
 
 use super::node_refs as refs;
 use super::{rbac, Attributes, Authorizer, Decision, ResourceAttrs, RuleSet};
-use crate::apis::{Apis, Entry};
 use crate::authn::UserInfo;
+use kapi_registry::apis::{Apis, Entry};
 
 const NODE_USER_PREFIX: &str = "system:node:";
 const NODES_GROUP: &str = "system:nodes";

@@ -57,7 +57,7 @@ pub async fn ensure(srv: &Server) -> Result<(), ApiError> {
     Ok(())
 }
 
-async fn reconcile(entry: &crate::apis::Entry, want: Value) -> Result<(), ApiError> {
+async fn reconcile(entry: &kapi_registry::apis::Entry, want: Value) -> Result<(), ApiError> {
     let name = want["metadata"]["name"].as_str().unwrap_or("").to_owned();
     let namespace = want["metadata"]["namespace"].as_str().map(str::to_owned);
     let opts = WriteOptions {

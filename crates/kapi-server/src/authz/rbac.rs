@@ -26,8 +26,8 @@ use kapi_resources::rbac::rules;
 use serde_json::{json, Value};
 
 use super::{Attributes, Authorizer, Decision, RuleSet};
-use crate::apis::{Apis, Entry};
 use crate::authn::UserInfo;
+use kapi_registry::apis::{Apis, Entry};
 
 const GROUP: &str = "rbac.authorization.k8s.io";
 const RESOURCES: [&str; 4] = [

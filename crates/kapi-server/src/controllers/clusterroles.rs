@@ -19,8 +19,8 @@ use kapi_registry::store::UpdateTarget;
 use kapi_resources::rbac::rules::{aggregate, same_rules};
 use serde_json::Value;
 
-use crate::apis::Entry;
 use crate::Server;
+use kapi_registry::apis::Entry;
 
 const MANAGER: &str = "clusterrole-aggregation-controller";
 

@@ -24,7 +24,7 @@ use kapi_registry::store::WatchEventType;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::apis::Entry;
+use kapi_registry::apis::Entry;
 
 /// What happened to one object of the watched resource.
 #[derive(Debug, Clone)]

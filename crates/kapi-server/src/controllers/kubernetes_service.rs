@@ -9,6 +9,7 @@
 //! storage each keep a master lease (`masterleases.rs`) and all list the servers
 //! with live leases, so they agree on the endpoints instead of fighting.
 
+use kapi_registry::store::options::WriteOptions;
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,9 +21,9 @@ use kapi_registry::store::UpdateTarget;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
+use super::ignore_exists;
 use super::informer::{self, Change};
 use super::masterleases::{self, Master};
-use super::{ignore_exists, write_options};
 use crate::Server;
 
 const NAMESPACE: &str = "default";
@@ -184,7 +185,7 @@ async fn ensure_service(srv: &Server) -> Result<(), ApiError> {
         .apis
         .lookup("", "v1", "services")
         .ok_or_else(|| ApiError::internal("services are not served"))?;
-    let opts = write_options(MANAGER);
+    let opts = WriteOptions::for_manager(MANAGER);
     let current = match services.store.get(Some(NAMESPACE), NAME, None).await {
         Err(e) if e.is_not_found() => {
             return ignore_exists(services.store.create(desired, &opts).await);
@@ -227,7 +228,7 @@ async fn ensure(
     let Some(entry) = srv.apis.lookup(group, "v1", resource) else {
         return Ok(());
     };
-    let opts = write_options(MANAGER);
+    let opts = WriteOptions::for_manager(MANAGER);
     let current = match entry.store.get(Some(NAMESPACE), NAME, None).await {
         Err(e) if e.is_not_found() => {
             return ignore_exists(entry.store.create(desired, &opts).await);

@@ -36,10 +36,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use kapi_machinery::status::ApiError;
-use kapi_registry::store::options::WriteOptions;
-use kapi_registry::Verb;
 
-use crate::apis::{version_priority, Entry};
 use crate::Server;
 
 /// The field manager of writes made by kube-controller-manager's controllers.
@@ -177,52 +174,6 @@ pub fn spawn(srv: &Arc<Server>, opts: &Options) {
 /// The `default/kubernetes` Service as kube-apiserver creates it at start.
 pub fn kubernetes_service_object(srv: &Server) -> serde_json::Value {
     kubernetes_service::service(srv)
-}
-
-/// Write options with `manager` as the field manager.
-pub(crate) fn write_options_for(manager: &str) -> WriteOptions {
-    write_options(manager)
-}
-
-fn write_options(manager: &str) -> WriteOptions {
-    WriteOptions {
-        field_manager: Some(manager.to_owned()),
-        ..WriteOptions::default()
-    }
-}
-
-/// One served version per resource (the preferred one) that supports `verbs`:
-/// the resources a controller that walks "everything" visits.
-fn preferred_resources(srv: &Server, verbs: &[Verb]) -> Vec<Arc<Entry>> {
-    let mut out: Vec<Arc<Entry>> = Vec::new();
-    for e in srv.apis.all() {
-        if !verbs.iter().all(|v| e.def.supports(*v)) {
-            continue;
-        }
-        let same = |o: &Arc<Entry>| o.def.group == e.def.group && o.def.resource == e.def.resource;
-        match out.iter_mut().find(|o| same(o)) {
-            Some(o) if version_priority(&e.def.version) > version_priority(&o.def.version) => {
-                *o = e
-            }
-            Some(_) => {}
-            None => out.push(e),
-        }
-    }
-    out
-}
-
-/// The served resource of objects of `kind` at `api_version` (that version if
-/// served, otherwise the preferred version of the same group and kind).
-fn resolve_kind(srv: &Server, api_version: &str, kind: &str) -> Option<Arc<Entry>> {
-    let (group, version) = match api_version.split_once('/') {
-        Some((g, v)) => (g, v),
-        None => ("", api_version),
-    };
-    srv.apis
-        .all()
-        .into_iter()
-        .filter(|e| e.def.group == group && e.def.kind == kind)
-        .max_by_key(|e| (e.def.version == version, version_priority(&e.def.version)))
 }
 
 /// `Ok` for success and for "already there".

@@ -9,6 +9,7 @@
 //! (finalizers, errors) is looked at again after a delay. Each pass is
 //! idempotent, so a restart mid-way finishes the job.
 
+use kapi_registry::store::options::WriteOptions;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,7 +25,7 @@ use tokio::sync::mpsc;
 
 use super::informer::{self, Change};
 use super::queue::{run_workers, WorkQueue};
-use super::{preferred_resources, write_options, CONTROLLER_MANAGER};
+use super::CONTROLLER_MANAGER;
 use crate::Server;
 
 /// The spec finalizer this controller owns.
@@ -123,7 +124,7 @@ async fn sync(srv: &Server, name: &str) -> Result<bool, ApiError> {
     if !pass.remaining.is_empty() || !pass.errors.is_empty() {
         return Ok(false);
     }
-    let opts = write_options(CONTROLLER_MANAGER);
+    let opts = WriteOptions::for_manager(CONTROLLER_MANAGER);
     let uid = meta::uid(&ns).unwrap_or("").to_owned();
     let finalized = namespaces
         .store
@@ -165,7 +166,9 @@ fn has_spec_finalizer(ns: &Value) -> bool {
 async fn delete_content(srv: &Server, ns: &str) -> Pass {
     let mut pass = Pass::default();
     let verbs = [Verb::List, Verb::Delete];
-    for entry in preferred_resources(srv, &verbs)
+    for entry in srv
+        .apis
+        .preferred(&verbs)
         .into_iter()
         .filter(|e| e.def.namespaced)
     {
@@ -301,7 +304,7 @@ async fn update_conditions(srv: &Server, ns: &Value, pass: &Pass) -> Result<(), 
         return Ok(());
     }
     let namespaces = srv.apis.lookup("", "v1", "namespaces").expect("served");
-    let opts = write_options(CONTROLLER_MANAGER);
+    let opts = WriteOptions::for_manager(CONTROLLER_MANAGER);
     let result = namespaces
         .store
         .update_with(

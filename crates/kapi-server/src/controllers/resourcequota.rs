@@ -1,6 +1,6 @@
 //! The ResourceQuota controller, as kube-controller-manager's: every quota's
 //! `status.hard` follows `spec.hard`, and `status.used` is recounted from the
-//! objects in its namespace (`admission::quota::usage`) when the quota
+//! objects in its namespace (`kapi_resources::core::quota_usage`) when the quota
 //! spec changes, when a counted object goes away (or a pod finishes), and
 //! every [`RESYNC`] for everything else. Admission charges creates as they happen;
 //! this controller gives usage back.
@@ -24,9 +24,9 @@ use tokio::sync::mpsc;
 
 use super::informer::{self, Change, Shape};
 use super::queue::{run_workers, WorkQueue};
-use crate::admission::quantity::{self, List};
-use crate::admission::quota::usage;
 use crate::Server;
+use kapi_machinery::quantity::{self, List};
+use kapi_resources::core::quota_usage as usage;
 
 /// Full recount period (upstream `--resource-quota-sync-period` is 5 m; kapi
 /// watches only the core counted resources, so it recounts more often).
@@ -151,7 +151,9 @@ async fn objects(
     group: &str,
     resource: &str,
 ) -> Result<Vec<Value>, ApiError> {
-    let entry = super::preferred_resources(srv, &[Verb::List])
+    let entry = srv
+        .apis
+        .preferred(&[Verb::List])
         .into_iter()
         .find(|e| e.def.group == group && e.def.resource == resource && e.def.namespaced);
     match entry {

@@ -2,13 +2,14 @@
 //! has a ConfigMap `kube-root-ca.crt` whose `ca.crt` is the cluster CA bundle,
 //! with upstream's description annotation; edited or deleted, it is put back.
 
+use kapi_registry::store::options::WriteOptions;
 use std::sync::Arc;
 
 use kapi_machinery::status::ApiError;
 use kapi_registry::store::UpdateTarget;
 use serde_json::{json, Value};
 
-use super::{ignore_exists, perns, write_options, CONTROLLER_MANAGER};
+use super::{ignore_exists, perns, CONTROLLER_MANAGER};
 use crate::Server;
 
 pub const NAME: &str = "kube-root-ca.crt";
@@ -38,7 +39,7 @@ async fn ensure(srv: Arc<Server>, ns: String, ca: &str) -> Result<(), ApiError> 
         .apis
         .lookup("", "v1", "configmaps")
         .ok_or_else(|| ApiError::internal("configmaps are not served"))?;
-    let opts = write_options(CONTROLLER_MANAGER);
+    let opts = WriteOptions::for_manager(CONTROLLER_MANAGER);
     match configmaps.store.get(Some(&ns), NAME, None).await {
         Ok(cm) if in_sync(&cm, ca) => Ok(()),
         Ok(_) => {

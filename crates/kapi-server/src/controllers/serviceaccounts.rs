@@ -1,12 +1,13 @@
 //! The ServiceAccounts controller, as kube-controller-manager's: every active
 //! namespace has a ServiceAccount `default`; deleted, it comes back.
 
+use kapi_registry::store::options::WriteOptions;
 use std::sync::Arc;
 
 use kapi_machinery::status::ApiError;
 use serde_json::json;
 
-use super::{ignore_exists, perns, write_options, CONTROLLER_MANAGER};
+use super::{ignore_exists, perns, CONTROLLER_MANAGER};
 use crate::Server;
 
 const NAME: &str = "default";
@@ -29,7 +30,7 @@ async fn ensure(srv: Arc<Server>, ns: String) -> Result<(), ApiError> {
                     "metadata": {"name": NAME, "namespace": ns}});
     let created = accounts
         .store
-        .create(sa, &write_options(CONTROLLER_MANAGER))
+        .create(sa, &WriteOptions::for_manager(CONTROLLER_MANAGER))
         .await;
     ignore_exists(created)
 }

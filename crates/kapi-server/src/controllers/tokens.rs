@@ -17,6 +17,7 @@
 //! A failed sync is retried with a growing delay (5 ms doubling), at most
 //! [`MAX_RETRIES`] times, then dropped until the object changes again.
 
+use kapi_registry::store::options::WriteOptions;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -32,7 +33,7 @@ use tokio::sync::mpsc;
 
 use super::informer::{self, Change};
 use super::queue::WorkQueue;
-use super::{write_options, CONTROLLER_MANAGER};
+use super::CONTROLLER_MANAGER;
 use crate::Server;
 
 const TOKEN_TYPE: &str = "kubernetes.io/service-account-token";
@@ -363,7 +364,7 @@ async fn fill(
     let (sa_name, sa_uid) = (meta::name(account), meta::uid(account).unwrap_or(""));
     let issuer = srv.service_accounts();
     let gr = secrets.def.group_resource();
-    let opts = write_options(CONTROLLER_MANAGER);
+    let opts = WriteOptions::for_manager(CONTROLLER_MANAGER);
     let updated = secrets
         .store
         .update_with(Some(&ns), &name, UpdateTarget::Main, &opts, false, |cur| {
@@ -430,7 +431,7 @@ async fn remove_reference(
         .lookup("", "v1", "serviceaccounts")
         .ok_or_else(|| ApiError::internal("serviceaccounts are not served"))?;
     let gr = accounts.def.group_resource();
-    let opts = write_options(CONTROLLER_MANAGER);
+    let opts = WriteOptions::for_manager(CONTROLLER_MANAGER);
     let uid = meta::uid(&account).unwrap_or("").to_owned();
     let updated = accounts
         .store

@@ -69,8 +69,8 @@ pub fn spawn(srv: Arc<Server>, fc: FlowControl) {
 
 async fn run(
     fc: FlowControl,
-    levels_entry: Arc<crate::apis::Entry>,
-    schemas_entry: Arc<crate::apis::Entry>,
+    levels_entry: Arc<kapi_registry::apis::Entry>,
+    schemas_entry: Arc<kapi_registry::apis::Entry>,
     mut rx: mpsc::Receiver<informer::Event>,
 ) {
     let mut levels: BTreeMap<String, Value> = BTreeMap::new();
@@ -128,7 +128,12 @@ async fn run(
 
 /// The `Dangling` condition upstream's controller reports, written only when
 /// its status differs from what the object carries.
-async fn write_dangling(entry: &crate::apis::Entry, obj: &Value, level: &str, exists: bool) {
+async fn write_dangling(
+    entry: &kapi_registry::apis::Entry,
+    obj: &Value,
+    level: &str,
+    exists: bool,
+) {
     let (status, reason, message) = if exists {
         ("False", "Found", format!("This FlowSchema references the PriorityLevelConfiguration object named \"{level}\" and it exists"))
     } else {

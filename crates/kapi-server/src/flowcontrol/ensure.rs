@@ -29,7 +29,7 @@ use kapi_registry::store::options::{DeleteOptions, ListOptions, WriteOptions};
 use kapi_registry::store::UpdateTarget;
 use serde_json::Value;
 
-use crate::apis::Entry;
+use kapi_registry::apis::Entry;
 
 pub const PERIOD: Duration = Duration::from_secs(60);
 const PRODUCER: &str = "api-priority-and-fairness-config-producer-v1";

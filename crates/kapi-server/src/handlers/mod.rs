@@ -31,10 +31,10 @@ use kapi_registry::store::UpdateTarget;
 use kapi_registry::{Subresource, Verb};
 use serde_json::Value;
 
-use crate::apis::Entry;
 use crate::negotiate::{self, Accept};
 use crate::request::{self, Query, RequestInfo};
 use crate::Server;
+use kapi_registry::apis::Entry;
 
 /// Request bodies above this are refused with 413, as upstream's 3 MiB limit.
 pub const MAX_BODY: usize = 3 * 1024 * 1024;

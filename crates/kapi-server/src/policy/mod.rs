@@ -146,7 +146,10 @@ impl Server {
     }
 
     /// The resource of a policy's `paramKind`.
-    fn param_entry(&self, kind: &Value) -> Result<std::sync::Arc<crate::apis::Entry>, String> {
+    fn param_entry(
+        &self,
+        kind: &Value,
+    ) -> Result<std::sync::Arc<kapi_registry::apis::Entry>, String> {
         let s = |k: &str| {
             kind.get(k)
                 .and_then(Value::as_str)

@@ -16,6 +16,7 @@
 //! Deletes carry the uid and resourceVersion the decision was made on, so a
 //! recreated or changed object is never collected by mistake.
 
+use kapi_registry::store::options::WriteOptions;
 use std::sync::Arc;
 
 use futures::StreamExt;
@@ -28,8 +29,8 @@ use serde_json::Value;
 
 use super::graph::{Identity, OwnerRef, Work};
 use super::Collector;
-use crate::apis::Entry;
-use crate::controllers::{resolve_kind, write_options, CONTROLLER_MANAGER};
+use crate::controllers::CONTROLLER_MANAGER;
+use kapi_registry::apis::Entry;
 
 /// Dependents of one owner orphaned at the same time.
 const ORPHAN_CONCURRENCY: usize = 16;
@@ -63,11 +64,14 @@ impl Collector {
     }
 
     fn entry(&self, api_version: &str, kind: &str) -> Result<Arc<Entry>, ApiError> {
-        resolve_kind(&self.srv, api_version, kind).ok_or_else(|| {
-            ApiError::internal(format!(
-                "unable to get REST mapping for {api_version}/{kind}"
-            ))
-        })
+        self.srv
+            .apis
+            .resolve_kind(api_version, kind)
+            .ok_or_else(|| {
+                ApiError::internal(format!(
+                    "unable to get REST mapping for {api_version}/{kind}"
+                ))
+            })
     }
 
     fn virtual_delete(&self, uid: &str) {
@@ -287,7 +291,7 @@ impl Collector {
         F: Fn(&mut Value) -> bool + Send + Sync,
     {
         let uid = meta::uid(obj).unwrap_or("").to_owned();
-        let opts = write_options(CONTROLLER_MANAGER);
+        let opts = WriteOptions::for_manager(CONTROLLER_MANAGER);
         let result = entry
             .store
             .update_with(

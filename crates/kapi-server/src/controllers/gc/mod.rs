@@ -86,8 +86,9 @@ fn observe(api_version: &str, kind: &str, obj: &Value) -> Observed {
 }
 
 /// The resources the collector watches: deletable, listable, watchable, not events.
-fn monitored(srv: &Server) -> Vec<Arc<crate::apis::Entry>> {
-    super::preferred_resources(srv, &[Verb::Delete, Verb::List, Verb::Watch])
+fn monitored(srv: &Server) -> Vec<Arc<kapi_registry::apis::Entry>> {
+    srv.apis
+        .preferred(&[Verb::Delete, Verb::List, Verb::Watch])
         .into_iter()
         .filter(|e| {
             e.def.resource != "events" || !matches!(e.def.group.as_str(), "" | "events.k8s.io")

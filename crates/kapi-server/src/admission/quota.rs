@@ -11,9 +11,7 @@
 //! Creates of every resource count (`count/<resource>.<group>`); updates count
 //! what they add to a pod, service or claim. The quota controller
 //! (`controllers/resourcequota.rs`) keeps `status.hard` and `status.used`
-//! current when objects go away or quotas change; it shares `usage.rs`.
-
-pub mod usage;
+//! current when objects go away or quotas change; it shares `kapi_resources::core::quota_usage`.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -25,9 +23,10 @@ use kapi_registry::store::options::{ListOptions, WriteOptions};
 use kapi_registry::store::UpdateTarget;
 use serde_json::Value;
 
-use super::quantity::{self, List};
 use super::{Attributes, Operation, Plugin};
 use crate::Server;
+use kapi_machinery::quantity::{self, List};
+use kapi_resources::core::quota_usage as usage;
 
 pub struct ResourceQuota;
 

@@ -1,15 +1,20 @@
 //! The served resources: every installed `ResourceDef` with its store, looked up
-//! by group, version and resource. Built-ins are installed at start; custom
-//! resources come and go at run time (`apiextensions/`), hence the lock. Discovery, OpenAPI and
-//! the handlers all read this one table, so they cannot disagree.
+//! by group, version and resource. Built-ins are installed when the server is
+//! built; custom resources come and go at run time (the apiextensions server),
+//! hence the lock. Discovery, OpenAPI, the handlers, admission and the
+//! controllers all read this one table, so they cannot disagree.
+//!
+//! Where to look next: `store/` is what each entry serves through; `cache/`
+//! is the watch cache every installed store reads and watches through.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock};
 
 use kapi_machinery::schema::{SchemaNav, TypeRef};
-use kapi_registry::cache::{CacheConfig, CachedBackend};
-use kapi_registry::{ResourceDef, Store};
 use kapi_storage::Backend;
+
+use crate::cache::{CacheConfig, CachedBackend};
+use crate::{ResourceDef, Store, Verb};
 
 /// One served resource.
 pub struct Entry {
@@ -41,22 +46,27 @@ pub struct GroupInfo {
 }
 
 impl Apis {
-    /// Install `defs`, caching their prefixes in a watch cache over `backend`.
+    /// Install `defs`, caching their prefixes (and `extra_prefixes`, where
+    /// resources installed later live) in a watch cache over `backend`;
+    /// `root_of` names each definition's schema type.
     pub fn new(
         defs: Vec<ResourceDef>,
         backend: Arc<dyn Backend>,
         schema: Arc<dyn SchemaNav>,
+        root_of: impl Fn(&ResourceDef) -> TypeRef,
+        extra_prefixes: impl IntoIterator<Item = String>,
     ) -> Apis {
-        let custom = std::iter::once(kapi_apiextensions::crd::CUSTOM_PREFIX.to_owned());
-        let prefixes = defs.iter().map(|d| d.list_prefix(None)).chain(custom);
+        let prefixes = defs
+            .iter()
+            .map(|d| d.list_prefix(None))
+            .chain(extra_prefixes);
         let cache = CachedBackend::new(backend.clone(), prefixes, CacheConfig::default());
         let apis = Apis {
             cache: Some(cache),
             ..Apis::default()
         };
         for def in defs {
-            let root = kapi_resources::patchmeta::root_type(&def.group, &def.version, &def.kind)
-                .unwrap_or(TypeRef::UNKNOWN);
+            let root = root_of(&def);
             apis.install(def, backend.clone(), schema.clone(), root);
         }
         apis
@@ -163,6 +173,42 @@ impl Apis {
                 .push(e);
         }
         map
+    }
+}
+
+impl Apis {
+    /// One served version per resource (the preferred one) that supports
+    /// `verbs`: the resources a controller that walks "everything" visits.
+    pub fn preferred(&self, verbs: &[Verb]) -> Vec<Arc<Entry>> {
+        let mut out: Vec<Arc<Entry>> = Vec::new();
+        for e in self.all() {
+            if !verbs.iter().all(|v| e.def.supports(*v)) {
+                continue;
+            }
+            let same =
+                |o: &Arc<Entry>| o.def.group == e.def.group && o.def.resource == e.def.resource;
+            match out.iter_mut().find(|o| same(o)) {
+                Some(o) if version_priority(&e.def.version) > version_priority(&o.def.version) => {
+                    *o = e
+                }
+                Some(_) => {}
+                None => out.push(e),
+            }
+        }
+        out
+    }
+
+    /// The served resource of objects of `kind` at `api_version` (that version
+    /// if served, otherwise the preferred version of the same group and kind).
+    pub fn resolve_kind(&self, api_version: &str, kind: &str) -> Option<Arc<Entry>> {
+        let (group, version) = match api_version.split_once('/') {
+            Some((g, v)) => (g, v),
+            None => ("", api_version),
+        };
+        self.all()
+            .into_iter()
+            .filter(|e| e.def.group == group && e.def.kind == kind)
+            .max_by_key(|e| (e.def.version == version, version_priority(&e.def.version)))
     }
 }
 

@@ -10,7 +10,7 @@
 
 use serde_json::Value;
 
-use crate::admission::quantity::{self, List, Qty};
+use kapi_machinery::quantity::{self, List, Qty};
 
 /// The object-count name of a resource.
 pub fn count_name(group: &str, resource: &str) -> String {
