@@ -33,11 +33,11 @@ pub fn request_decoder(data: &[u8]) {
         "application/json; charset=utf-8",
         "text/plain",
     ][pick as usize % 5];
-    let decoded = kapi_server::negotiate::decode_body(Some(media), body);
+    let decoded = kapi_http::negotiate::decode_body(Some(media), body);
     // Floats round-trip too since serde_json's `float_roundtrip` is on (this
     // target found `4444…4`, 43 digits, parsing to a neighbouring double).
     if let (Ok(v), true) = (&decoded, media.starts_with("application/json")) {
-        let again = kapi_server::negotiate::decode_json(&serde_json::to_vec(v).unwrap());
+        let again = kapi_http::negotiate::decode_json(&serde_json::to_vec(v).unwrap());
         assert_eq!(again.as_ref().ok(), Some(v), "JSON round trip");
     }
 }

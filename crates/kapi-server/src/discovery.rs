@@ -12,8 +12,8 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
 use serde_json::{json, Value};
 
-use crate::negotiate::{self, error_response, Format};
 use crate::Server;
+use kapi_http::negotiate::{self, error_response, Format};
 use kapi_registry::apis::Entry;
 
 fn resource_json(e: &Entry) -> Vec<Value> {
@@ -231,14 +231,14 @@ pub async fn group(
             body["apiVersion"] = json!("v1");
             legacy(&headers, &body)
         }
-        None => error_response(&crate::handlers::not_found()),
+        None => error_response(&kapi_http::request::not_found()),
     }
 }
 
 pub async fn core_v1(State(srv): State<Arc<Server>>, headers: HeaderMap) -> Response {
     match resource_list(&srv, "", "v1") {
         Some(body) => legacy(&headers, &body),
-        None => error_response(&crate::handlers::not_found()),
+        None => error_response(&kapi_http::request::not_found()),
     }
 }
 
@@ -249,6 +249,6 @@ pub async fn group_version(
 ) -> Response {
     match resource_list(&srv, &group, &version) {
         Some(body) => legacy(&headers, &body),
-        None => error_response(&crate::handlers::not_found()),
+        None => error_response(&kapi_http::request::not_found()),
     }
 }

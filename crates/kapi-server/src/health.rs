@@ -58,7 +58,7 @@ fn text(code: StatusCode, body: String) -> Response {
 }
 
 pub async fn all(srv: Arc<Server>, ep: Endpoint, query: Option<String>) -> Response {
-    let q = crate::request::Query::parse(query.as_deref());
+    let q = kapi_http::request::Query::parse(query.as_deref());
     let verbose = q.0.contains_key("verbose");
     let excluded: Vec<&str> = query
         .as_deref()
@@ -144,7 +144,7 @@ pub async fn version() -> Response {
         "compiler": "rustc",
         "platform": format!("{}/{}", std::env::consts::OS, arch()),
     });
-    crate::negotiate::respond(StatusCode::OK, &body, crate::negotiate::Format::Json)
+    kapi_http::negotiate::respond(StatusCode::OK, &body, kapi_http::negotiate::Format::Json)
 }
 
 fn arch() -> &'static str {

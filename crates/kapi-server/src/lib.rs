@@ -21,20 +21,15 @@ mod componentstatus;
 pub mod controllers;
 pub mod discovery;
 pub mod fieldcheck;
-mod filters;
+pub mod filters;
 pub mod flowcontrol;
 pub mod handlers;
 pub mod health;
-pub mod limits;
-pub mod metrics;
-pub mod negotiate;
 mod openapi;
 mod openapi_pb;
 pub mod policy;
-pub mod request;
 mod reviews;
 pub mod service_resolver;
-pub mod tls;
 pub mod webhooks;
 
 use std::sync::{Arc, PoisonError, RwLock};
@@ -50,7 +45,8 @@ use kapi_storage::slot::BackendSlot;
 use serde_json::Value;
 
 pub use admission::Cidr;
-pub use limits::ChainOptions;
+pub use filters::ChainOptions;
+pub use kapi_http::tls;
 
 /// Settings the handlers need.
 #[derive(Debug, Clone)]
@@ -226,8 +222,8 @@ impl Server {
         auth: Arc<authn::Authenticator>,
         opts: &ChainOptions,
     ) -> Result<Router, String> {
-        let chain = limits::Chain::build(opts)?;
-        if let limits::Concurrency::Apf(fc) = &chain.concurrency {
+        let chain = filters::Chain::build(opts)?;
+        if let filters::Concurrency::Apf(fc) = &chain.concurrency {
             flowcontrol::spawn_controller(self.clone(), fc.clone());
         }
         let m = chain.metrics.clone();
@@ -235,8 +231,8 @@ impl Server {
             .route(
                 "/metrics",
                 get(
-                    move |axum::extract::State(srv): axum::extract::State<Arc<Server>>| {
-                        metrics::serve(srv, m.clone())
+                    move |axum::extract::State(srv): axum::extract::State<Arc<Server>>| async move {
+                        kapi_http::metrics::serve(&srv.apis, m).await
                     },
                 ),
             )

@@ -15,8 +15,8 @@ use axum::extract::{Path, Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::Response;
 
-use crate::negotiate::{self, error_response, Format};
 use crate::Server;
+use kapi_http::negotiate::{self, error_response, Format};
 
 /// The media types of the protobuf form (upstream's current and deprecated).
 const PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
@@ -146,17 +146,17 @@ pub async fn v3_document(
 ) -> Response {
     match srv.openapi().v3_document(&path) {
         Some((bytes, hash)) => {
-            let query = crate::request::Query::parse(req.uri().query());
+            let query = kapi_http::request::Query::parse(req.uri().query());
             let immutable = query.get("hash") == Some(hash.as_str());
             bytes_response(bytes, &hash, &req, immutable, "application/json")
         }
         None => match crate::aggregator::openapi::v3_document(&srv, &path) {
             Some((bytes, hash)) => {
-                let query = crate::request::Query::parse(req.uri().query());
+                let query = kapi_http::request::Query::parse(req.uri().query());
                 let immutable = query.get("hash") == Some(hash.as_str());
                 bytes_response(bytes, &hash, &req, immutable, "application/json")
             }
-            None => error_response(&crate::handlers::not_found()),
+            None => error_response(&kapi_http::request::not_found()),
         },
     }
 }

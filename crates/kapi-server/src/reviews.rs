@@ -46,7 +46,7 @@ pub async fn create(ctx: &Ctx, mut obj: Value) -> Result<Response, ApiError> {
         "subjectaccessreviews" | "localsubjectaccessreviews" => {
             access_review(ctx, &obj, spec_user(&obj)).await
         }
-        _ => return Err(crate::handlers::not_found()),
+        _ => return Err(kapi_http::request::not_found()),
     };
     obj["status"] = status;
     crate::handlers::get::respond_object(ctx, StatusCode::CREATED, &obj)

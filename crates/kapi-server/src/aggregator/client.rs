@@ -41,7 +41,7 @@ pub fn tls_config(
     insecure: bool,
     client: Option<&(String, String)>,
 ) -> Result<Arc<rustls::ClientConfig>, String> {
-    let provider = crate::tls::crypto_provider();
+    let provider = kapi_http::tls::crypto_provider();
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .map_err(|e| e.to_string())?;
@@ -59,7 +59,7 @@ pub fn tls_config(
     };
     let mut config = match client {
         Some((cert, key)) => {
-            let chain = crate::tls::parse_cert_chain(cert).map_err(|e| e.to_string())?;
+            let chain = kapi_http::tls::parse_cert_chain(cert).map_err(|e| e.to_string())?;
             let key = PrivateKeyDer::from_pem_slice(key.as_bytes())
                 .map_err(|e| format!("proxy client key: {e}"))?;
             builder

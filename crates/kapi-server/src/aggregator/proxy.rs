@@ -62,9 +62,11 @@ pub async fn layer(State(srv): State<Arc<Server>>, req: Request, next: Next) -> 
         },
         Route::Group(g) if srv.apis.groups().iter().all(|local| local.name != g) => {
             match super::discovery::remote_group(&srv, g) {
-                Some(body) => {
-                    crate::negotiate::respond(StatusCode::OK, &body, crate::negotiate::Format::Json)
-                }
+                Some(body) => kapi_http::negotiate::respond(
+                    StatusCode::OK,
+                    &body,
+                    kapi_http::negotiate::Format::Json,
+                ),
                 None => next.run(req).await,
             }
         }
@@ -96,9 +98,11 @@ async fn proxy(srv: &Server, remote: Remote, req: Request) -> Response {
         return proxy_error(StatusCode::SERVICE_UNAVAILABLE, "service unavailable");
     }
     if is_upgrade(&req) {
-        return crate::negotiate::error_response(&kapi_machinery::status::ApiError::bad_request(
-            "upgrade requests to aggregated API servers are not supported",
-        ));
+        return kapi_http::negotiate::error_response(
+            &kapi_machinery::status::ApiError::bad_request(
+                "upgrade requests to aggregated API servers are not supported",
+            ),
+        );
     }
     let endpoint =
         match service_resolver::resolve(srv, &remote.namespace, &remote.service, remote.port).await

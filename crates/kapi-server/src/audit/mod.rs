@@ -34,8 +34,8 @@ use futures::FutureExt;
 use serde_json::{json, Map, Value};
 
 use crate::authn::UserInfo;
-use crate::limits::{self, Kind};
-use crate::metrics::Metrics;
+use kapi_http::limits::{self, Kind};
+use kapi_http::metrics::Metrics;
 use policy::{Attributes, Decision, Level, Policy, ResourceAttrs};
 use sink::{LogOptions, Sink};
 
@@ -176,7 +176,8 @@ fn failed_authn_event(audit: &Audit, req: &Request) -> Option<Map<String, Value>
         attempted.push("bearer");
     }
     if matches!(
-        req.extensions().get::<Option<crate::tls::PeerIdentity>>(),
+        req.extensions()
+            .get::<Option<kapi_http::tls::PeerIdentity>>(),
         Some(Some(_))
     ) {
         attempted.push("x509");
@@ -399,12 +400,12 @@ pub async fn layer(State(audit): State<Audit>, mut req: Request, next: Next) -> 
     let mut request_object = None;
     if event.decision.level >= Level::Request && kind.mutating {
         let (parts, body) = req.into_parts();
-        let bytes = match axum::body::to_bytes(body, crate::handlers::MAX_BODY).await {
+        let bytes = match axum::body::to_bytes(body, kapi_http::body::MAX_BODY).await {
             Ok(b) => b,
             Err(_) => {
                 let err = kapi_machinery::status::ApiError::request_entity_too_large(format!(
                     "limit is {}",
-                    crate::handlers::MAX_BODY
+                    kapi_http::body::MAX_BODY
                 ));
                 event.emit("ResponseComplete", |ev| {
                     ev.insert(
@@ -412,7 +413,7 @@ pub async fn layer(State(audit): State<Audit>, mut req: Request, next: Next) -> 
                         response_status(413, Some(&err.to_status())),
                     );
                 });
-                return crate::negotiate::error_response(&err);
+                return kapi_http::negotiate::error_response(&err);
             }
         };
         request_object = body_object(&bytes, omit_mf);

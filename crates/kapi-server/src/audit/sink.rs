@@ -17,7 +17,7 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 
-use crate::metrics::{Family, Kind, Metrics};
+use kapi_http::metrics::{Family, Kind, Metrics};
 
 pub const EVENTS: Family = Family {
     name: "apiserver_audit_event_total",

@@ -15,7 +15,7 @@ use super::policy::Policy;
 use super::sink::LogOptions;
 use super::AuditConfig;
 use crate::authn::{Authenticator, TokenFile};
-use crate::limits::{Chain, ChainOptions};
+use crate::filters::{Chain, ChainOptions};
 
 const POLICY: &str = "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules: [{level: Metadata}]\n";
 

@@ -179,7 +179,7 @@ pub fn configuration(srv: &Server) -> Option<Value> {
 
 fn answer(body: Option<Value>, content_type: &'static str) -> Response {
     let Some(body) = body else {
-        return crate::negotiate::error_response(&crate::handlers::not_found());
+        return kapi_http::negotiate::error_response(&kapi_http::request::not_found());
     };
     (
         StatusCode::OK,

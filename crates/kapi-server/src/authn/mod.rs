@@ -26,7 +26,6 @@ pub mod requestheader;
 pub mod serviceaccount;
 mod tokenfile;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
@@ -34,46 +33,15 @@ use axum::http::{header, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use crate::tls::PeerIdentity;
 use crate::Server;
+use kapi_http::tls::PeerIdentity;
 
 pub use tokenfile::{TokenFile, TokenFileError};
 
-pub const ANONYMOUS_USER: &str = "system:anonymous";
-pub const ALL_UNAUTHENTICATED: &str = "system:unauthenticated";
-pub const ALL_AUTHENTICATED: &str = "system:authenticated";
+pub use kapi_http::user::{UserInfo, ALL_AUTHENTICATED, ALL_UNAUTHENTICATED, ANONYMOUS_USER};
+
 /// The reason for a bearer token no authenticator recognises.
 pub const UNKNOWN_TOKEN: &str = "invalid bearer token";
-
-/// An authenticated (or anonymous) user, as in `k8s.io/apiserver/pkg/authentication/user`.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct UserInfo {
-    pub name: String,
-    pub uid: String,
-    pub groups: Vec<String>,
-    pub extra: BTreeMap<String, Vec<String>>,
-}
-
-impl UserInfo {
-    /// The anonymous user: `system:anonymous`, groups `[system:unauthenticated]`.
-    pub fn anonymous() -> Self {
-        UserInfo {
-            name: ANONYMOUS_USER.into(),
-            groups: vec![ALL_UNAUTHENTICATED.into()],
-            ..Default::default()
-        }
-    }
-
-    /// A user with `groups` and nothing else, for unit tests.
-    #[cfg(test)]
-    pub(crate) fn for_test(name: &str, groups: &[&str]) -> Self {
-        UserInfo {
-            name: name.into(),
-            groups: groups.iter().map(|g| g.to_string()).collect(),
-            ..Default::default()
-        }
-    }
-}
 
 /// Outcome of [`Authenticator::authenticate`].
 #[derive(Clone, Debug, PartialEq, Eq)]

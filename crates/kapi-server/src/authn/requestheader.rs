@@ -21,7 +21,7 @@ use rustls::server::danger::ClientCertVerifier;
 use rustls::server::WebPkiClientVerifier;
 
 use super::UserInfo;
-use crate::tls::PeerIdentity;
+use kapi_http::tls::PeerIdentity;
 
 /// The settings of the `--requestheader-*` flags.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,13 +63,13 @@ impl CertVerifier {
     pub fn new(ca_pems: &[String]) -> Result<Self, String> {
         let mut roots = rustls::RootCertStore::empty();
         for pem in ca_pems {
-            for cert in crate::tls::parse_cert_chain(pem).map_err(|e| e.to_string())? {
+            for cert in kapi_http::tls::parse_cert_chain(pem).map_err(|e| e.to_string())? {
                 roots.add(cert).map_err(|e| e.to_string())?;
             }
         }
         let verifier = WebPkiClientVerifier::builder_with_provider(
             Arc::new(roots),
-            crate::tls::crypto_provider(),
+            kapi_http::tls::crypto_provider(),
         )
         .build()
         .map_err(|e| e.to_string())?;

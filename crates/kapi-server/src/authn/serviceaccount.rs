@@ -172,7 +172,7 @@ impl Issuer {
             return std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()));
         }
         let pem = jwt::generate_ec_pem();
-        crate::tls::write_file_atomic(path, pem.as_bytes(), 0o600)
+        kapi_http::tls::write_file_atomic(path, pem.as_bytes(), 0o600)
             .map_err(|e| format!("{}: {e}", path.display()))?;
         Ok(pem)
     }

@@ -21,9 +21,9 @@ use kapi_machinery::status::{ApiError, GroupResource};
 use super::{Attributes, ResourceAttrs};
 use crate::audit::AuditHandle;
 use crate::authn::UserInfo;
-use crate::negotiate::error_response_for;
-use crate::request::{self, Query};
 use crate::Server;
+use kapi_http::negotiate::error_response_for;
+use kapi_http::request::{self, Query};
 
 /// The attributes of an HTTP request made by `user`.
 pub fn attributes(

@@ -27,8 +27,8 @@ use axum::response::{IntoResponse, Response};
 
 use super::{filter::forbidden, Attributes, ResourceAttrs};
 use crate::authn::{UserInfo, ALL_AUTHENTICATED, ALL_UNAUTHENTICATED, ANONYMOUS_USER};
-use crate::negotiate::error_response;
 use crate::Server;
+use kapi_http::negotiate::error_response;
 
 const USER: &str = "impersonate-user";
 const GROUP: &str = "impersonate-group";

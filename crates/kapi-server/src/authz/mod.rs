@@ -284,7 +284,7 @@ mod tests {
     use super::*;
 
     fn user(name: &str, groups: &[&str]) -> UserInfo {
-        UserInfo::for_test(name, groups)
+        UserInfo::named(name, groups)
     }
 
     #[test]

@@ -442,7 +442,7 @@ mod tests {
     use super::*;
 
     fn user(name: &str, groups: &[&str]) -> UserInfo {
-        UserInfo::for_test(name, groups)
+        UserInfo::named(name, groups)
     }
 
     #[test]

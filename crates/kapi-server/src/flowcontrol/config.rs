@@ -332,7 +332,7 @@ mod tests {
     use kapi_resources::flowcontrol::bootstrap;
 
     fn user(name: &str, groups: &[&str]) -> UserInfo {
-        UserInfo::for_test(name, groups)
+        UserInfo::named(name, groups)
     }
 
     fn classify<'a>(schemas: &'a [Schema], d: &Digest) -> &'a str {

@@ -34,7 +34,7 @@ pub fn spawn(srv: Arc<Server>, fc: FlowControl) {
         return;
     };
     let weak = Arc::downgrade(&srv);
-    fc.set_counter(Arc::new(move |info: &crate::request::RequestInfo| {
+    fc.set_counter(Arc::new(move |info: &kapi_http::request::RequestInfo| {
         let Some(srv) = weak.upgrade() else {
             return (0, 0);
         };

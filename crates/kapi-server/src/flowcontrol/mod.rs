@@ -45,9 +45,9 @@ use axum::response::Response;
 use tokio::time::Instant;
 
 use crate::authn::UserInfo;
-use crate::limits::{self, Deadline, Executing, Kind};
-use crate::metrics::{Family, Kind as MetricKind, Metrics, WAIT_BUCKETS};
 use config::{Digest, LevelSpec, Schema};
+use kapi_http::limits::{self, Deadline, Executing, Kind};
+use kapi_http::metrics::{Family, Kind as MetricKind, Metrics, WAIT_BUCKETS};
 use queueset::Level;
 
 pub use controller::spawn as spawn_controller;
@@ -440,7 +440,7 @@ pub async fn layer(State(fc): State<FlowControl>, req: Request, next: Next) -> R
     };
     let (schema, entry, hash) = fc.classify(&digest);
     let (spec, level) = (&entry.spec, &entry.level);
-    let query = crate::request::Query::parse(req.uri().query());
+    let query = kapi_http::request::Query::parse(req.uri().query());
     let counter = fc.inner.counter.read().expect("apf lock").clone();
     let estimate = if watch {
         work::Estimate::ONE

@@ -17,7 +17,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::request::{Query, RequestInfo};
+use kapi_http::request::{Query, RequestInfo};
 
 const OBJECTS_PER_SEAT: f64 = 100.0;
 const WATCHES_PER_SEAT: f64 = 10.0;

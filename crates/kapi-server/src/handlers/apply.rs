@@ -21,7 +21,7 @@ use serde_json::Value;
 
 use super::{read_body, Ctx};
 use crate::admission::RequestAdmission;
-use crate::negotiate;
+use kapi_http::negotiate;
 
 /// `?force=`: absent, `true` or `false`.
 pub fn force(ctx: &Ctx) -> Result<Option<bool>, ApiError> {

@@ -23,7 +23,7 @@ use serde_json::{json, Map, Value};
 
 use super::{dry_run, not_found, read_body, Ctx};
 use crate::admission::RequestAdmission;
-use crate::negotiate;
+use kapi_http::negotiate;
 
 /// `pods/{name}/binding`: the name comes from the URL and must match the body's.
 pub async fn bind_subresource(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {

@@ -8,7 +8,7 @@ use kapi_machinery::status::ApiError;
 
 use super::{check_identity, read_body, Ctx};
 use crate::admission::RequestAdmission;
-use crate::negotiate;
+use kapi_http::negotiate;
 
 pub async fn create(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {
     if let Some(msg) = ctx.entry.def.strategy.refuses_create() {

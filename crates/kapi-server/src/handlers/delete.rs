@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 
 use super::{dry_run, read_body, Ctx};
 use crate::admission::RequestAdmission;
-use crate::negotiate;
+use kapi_http::negotiate;
 
 /// Resources whose DELETE returns the deleted object rather than a Status.
 const RETURNS_OBJECT: &[&str] = &["pods", "services", "namespaces"];

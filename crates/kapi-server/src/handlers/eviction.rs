@@ -23,7 +23,7 @@ use serde_json::{json, Value};
 
 use super::{dry_run, read_body, Ctx};
 use crate::admission::RequestAdmission;
-use crate::negotiate;
+use kapi_http::negotiate;
 
 const VIOLATION: &str = "Cannot evict pod as it would violate the pod's disruption budget.";
 

@@ -6,7 +6,7 @@ use kapi_machinery::status::ApiError;
 use serde_json::Map;
 
 use super::Ctx;
-use crate::negotiate::{self, IncludeObject, View};
+use kapi_http::negotiate::{self, IncludeObject, View};
 
 pub async fn get(ctx: &Ctx) -> Result<Response, ApiError> {
     if crate::componentstatus::is_componentstatus(ctx) {

@@ -22,7 +22,7 @@ use serde_json::{json, Map, Value};
 use super::chunked::Chunked;
 use super::list::list_options;
 use super::Ctx;
-use crate::negotiate::{Format, View};
+use kapi_http::negotiate::{Format, View};
 
 /// Plain JSON objects whose stored bytes are what the client gets: not for a
 /// resource stored at another version (its objects must be converted).

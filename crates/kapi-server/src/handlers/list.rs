@@ -9,8 +9,8 @@ use kapi_registry::store::options::{ListOptions, RvMatch};
 use serde_json::{json, Map, Value};
 
 use super::Ctx;
-use crate::negotiate::{self, IncludeObject, View};
-use crate::request::Query;
+use kapi_http::negotiate::{self, IncludeObject, View};
+use kapi_http::request::Query;
 
 pub fn parse_selectors(
     ctx: &Ctx,

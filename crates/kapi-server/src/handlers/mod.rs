@@ -31,13 +31,13 @@ use kapi_registry::store::UpdateTarget;
 use kapi_registry::{Subresource, Verb};
 use serde_json::Value;
 
-use crate::negotiate::{self, Accept};
-use crate::request::{self, Query, RequestInfo};
 use crate::Server;
+use kapi_http::negotiate::{self, Accept};
+use kapi_http::request::{self, Query, RequestInfo};
 use kapi_registry::apis::Entry;
 
-/// Request bodies above this are refused with 413, as upstream's 3 MiB limit.
-pub const MAX_BODY: usize = 3 * 1024 * 1024;
+pub use kapi_http::body::{read_body, MAX_BODY};
+pub use kapi_http::request::not_found;
 
 /// Everything a verb handler needs.
 pub struct Ctx {
@@ -144,12 +144,6 @@ pub fn dry_run(q: &Query) -> Result<bool, ApiError> {
     }
 }
 
-pub async fn read_body(body: Body) -> Result<bytes::Bytes, ApiError> {
-    axum::body::to_bytes(body, MAX_BODY)
-        .await
-        .map_err(|_| ApiError::request_entity_too_large(format!("limit is {MAX_BODY}")))
-}
-
 pub async fn dispatch(State(srv): State<Arc<Server>>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
     let query = Query::parse(parts.uri.query());
@@ -165,14 +159,6 @@ pub async fn dispatch(State(srv): State<Arc<Server>>, req: Request) -> Response 
         Ok(resp) => resp,
         Err(e) => negotiate::error_response_for(&e, accept.as_deref()),
     }
-}
-
-pub fn not_found() -> ApiError {
-    ApiError::new(
-        404,
-        kapi_machinery::status::Reason::NotFound,
-        "the server could not find the requested resource",
-    )
 }
 
 async fn handle(

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::{read_body, Ctx};
 use crate::admission::RequestAdmission;
-use crate::negotiate;
+use kapi_http::negotiate;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum PatchType {

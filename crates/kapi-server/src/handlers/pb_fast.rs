@@ -27,7 +27,7 @@ use serde_json::{Map, Value};
 use super::chunked::Chunked;
 use super::list::list_options;
 use super::Ctx;
-use crate::negotiate::{self, Format, View};
+use kapi_http::negotiate::{self, Format, View};
 
 /// What a protobuf client gets of each object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

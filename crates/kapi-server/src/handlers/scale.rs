@@ -21,7 +21,7 @@ use serde_json::{json, Value};
 
 use super::{read_body, Ctx};
 use crate::admission::RequestAdmission;
-use crate::negotiate;
+use kapi_http::negotiate;
 
 fn scale_view(obj: &Value, sub: &Subresource) -> Value {
     let Subresource::Scale {

@@ -24,7 +24,7 @@ use serde_json::{json, Value};
 use super::{read_body, Ctx};
 use crate::admission::RequestAdmission;
 use crate::authn::serviceaccount::{now, rfc3339, Binding};
-use crate::negotiate;
+use kapi_http::negotiate;
 
 const KIND: &str = "TokenRequest";
 const GROUP: &str = "authentication.k8s.io";

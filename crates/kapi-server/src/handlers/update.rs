@@ -9,7 +9,7 @@ use kapi_registry::store::UpdateTarget;
 
 use super::{check_identity, read_body, Ctx};
 use crate::admission::RequestAdmission;
-use crate::negotiate;
+use kapi_http::negotiate;
 
 pub async fn update(ctx: &Ctx, body: Body, status: bool) -> Result<Response, ApiError> {
     let target = if status {

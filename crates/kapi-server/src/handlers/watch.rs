@@ -21,7 +21,7 @@ use serde_json::{json, Map};
 use super::list::{parse_rv_match, parse_selectors};
 use super::pb_fast::{self, PbView};
 use super::Ctx;
-use crate::negotiate::{self, Format, IncludeObject, View};
+use kapi_http::negotiate::{self, Format, IncludeObject, View};
 
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
 

@@ -424,14 +424,14 @@ fn still_valid(cert: &X509Certificate<'_>, at: OffsetDateTime) -> bool {
 }
 
 /// DER bytes of the first `CERTIFICATE` block of `pem`.
-pub(crate) fn pem_to_der(pem: &str) -> Result<Vec<u8>, TlsError> {
+pub fn pem_to_der(pem: &str) -> Result<Vec<u8>, TlsError> {
     use rustls::pki_types::{pem::PemObject, CertificateDer};
     CertificateDer::from_pem_slice(pem.as_bytes())
         .map(|c| c.to_vec())
         .map_err(|e| TlsError::Pem(format!("certificate: {e}")))
 }
 
-pub(crate) fn parse_x509(der: &[u8]) -> Result<X509Certificate<'_>, TlsError> {
+pub fn parse_x509(der: &[u8]) -> Result<X509Certificate<'_>, TlsError> {
     x509_parser::parse_x509_certificate(der)
         .map(|(_, c)| c)
         .map_err(|e| TlsError::Pem(format!("x509: {e}")))
@@ -458,7 +458,7 @@ fn write_pair(pki_dir: &Path, name: &str, pair: &Pair) -> Result<(), TlsError> {
 
 /// Write `data` to `path` with `mode` via a temp file in the same directory
 /// and a rename.
-pub(crate) fn write_file_atomic(path: &Path, data: &[u8], mode: u32) -> io::Result<()> {
+pub fn write_file_atomic(path: &Path, data: &[u8], mode: u32) -> io::Result<()> {
     let file_name = path
         .file_name()
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no file name"))?;

@@ -1,7 +1,7 @@
 //! Load limits of the filter chain: the request deadline and timeout
 //! (`--request-timeout`, `?timeout=`), and `--max-requests-inflight` /
 //! `--max-mutating-requests-inflight` when API Priority and Fairness is off
-//! (`flowcontrol/` replaces them otherwise), as upstream's
+//! (`kapi-flowcontrol` replaces them otherwise), as upstream's
 //! `WithRequestDeadline`, `WithTimeoutForNonLongRunningRequests` and
 //! `WithMaxInFlightLimit`.
 //!
@@ -25,114 +25,10 @@ use kapi_machinery::status::ApiError;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
-use crate::authn::UserInfo;
 use crate::metrics::{Metrics, DROPPED, INFLIGHT};
 use crate::negotiate::error_response;
 use crate::request::{self, Query};
-
-/// How the load-limiting and record-keeping filters are set up (`kapi serve`
-/// flags of the same names).
-#[derive(Debug, Clone)]
-pub struct ChainOptions {
-    /// `--max-requests-inflight` (0: no limit).
-    pub max_requests_inflight: usize,
-    /// `--max-mutating-requests-inflight` (0: no limit).
-    pub max_mutating_requests_inflight: usize,
-    /// `--enable-priority-and-fairness`: APF instead of the two limits above
-    /// (whose sum becomes APF's server concurrency limit).
-    pub enable_priority_and_fairness: bool,
-    /// `--request-timeout`.
-    pub request_timeout: Duration,
-    /// `--audit-policy-file` / `--audit-log-*`; `None` audits nothing.
-    pub audit: Option<crate::audit::AuditConfig>,
-}
-
-impl Default for ChainOptions {
-    fn default() -> Self {
-        ChainOptions {
-            max_requests_inflight: 400,
-            max_mutating_requests_inflight: 200,
-            enable_priority_and_fairness: true,
-            request_timeout: Duration::from_secs(60),
-            audit: None,
-        }
-    }
-}
-
-/// The built state of the load-limiting and record-keeping filters of one
-/// server, from [`ChainOptions`].
-#[derive(Clone)]
-pub struct Chain {
-    pub metrics: Metrics,
-    pub request_timeout: Duration,
-    pub concurrency: Concurrency,
-    pub audit: Option<crate::audit::Audit>,
-}
-
-/// APF, or the two max-inflight limits when APF is off.
-#[derive(Clone)]
-pub enum Concurrency {
-    Apf(crate::flowcontrol::FlowControl),
-    MaxInflight(MaxInflight),
-}
-
-impl Chain {
-    /// Build the filters' state; opens the audit log.
-    pub fn build(opts: &ChainOptions) -> Result<Chain, String> {
-        let metrics = Metrics::default();
-        let concurrency = if opts.enable_priority_and_fairness {
-            let limit = opts.max_requests_inflight + opts.max_mutating_requests_inflight;
-            Concurrency::Apf(crate::flowcontrol::FlowControl::new(
-                limit,
-                opts.request_timeout,
-                metrics.clone(),
-            ))
-        } else {
-            Concurrency::MaxInflight(MaxInflight::new(
-                opts.max_requests_inflight,
-                opts.max_mutating_requests_inflight,
-                metrics.clone(),
-            ))
-        };
-        let audit = match &opts.audit {
-            Some(cfg) => Some(
-                crate::audit::Audit::open(cfg, metrics.clone())
-                    .map_err(|e| format!("opening audit log {}: {e}", cfg.log.path.display()))?,
-            ),
-            None => None,
-        };
-        Ok(Chain {
-            metrics,
-            request_timeout: opts.request_timeout,
-            concurrency,
-            audit,
-        })
-    }
-
-    /// Wrap `routes` in the concurrency filter (APF or max-inflight).
-    pub fn concurrency_layer(&self, routes: axum::Router) -> axum::Router {
-        use axum::middleware::from_fn_with_state;
-        match &self.concurrency {
-            Concurrency::Apf(fc) => {
-                routes.layer(from_fn_with_state(fc.clone(), crate::flowcontrol::layer))
-            }
-            Concurrency::MaxInflight(m) => {
-                routes.layer(from_fn_with_state(m.clone(), max_inflight))
-            }
-        }
-    }
-
-    /// Wrap `routes` in the audit filter, when auditing is on.
-    pub fn audit_layer(&self, routes: axum::Router) -> axum::Router {
-        match &self.audit {
-            Some(a) => routes.layer(axum::middleware::from_fn_with_state(
-                a.clone(),
-                crate::audit::layer,
-            )),
-            None => routes,
-        }
-    }
-}
+use crate::user::UserInfo;
 
 /// What a request is, as the limit filters see it.
 #[derive(Debug, Clone)]

@@ -17,9 +17,9 @@
 //! no process-wide default provider is installed. The handshake proves the
 //! client holds the key of the certificate it presents, but accepts any chain
 //! (upstream's `RequestClientCert`): a [`PeerIdentity`] is a *claimed*
-//! identity until `authn/` verifies the chain against the client CAs — so a
+//! identity until authentication (`kapi-auth`) verifies the chain against the client CAs — so a
 //! certificate that is expired or from another CA gets upstream's 401 Status,
-//! not a failed handshake. Where to look next: `authn/` turns the verified
+//! not a failed handshake. Where to look next: `kapi-auth` turns the verified
 //! identity (or a bearer token) into a `UserInfo`.
 
 mod coalesce;
@@ -38,7 +38,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use rustls::server::WebPkiClientVerifier;
 
-pub(crate) use pki::write_file_atomic;
+pub use pki::write_file_atomic;
 pub use pki::{load_or_generate, Pki, ADMIN_GROUP, ADMIN_USER, CA_COMMON_NAME};
 pub use serve::{serve_plain, serve_tls, HANDSHAKE_TIMEOUT, SHUTDOWN_DRAIN_TIMEOUT};
 

@@ -29,7 +29,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use crate::request::{self, Query};
-use crate::Server;
+use kapi_registry::apis::Apis;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Kind {
@@ -414,10 +414,10 @@ pub async fn layer(State(metrics): State<Metrics>, mut req: Request, next: Next)
 }
 
 /// `GET /metrics`: refresh the sampled gauges, then render.
-pub async fn serve(srv: Arc<Server>, metrics: Metrics) -> Response {
-    if let Some(cache) = srv.apis.cache() {
+pub async fn serve(apis: &Apis, metrics: Metrics) -> Response {
+    if let Some(cache) = apis.cache() {
         let mut seen = std::collections::BTreeSet::new();
-        for e in srv.apis.all() {
+        for e in apis.all() {
             let gr = e.def.group_resource().to_string();
             if seen.insert(gr.clone()) {
                 let n = cache.cached_objects(&e.def.list_prefix(None));
