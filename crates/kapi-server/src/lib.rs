@@ -29,7 +29,7 @@ mod openapi;
 mod openapi_pb;
 pub mod policy;
 mod reviews;
-pub mod service_resolver;
+
 pub mod webhooks;
 
 use std::sync::{Arc, PoisonError, RwLock};

@@ -28,8 +28,8 @@ use tokio::sync::mpsc;
 
 use super::discovery::GROUP;
 use super::{builtin_priority, AUTOMANAGED_LABEL};
-use crate::controllers::informer::{self, Change};
 use crate::Server;
+use kapi_client::informer::{self, Change};
 use kapi_registry::apis::Entry;
 
 const MANAGER: &str = "kube-apiserver";

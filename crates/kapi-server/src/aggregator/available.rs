@@ -34,10 +34,10 @@ use tokio::sync::mpsc;
 
 use super::client::{self, ClientError};
 use super::{condition, Remote};
-use crate::controllers::informer::{self, Change};
-use crate::controllers::queue::{run_workers, WorkQueue};
-use crate::service_resolver::{self, Endpoint};
 use crate::Server;
+use kapi_client::informer::{self, Change};
+use kapi_client::queue::{run_workers, WorkQueue};
+use kapi_client::service_resolver::{self, Endpoint};
 
 const MANAGER: &str = "kube-apiserver";
 /// How long the discovery check may take (upstream's client timeout).
@@ -247,7 +247,8 @@ async fn probe(
     proxy_client: Option<&(String, String)>,
 ) -> Outcome {
     let endpoint =
-        match service_resolver::resolve(srv, &remote.namespace, &remote.service, remote.port).await
+        match service_resolver::resolve(&srv.apis, &remote.namespace, &remote.service, remote.port)
+            .await
         {
             Ok(e) => e,
             Err(e) => {

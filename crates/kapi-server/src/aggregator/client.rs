@@ -19,7 +19,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{DigitallySignedStruct, SignatureScheme};
 
-use crate::service_resolver::Endpoint;
+use kapi_client::service_resolver::Endpoint;
 
 /// How long dialling plus the TLS handshake may take.
 pub const DIAL_TIMEOUT: Duration = Duration::from_secs(5);

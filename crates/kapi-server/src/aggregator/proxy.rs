@@ -26,8 +26,8 @@ use axum::middleware::Next;
 use axum::response::Response;
 
 use crate::authn::UserInfo;
-use crate::service_resolver;
 use crate::Server;
+use kapi_client::service_resolver;
 
 use super::Remote;
 
@@ -105,7 +105,8 @@ async fn proxy(srv: &Server, remote: Remote, req: Request) -> Response {
         );
     }
     let endpoint =
-        match service_resolver::resolve(srv, &remote.namespace, &remote.service, remote.port).await
+        match service_resolver::resolve(&srv.apis, &remote.namespace, &remote.service, remote.port)
+            .await
         {
             Ok(e) => e,
             Err(e) => {

@@ -36,9 +36,9 @@ use kapi_resources::openapi::{defs, OpenApi};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-use crate::controllers::informer::{self, Change};
-use crate::controllers::queue::{run_workers, WorkQueue};
 use crate::Server;
+use kapi_client::informer::{self, Change};
+use kapi_client::queue::{run_workers, WorkQueue};
 use kapi_registry::apis::Entry;
 
 /// The field manager of the controller's writes (upstream's apiextensions

@@ -154,7 +154,7 @@ impl WebhookClient {
                 let path = with_timeout(if path.is_empty() { "/" } else { path });
                 let printed = format!("https://{host}:{port}{path}");
                 let srv = self.srv.upgrade().ok_or("the server is shutting down")?;
-                let ep = crate::service_resolver::resolve(&srv, namespace, name, *port)
+                let ep = kapi_client::service_resolver::resolve(&srv.apis, namespace, name, *port)
                     .await
                     .map_err(|e| format!("Post {printed:?}: {e}"))?;
                 let port = u16::try_from(*port).map_err(|e| e.to_string())?;

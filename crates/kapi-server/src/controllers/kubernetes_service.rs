@@ -22,9 +22,9 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
 use super::ignore_exists;
-use super::informer::{self, Change};
 use super::masterleases::{self, Master};
 use crate::Server;
+use kapi_client::informer::{self, Change};
 
 const NAMESPACE: &str = "default";
 const NAME: &str = "kubernetes";

@@ -13,20 +13,19 @@
 //! | `resourcequota-controller` (`resourcequota`) | kube-controller-manager | `resourcequota.rs` |
 //! | `kubernetes` Service endpoints (`--endpoint-reconciler-type`) | kube-apiserver | `kubernetes_service.rs` |
 //!
-//! Every controller is driven by watches on the generic store (`informer.rs`)
-//! and works through a de-duplicating queue (`queue.rs`); all of them talk to the
+//! Every controller is driven by watches on the generic store (informers,
+//! `kapi_client::informer`) and works through a de-duplicating queue
+//! (`kapi_client::queue`); all of them talk to the
 //! stores directly, in-process, as the clients of upstream's controllers talk to
 //! the API. Turning one off (`--controllers=*,-garbagecollector`) leaves its work
 //! to an external kube-controller-manager.
 
 mod clusterroles;
 mod gc;
-pub(crate) mod informer;
 mod kubernetes_service;
 mod masterleases;
 mod namespace;
 mod perns;
-pub(crate) mod queue;
 mod resourcequota;
 mod rootca;
 mod serviceaccounts;

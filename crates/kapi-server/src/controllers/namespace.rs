@@ -23,10 +23,10 @@ use kapi_registry::Verb;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-use super::informer::{self, Change};
-use super::queue::{run_workers, WorkQueue};
 use super::CONTROLLER_MANAGER;
 use crate::Server;
+use kapi_client::informer::{self, Change};
+use kapi_client::queue::{run_workers, WorkQueue};
 
 /// The spec finalizer this controller owns.
 const FINALIZER: &str = "kubernetes";

@@ -12,9 +12,9 @@ use kapi_machinery::status::ApiError;
 use kapi_registry::meta;
 use tokio::sync::mpsc;
 
-use super::informer::{self, Change};
-use super::queue::{run_workers, WorkQueue};
 use crate::Server;
+use kapi_client::informer::{self, Change};
+use kapi_client::queue::{run_workers, WorkQueue};
 
 /// Whether `ns` exists and is not being deleted.
 pub async fn active(srv: &Server, ns: &str) -> Result<bool, ApiError> {

@@ -22,9 +22,9 @@ use kapi_registry::Verb;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-use super::informer::{self, Change, Shape};
-use super::queue::{run_workers, WorkQueue};
 use crate::Server;
+use kapi_client::informer::{self, Change, Shape};
+use kapi_client::queue::{run_workers, WorkQueue};
 use kapi_machinery::quantity::{self, List};
 use kapi_resources::core::quota_usage as usage;
 

@@ -31,10 +31,10 @@ use kapi_registry::store::UpdateTarget;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-use super::informer::{self, Change};
-use super::queue::WorkQueue;
 use super::CONTROLLER_MANAGER;
 use crate::Server;
+use kapi_client::informer::{self, Change};
+use kapi_client::queue::WorkQueue;
 
 const TOKEN_TYPE: &str = "kubernetes.io/service-account-token";
 const NAME_KEY: &str = "kubernetes.io/service-account.name";

@@ -19,8 +19,8 @@ use tokio::sync::mpsc;
 
 use super::config::{LevelSpec, Schema};
 use super::{borrow, ensure, FlowControl};
-use crate::controllers::informer::{self, Change};
 use crate::Server;
+use kapi_client::informer::{self, Change};
 
 const MANAGER: &str = "api-priority-and-fairness-config-consumer-v1";
 

@@ -22,8 +22,9 @@ use serde_json::{json, Value};
 
 use super::cel::{self, to_cel, Activation, Env, MatchResult};
 use super::review::{self, Reply};
-use super::{client, rules, Attrs, Outcome};
+use super::{rules, Attrs, Outcome};
 use crate::Server;
+use kapi_client::webhook;
 
 const GROUP: &str = "admissionregistration.k8s.io";
 
@@ -182,8 +183,7 @@ impl Server {
             ))));
         }
         let cc = h.spec.get("clientConfig").cloned().unwrap_or(Value::Null);
-        let target = self
-            .webhook_target(&cc)
+        let target = webhook::target(&self.apis, &cc)
             .await
             .map_err(|e| CallError::Calling(format!("failed to call webhook: {e}")))?;
         let uid = super::new_uid();
@@ -195,7 +195,7 @@ impl Server {
             .and_then(Value::as_u64)
             .unwrap_or(10);
         let ca = cc.get("caBundle").and_then(Value::as_str).unwrap_or("");
-        let resp = client::post(&target, ca, body, Duration::from_secs(timeout))
+        let resp = webhook::post(&target, ca, body, Duration::from_secs(timeout))
             .await
             .map_err(|e| CallError::Calling(format!("failed to call webhook: {e}")))?;
         let reply = review::parse(&resp, &uid, mutating).map_err(CallError::Calling)?;

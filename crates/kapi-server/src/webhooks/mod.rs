@@ -13,7 +13,6 @@
 pub mod cel;
 pub mod cel_authz;
 pub mod cel_vars;
-pub mod client;
 pub mod dispatch;
 pub mod plugins;
 pub mod review;

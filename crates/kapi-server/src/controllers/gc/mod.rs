@@ -21,9 +21,9 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use self::graph::{Graph, Identity, Observed, OwnerRef, Work};
-use super::informer::{self, Change, Event, Shape};
-use super::queue::{run_workers, WorkQueue};
 use crate::Server;
+use kapi_client::informer::{self, Change, Event, Shape};
+use kapi_client::queue::{run_workers, WorkQueue};
 
 const RESYNC: Duration = Duration::from_secs(10);
 const WORKERS: usize = 4;

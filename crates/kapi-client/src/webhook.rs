@@ -19,7 +19,7 @@ use hyper_util::rt::TokioIo;
 use rustls::pki_types::ServerName;
 use serde_json::Value;
 
-use crate::Server;
+use kapi_registry::apis::Apis;
 
 /// The largest webhook response read (upstream reads at most 3 MiB + slack).
 const MAX_RESPONSE: usize = 8 << 20;
@@ -33,36 +33,35 @@ pub struct Target {
     pub url: String,
 }
 
-impl Server {
-    /// Resolve a `clientConfig` into a call target.
-    pub(crate) async fn webhook_target(&self, cc: &Value) -> Result<Target, String> {
-        if let Some(url) = cc.get("url").and_then(Value::as_str) {
-            return parse_url(url);
-        }
-        let svc = cc
-            .get("service")
-            .ok_or("clientConfig has neither url nor service")?;
-        let s = |k: &str| svc.get(k).and_then(Value::as_str).unwrap_or("");
-        let (ns, name) = (s("namespace"), s("name"));
-        let port = svc.get("port").and_then(Value::as_u64).unwrap_or(443);
-        let port = u16::try_from(port).map_err(|_| format!("invalid port {port}"))?;
-        let path = match s("path") {
-            "" => "/".to_string(),
-            p => p.to_string(),
-        };
-        let host = format!("{name}.{ns}.svc");
-        let url = format!("https://{host}:{port}{path}");
-        let ep = crate::service_resolver::resolve(self, ns, name, i64::from(port))
-            .await
-            .map_err(|e| format!("Post \"{url}\": {e}"))?;
-        let (ip, target_port) = (ep.host, ep.port);
-        Ok(Target {
-            connect: (ip, target_port),
-            server_name: host,
-            path,
-            url,
-        })
+/// Resolve a `clientConfig` (a `url`, or a `service` through `apis`) into a
+/// call target.
+pub async fn target(apis: &Apis, cc: &Value) -> Result<Target, String> {
+    if let Some(url) = cc.get("url").and_then(Value::as_str) {
+        return parse_url(url);
     }
+    let svc = cc
+        .get("service")
+        .ok_or("clientConfig has neither url nor service")?;
+    let s = |k: &str| svc.get(k).and_then(Value::as_str).unwrap_or("");
+    let (ns, name) = (s("namespace"), s("name"));
+    let port = svc.get("port").and_then(Value::as_u64).unwrap_or(443);
+    let port = u16::try_from(port).map_err(|_| format!("invalid port {port}"))?;
+    let path = match s("path") {
+        "" => "/".to_string(),
+        p => p.to_string(),
+    };
+    let host = format!("{name}.{ns}.svc");
+    let url = format!("https://{host}:{port}{path}");
+    let ep = crate::service_resolver::resolve(apis, ns, name, i64::from(port))
+        .await
+        .map_err(|e| format!("Post \"{url}\": {e}"))?;
+    let (ip, target_port) = (ep.host, ep.port);
+    Ok(Target {
+        connect: (ip, target_port),
+        server_name: host,
+        path,
+        url,
+    })
 }
 
 fn parse_url(url: &str) -> Result<Target, String> {

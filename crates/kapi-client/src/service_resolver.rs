@@ -15,7 +15,7 @@ use kapi_machinery::status::ApiError;
 use kapi_registry::store::options::ListOptions;
 use serde_json::Value;
 
-use crate::Server;
+use kapi_registry::apis::Apis;
 
 /// Where to dial: a host (IP or DNS name) and port.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,7 +82,7 @@ impl ResolveError {
 
 /// Resolve `namespace/name` at service port `port` to one endpoint.
 pub async fn resolve(
-    srv: &Server,
+    apis: &Apis,
     namespace: &str,
     name: &str,
     port: i64,
@@ -92,8 +92,7 @@ pub async fn resolve(
         name: name.to_owned(),
         message: e.message.clone(),
     };
-    let services = srv
-        .apis
+    let services = apis
         .lookup("", "v1", "services")
         .ok_or_else(|| access(ApiError::internal("services are not served")))?;
     let svc = match services.store.get(Some(namespace), name, None).await {
@@ -138,7 +137,7 @@ pub async fn resolve(
         name: name.to_owned(),
         port_name: port_name.clone(),
     };
-    let slices = endpoint_slices(srv, namespace, name)
+    let slices = endpoint_slices(apis, namespace, name)
         .await
         .map_err(access)?;
     if !slices.is_empty() {
@@ -147,8 +146,7 @@ pub async fn resolve(
             .find_map(|s| from_slice(s, &port_name))
             .ok_or_else(missing);
     }
-    let endpoints = srv
-        .apis
+    let endpoints = apis
         .lookup("", "v1", "endpoints")
         .ok_or_else(|| access(ApiError::internal("endpoints are not served")))?;
     match endpoints.store.get(Some(namespace), name, None).await {
@@ -161,12 +159,8 @@ pub async fn resolve(
     }
 }
 
-async fn endpoint_slices(
-    srv: &Server,
-    namespace: &str,
-    name: &str,
-) -> Result<Vec<Value>, ApiError> {
-    let Some(slices) = srv.apis.lookup("discovery.k8s.io", "v1", "endpointslices") else {
+async fn endpoint_slices(apis: &Apis, namespace: &str, name: &str) -> Result<Vec<Value>, ApiError> {
+    let Some(slices) = apis.lookup("discovery.k8s.io", "v1", "endpointslices") else {
         return Ok(Vec::new());
     };
     let label = kapi_machinery::labels::parse(&format!("kubernetes.io/service-name={name}"))
