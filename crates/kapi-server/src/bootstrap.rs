@@ -38,7 +38,7 @@ pub async fn run(srv: &Server) -> Result<(), ApiError> {
         }
     }
     flow_control(srv).await?;
-    crate::authz::policy::ensure(srv).await?;
+    kapi_auth::authz::policy::ensure(&srv.apis).await?;
     Ok(())
 }
 

@@ -13,9 +13,6 @@ pub mod admission;
 pub mod aggregator;
 pub mod apiextensions;
 
-pub mod audit;
-pub mod authn;
-pub mod authz;
 mod bootstrap;
 mod componentstatus;
 pub mod controllers;
@@ -34,8 +31,13 @@ pub mod webhooks;
 
 use std::sync::{Arc, PoisonError, RwLock};
 
+use axum::extract::State;
 use axum::routing::get;
 use axum::Router;
+use kapi_auth::authn::discovery as discovery_docs;
+use kapi_auth::authn::serviceaccount::Issuer;
+use kapi_auth::authn::Authenticator;
+use kapi_auth::authz::{Authorization, Mode};
 use kapi_machinery::schema::{SchemaNav, TypeRef};
 use kapi_machinery::status::ApiError;
 use kapi_registry::apis;
@@ -48,7 +50,7 @@ pub use admission::Cidr;
 pub use filters::ChainOptions;
 pub use kapi_http::tls;
 
-/// Settings the handlers need.
+/// Where this server is reached and what it allocates from.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
     /// The address clients reach us at (discovery's serverAddressByClientCIDRs).
@@ -57,30 +59,57 @@ pub struct ServerConfig {
     pub service_cidr: Cidr,
 }
 
+/// Everything a server is made of, complete: [`Server::build`] turns it into
+/// a server that does not change afterwards.
+pub struct ServerOptions {
+    pub config: ServerConfig,
+    /// `--authorization-mode`, in order.
+    pub authorization_modes: Vec<Mode>,
+    /// The admission chain every write passes (`--enable-admission-plugins`,
+    /// `--disable-admission-plugins`).
+    pub admission: admission::Chain,
+    /// Signs and verifies service account tokens.
+    pub service_accounts: Issuer,
+    /// The aggregator's front-proxy identity and what it publishes.
+    pub aggregator: aggregator::Settings,
+}
+
+impl ServerOptions {
+    /// kube-apiserver's defaults: RBAC, the default admission plugins, an
+    /// ephemeral service account key.
+    pub fn new(config: ServerConfig) -> ServerOptions {
+        ServerOptions {
+            config,
+            authorization_modes: vec![Mode::Rbac],
+            admission: admission::Chain::defaults(),
+            service_accounts: Issuer::ephemeral(),
+            aggregator: aggregator::Settings::default(),
+        }
+    }
+}
+
 pub struct Server {
     pub config: ServerConfig,
-    pub apis: apis::Apis,
+    pub apis: Arc<apis::Apis>,
     pub slot: BackendSlot,
     pub schema: Arc<dyn SchemaNav>,
     /// Rebuilt when custom resources come or go (`apiextensions/`).
     openapi: RwLock<OpenApi>,
-    /// The `--authorization-mode` chain every request and access review asks.
-    authorizer: std::sync::RwLock<Arc<dyn authz::Authorizer>>,
-    /// RBAC over the watch-cached RBAC objects (escalation checks use it in
-    /// every mode, as upstream's RBAC storage does).
-    pub rbac: Arc<authz::rbac::Rbac>,
+    /// The `--authorization-mode` chain every request and access review asks,
+    /// with RBAC's view (escalation checks use it in every mode).
+    pub authz: Arc<Authorization>,
     /// Signs and verifies service account tokens.
-    service_accounts: std::sync::RwLock<Arc<authn::serviceaccount::Issuer>>,
+    pub service_accounts: Arc<Issuer>,
     allocations: admission::Allocations,
     /// Remote APIServices and the front-proxy identity (`aggregator/`).
     pub aggregator: aggregator::Aggregator,
-    /// The admission chain (`--enable-admission-plugins` /
-    /// `--disable-admission-plugins`).
-    admission: RwLock<Arc<admission::Chain>>,
+    /// The admission chain.
+    admission: Arc<admission::Chain>,
 }
 
 impl Server {
-    pub fn new(config: ServerConfig, slot: BackendSlot, defs: Vec<ResourceDef>) -> Arc<Server> {
+    /// A server of `defs` over `slot`, made as `options` say.
+    pub fn new(options: ServerOptions, slot: BackendSlot, defs: Vec<ResourceDef>) -> Arc<Server> {
         let openapi = OpenApi::build(&defs);
         let backend: Arc<dyn kapi_storage::Backend> = Arc::new(slot.clone());
         let schema: Arc<dyn SchemaNav> = kapi_resources::patchmeta::BuiltinSchema::shared();
@@ -89,70 +118,39 @@ impl Server {
             kapi_resources::patchmeta::root_type(&d.group, &d.version, &d.kind)
                 .unwrap_or(TypeRef::UNKNOWN)
         };
-        let apis = apis::Apis::new(defs, backend, schema.clone(), root_of, custom);
-        let rbac = Arc::new(authz::rbac::Rbac::new(&apis));
-        let node = Arc::new(authz::node::Node::new(&apis));
-        let chain = authz::Chain::new(&[authz::Mode::Rbac], rbac.clone(), node);
+        let apis = Arc::new(apis::Apis::new(
+            defs,
+            backend,
+            schema.clone(),
+            root_of,
+            custom,
+        ));
+        let authz = Arc::new(Authorization::new(&options.authorization_modes, &apis));
         Arc::new(Server {
-            config,
+            config: options.config,
             apis,
             slot,
             schema,
             openapi: RwLock::new(openapi),
-            authorizer: std::sync::RwLock::new(Arc::new(chain)),
-            rbac,
-            service_accounts: std::sync::RwLock::new(Arc::new(
-                authn::serviceaccount::Issuer::ephemeral(),
-            )),
+            authz,
+            service_accounts: Arc::new(options.service_accounts),
             allocations: admission::Allocations::default(),
-            aggregator: aggregator::Aggregator::default(),
-            admission: RwLock::new(Arc::new(admission::Chain::defaults())),
+            aggregator: aggregator::Aggregator::new(options.aggregator),
+            admission: Arc::new(options.admission),
         })
-    }
-
-    /// The authorizer chain (`--authorization-mode`).
-    pub fn authorizer(&self) -> Arc<dyn authz::Authorizer> {
-        self.authorizer.read().expect("authorizer lock").clone()
-    }
-
-    /// Authorize with `modes`, in order (`system:masters` is always allowed).
-    pub fn set_authorization_modes(&self, modes: &[authz::Mode]) {
-        let node = Arc::new(authz::node::Node::new(&self.apis));
-        let chain = authz::Chain::new(modes, self.rbac.clone(), node);
-        *self.authorizer.write().expect("authorizer lock") = Arc::new(chain);
     }
 
     /// The admission chain every write passes.
     pub fn admission_chain(&self) -> Arc<admission::Chain> {
-        self.admission
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.admission.clone()
     }
 
-    /// Admit writes with `chain` from now on.
-    pub fn set_admission_chain(&self, chain: admission::Chain) {
-        *self
-            .admission
-            .write()
-            .unwrap_or_else(PoisonError::into_inner) = Arc::new(chain);
-    }
-
-    /// The service account token issuer (keys, issuer, audiences).
-    pub fn service_accounts(&self) -> Arc<authn::serviceaccount::Issuer> {
-        self.service_accounts.read().expect("issuer lock").clone()
-    }
-
-    /// Sign and verify service account tokens with `issuer`.
-    pub fn set_service_accounts(&self, issuer: authn::serviceaccount::Issuer) {
-        *self.service_accounts.write().expect("issuer lock") = Arc::new(issuer);
-    }
-
-    /// The built-in API: every resource `kapi-resources` declares.
-    pub fn builtin(config: ServerConfig, slot: BackendSlot) -> Arc<Server> {
+    /// The built-in API (every resource `kapi-resources` declares, and
+    /// CustomResourceDefinitions), made as `options` say.
+    pub fn build(options: ServerOptions, slot: BackendSlot) -> Arc<Server> {
         let mut defs = kapi_resources::registry::builtin_resources();
         defs.push(kapi_apiextensions::crd::definitions_resource());
-        Self::new(config, slot, defs)
+        Self::new(options, slot, defs)
     }
 
     /// The OpenAPI documents of what is served now.
@@ -210,7 +208,7 @@ impl Server {
 
     /// The whole HTTP application, filters included, with the default limits
     /// and no audit.
-    pub fn router(self: &Arc<Self>, auth: Arc<authn::Authenticator>) -> Router {
+    pub fn router(self: &Arc<Self>, auth: Arc<Authenticator>) -> Router {
         self.router_with(auth, &ChainOptions::default())
             .expect("the default filter chain opens no files")
     }
@@ -219,7 +217,7 @@ impl Server {
     /// APF configuration controller.
     pub fn router_with(
         self: &Arc<Self>,
-        auth: Arc<authn::Authenticator>,
+        auth: Arc<Authenticator>,
         opts: &ChainOptions,
     ) -> Result<Router, String> {
         let chain = filters::Chain::build(opts)?;
@@ -239,12 +237,19 @@ impl Server {
             .route("/version", get(health::version))
             .route("/version/", get(health::version))
             .route(
-                authn::discovery::CONFIG_PATH,
-                get(authn::discovery::serve_configuration),
+                discovery_docs::CONFIG_PATH,
+                get(|State(srv): State<Arc<Server>>| async move {
+                    discovery_docs::serve_configuration(
+                        &srv.service_accounts,
+                        &srv.config.advertise_address,
+                    )
+                }),
             )
             .route(
-                authn::discovery::JWKS_PATH,
-                get(authn::discovery::serve_jwks),
+                discovery_docs::JWKS_PATH,
+                get(|State(srv): State<Arc<Server>>| async move {
+                    discovery_docs::serve_jwks(&srv.service_accounts, &srv.config.advertise_address)
+                }),
             )
             .route("/healthz", get(health::healthz))
             .route("/healthz/{check}", get(health::healthz_one))
@@ -269,8 +274,12 @@ impl Server {
                 aggregator::proxy::layer,
             ))
             .with_state(self.clone());
-        let auth = Arc::new(auth.as_ref().clone().with_server(self.clone()));
-        Ok(filters::apply(routes, auth, self.clone(), &chain))
+        let auth = Arc::new(
+            auth.as_ref()
+                .clone()
+                .with_service_accounts(self.service_accounts.clone(), self.apis.clone()),
+        );
+        Ok(filters::apply(routes, auth, self.authz.clone(), &chain))
     }
 }
 

@@ -10,13 +10,14 @@
 
 use axum::http::StatusCode;
 use axum::response::Response;
+use kapi_auth::authz::Authorizer;
 use kapi_machinery::status::ApiError;
 use kapi_resources::reviews::{AUTHENTICATION, AUTHORIZATION};
 use serde_json::{json, Map, Value};
 
-use crate::authn::UserInfo;
-use crate::authz::{Attributes, ResourceAttrs, Verdict};
 use crate::handlers::Ctx;
+use kapi_auth::authn::UserInfo;
+use kapi_auth::authz::{Attributes, ResourceAttrs, Verdict};
 
 /// Whether `ctx` addresses a review resource.
 pub fn is_review(ctx: &Ctx) -> bool {
@@ -102,7 +103,7 @@ async fn token_review(ctx: &Ctx, obj: &Value) -> Result<Value, ApiError> {
             // Upstream reports the failing authenticator's error; a token no
             // authenticator recognises is simply not authenticated.
             let mut status = json!({"authenticated": false, "user": {}});
-            if reason != crate::authn::UNKNOWN_TOKEN {
+            if reason != kapi_auth::authn::UNKNOWN_TOKEN {
                 status["error"] = reason.into();
             }
             status
@@ -172,7 +173,7 @@ async fn access_review(ctx: &Ctx, obj: &Value, user: UserInfo) -> Value {
         attrs.verb = s(n, "verb");
         attrs.path = Some(s(n, "path"));
     }
-    let decision = ctx.srv.authorizer().authorize(&attrs).await;
+    let decision = ctx.srv.authz.authorize(&attrs).await;
     let mut status = json!({"allowed": decision.allowed()});
     if decision.verdict == Verdict::Deny {
         status["denied"] = true.into();
@@ -191,7 +192,7 @@ async fn rules_review(ctx: &Ctx, obj: &Value, user: &UserInfo) -> Result<Value, 
     if ns.is_empty() {
         return Err(ApiError::bad_request("no namespace on request"));
     }
-    let rules = ctx.srv.authorizer().rules_for(user, ns).await;
+    let rules = ctx.srv.authz.rules_for(user, ns).await;
     let mut status = json!({
         "resourceRules": rules.resource_rules,
         "nonResourceRules": rules.non_resource_rules,

@@ -8,10 +8,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use kapi_server::authn::requestheader::{CertVerifier, RequestHeader, RequestHeaderConfig};
-use kapi_server::authn::serviceaccount::Issuer;
-use kapi_server::authn::{Authenticator, TokenFile};
-use kapi_server::{tls, ChainOptions, Cidr, Server, ServerConfig};
+use kapi_auth::authn::requestheader::{CertVerifier, RequestHeader, RequestHeaderConfig};
+use kapi_auth::authn::serviceaccount::Issuer;
+use kapi_auth::authn::{Authenticator, TokenFile};
+use kapi_server::{tls, ChainOptions, Cidr, Server, ServerConfig, ServerOptions};
 use kapi_storage::embedded::EmbeddedConfig;
 use kapi_storage::etcd::EtcdConfig;
 use kapi_storage::factory::{self, StorageConfig};
@@ -182,15 +182,15 @@ pub struct ServeArgs {
 fn chain_options(a: &ServeArgs) -> Result<ChainOptions, String> {
     let audit = match (&a.audit_policy_file, &a.audit_log_path) {
         (Some(policy), Some(path)) => {
-            let policy = kapi_server::audit::policy::Policy::load(policy)
+            let policy = kapi_auth::audit::policy::Policy::load(policy)
                 .map_err(|e| format!("--audit-policy-file: {e}"))?;
-            let mut log = kapi_server::audit::sink::LogOptions::new(path);
+            let mut log = kapi_auth::audit::sink::LogOptions::new(path);
             log.max_size = a.audit_log_maxsize * 1024 * 1024;
             log.max_backups = a.audit_log_maxbackup;
             log.max_age = a.audit_log_maxage;
             log.buffer = a.audit_log_batch_buffer_size;
             log.batch = a.audit_log_batch_max_size;
-            Some(kapi_server::audit::AuditConfig { policy, log })
+            Some(kapi_auth::audit::AuditConfig { policy, log })
         }
         _ => None,
     };
@@ -295,31 +295,36 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
         endpoint_reconciler: a.endpoint_reconciler_type == "lease",
         root_ca: Some(pki.ca_cert_pem.clone()),
     };
-    let modes = kapi_server::authz::Mode::parse_list(&a.authorization_mode)
+    let modes = kapi_auth::authz::Mode::parse_list(&a.authorization_mode)
         .map_err(|e| format!("--authorization-mode: {e}"))?;
     let admission = kapi_server::admission::Chain::from_flags(
         &nonempty(&a.enable_admission_plugins),
         &nonempty(&a.disable_admission_plugins),
     )?;
-    let issuer = service_account_issuer(&a)?;
-    let server = Server::builtin(config, slot);
-    server.set_authorization_modes(&modes);
-    server.set_admission_chain(admission);
-    server.set_service_accounts(issuer);
-    match (&a.proxy_client_cert_file, &a.proxy_client_key_file) {
-        (Some(c), Some(k)) => server.aggregator.set_proxy_client(read(c)?, read(k)?),
-        (None, None) => {}
+    let proxy_client = match (&a.proxy_client_cert_file, &a.proxy_client_key_file) {
+        (Some(c), Some(k)) => Some((read(c)?, read(k)?)),
+        (None, None) => None,
         _ => return Err("--proxy-client-cert-file and --proxy-client-key-file go together".into()),
-    }
-    server
-        .aggregator
-        .set_authentication_info(kapi_server::aggregator::authinfo::Info {
-            client_ca: x509_cas
-                .iter()
-                .map(|pem| format!("{}\n", pem.trim_end()))
-                .collect(),
-            request_header,
-        });
+    };
+    let auth_info = kapi_server::aggregator::authinfo::Info {
+        client_ca: x509_cas
+            .iter()
+            .map(|pem| format!("{}\n", pem.trim_end()))
+            .collect(),
+        request_header,
+    };
+    let options = ServerOptions {
+        config,
+        authorization_modes: modes,
+        admission,
+        service_accounts: service_account_issuer(&a)?,
+        aggregator: kapi_server::aggregator::Settings {
+            proxy_client,
+            auth_info: Some(auth_info),
+            ..Default::default()
+        },
+    };
+    let server = Server::build(options, slot);
     server
         .start(&controllers)
         .await

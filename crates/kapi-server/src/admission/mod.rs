@@ -54,8 +54,8 @@ use async_trait::async_trait;
 use kapi_machinery::status::{ApiError, GroupResource};
 use serde_json::Value;
 
-use crate::authn::UserInfo;
 use crate::Server;
+use kapi_auth::authn::UserInfo;
 
 pub use plugins::Chain;
 pub use request::RequestAdmission;
@@ -141,12 +141,12 @@ pub struct Attributes {
     pub old_object: Option<Value>,
     pub warnings: Warnings,
     /// The request's audit event: plugins' audit annotations go there.
-    pub audit: Option<crate::audit::AuditHandle>,
+    pub audit: Option<kapi_auth::audit::AuditHandle>,
 }
 
 impl Attributes {
     /// Add an audit annotation (upstream `AddAnnotation`; see
-    /// [`crate::audit::AuditHandle::annotate_admission`]).
+    /// [`kapi_auth::audit::AuditHandle::annotate_admission`]).
     pub fn annotate(&self, key: &str, value: &str) {
         if let Some(a) = &self.audit {
             a.annotate_admission(key, value);

@@ -110,7 +110,13 @@ impl Server {
         if ctx.entry.def.group == kapi_resources::certificates::GROUP {
             fill_requestor(ctx, obj);
         }
-        if let Some(guard) = crate::authz::escalation::Guard::prepare(ctx, Some(obj)).await? {
+        if let Some(guard) = kapi_auth::authz::escalation::Guard::prepare(
+            &self.authz,
+            &ctx.escalation_target(),
+            Some(obj),
+        )
+        .await?
+        {
             guard.check(obj, None)?;
         }
         Ok(())

@@ -16,8 +16,8 @@ use kapi_machinery::status::ApiError;
 use kapi_registry::store::UpdateTarget;
 use serde_json::{json, Map, Value};
 
-use crate::authn::requestheader::RequestHeaderConfig;
 use crate::Server;
+use kapi_auth::authn::requestheader::RequestHeaderConfig;
 
 pub const NAMESPACE: &str = "kube-system";
 pub const NAME: &str = "extension-apiserver-authentication";

@@ -70,29 +70,43 @@ impl Remote {
     }
 }
 
-/// The front-proxy identity and the remote table.
-pub struct Aggregator {
-    remotes: RwLock<HashMap<(String, String), Remote>>,
-    /// `--proxy-client-cert-file` / `--proxy-client-key-file` (PEM).
-    proxy_client: RwLock<Option<(String, String)>>,
-    /// How often every remote APIService is checked again.
-    resync: RwLock<Duration>,
+/// How the aggregator is set up (`--proxy-client-cert-file`,
+/// `--proxy-client-key-file`, the client CAs it publishes).
+#[derive(Clone)]
+pub struct Settings {
+    /// The front-proxy client certificate and key (PEM) presented to
+    /// extension servers.
+    pub proxy_client: Option<(String, String)>,
+    /// How often every remote APIService is checked again (upstream: 30 s).
+    pub resync: Duration,
     /// What `kube-system/extension-apiserver-authentication` says.
-    auth_info: RwLock<Option<authinfo::Info>>,
+    pub auth_info: Option<authinfo::Info>,
 }
 
-impl Default for Aggregator {
+impl Default for Settings {
     fn default() -> Self {
-        Aggregator {
-            remotes: RwLock::default(),
-            proxy_client: RwLock::default(),
-            resync: RwLock::new(Duration::from_secs(30)),
-            auth_info: RwLock::default(),
+        Settings {
+            proxy_client: None,
+            resync: Duration::from_secs(30),
+            auth_info: None,
         }
     }
 }
 
+/// The remote table, and the settings it was built with.
+pub struct Aggregator {
+    remotes: RwLock<HashMap<(String, String), Remote>>,
+    settings: Settings,
+}
+
 impl Aggregator {
+    pub fn new(settings: Settings) -> Aggregator {
+        Aggregator {
+            remotes: RwLock::default(),
+            settings,
+        }
+    }
+
     /// The remote APIService serving `group/version`, if any.
     pub fn remote(&self, group: &str, version: &str) -> Option<Remote> {
         self.remotes
@@ -131,43 +145,16 @@ impl Aggregator {
             .retain(|_, r| r.name != name);
     }
 
-    /// Present `cert_pem` / `key_pem` to extension servers (front proxy).
-    pub fn set_proxy_client(&self, cert_pem: String, key_pem: String) {
-        *self
-            .proxy_client
-            .write()
-            .unwrap_or_else(PoisonError::into_inner) = Some((cert_pem, key_pem));
-    }
-
     pub(crate) fn proxy_client(&self) -> Option<(String, String)> {
-        self.proxy_client
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-
-    /// Check every remote APIService this often (upstream: 30 s).
-    pub fn set_resync(&self, every: Duration) {
-        *self.resync.write().unwrap_or_else(PoisonError::into_inner) = every;
-    }
-
-    /// Publish `info` in `kube-system/extension-apiserver-authentication`.
-    pub fn set_authentication_info(&self, info: authinfo::Info) {
-        *self
-            .auth_info
-            .write()
-            .unwrap_or_else(PoisonError::into_inner) = Some(info);
+        self.settings.proxy_client.clone()
     }
 
     pub(crate) fn authentication_info(&self) -> Option<authinfo::Info> {
-        self.auth_info
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.settings.auth_info.clone()
     }
 
     pub(crate) fn resync(&self) -> Duration {
-        *self.resync.read().unwrap_or_else(PoisonError::into_inner)
+        self.settings.resync
     }
 }
 

@@ -25,8 +25,8 @@ use axum::http::{header, HeaderName, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::Response;
 
-use crate::authn::UserInfo;
 use crate::Server;
+use kapi_auth::authn::UserInfo;
 use kapi_client::service_resolver;
 
 use super::Remote;

@@ -362,7 +362,7 @@ async fn fill(
     let name = meta::name(cached).to_owned();
     let version = meta::resource_version(cached).map(str::to_owned);
     let (sa_name, sa_uid) = (meta::name(account), meta::uid(account).unwrap_or(""));
-    let issuer = srv.service_accounts();
+    let issuer = srv.service_accounts.clone();
     let gr = secrets.def.group_resource();
     let opts = WriteOptions::for_manager(CONTROLLER_MANAGER);
     let updated = secrets

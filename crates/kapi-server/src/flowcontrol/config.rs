@@ -9,7 +9,7 @@
 
 use serde_json::Value;
 
-use crate::authn::UserInfo;
+use kapi_auth::authn::UserInfo;
 
 /// What classification needs to know about a request.
 pub struct Digest<'a> {

@@ -44,8 +44,8 @@ use axum::middleware::Next;
 use axum::response::Response;
 use tokio::time::Instant;
 
-use crate::authn::UserInfo;
 use config::{Digest, LevelSpec, Schema};
+use kapi_auth::authn::UserInfo;
 use kapi_http::limits::{self, Deadline, Executing, Kind};
 use kapi_http::metrics::{Family, Kind as MetricKind, Metrics, WAIT_BUCKETS};
 use queueset::Level;

@@ -97,7 +97,12 @@ pub async fn apply(ctx: &Ctx, body: Body, status: bool) -> Result<Response, ApiE
             return Ok(resp);
         }
     }
-    let guard = crate::authz::escalation::Guard::prepare(ctx, Some(&patch)).await?;
+    let guard = kapi_auth::authz::escalation::Guard::prepare(
+        &ctx.srv.authz,
+        &ctx.escalation_target(),
+        Some(&patch),
+    )
+    .await?;
     let (out, created) = store
         .update_admitted(
             ctx.namespace(),

@@ -48,11 +48,11 @@ pub struct Ctx {
     pub accept: Accept,
     pub headers: HeaderMap,
     /// Who is asking (set by the authentication filter).
-    pub user: Option<crate::authn::UserInfo>,
+    pub user: Option<kapi_auth::authn::UserInfo>,
     /// The authenticator that admitted the request (token reviews use it).
-    pub authenticator: Option<Arc<crate::authn::Authenticator>>,
+    pub authenticator: Option<Arc<kapi_auth::authn::Authenticator>>,
     /// The request's audit event, when audited (admission annotates it).
-    pub audit: Option<crate::audit::AuditHandle>,
+    pub audit: Option<kapi_auth::audit::AuditHandle>,
 }
 
 impl Ctx {
@@ -97,6 +97,17 @@ impl Ctx {
             Some("approval") => UpdateTarget::Approval,
             Some("ephemeralcontainers") => UpdateTarget::EphemeralContainers,
             _ => UpdateTarget::Main,
+        }
+    }
+
+    /// The write as RBAC's escalation check sees it.
+    pub fn escalation_target(&self) -> kapi_auth::authz::escalation::Write<'_> {
+        kapi_auth::authz::escalation::Write {
+            entry: &self.entry,
+            namespace: self.namespace(),
+            name: self.name(),
+            subresource: self.info.subresource.as_deref(),
+            user: self.user.as_ref(),
         }
     }
 
@@ -205,12 +216,18 @@ async fn handle(
         info,
         query,
         accept,
-        user: parts.extensions.get::<crate::authn::UserInfo>().cloned(),
+        user: parts
+            .extensions
+            .get::<kapi_auth::authn::UserInfo>()
+            .cloned(),
         authenticator: parts
             .extensions
-            .get::<Arc<crate::authn::Authenticator>>()
+            .get::<Arc<kapi_auth::authn::Authenticator>>()
             .cloned(),
-        audit: parts.extensions.get::<crate::audit::AuditHandle>().cloned(),
+        audit: parts
+            .extensions
+            .get::<kapi_auth::audit::AuditHandle>()
+            .cloned(),
         headers: parts.headers,
     };
     let warning = ctx.entry.def.strategy.deprecation_warning();

@@ -70,7 +70,12 @@ pub async fn patch(ctx: &Ctx, body: Body, status: bool) -> Result<Response, ApiE
     let target = ctx.update_target();
     let def = ctx.entry.def.clone();
     let srv = ctx.srv.clone();
-    let guard = crate::authz::escalation::Guard::prepare(ctx, None).await?;
+    let guard = kapi_auth::authz::escalation::Guard::prepare(
+        &ctx.srv.authz,
+        &ctx.escalation_target(),
+        None,
+    )
+    .await?;
     let adm = RequestAdmission::write(ctx, "PatchOptions", &opts);
     let (out, _) = ctx
         .entry

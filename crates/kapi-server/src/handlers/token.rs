@@ -23,7 +23,7 @@ use serde_json::{json, Value};
 
 use super::{read_body, Ctx};
 use crate::admission::RequestAdmission;
-use crate::authn::serviceaccount::{now, rfc3339, Binding};
+use kapi_auth::authn::serviceaccount::{now, rfc3339, Binding};
 use kapi_http::negotiate;
 
 const KIND: &str = "TokenRequest";
@@ -67,7 +67,7 @@ pub async fn token(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {
         .and_then(Value::as_str)
         .unwrap_or("")
         .to_owned();
-    let issuer = ctx.srv.service_accounts();
+    let issuer = ctx.srv.service_accounts.clone();
 
     let spec = req.get("spec").cloned().unwrap_or(json!({}));
     let audiences: Vec<String> = spec

@@ -35,7 +35,12 @@ pub async fn update_target(
     ctx.srv.prune_unknown(&ctx.entry.def, &mut obj);
     crate::fieldcheck::check_bytes(&ctx.entry.def, &obj)?;
     let create = target == UpdateTarget::Main && ctx.entry.def.strategy.allow_create_on_update();
-    let guard = crate::authz::escalation::Guard::prepare(ctx, Some(&obj)).await?;
+    let guard = kapi_auth::authz::escalation::Guard::prepare(
+        &ctx.srv.authz,
+        &ctx.escalation_target(),
+        Some(&obj),
+    )
+    .await?;
     let adm = RequestAdmission::write(ctx, "UpdateOptions", &opts);
     let (out, created) = ctx
         .entry

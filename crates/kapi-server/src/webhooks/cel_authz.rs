@@ -9,7 +9,7 @@
 //! Each step is an opaque CEL value and each method a function registered once
 //! in the root context that dispatches on the receiver's type, so the member
 //! chains of upstream's object types work unchanged. A check asks the server's
-//! `--authorization-mode` chain ([`crate::authz::Authorizer`]) for the
+//! `--authorization-mode` chain ([`kapi_auth::authz::Authorizer`]) for the
 //! request's user; that call is async while CEL evaluation is synchronous, so
 //! expressions that name `authorizer` are evaluated on a blocking thread
 //! (`cel::evaluate`), where the check waits for the answer.
@@ -24,8 +24,8 @@ use kube_cel::cel::extractors::This;
 use kube_cel::cel::objects::Opaque;
 use kube_cel::cel::{Context, ExecutionError, ResolveResult, Value as Cel};
 
-use crate::authn::UserInfo;
-use crate::authz::{Attributes, Authorizer, ResourceAttrs, Verdict};
+use kapi_auth::authn::UserInfo;
+use kapi_auth::authz::{Attributes, Authorizer, ResourceAttrs, Verdict};
 
 /// `kubernetes.authorization.Authorizer`: checks for one user.
 #[derive(Clone)]
@@ -285,7 +285,7 @@ impl crate::Server {
     /// Bind `authorizer` (for the request's user) and
     /// `authorizer.requestResource` (`a`'s resource) in `act`.
     pub(crate) fn bind_authorizer(&self, act: &mut super::cel::Activation, a: &super::Attrs) {
-        let authz = AuthorizerVal::new(self.authorizer(), a.user.clone());
+        let authz = AuthorizerVal::new(self.authz.clone(), a.user.clone());
         act.set(
             "authorizer.requestResource",
             authz.request_resource(ResourceAttrs {

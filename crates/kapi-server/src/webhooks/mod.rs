@@ -20,7 +20,7 @@ pub mod rules;
 
 use serde_json::Value;
 
-use crate::authn::UserInfo;
+use kapi_auth::authn::UserInfo;
 
 pub use crate::admission::Operation;
 

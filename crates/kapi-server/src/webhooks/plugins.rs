@@ -12,8 +12,8 @@ use kapi_machinery::status::ApiError;
 
 use super::{Attrs, Outcome};
 use crate::admission::{self, Attributes, Plugin};
-use crate::authn::UserInfo;
 use crate::Server;
+use kapi_auth::authn::UserInfo;
 
 fn attrs(a: &Attributes) -> Attrs {
     // Upstream sets a namespace's own requests' namespace to its name.

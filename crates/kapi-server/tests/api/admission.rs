@@ -55,14 +55,16 @@ async fn flags_select_the_plugins_that_run() {
     assert_eq!(code, 404, "{body}");
     assert_eq!(body["message"], "namespaces \"nowhere\" not found");
     // Disabled, the create goes through, as upstream without the plugin.
-    srv.server
-        .set_admission_chain(flags(&[], &["NamespaceLifecycle"]));
+    let srv = srv
+        .another(|o| o.admission = flags(&[], &["NamespaceLifecycle"]))
+        .await;
     let (code, body) = post(&srv, "/api/v1/namespaces/nowhere/configmaps", cm.clone()).await;
     assert_eq!(code, 201, "{body}");
 
     // AlwaysDeny refuses creates, patches and deletes alike.
-    srv.server
-        .set_admission_chain(flags(&["AlwaysDeny"], &["NamespaceLifecycle"]));
+    let srv = srv
+        .another(|o| o.admission = flags(&["AlwaysDeny"], &["NamespaceLifecycle"]))
+        .await;
     let deny = "admission control is denying all modifications";
     let cm_b = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b"}});
     let (code, body) = post(&srv, "/api/v1/namespaces/default/configmaps", cm_b).await;

@@ -354,12 +354,12 @@ pub fn group_of<'a>(doc: &'a Value, group: &str) -> Option<&'a Value> {
 
 #[tokio::test]
 async fn a_remote_api_service_is_proxied_with_the_user_and_goes_unavailable() {
-    let s = harness::start().await;
-    s.server.aggregator.set_resync(Duration::from_millis(300));
     let front_proxy = certs(None, "front-proxy-client");
-    s.server
-        .aggregator
-        .set_proxy_client(front_proxy.cert.clone(), front_proxy.key.clone());
+    let s = harness::start_configured(|o| {
+        o.aggregator.resync = Duration::from_millis(300);
+        o.aggregator.proxy_client = Some((front_proxy.cert.clone(), front_proxy.key.clone()));
+    })
+    .await;
     let mut ext = start_extension("wardle-api.wardle.svc", &front_proxy.ca).await;
     register(&s, &ext).await;
     let cond = wait_available(&s, &format!("v1.{GROUP}"), "True").await;

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
+use kapi_auth::authn::requestheader::{CertVerifier, RequestHeader, RequestHeaderConfig};
+use kapi_auth::authn::Authenticator;
 use kapi_server::aggregator::authinfo;
-use kapi_server::authn::requestheader::{CertVerifier, RequestHeader, RequestHeaderConfig};
-use kapi_server::authn::Authenticator;
 use kapi_server::tls;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::Client;
@@ -60,7 +60,6 @@ async fn whoami(client: &Client, headers: &[(&str, &str)]) -> (u16, Value) {
 
 #[tokio::test]
 async fn front_proxy_headers_name_the_user_only_with_a_trusted_allowed_certificate() {
-    let s = harness::start().await;
     let mut proxies = leaves(None, &["front-proxy-client", "intruder"]);
     let intruder = proxies.pop().unwrap();
     let front_proxy = proxies.pop().unwrap();
@@ -69,6 +68,12 @@ async fn front_proxy_headers_name_the_user_only_with_a_trusted_allowed_certifica
         allowed_names: vec!["front-proxy-client".into()],
         ..RequestHeaderConfig::with_defaults(front_proxy.ca.clone())
     };
+    // What `kube-system/extension-apiserver-authentication` will say.
+    let info = authinfo::Info {
+        client_ca: users.ca.clone(),
+        request_header: Some(config.clone()),
+    };
+    let s = harness::start_configured(|o| o.aggregator.auth_info = Some(info)).await;
     let auth = Authenticator::new(None, false).with_request_header(
         RequestHeader::new(config.clone()).unwrap(),
         CertVerifier::new(std::slice::from_ref(&users.ca)).unwrap(),
@@ -126,10 +131,6 @@ async fn front_proxy_headers_name_the_user_only_with_a_trusted_allowed_certifica
     drop(tx);
 
     // The ConfigMap extension servers read.
-    s.server.aggregator.set_authentication_info(authinfo::Info {
-        client_ca: users.ca.clone(),
-        request_header: Some(config),
-    });
     let mut data = Value::Null;
     for _ in 0..200 {
         let (code, cm) = s

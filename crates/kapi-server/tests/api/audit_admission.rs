@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use axum::body::Body;
-use kapi_server::audit::policy::Policy;
-use kapi_server::audit::sink::LogOptions;
-use kapi_server::audit::AuditConfig;
+use kapi_auth::audit::policy::Policy;
+use kapi_auth::audit::sink::LogOptions;
+use kapi_auth::audit::AuditConfig;
 use kapi_server::ChainOptions;
 use serde_json::{json, Value};
 

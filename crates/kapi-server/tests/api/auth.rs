@@ -401,19 +401,19 @@ async fn anonymous_reaches_only_public_info() {
 #[tokio::test]
 async fn bad_credentials_are_unauthorized() {
     let s = harness::start().await;
-    let issuer = kapi_server::authn::serviceaccount::Issuer::ephemeral();
+    let issuer = kapi_auth::authn::serviceaccount::Issuer::ephemeral();
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_secs() as i64;
     let claims = |exp: i64| {
-        json!({"iss": kapi_server::authn::serviceaccount::DEFAULT_ISSUER,
-        "aud": [kapi_server::authn::serviceaccount::DEFAULT_ISSUER], "exp": exp, "nbf": now - 10, "iat": now - 10,
+        json!({"iss": kapi_auth::authn::serviceaccount::DEFAULT_ISSUER,
+        "aud": [kapi_auth::authn::serviceaccount::DEFAULT_ISSUER], "exp": exp, "nbf": now - 10, "iat": now - 10,
         "sub": "system:serviceaccount:default:default",
         "kubernetes.io": {"namespace": "default", "serviceaccount": {"name": "default", "uid": "x"}}})
     };
     let wrong_key = issuer.sign_claims(&claims(now + 3600));
-    let expired = s.server.service_accounts().sign_claims(&claims(now - 600));
+    let expired = s.server.service_accounts.sign_claims(&claims(now - 600));
     for token in ["nope", "a.b.c", "", wrong_key.as_str(), expired.as_str()] {
         if token.is_empty() {
             continue;
@@ -464,7 +464,9 @@ async fn bootstrap_policy_keeps_user_edits() {
         200
     );
 
-    kapi_server::authz::policy::ensure(&s.server).await.unwrap();
+    kapi_auth::authz::policy::ensure(&s.server.apis)
+        .await
+        .unwrap();
     let (_, discovery) = call(&s.client, "GET", &cr("system:discovery"), None).await;
     let urls: Vec<Value> = discovery["rules"]
         .as_array()

@@ -656,8 +656,8 @@ async fn token_request_flow() {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_secs() as i64;
-    let iss = kapi_server::authn::serviceaccount::DEFAULT_ISSUER;
-    let expired = s.server.service_accounts().sign_claims(&json!({"iss": iss, "aud": [iss],
+    let iss = kapi_auth::authn::serviceaccount::DEFAULT_ISSUER;
+    let expired = s.server.service_accounts.sign_claims(&json!({"iss": iss, "aud": [iss],
         "exp": now - 120, "nbf": now - 4000, "iat": now - 4000, "sub": "system:serviceaccount:apps:robot",
         "kubernetes.io": {"namespace": "apps", "serviceaccount": {"name": "robot", "uid": sa["metadata"]["uid"]}}}));
     assert_eq!(

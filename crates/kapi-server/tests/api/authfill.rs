@@ -434,10 +434,11 @@ async fn service_account_issuer_discovery() {
 
 #[tokio::test]
 async fn token_expiration_is_capped_and_extended() {
-    use kapi_server::authn::serviceaccount::Issuer;
-    let s = harness::start().await;
-    s.server
-        .set_service_accounts(Issuer::ephemeral().with_expiration(Some(7200), true));
+    use kapi_auth::authn::serviceaccount::Issuer;
+    let s = harness::start_configured(|o| {
+        o.service_accounts = Issuer::ephemeral().with_expiration(Some(7200), true)
+    })
+    .await;
     robot(&s).await;
     admin_create(
         &s,

@@ -13,8 +13,8 @@ use axum::body::{Body, Bytes};
 use axum::http::{Request, Response};
 use axum::Router;
 use http_body_util::BodyExt as _;
-use kapi_server::authn::{Authenticator, TokenFile};
-use kapi_server::{ChainOptions, Cidr, Server, ServerConfig};
+use kapi_auth::authn::{Authenticator, TokenFile};
+use kapi_server::{ChainOptions, Cidr, Server, ServerConfig, ServerOptions};
 use kapi_storage::embedded::EmbeddedConfig;
 use kapi_storage::factory::{self, StorageConfig};
 use serde_json::Value;
@@ -52,7 +52,7 @@ pub async fn start_in(dir: tempfile::TempDir, opts: ChainOptions) -> Chain {
         port: 6443,
         service_cidr: Cidr::parse("10.0.0.0/24").expect("cidr"),
     };
-    let server = Server::builtin(config, slot);
+    let server = Server::build(ServerOptions::new(config), slot);
     let mut controllers = kapi_server::controllers::Options::default();
     controllers.controllers =
         kapi_server::controllers::Selection::parse(&["namespace".into()]).expect("controllers");

@@ -162,7 +162,7 @@ async fn definitions_present_at_start_are_served_when_start_returns() {
         port: 1,
         service_cidr: kapi_server::Cidr::parse("10.0.0.0/24").unwrap(),
     };
-    let second = kapi_server::Server::builtin(config, slot);
+    let second = kapi_server::Server::build(kapi_server::ServerOptions::new(config), slot);
     let none = kapi_server::controllers::Selection::parse(&[]).unwrap();
     let opts = kapi_server::controllers::Options {
         controllers: none,

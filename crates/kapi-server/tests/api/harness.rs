@@ -10,10 +10,11 @@
 use std::sync::{Arc, Once};
 use std::time::Duration;
 
-use kapi_server::authn::{Authenticator, TokenFile};
-use kapi_server::{tls, Cidr, Server, ServerConfig};
+use kapi_auth::authn::{Authenticator, TokenFile};
+use kapi_server::{tls, Cidr, Server, ServerConfig, ServerOptions};
 use kapi_storage::embedded::EmbeddedConfig;
 use kapi_storage::factory::{self, StorageConfig};
+use kapi_storage::slot::BackendSlot;
 use kapi_storage::Backend;
 use kube::api::{Api, DynamicObject, ListParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -25,10 +26,12 @@ pub struct TestServer {
     pub backend: Arc<dyn Backend>,
     /// The server itself (tests mint service account tokens with its issuer).
     pub server: Arc<Server>,
+    /// The storage the server runs on, for a second server over it.
+    pub slot: BackendSlot,
     url: String,
     ca_pem: String,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
-    _dir: tempfile::TempDir,
+    _dir: Arc<tempfile::TempDir>,
 }
 
 impl Drop for TestServer {
@@ -52,15 +55,20 @@ fn install_crypto_provider() {
 /// that put objects into every namespace (service accounts, root CA) are off, so
 /// tests can count what they create; [`start_with_all_controllers`] runs them.
 pub async fn start() -> TestServer {
+    start_configured(|_| {}).await
+}
+
+/// As [`start`], with the server's options changed by `configure` first.
+pub async fn start_configured(configure: impl FnOnce(&mut ServerOptions)) -> TestServer {
     let items = ["*", "-serviceaccount", "-root-ca-cert-publisher"].map(String::from);
     let selection = kapi_server::controllers::Selection::parse(&items).expect("controllers");
-    start_with(selection).await
+    start_with(selection, configure).await
 }
 
 /// Start a server running every in-process controller.
 #[allow(dead_code)]
 pub async fn start_with_all_controllers() -> TestServer {
-    start_with(kapi_server::controllers::Selection::default()).await
+    start_with(kapi_server::controllers::Selection::default(), |_| {}).await
 }
 
 /// Start a server with the controllers `--controllers=<items>` would select.
@@ -68,10 +76,13 @@ pub async fn start_with_all_controllers() -> TestServer {
 pub async fn start_with_controllers(items: &[&str]) -> TestServer {
     let items: Vec<String> = items.iter().map(|s| s.to_string()).collect();
     let selection = kapi_server::controllers::Selection::parse(&items).expect("controllers");
-    start_with(selection).await
+    start_with(selection, |_| {}).await
 }
 
-async fn start_with(selection: kapi_server::controllers::Selection) -> TestServer {
+async fn start_with(
+    selection: kapi_server::controllers::Selection,
+    configure: impl FnOnce(&mut ServerOptions),
+) -> TestServer {
     install_crypto_provider();
     let dir = tempfile::tempdir().expect("tempdir");
     let slot = factory::open(StorageConfig::Embedded(EmbeddedConfig::new(
@@ -81,8 +92,28 @@ async fn start_with(selection: kapi_server::controllers::Selection) -> TestServe
     slot.wait_ready(Duration::from_secs(10))
         .await
         .expect("store ready");
-    let backend = slot.current().expect("embedded store is ready at once");
+    serve(Arc::new(dir), slot, selection, configure).await
+}
 
+impl TestServer {
+    /// A second server over this one's storage and certificates, made as
+    /// `configure` says (as a restart with other flags would); this one keeps
+    /// running.
+    #[allow(dead_code)]
+    pub async fn another(&self, configure: impl FnOnce(&mut ServerOptions)) -> TestServer {
+        let items = ["*", "-serviceaccount", "-root-ca-cert-publisher"].map(String::from);
+        let selection = kapi_server::controllers::Selection::parse(&items).expect("controllers");
+        serve(self._dir.clone(), self.slot.clone(), selection, configure).await
+    }
+}
+
+async fn serve(
+    dir: Arc<tempfile::TempDir>,
+    slot: BackendSlot,
+    selection: kapi_server::controllers::Selection,
+    configure: impl FnOnce(&mut ServerOptions),
+) -> TestServer {
+    let backend = slot.current().expect("embedded store is ready at once");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
@@ -102,14 +133,16 @@ async fn start_with(selection: kapi_server::controllers::Selection) -> TestServe
         port,
         service_cidr,
     };
-    let server = Server::builtin(config, slot);
+    let mut options = ServerOptions::new(config);
     if !selection.enabled("serviceaccount") {
         // As upstream's integration tests: without the controller that
         // creates `default`, the ServiceAccount admission plugin is off.
         let off = ["ServiceAccount".to_string()];
-        let chain = kapi_server::admission::Chain::from_flags(&[], &off).expect("admission");
-        server.set_admission_chain(chain);
+        options.admission =
+            kapi_server::admission::Chain::from_flags(&[], &off).expect("admission");
     }
+    configure(&mut options);
+    let server = Server::build(options, slot.clone());
     let mut controllers = kapi_server::controllers::Options::all(pki.ca_cert_pem.clone());
     controllers.controllers = selection;
     server.start(&controllers).await.expect("bootstrap");
@@ -118,10 +151,9 @@ async fn start_with(selection: kapi_server::controllers::Selection) -> TestServe
         None => backend,
     };
     let tokens = TokenFile::parse(TOKENS).expect("test tokens");
-    let client_cas = kapi_server::authn::requestheader::CertVerifier::new(std::slice::from_ref(
-        &pki.ca_cert_pem,
-    ))
-    .expect("client CAs");
+    let client_cas =
+        kapi_auth::authn::requestheader::CertVerifier::new(std::slice::from_ref(&pki.ca_cert_pem))
+            .expect("client CAs");
     let auth = Authenticator::new(Some(tokens), true).with_client_cas(client_cas);
     let app = server.router(Arc::new(auth));
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
@@ -156,6 +188,7 @@ async fn start_with(selection: kapi_server::controllers::Selection) -> TestServe
         client,
         backend,
         server,
+        slot,
         url,
         ca_pem: pki.ca_cert_pem.clone(),
         shutdown: Some(tx),

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use kapi_server::{Cidr, Server, ServerConfig};
+use kapi_server::{Cidr, Server, ServerConfig, ServerOptions};
 use kapi_storage::embedded::EmbeddedConfig;
 use kapi_storage::factory::{self, StorageConfig};
 use serde_json::{json, Value};
@@ -30,7 +30,7 @@ async fn servers_sharing_storage_agree_on_the_kubernetes_endpoints() {
             port,
             service_cidr: Cidr::parse("10.0.0.0/24").unwrap(),
         };
-        let srv = Server::builtin(config, slot.clone());
+        let srv = Server::build(ServerOptions::new(config), slot.clone());
         let mut opts = kapi_server::controllers::Options::all("");
         opts.root_ca = None;
         srv.start(&opts).await.unwrap();

@@ -6,8 +6,8 @@
 
 use serde_json::{json, Value};
 
-use crate::harness::{start, TestServer};
-use kapi_server::authz::Mode;
+use crate::harness::{self, TestServer};
+use kapi_auth::authz::Mode;
 
 const NODE_GROUP: &str = "system:nodes";
 
@@ -60,9 +60,13 @@ fn secret(name: &str) -> Value {
     json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}, "data": {"k": "dg=="}})
 }
 
+/// A server authorizing with `Node,RBAC`, as kubeadm's.
+async fn start() -> TestServer {
+    harness::start_configured(|o| o.authorization_modes = Mode::parse_list("Node,RBAC").unwrap())
+        .await
+}
+
 async fn setup(s: &TestServer) -> String {
-    s.server
-        .set_authorization_modes(&Mode::parse_list("Node,RBAC").unwrap());
     let ns = s.namespace("nodeauthz").await;
     let base = format!("/api/v1/namespaces/{ns}");
     for name in ["s1", "s2", "s3"] {
@@ -309,7 +313,9 @@ async fn subject_access_review_asks_the_node_authorizer() {
     );
     // Upstream binds nobody to the system:node ClusterRole: RBAC alone gives
     // the nodes group nothing.
-    s.server.set_authorization_modes(&[Mode::Rbac]);
+    let s = s
+        .another(|o| o.authorization_modes = vec![Mode::Rbac])
+        .await;
     let (_, out) = s
         .send_json("POST", path, sar("s1").to_string().into_bytes())
         .await;

@@ -5,7 +5,7 @@
 //! secrets of missing or deleted accounts are deleted.
 
 use base64::Engine as _;
-use kapi_server::authn::serviceaccount::Issuer;
+use kapi_auth::authn::serviceaccount::Issuer;
 use serde_json::{json, Value};
 
 use crate::auth::{admin_create, call};
@@ -72,10 +72,14 @@ fn legacy_issuer(pem: &str, enabled: bool) -> Issuer {
 
 #[tokio::test]
 async fn token_secret_is_filled_and_authenticates_only_with_legacy_tokens() {
-    let s = harness::start().await;
+    // Every server below signs with one key: the token controllers of the
+    // earlier servers keep running and may fill the later secrets.
+    let pem = kapi_auth::authn::jwt::generate_ec_pem();
+    assert!(!Issuer::ephemeral().legacy_tokens(), "off by default");
+    let s = harness::start_configured(|o| o.service_accounts = legacy_issuer(&pem, false)).await;
     let uid = account(&s, "robot", json!({})).await;
 
-    // Filled with the default (legacy tokens off) server: refused.
+    // Filled with legacy tokens off: refused.
     admin_create(&s, SECRETS, token_secret("robot-token", "robot")).await;
     let (_, token) = filled(&s, "robot-token").await;
     assert_eq!(
@@ -84,8 +88,9 @@ async fn token_secret_is_filled_and_authenticates_only_with_legacy_tokens() {
         "legacy tokens are off by default"
     );
 
-    let pem = kapi_server::authn::jwt::generate_ec_pem();
-    s.server.set_service_accounts(legacy_issuer(&pem, true));
+    let s = s
+        .another(|o| o.service_accounts = legacy_issuer(&pem, true))
+        .await;
     admin_create(&s, SECRETS, token_secret("robot-token-2", "robot")).await;
     let (secret, token) = filled(&s, "robot-token-2").await;
     assert_eq!(secret["data"]["ca.crt"], b64(s.ca_pem()));
@@ -97,7 +102,7 @@ async fn token_secret_is_filled_and_authenticates_only_with_legacy_tokens() {
     );
     assert_eq!(annotations["kubernetes.io/service-account.name"], "robot");
     // Upstream's legacy claims, signed with the server's key, no expiry.
-    let claims = kapi_server::authn::jwt::verify(&token, s.server.service_accounts().verify_keys())
+    let claims = kapi_auth::authn::jwt::verify(&token, s.server.service_accounts.verify_keys())
         .expect("signed by the server");
     assert_eq!(
         claims,
@@ -125,7 +130,7 @@ async fn token_secret_is_filled_and_authenticates_only_with_legacy_tokens() {
 
     // Upstream's legacy token tracking labels the secret with the day of use.
     let today: String =
-        kapi_server::authn::serviceaccount::rfc3339(kapi_server::authn::serviceaccount::now())
+        kapi_auth::authn::serviceaccount::rfc3339(kapi_auth::authn::serviceaccount::now())
             .chars()
             .take(10)
             .collect();
@@ -137,7 +142,7 @@ async fn token_secret_is_filled_and_authenticates_only_with_legacy_tokens() {
     assert_eq!(used["data"], secret["data"], "the token is kept");
 
     // A token signed with the right key but not held by the secret is refused.
-    let forged = s.server.service_accounts().sign_claims(&json!({
+    let forged = s.server.service_accounts.sign_claims(&json!({
         "iss": "kubernetes/serviceaccount", "sub": "system:serviceaccount:default:robot",
         "kubernetes.io/serviceaccount/namespace": "default",
         "kubernetes.io/serviceaccount/secret.name": "robot-token-2",
@@ -146,11 +151,15 @@ async fn token_secret_is_filled_and_authenticates_only_with_legacy_tokens() {
     assert_eq!(whoami(&s, &forged).await.0, 401);
 
     // Same key, legacy tokens turned off: refused, with upstream's Status.
-    s.server.set_service_accounts(legacy_issuer(&pem, false));
+    let s = s
+        .another(|o| o.service_accounts = legacy_issuer(&pem, false))
+        .await;
     let (code, status) = whoami(&s, &token).await;
     assert_eq!(code, 401);
     assert_eq!(status["reason"], "Unauthorized");
-    s.server.set_service_accounts(legacy_issuer(&pem, true));
+    let s = s
+        .another(|o| o.service_accounts = legacy_issuer(&pem, true))
+        .await;
     assert_eq!(whoami(&s, &token).await.0, 201);
 
     // Once the secret is deleted, the token no longer authenticates.

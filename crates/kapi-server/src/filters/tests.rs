@@ -11,11 +11,12 @@ use axum::Router;
 use http_body_util::BodyExt as _;
 use tower::ServiceExt as _;
 
-use super::policy::Policy;
-use super::sink::LogOptions;
-use super::AuditConfig;
-use crate::authn::{Authenticator, TokenFile};
-use crate::filters::{Chain, ChainOptions};
+use kapi_auth::audit::policy::Policy;
+use kapi_auth::audit::sink::LogOptions;
+use kapi_auth::audit::AuditConfig;
+use kapi_auth::authn::{Authenticator, TokenFile};
+
+use super::{Chain, ChainOptions};
 
 const POLICY: &str = "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules: [{level: Metadata}]\n";
 
@@ -48,19 +49,8 @@ async fn a_panicking_handler_gets_500_and_the_server_keeps_serving() {
         Some(TokenFile::parse("t,alice,1").unwrap()),
         true,
     ));
-    // A server for the authorization filters, allowing everything.
-    let slot = kapi_storage::factory::open(kapi_storage::factory::StorageConfig::Embedded(
-        kapi_storage::embedded::EmbeddedConfig::new(dir.path().join("store")),
-    ))
-    .unwrap();
-    let config = crate::ServerConfig {
-        advertise_address: "127.0.0.1:6443".into(),
-        port: 6443,
-        service_cidr: crate::Cidr::parse("10.0.0.0/24").unwrap(),
-    };
-    let srv = crate::Server::builtin(config, slot);
-    srv.set_authorization_modes(&[crate::authz::Mode::AlwaysAllow]);
-    let app = crate::filters::apply(routes, auth, srv, &chain);
+    let allow: Arc<dyn kapi_auth::authz::Authorizer> = Arc::new(kapi_auth::authz::AlwaysAllow);
+    let app = super::apply(routes, auth, allow, &chain);
 
     let resp = app.clone().oneshot(get_as_alice("/boom")).await.unwrap();
     assert_eq!(resp.status(), 500);

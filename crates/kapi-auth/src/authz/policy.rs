@@ -17,7 +17,7 @@ use kapi_registry::store::UpdateTarget;
 use serde_json::{json, Value};
 
 use super::roles::{AUTOUPDATE, GROUP};
-use crate::Server;
+use kapi_registry::apis::Apis;
 
 /// Every bootstrap ClusterRole.
 pub fn cluster_roles() -> Vec<Value> {
@@ -34,8 +34,8 @@ pub fn cluster_role_bindings() -> Vec<Value> {
 }
 
 /// Create or reconcile every bootstrap object.
-pub async fn ensure(srv: &Server) -> Result<(), ApiError> {
-    let lookup = |r: &str| srv.apis.lookup(GROUP, "v1", r);
+pub async fn ensure(apis: &Apis) -> Result<(), ApiError> {
+    let lookup = |r: &str| apis.lookup(GROUP, "v1", r);
     let (Some(roles), Some(bindings), Some(ns_roles), Some(ns_bindings)) = (
         lookup("clusterroles"),
         lookup("clusterrolebindings"),

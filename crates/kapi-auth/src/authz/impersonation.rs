@@ -26,9 +26,9 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::{filter::forbidden, Attributes, ResourceAttrs};
-use crate::authn::{UserInfo, ALL_AUTHENTICATED, ALL_UNAUTHENTICATED, ANONYMOUS_USER};
-use crate::Server;
+use crate::authz::Authorizer;
 use kapi_http::negotiate::error_response;
+use kapi_http::user::{UserInfo, ALL_AUTHENTICATED, ALL_UNAUTHENTICATED, ANONYMOUS_USER};
 
 const USER: &str = "impersonate-user";
 const GROUP: &str = "impersonate-group";
@@ -171,7 +171,7 @@ fn checks(w: &Wanted, requester: &UserInfo) -> (Vec<Attributes>, UserInfo) {
 
 /// axum middleware: replace the request's user by the impersonated one.
 pub async fn impersonate_layer(
-    State(srv): State<Arc<Server>>,
+    State(authz): State<Arc<dyn Authorizer>>,
     mut req: Request,
     next: Next,
 ) -> Response {
@@ -196,7 +196,6 @@ pub async fn impersonate_layer(
         .cloned()
         .unwrap_or_else(UserInfo::anonymous);
     let (attrs, user) = checks(&w, &requester);
-    let authz = srv.authorizer();
     for a in &attrs {
         let d = authz.authorize(a).await;
         if !d.allowed() {

@@ -26,7 +26,7 @@ use kapi_resources::rbac::rules;
 use serde_json::{json, Value};
 
 use super::{Attributes, Authorizer, Decision, RuleSet};
-use crate::authn::UserInfo;
+use kapi_http::user::UserInfo;
 use kapi_registry::apis::{Apis, Entry};
 
 const GROUP: &str = "rbac.authorization.k8s.io";

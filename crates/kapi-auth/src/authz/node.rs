@@ -36,7 +36,7 @@ use serde_json::Value;
 
 use super::node_refs as refs;
 use super::{rbac, Attributes, Authorizer, Decision, ResourceAttrs, RuleSet};
-use crate::authn::UserInfo;
+use kapi_http::user::UserInfo;
 use kapi_registry::apis::{Apis, Entry};
 
 const NODE_USER_PREFIX: &str = "system:node:";

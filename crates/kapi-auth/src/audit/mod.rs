@@ -33,9 +33,9 @@ use axum::response::Response;
 use futures::FutureExt;
 use serde_json::{json, Map, Value};
 
-use crate::authn::UserInfo;
 use kapi_http::limits::{self, Kind};
 use kapi_http::metrics::Metrics;
+use kapi_http::user::UserInfo;
 use policy::{Attributes, Decision, Level, Policy, ResourceAttrs};
 use sink::{LogOptions, Sink};
 
@@ -518,6 +518,3 @@ fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
         "panic".into()
     }
 }
-
-#[cfg(test)]
-mod tests;

@@ -28,7 +28,7 @@ use serde_json::{json, Value};
 
 use super::jwt::{self, SigningKey, VerifyKey};
 use super::UserInfo;
-use crate::Server;
+use kapi_registry::apis::Apis;
 
 /// kubeadm's (and kapi's default) issuer.
 pub const DEFAULT_ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
@@ -129,6 +129,12 @@ impl Issuer {
     }
 
     /// `--service-account-jwks-uri`.
+    /// Whether legacy secret-based tokens authenticate
+    /// (`--service-account-legacy-tokens`).
+    pub fn legacy_tokens(&self) -> bool {
+        self.legacy
+    }
+
     pub fn jwks_uri(&self) -> Option<&str> {
         self.jwks_uri.as_deref()
     }
@@ -228,7 +234,7 @@ impl Issuer {
     /// `audiences`, with the audiences it matched.
     pub async fn authenticate(
         &self,
-        srv: &Server,
+        apis: &Apis,
         token: &str,
         audiences: &[String],
     ) -> Result<(UserInfo, Vec<String>), String> {
@@ -239,7 +245,7 @@ impl Issuer {
                 return Err("legacy service account tokens are not accepted".into());
             }
             let claims = jwt::verify(token, &self.verify)?;
-            return self.legacy_user(srv, token, &claims).await;
+            return self.legacy_user(apis, token, &claims).await;
         }
         if !self.issuers.iter().any(|i| i == iss) {
             return Err(super::UNKNOWN_TOKEN.into());
@@ -284,7 +290,7 @@ impl Issuer {
         };
         let ns = s("/namespace");
         let (sa_name, sa_uid) = (s("/serviceaccount/name"), s("/serviceaccount/uid"));
-        expect_uid(srv, "serviceaccounts", &ns, &sa_name, &sa_uid).await?;
+        expect_uid(apis, "serviceaccounts", &ns, &sa_name, &sa_uid).await?;
         let mut extra = BTreeMap::new();
         for kind in ["pod", "secret", "node"] {
             let (name, uid) = (s(&format!("/{kind}/name")), s(&format!("/{kind}/uid")));
@@ -292,7 +298,7 @@ impl Issuer {
                 continue;
             }
             let scope = if kind == "node" { "" } else { ns.as_str() };
-            expect_uid(srv, &format!("{kind}s"), scope, &name, &uid).await?;
+            expect_uid(apis, &format!("{kind}s"), scope, &name, &uid).await?;
             if kind != "secret" {
                 extra.insert(
                     format!("authentication.kubernetes.io/{kind}-name"),
@@ -315,7 +321,7 @@ impl Issuer {
 
     async fn legacy_user(
         &self,
-        srv: &Server,
+        apis: &Apis,
         token: &str,
         claims: &Value,
     ) -> Result<(UserInfo, Vec<String>), String> {
@@ -332,12 +338,12 @@ impl Issuer {
             c("service-account.name"),
             c("service-account.uid"),
         );
-        expect_uid(srv, "serviceaccounts", &ns, &sa, &uid).await?;
-        let account = lookup(srv, "serviceaccounts", &ns, &sa).await;
+        expect_uid(apis, "serviceaccounts", &ns, &sa, &uid).await?;
+        let account = lookup(apis, "serviceaccounts", &ns, &sa).await;
         if account.is_some_and(|a| a.pointer("/metadata/deletionTimestamp").is_some()) {
             return Err("service account has been deleted".into());
         }
-        let obj = lookup(srv, "secrets", &ns, &secret)
+        let obj = lookup(apis, "secrets", &ns, &secret)
             .await
             .ok_or("the token's secret no longer exists")?;
         // Upstream: a secret being deleted, or labelled invalid by the legacy
@@ -359,7 +365,7 @@ impl Issuer {
         if stored.as_deref() != Some(token.as_bytes()) || owner != Some(sa.as_str()) {
             return Err("the token does not match its secret".into());
         }
-        track_last_used(srv, &ns, &secret, &obj).await;
+        track_last_used(apis, &ns, &secret, &obj).await;
         Ok((
             account_user(&ns, &sa, &uid, BTreeMap::new()),
             self.audiences.clone(),
@@ -370,14 +376,14 @@ impl Issuer {
 /// Upstream's legacy token tracking: the secret's
 /// `kubernetes.io/legacy-token-last-used` label is the day (UTC) its token last
 /// authenticated. A failed write is only logged, as upstream.
-async fn track_last_used(srv: &Server, ns: &str, name: &str, secret: &Value) {
+async fn track_last_used(apis: &Apis, ns: &str, name: &str, secret: &Value) {
     const LABEL: &str = "kubernetes.io/legacy-token-last-used";
     let today = rfc3339(now()).chars().take(10).collect::<String>();
     let labelled = secret
         .pointer("/metadata/labels")
         .and_then(|l| l.get(LABEL))
         .and_then(Value::as_str);
-    let Some(entry) = srv.apis.lookup("", "v1", "secrets") else {
+    let Some(entry) = apis.lookup("", "v1", "secrets") else {
         return;
     };
     if labelled == Some(today.as_str()) || today.len() != 10 {
@@ -424,8 +430,8 @@ fn account_user(ns: &str, name: &str, uid: &str, extra: BTreeMap<String, Vec<Str
 }
 
 /// The object from the watch cache, or from the backend when the cache lacks it.
-async fn lookup(srv: &Server, resource: &str, ns: &str, name: &str) -> Option<Value> {
-    let entry = srv.apis.lookup("", "v1", resource)?;
+async fn lookup(apis: &Apis, resource: &str, ns: &str, name: &str) -> Option<Value> {
+    let entry = apis.lookup("", "v1", resource)?;
     if name.is_empty() || (entry.def.namespaced && ns.is_empty()) {
         return None;
     }
@@ -437,13 +443,13 @@ async fn lookup(srv: &Server, resource: &str, ns: &str, name: &str) -> Option<Va
 }
 
 async fn expect_uid(
-    srv: &Server,
+    apis: &Apis,
     resource: &str,
     ns: &str,
     name: &str,
     uid: &str,
 ) -> Result<(), String> {
-    let obj = lookup(srv, resource, ns, name).await;
+    let obj = lookup(apis, resource, ns, name).await;
     let found = obj
         .as_ref()
         .and_then(|o| o.pointer("/metadata/uid"))

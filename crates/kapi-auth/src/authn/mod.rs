@@ -33,8 +33,8 @@ use axum::http::{header, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use crate::Server;
 use kapi_http::tls::PeerIdentity;
+use kapi_registry::apis::Apis;
 
 pub use tokenfile::{TokenFile, TokenFileError};
 
@@ -53,12 +53,14 @@ pub enum AuthResult {
 }
 
 /// The authenticator chain: client certificate, token file, service account
-/// tokens (once attached to a server), anonymous.
+/// tokens (once given an issuer), anonymous.
 #[derive(Clone, Default)]
 pub struct Authenticator {
     tokens: Option<TokenFile>,
     anonymous: bool,
-    server: Option<Arc<Server>>,
+    /// Service account tokens: the issuer that signs and verifies them and the
+    /// resource table their accounts, secrets and pods are looked up in.
+    service_accounts: Option<(Arc<serviceaccount::Issuer>, Arc<Apis>)>,
     /// Front-proxy authentication (`--requestheader-*`), tried first.
     request_header: Option<Arc<requestheader::RequestHeader>>,
     /// The CAs client certificates must chain to for the certificate's own
@@ -72,7 +74,7 @@ impl std::fmt::Debug for Authenticator {
         f.debug_struct("Authenticator")
             .field("tokens", &self.tokens.as_ref().map(TokenFile::len))
             .field("anonymous", &self.anonymous)
-            .field("service_accounts", &self.server.is_some())
+            .field("service_accounts", &self.service_accounts.is_some())
             .finish()
     }
 }
@@ -82,7 +84,7 @@ impl Authenticator {
         Authenticator {
             tokens,
             anonymous,
-            server: None,
+            service_accounts: None,
             request_header: None,
             client_cas: None,
         }
@@ -131,9 +133,14 @@ impl Authenticator {
         }
     }
 
-    /// Also accept service account tokens `srv` issued (`Server::router` attaches it).
-    pub fn with_server(mut self, srv: Arc<Server>) -> Self {
-        self.server = Some(srv);
+    /// Also accept service account tokens `issuer` verifies, whose accounts
+    /// (and bound secrets and pods) are looked up in `apis`.
+    pub fn with_service_accounts(
+        mut self,
+        issuer: Arc<serviceaccount::Issuer>,
+        apis: Arc<Apis>,
+    ) -> Self {
+        self.service_accounts = Some((issuer, apis));
         self
     }
 
@@ -171,7 +178,7 @@ impl Authenticator {
         token: &str,
         audiences: &[String],
     ) -> Result<(UserInfo, Vec<String>), String> {
-        let issuer = self.server.as_ref().map(|s| s.service_accounts());
+        let issuer = self.service_accounts.as_ref().map(|(i, _)| i);
         let api_audiences = issuer.as_ref().map(|i| i.audiences()).unwrap_or_default();
         let wanted: Vec<String> = if audiences.is_empty() {
             api_audiences.clone()
@@ -191,12 +198,12 @@ impl Authenticator {
             }
             return Ok((with_authenticated_group(user.clone()), matched));
         }
-        match (&self.server, issuer) {
-            (Some(srv), Some(issuer)) => {
-                let (user, matched) = issuer.authenticate(srv, token, &wanted).await?;
+        match &self.service_accounts {
+            Some((issuer, apis)) => {
+                let (user, matched) = issuer.authenticate(apis, token, &wanted).await?;
                 Ok((with_authenticated_group(user), matched))
             }
-            _ => Err(UNKNOWN_TOKEN.into()),
+            None => Err(UNKNOWN_TOKEN.into()),
         }
     }
 }

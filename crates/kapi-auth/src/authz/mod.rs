@@ -30,7 +30,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
-use crate::authn::UserInfo;
+use kapi_http::user::UserInfo;
+use kapi_registry::apis::Apis;
 
 /// The group whose members may do anything (`user.SystemPrivilegedGroup`).
 pub const PRIVILEGED_GROUP: &str = "system:masters";
@@ -276,6 +277,41 @@ impl Authorizer for Chain {
             out.errors.extend(r.errors);
         }
         out
+    }
+}
+
+/// Authorization as one server has it, built once from
+/// `--authorization-mode`: the chain every request and access review asks,
+/// and RBAC's compiled view of the watch-cached RBAC objects, which escalation
+/// checks use in every mode (as upstream's RBAC storage does).
+pub struct Authorization {
+    chain: Chain,
+    rbac: Arc<rbac::Rbac>,
+}
+
+impl Authorization {
+    /// The modes in order over the resources of `apis`.
+    pub fn new(modes: &[Mode], apis: &Apis) -> Authorization {
+        let rbac = Arc::new(rbac::Rbac::new(apis));
+        let node = Arc::new(node::Node::new(apis));
+        let chain = Chain::new(modes, rbac.clone(), node);
+        Authorization { chain, rbac }
+    }
+
+    /// RBAC's view of the RBAC objects, whatever the modes.
+    pub fn rbac(&self) -> &Arc<rbac::Rbac> {
+        &self.rbac
+    }
+}
+
+#[async_trait]
+impl Authorizer for Authorization {
+    async fn authorize(&self, attrs: &Attributes) -> Decision {
+        self.chain.authorize(attrs).await
+    }
+
+    async fn rules_for(&self, user: &UserInfo, namespace: &str) -> RuleSet {
+        self.chain.rules_for(user, namespace).await
     }
 }
 

@@ -1,55 +1,71 @@
-//! The filter chain every request passes before any route, listed in the order a
-//! request meets them (as kube-apiserver's `DefaultBuildHandlerChain`): metrics
-//! (`metrics.rs`), the audit ID (`audit/`), panic recovery, the request
-//! deadline and timeout (`limits.rs`), authentication (`authn/`), audit,
-//! impersonation (`authz/impersonation.rs`), API Priority and Fairness
-//! (`flowcontrol/`; max-inflight when it is off), authorization
-//! (`authz/filter.rs`).
+//! The filter chain every request passes before any route, as kube-apiserver's
+//! `DefaultBuildHandlerChain`. [`apply`] lists the filters in the order a
+//! request meets them:
+//!
+//! 1. metrics (`kapi_http::metrics`): the request's clock and counters;
+//! 2. the audit ID (`kapi_auth::audit::id_layer`);
+//! 3. panic recovery ([`recover`]);
+//! 4. the deadline and timeout (`kapi_http::limits::timeout`);
+//! 5. authentication (`kapi_auth::authn`);
+//! 6. audit events, when an audit policy is set (`kapi_auth::audit::layer`);
+//! 7. impersonation (`kapi_auth::authz::impersonation`);
+//! 8. API Priority and Fairness (`kapi-flowcontrol`), or max-inflight when
+//!    it is off (`kapi_http::limits::max_inflight`);
+//! 9. authorization (`kapi_auth::authz::filter`).
+//!
+//! [`Chain`] is the built state of the filters that keep state (metrics,
+//! audit sink, concurrency), from [`ChainOptions`] (the flags).
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::extract::Request;
 use axum::http::{header, StatusCode};
-use axum::middleware::{self, Next};
+use axum::middleware::{from_fn, from_fn_with_state, Next};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use futures::FutureExt;
-
-use std::time::Duration;
-
+use kapi_auth::audit;
+use kapi_auth::authn::{self, Authenticator};
+use kapi_auth::authz::filter::authorize_layer;
+use kapi_auth::authz::impersonation::impersonate_layer;
+use kapi_auth::authz::Authorizer;
 use kapi_http::limits::{self, MaxInflight};
 use kapi_http::metrics::{self, Metrics};
+use tower::util::Either;
+use tower::ServiceBuilder;
 
-use crate::audit;
-use crate::authn::{self, Authenticator};
-use crate::authz::{filter::authorize_layer, impersonation::impersonate_layer};
-use crate::Server;
-
-pub fn apply(routes: Router, auth: Arc<Authenticator>, srv: Arc<Server>, chain: &Chain) -> Router {
-    // Layers wrap outside-in: the last added meets the request first.
-    let routes = routes.layer(middleware::from_fn_with_state(srv.clone(), authorize_layer));
-    let routes = chain.concurrency_layer(routes);
-    let routes = routes.layer(middleware::from_fn_with_state(srv, impersonate_layer));
-    let routes = chain.audit_layer(routes);
-    routes
-        .layer(middleware::from_fn_with_state(
-            auth,
-            authn::authenticate_layer,
-        ))
-        .layer(middleware::from_fn_with_state(
-            chain.request_timeout,
-            limits::timeout,
-        ))
-        .layer(middleware::from_fn(recover))
-        .layer(middleware::from_fn_with_state(
-            chain.audit.clone(),
-            audit::id_layer,
-        ))
-        .layer(middleware::from_fn_with_state(
-            chain.metrics.clone(),
-            metrics::layer,
-        ))
+/// Put `routes` behind the whole filter chain.
+pub fn apply(
+    routes: Router,
+    auth: Arc<Authenticator>,
+    authz: Arc<dyn Authorizer>,
+    chain: &Chain,
+) -> Router {
+    let concurrency = match &chain.concurrency {
+        Concurrency::Apf(fc) => {
+            Either::Left(from_fn_with_state(fc.clone(), crate::flowcontrol::layer))
+        }
+        Concurrency::MaxInflight(m) => {
+            Either::Right(from_fn_with_state(m.clone(), limits::max_inflight))
+        }
+    };
+    let auditing = chain
+        .audit
+        .clone()
+        .map(|a| from_fn_with_state(a, audit::layer));
+    let filters = ServiceBuilder::new()
+        .layer(from_fn_with_state(chain.metrics.clone(), metrics::layer))
+        .layer(from_fn_with_state(chain.audit.clone(), audit::id_layer))
+        .layer(from_fn(recover))
+        .layer(from_fn_with_state(chain.request_timeout, limits::timeout))
+        .layer(from_fn_with_state(auth, authn::authenticate_layer))
+        .option_layer(auditing)
+        .layer(from_fn_with_state(authz.clone(), impersonate_layer))
+        .layer(concurrency)
+        .layer(from_fn_with_state(authz, authorize_layer));
+    routes.layer(filters)
 }
 
 /// Turn a panic in any handler into a 500; the server keeps serving. As
@@ -84,7 +100,7 @@ pub struct ChainOptions {
     /// `--request-timeout`.
     pub request_timeout: Duration,
     /// `--audit-policy-file` / `--audit-log-*`; `None` audits nothing.
-    pub audit: Option<crate::audit::AuditConfig>,
+    pub audit: Option<kapi_auth::audit::AuditConfig>,
 }
 
 impl Default for ChainOptions {
@@ -106,7 +122,7 @@ pub struct Chain {
     pub metrics: Metrics,
     pub request_timeout: Duration,
     pub concurrency: Concurrency,
-    pub audit: Option<crate::audit::Audit>,
+    pub audit: Option<kapi_auth::audit::Audit>,
 }
 
 /// APF, or the two max-inflight limits when APF is off.
@@ -136,7 +152,7 @@ impl Chain {
         };
         let audit = match &opts.audit {
             Some(cfg) => Some(
-                crate::audit::Audit::open(cfg, metrics.clone())
+                kapi_auth::audit::Audit::open(cfg, metrics.clone())
                     .map_err(|e| format!("opening audit log {}: {e}", cfg.log.path.display()))?,
             ),
             None => None,
@@ -148,28 +164,7 @@ impl Chain {
             audit,
         })
     }
-
-    /// Wrap `routes` in the concurrency filter (APF or max-inflight).
-    pub fn concurrency_layer(&self, routes: axum::Router) -> axum::Router {
-        use axum::middleware::from_fn_with_state;
-        match &self.concurrency {
-            Concurrency::Apf(fc) => {
-                routes.layer(from_fn_with_state(fc.clone(), crate::flowcontrol::layer))
-            }
-            Concurrency::MaxInflight(m) => {
-                routes.layer(from_fn_with_state(m.clone(), limits::max_inflight))
-            }
-        }
-    }
-
-    /// Wrap `routes` in the audit filter, when auditing is on.
-    pub fn audit_layer(&self, routes: axum::Router) -> axum::Router {
-        match &self.audit {
-            Some(a) => routes.layer(axum::middleware::from_fn_with_state(
-                a.clone(),
-                crate::audit::layer,
-            )),
-            None => routes,
-        }
-    }
 }
+
+#[cfg(test)]
+mod tests;

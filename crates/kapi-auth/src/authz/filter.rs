@@ -20,10 +20,10 @@ use kapi_machinery::status::{ApiError, GroupResource};
 
 use super::{Attributes, ResourceAttrs};
 use crate::audit::AuditHandle;
-use crate::authn::UserInfo;
-use crate::Server;
+use crate::authz::Authorizer;
 use kapi_http::negotiate::error_response_for;
 use kapi_http::request::{self, Query};
+use kapi_http::user::UserInfo;
 
 /// The attributes of an HTTP request made by `user`.
 pub fn attributes(
@@ -93,14 +93,18 @@ pub fn forbidden(attrs: &Attributes, reason: &str) -> ApiError {
 }
 
 /// axum middleware: authorize the request as its (possibly impersonated) user.
-pub async fn authorize_layer(State(srv): State<Arc<Server>>, req: Request, next: Next) -> Response {
+pub async fn authorize_layer(
+    State(authz): State<Arc<dyn Authorizer>>,
+    req: Request,
+    next: Next,
+) -> Response {
     let user = req
         .extensions()
         .get::<UserInfo>()
         .cloned()
         .unwrap_or_else(UserInfo::anonymous);
     let attrs = attributes(&user, req.method(), req.uri());
-    let decision = srv.authorizer().authorize(&attrs).await;
+    let decision = authz.authorize(&attrs).await;
     if let Some(audit) = req.extensions().get::<AuditHandle>() {
         let verdict = if decision.allowed() {
             "allow"

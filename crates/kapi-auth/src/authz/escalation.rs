@@ -21,9 +21,9 @@ use kapi_machinery::status::{ApiError, GroupResource, Reason};
 use serde_json::{json, Value};
 
 use super::rbac::Policy;
-use super::{Attributes, ResourceAttrs, PRIVILEGED_GROUP};
-use crate::authn::UserInfo;
-use crate::handlers::Ctx;
+use super::{Attributes, Authorization, Authorizer, ResourceAttrs, PRIVILEGED_GROUP};
+use kapi_http::user::UserInfo;
+use kapi_registry::apis::Entry;
 
 const GROUP: &str = "rbac.authorization.k8s.io";
 
@@ -190,6 +190,15 @@ fn confirm_no_escalation(
     Err(msg)
 }
 
+/// The write a [`Guard`] is prepared for.
+pub struct Write<'a> {
+    pub entry: &'a Entry,
+    pub namespace: Option<&'a str>,
+    pub name: &'a str,
+    pub subresource: Option<&'a str>,
+    pub user: Option<&'a UserInfo>,
+}
+
 /// What a write to an RBAC object may contain, worked out before the write.
 pub struct Guard {
     user: UserInfo,
@@ -202,26 +211,27 @@ pub struct Guard {
 
 impl Guard {
     /// `None` when the request writes no RBAC object or its user may write anything.
-    /// `obj` is the body (create/update); patches pass the stored object.
-    pub async fn prepare(ctx: &Ctx, obj: Option<&Value>) -> Result<Option<Guard>, ApiError> {
-        let def = &ctx.entry.def;
-        if def.group != GROUP || ctx.info.subresource.is_some() {
+    /// `obj` is the body (create/update); patches pass `None` and the stored
+    /// object is read.
+    pub async fn prepare(
+        authz: &Authorization,
+        w: &Write<'_>,
+        obj: Option<&Value>,
+    ) -> Result<Option<Guard>, ApiError> {
+        let def = &w.entry.def;
+        if def.group != GROUP || w.subresource.is_some() {
             return Ok(None);
         }
-        let user = ctx.user.clone().unwrap_or_else(UserInfo::anonymous);
+        let user = w.user.cloned().unwrap_or_else(UserInfo::anonymous);
         if user.groups.iter().any(|g| g == PRIVILEGED_GROUP) {
             return Ok(None);
         }
-        let namespace = ctx.namespace().unwrap_or("").to_owned();
+        let namespace = w.namespace.unwrap_or("").to_owned();
         let stored;
         let obj = match obj {
             Some(o) => o,
             None => {
-                stored = ctx
-                    .entry
-                    .store
-                    .get(ctx.namespace(), ctx.name(), None)
-                    .await?;
+                stored = w.entry.store.get(w.namespace, w.name, None).await?;
                 &stored
             }
         };
@@ -230,7 +240,7 @@ impl Guard {
                 group: GROUP.into(),
                 resource: def.resource.clone(),
                 namespace: namespace.clone(),
-                name: ctx.name().to_owned(),
+                name: w.name.to_owned(),
                 ..Default::default()
             },
             "rolebindings" | "clusterrolebindings" => {
@@ -259,14 +269,13 @@ impl Guard {
         } else {
             "escalate"
         };
-        let authz = ctx.srv.authorizer();
         let authorized = authz
             .authorize(&Attributes::resource(&user, verb, attrs))
             .await
             .allowed();
         Ok(Some(Guard {
             user,
-            policy: ctx.srv.rbac.policy(true).await,
+            policy: authz.rbac().policy(true).await,
             resource: def.resource.clone(),
             namespace,
             authorized,

@@ -10,9 +10,6 @@
 //! (bootstrap: `system:service-account-issuer-discovery` → all service
 //! accounts). Key ids are upstream's: base64url(SHA-256(DER SubjectPublicKeyInfo)).
 
-use std::sync::Arc;
-
-use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
@@ -20,7 +17,7 @@ use base64::Engine as _;
 use serde_json::{json, Value};
 
 use super::jwt::VerifyKey;
-use crate::Server;
+use super::serviceaccount::Issuer;
 
 /// The discovery document's path.
 pub const CONFIG_PATH: &str = "/.well-known/openid-configuration";
@@ -150,16 +147,16 @@ fn publishable(issuer: &str) -> bool {
         .is_some_and(|rest| !rest.is_empty() && !rest.contains(['?', '#']))
 }
 
-/// The discovery document, or `None` when the issuer is not publishable.
-pub fn configuration(srv: &Server) -> Option<Value> {
-    let issuer = srv.service_accounts();
+/// The discovery document, or `None` when the issuer is not publishable;
+/// the key set's default address is on `advertise_address` (`host:port`).
+pub fn configuration(issuer: &Issuer, advertise_address: &str) -> Option<Value> {
     if !publishable(issuer.issuer()) {
         return None;
     }
     let jwks_uri = issuer
         .jwks_uri()
         .map(str::to_owned)
-        .unwrap_or_else(|| format!("https://{}{JWKS_PATH}", srv.config.advertise_address));
+        .unwrap_or_else(|| format!("https://{advertise_address}{JWKS_PATH}"));
     let mut algs: Vec<String> = key_set(issuer.verify_keys())["keys"]
         .as_array()
         .into_iter()
@@ -193,13 +190,13 @@ fn answer(body: Option<Value>, content_type: &'static str) -> Response {
 }
 
 /// `GET /.well-known/openid-configuration`.
-pub async fn serve_configuration(State(srv): State<Arc<Server>>) -> Response {
-    answer(configuration(&srv), "application/json")
+pub fn serve_configuration(issuer: &Issuer, advertise_address: &str) -> Response {
+    answer(configuration(issuer, advertise_address), "application/json")
 }
 
 /// `GET /openid/v1/jwks`.
-pub async fn serve_jwks(State(srv): State<Arc<Server>>) -> Response {
-    let body = configuration(&srv).map(|_| key_set(srv.service_accounts().verify_keys()));
+pub fn serve_jwks(issuer: &Issuer, advertise_address: &str) -> Response {
+    let body = configuration(issuer, advertise_address).map(|_| key_set(issuer.verify_keys()));
     answer(body, "application/jwk-set+json")
 }
 
