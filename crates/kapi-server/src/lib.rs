@@ -19,7 +19,6 @@ pub mod controllers;
 pub mod discovery;
 pub mod fieldcheck;
 pub mod filters;
-pub mod flowcontrol;
 pub mod handlers;
 pub mod health;
 mod openapi;
@@ -222,7 +221,7 @@ impl Server {
     ) -> Result<Router, String> {
         let chain = filters::Chain::build(opts)?;
         if let filters::Concurrency::Apf(fc) = &chain.concurrency {
-            flowcontrol::spawn_controller(self.clone(), fc.clone());
+            kapi_flowcontrol::spawn_controller(&self.apis, fc.clone());
         }
         let m = chain.metrics.clone();
         let routes = Router::new()

@@ -45,7 +45,7 @@ pub fn apply(
 ) -> Router {
     let concurrency = match &chain.concurrency {
         Concurrency::Apf(fc) => {
-            Either::Left(from_fn_with_state(fc.clone(), crate::flowcontrol::layer))
+            Either::Left(from_fn_with_state(fc.clone(), kapi_flowcontrol::layer))
         }
         Concurrency::MaxInflight(m) => {
             Either::Right(from_fn_with_state(m.clone(), limits::max_inflight))
@@ -128,7 +128,7 @@ pub struct Chain {
 /// APF, or the two max-inflight limits when APF is off.
 #[derive(Clone)]
 pub enum Concurrency {
-    Apf(crate::flowcontrol::FlowControl),
+    Apf(kapi_flowcontrol::FlowControl),
     MaxInflight(MaxInflight),
 }
 
@@ -138,7 +138,7 @@ impl Chain {
         let metrics = Metrics::default();
         let concurrency = if opts.enable_priority_and_fairness {
             let limit = opts.max_requests_inflight + opts.max_mutating_requests_inflight;
-            Concurrency::Apf(crate::flowcontrol::FlowControl::new(
+            Concurrency::Apf(kapi_flowcontrol::FlowControl::new(
                 limit,
                 opts.request_timeout,
                 metrics.clone(),

@@ -9,7 +9,7 @@
 
 use serde_json::Value;
 
-use kapi_auth::authn::UserInfo;
+use kapi_http::user::UserInfo;
 
 /// What classification needs to know about a request.
 pub struct Digest<'a> {

@@ -1,4 +1,4 @@
-//! API Priority and Fairness: the filter that classifies every request by the
+//! kapi-flowcontrol — API Priority and Fairness: the filter that classifies every request by the
 //! FlowSchemas, and admits it to its priority level's seats (at once, after
 //! fair queuing, or not: 429), as upstream's `WithPriorityAndFairness` and
 //! `util/flowcontrol`.
@@ -31,6 +31,7 @@ pub mod config;
 mod controller;
 mod ensure;
 pub mod queueset;
+
 pub mod work;
 
 use std::collections::HashMap;
@@ -45,9 +46,9 @@ use axum::response::Response;
 use tokio::time::Instant;
 
 use config::{Digest, LevelSpec, Schema};
-use kapi_auth::authn::UserInfo;
 use kapi_http::limits::{self, Deadline, Executing, Kind};
 use kapi_http::metrics::{Family, Kind as MetricKind, Metrics, WAIT_BUCKETS};
+use kapi_http::user::UserInfo;
 use queueset::Level;
 
 pub use controller::spawn as spawn_controller;

@@ -19,28 +19,28 @@ use tokio::sync::mpsc;
 
 use super::config::{LevelSpec, Schema};
 use super::{borrow, ensure, FlowControl};
-use crate::Server;
 use kapi_client::informer::{self, Change};
+use kapi_registry::apis::Apis;
 
 const MANAGER: &str = "api-priority-and-fairness-config-consumer-v1";
 
-/// Follow the objects of `srv` until the process ends.
-pub fn spawn(srv: Arc<Server>, fc: FlowControl) {
+/// Follow the configuration objects of `apis` while it lives.
+pub fn spawn(apis: &Arc<Apis>, fc: FlowControl) {
     use kapi_resources::flowcontrol::GROUP;
     let (Some(levels), Some(schemas)) = (
-        srv.apis.lookup(GROUP, "v1", "prioritylevelconfigurations"),
-        srv.apis.lookup(GROUP, "v1", "flowschemas"),
+        apis.lookup(GROUP, "v1", "prioritylevelconfigurations"),
+        apis.lookup(GROUP, "v1", "flowschemas"),
     ) else {
         return;
     };
-    let weak = Arc::downgrade(&srv);
+    let weak = Arc::downgrade(apis);
     fc.set_counter(Arc::new(move |info: &kapi_http::request::RequestInfo| {
-        let Some(srv) = weak.upgrade() else {
+        let Some(apis) = weak.upgrade() else {
             return (0, 0);
         };
         let (Some(cache), Some(entry)) = (
-            srv.apis.cache(),
-            srv.apis.lookup(&info.group, &info.version, &info.resource),
+            apis.cache(),
+            apis.lookup(&info.group, &info.version, &info.resource),
         ) else {
             return (0, 0);
         };
@@ -51,7 +51,7 @@ pub fn spawn(srv: Arc<Server>, fc: FlowControl) {
     informer::spawn(levels.clone(), FieldSelector::default(), tx.clone());
     informer::spawn(schemas.clone(), FieldSelector::default(), tx);
     fc.spawn_borrowing(borrow::PERIOD);
-    let weak = Arc::downgrade(&srv);
+    let weak = Arc::downgrade(apis);
     let (l, s) = (levels.clone(), schemas.clone());
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(ensure::PERIOD);
