@@ -25,7 +25,7 @@ pub async fn run(srv: &Server) -> Result<(), ApiError> {
         .apis
         .lookup("", "v1", "services")
         .expect("services served");
-    let svc = crate::controllers::kubernetes_service_object(srv);
+    let svc = kapi_controllers::kubernetes_service_object(&srv.controller_context());
     ignore_exists(services.store.create(svc, &WriteOptions::default()).await)?;
     if let Some(classes) = srv.apis.lookup(SCHEDULING, "v1", "priorityclasses") {
         for class in SYSTEM_CLASSES {

@@ -15,7 +15,6 @@ pub mod apiextensions;
 
 mod bootstrap;
 mod componentstatus;
-pub mod controllers;
 pub mod discovery;
 pub mod fieldcheck;
 pub mod filters;
@@ -139,6 +138,18 @@ impl Server {
         })
     }
 
+    /// What the in-process controllers work with.
+    pub fn controller_context(&self) -> kapi_controllers::Context {
+        kapi_controllers::Context {
+            apis: self.apis.clone(),
+            slot: self.slot.clone(),
+            service_accounts: self.service_accounts.clone(),
+            advertise_address: self.config.advertise_address.clone(),
+            port: self.config.port,
+            kubernetes_service_ip: self.config.service_cidr.nth(1).to_string(),
+        }
+    }
+
     /// The admission chain every write passes.
     pub fn admission_chain(&self) -> Arc<admission::Chain> {
         self.admission.clone()
@@ -196,11 +207,11 @@ impl Server {
     /// call once storage is ready.
     pub async fn start(
         self: &Arc<Self>,
-        controllers: &controllers::Options,
+        controllers: &kapi_controllers::Options,
     ) -> Result<(), ApiError> {
         bootstrap::run(self).await?;
         apiextensions::start(self).await;
-        controllers::spawn(self, controllers);
+        kapi_controllers::spawn(&Arc::new(self.controller_context()), controllers);
         aggregator::spawn(self);
         Ok(())
     }

@@ -289,8 +289,8 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
         port,
         service_cidr,
     };
-    let controllers = kapi_server::controllers::Options {
-        controllers: kapi_server::controllers::Selection::parse(&a.controllers)
+    let controllers = kapi_controllers::Options {
+        controllers: kapi_controllers::Selection::parse(&a.controllers)
             .map_err(|e| format!("--controllers: {e}"))?,
         endpoint_reconciler: a.endpoint_reconciler_type == "lease",
         root_ca: Some(pki.ca_cert_pem.clone()),

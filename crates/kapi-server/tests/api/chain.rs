@@ -53,9 +53,9 @@ pub async fn start_in(dir: tempfile::TempDir, opts: ChainOptions) -> Chain {
         service_cidr: Cidr::parse("10.0.0.0/24").expect("cidr"),
     };
     let server = Server::build(ServerOptions::new(config), slot);
-    let mut controllers = kapi_server::controllers::Options::default();
+    let mut controllers = kapi_controllers::Options::default();
     controllers.controllers =
-        kapi_server::controllers::Selection::parse(&["namespace".into()]).expect("controllers");
+        kapi_controllers::Selection::parse(&["namespace".into()]).expect("controllers");
     server.start(&controllers).await.expect("bootstrap");
     let tokens = TokenFile::parse(TOKENS).expect("tokens");
     let auth = Arc::new(Authenticator::new(Some(tokens), true));

@@ -163,8 +163,8 @@ async fn definitions_present_at_start_are_served_when_start_returns() {
         service_cidr: kapi_server::Cidr::parse("10.0.0.0/24").unwrap(),
     };
     let second = kapi_server::Server::build(kapi_server::ServerOptions::new(config), slot);
-    let none = kapi_server::controllers::Selection::parse(&[]).unwrap();
-    let opts = kapi_server::controllers::Options {
+    let none = kapi_controllers::Selection::parse(&[]).unwrap();
+    let opts = kapi_controllers::Options {
         controllers: none,
         ..Default::default()
     };

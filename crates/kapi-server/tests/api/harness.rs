@@ -61,26 +61,26 @@ pub async fn start() -> TestServer {
 /// As [`start`], with the server's options changed by `configure` first.
 pub async fn start_configured(configure: impl FnOnce(&mut ServerOptions)) -> TestServer {
     let items = ["*", "-serviceaccount", "-root-ca-cert-publisher"].map(String::from);
-    let selection = kapi_server::controllers::Selection::parse(&items).expect("controllers");
+    let selection = kapi_controllers::Selection::parse(&items).expect("controllers");
     start_with(selection, configure).await
 }
 
 /// Start a server running every in-process controller.
 #[allow(dead_code)]
 pub async fn start_with_all_controllers() -> TestServer {
-    start_with(kapi_server::controllers::Selection::default(), |_| {}).await
+    start_with(kapi_controllers::Selection::default(), |_| {}).await
 }
 
 /// Start a server with the controllers `--controllers=<items>` would select.
 #[allow(dead_code)]
 pub async fn start_with_controllers(items: &[&str]) -> TestServer {
     let items: Vec<String> = items.iter().map(|s| s.to_string()).collect();
-    let selection = kapi_server::controllers::Selection::parse(&items).expect("controllers");
+    let selection = kapi_controllers::Selection::parse(&items).expect("controllers");
     start_with(selection, |_| {}).await
 }
 
 async fn start_with(
-    selection: kapi_server::controllers::Selection,
+    selection: kapi_controllers::Selection,
     configure: impl FnOnce(&mut ServerOptions),
 ) -> TestServer {
     install_crypto_provider();
@@ -102,7 +102,7 @@ impl TestServer {
     #[allow(dead_code)]
     pub async fn another(&self, configure: impl FnOnce(&mut ServerOptions)) -> TestServer {
         let items = ["*", "-serviceaccount", "-root-ca-cert-publisher"].map(String::from);
-        let selection = kapi_server::controllers::Selection::parse(&items).expect("controllers");
+        let selection = kapi_controllers::Selection::parse(&items).expect("controllers");
         serve(self._dir.clone(), self.slot.clone(), selection, configure).await
     }
 }
@@ -110,7 +110,7 @@ impl TestServer {
 async fn serve(
     dir: Arc<tempfile::TempDir>,
     slot: BackendSlot,
-    selection: kapi_server::controllers::Selection,
+    selection: kapi_controllers::Selection,
     configure: impl FnOnce(&mut ServerOptions),
 ) -> TestServer {
     let backend = slot.current().expect("embedded store is ready at once");
@@ -143,7 +143,7 @@ async fn serve(
     }
     configure(&mut options);
     let server = Server::build(options, slot.clone());
-    let mut controllers = kapi_server::controllers::Options::all(pki.ca_cert_pem.clone());
+    let mut controllers = kapi_controllers::Options::all(pki.ca_cert_pem.clone());
     controllers.controllers = selection;
     server.start(&controllers).await.expect("bootstrap");
     let backend: Arc<dyn Backend> = match server.apis.cache() {

@@ -31,7 +31,7 @@ async fn servers_sharing_storage_agree_on_the_kubernetes_endpoints() {
             service_cidr: Cidr::parse("10.0.0.0/24").unwrap(),
         };
         let srv = Server::build(ServerOptions::new(config), slot.clone());
-        let mut opts = kapi_server::controllers::Options::all("");
+        let mut opts = kapi_controllers::Options::all("");
         opts.root_ca = None;
         srv.start(&opts).await.unwrap();
         servers.push(srv);

@@ -29,7 +29,7 @@ use serde_json::Value;
 
 use super::graph::{Identity, OwnerRef, Work};
 use super::Collector;
-use crate::controllers::CONTROLLER_MANAGER;
+use crate::CONTROLLER_MANAGER;
 use kapi_registry::apis::Entry;
 
 /// Dependents of one owner orphaned at the same time.
@@ -64,14 +64,11 @@ impl Collector {
     }
 
     fn entry(&self, api_version: &str, kind: &str) -> Result<Arc<Entry>, ApiError> {
-        self.srv
-            .apis
-            .resolve_kind(api_version, kind)
-            .ok_or_else(|| {
-                ApiError::internal(format!(
-                    "unable to get REST mapping for {api_version}/{kind}"
-                ))
-            })
+        self.cx.apis.resolve_kind(api_version, kind).ok_or_else(|| {
+            ApiError::internal(format!(
+                "unable to get REST mapping for {api_version}/{kind}"
+            ))
+        })
     }
 
     fn virtual_delete(&self, uid: &str) {

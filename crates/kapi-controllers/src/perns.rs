@@ -12,13 +12,13 @@ use kapi_machinery::status::ApiError;
 use kapi_registry::meta;
 use tokio::sync::mpsc;
 
-use crate::Server;
+use crate::Context;
 use kapi_client::informer::{self, Change};
 use kapi_client::queue::{run_workers, WorkQueue};
 
 /// Whether `ns` exists and is not being deleted.
-pub async fn active(srv: &Server, ns: &str) -> Result<bool, ApiError> {
-    let Some(namespaces) = srv.apis.lookup("", "v1", "namespaces") else {
+pub async fn active(cx: &Context, ns: &str) -> Result<bool, ApiError> {
+    let Some(namespaces) = cx.apis.lookup("", "v1", "namespaces") else {
         return Ok(false);
     };
     match namespaces.store.get(None, ns, None).await {
@@ -30,14 +30,14 @@ pub async fn active(srv: &Server, ns: &str) -> Result<bool, ApiError> {
 }
 
 /// Keep `name` of `resource` (core/v1) in every active namespace with `ensure`.
-pub fn spawn<F, Fut>(srv: Arc<Server>, resource: &str, name: &'static str, ensure: F)
+pub fn spawn<F, Fut>(cx: Arc<Context>, resource: &str, name: &'static str, ensure: F)
 where
-    F: Fn(Arc<Server>, String) -> Fut + Clone + Send + Sync + 'static,
+    F: Fn(Arc<Context>, String) -> Fut + Clone + Send + Sync + 'static,
     Fut: Future<Output = Result<(), ApiError>> + Send,
 {
     let (Some(namespaces), Some(objects)) = (
-        srv.apis.lookup("", "v1", "namespaces"),
-        srv.apis.lookup("", "v1", resource),
+        cx.apis.lookup("", "v1", "namespaces"),
+        cx.apis.lookup("", "v1", resource),
     ) else {
         return;
     };
@@ -67,14 +67,14 @@ where
         }
     });
     run_workers(queue, 2, move |ns: String| {
-        let (srv, ensure) = (srv.clone(), ensure.clone());
+        let (cx, ensure) = (cx.clone(), ensure.clone());
         async move {
-            match active(&srv, &ns).await {
+            match active(&cx, &ns).await {
                 Ok(true) => {}
                 Ok(false) => return Ok(()),
                 Err(e) => return Err(e.to_string()),
             }
-            match ensure(srv, ns).await {
+            match ensure(cx, ns).await {
                 Ok(()) => Ok(()),
                 // The namespace went away or started terminating meanwhile.
                 Err(e) if e.is_not_found() || e.code == 403 => Ok(()),

@@ -8,16 +8,16 @@ use kapi_machinery::status::ApiError;
 use serde_json::json;
 
 use super::{ignore_exists, perns, CONTROLLER_MANAGER};
-use crate::Server;
+use crate::Context;
 
 const NAME: &str = "default";
 
-pub fn spawn(srv: Arc<Server>) {
-    perns::spawn(srv, "serviceaccounts", NAME, ensure);
+pub fn spawn(cx: Arc<Context>) {
+    perns::spawn(cx, "serviceaccounts", NAME, ensure);
 }
 
-async fn ensure(srv: Arc<Server>, ns: String) -> Result<(), ApiError> {
-    let accounts = srv
+async fn ensure(cx: Arc<Context>, ns: String) -> Result<(), ApiError> {
+    let accounts = cx
         .apis
         .lookup("", "v1", "serviceaccounts")
         .ok_or_else(|| ApiError::internal("serviceaccounts are not served"))?;

@@ -21,7 +21,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use self::graph::{Graph, Identity, Observed, OwnerRef, Work};
-use crate::Server;
+use crate::Context;
 use kapi_client::informer::{self, Change, Event, Shape};
 use kapi_client::queue::{run_workers, WorkQueue};
 
@@ -30,7 +30,7 @@ const WORKERS: usize = 4;
 
 /// What the graph task and the workers share.
 pub(super) struct Collector {
-    srv: Arc<Server>,
+    cx: Arc<Context>,
     graph: Mutex<Graph>,
     to_delete: Arc<WorkQueue<String>>,
     to_orphan: Arc<WorkQueue<String>>,
@@ -86,8 +86,8 @@ fn observe(api_version: &str, kind: &str, obj: &Value) -> Observed {
 }
 
 /// The resources the collector watches: deletable, listable, watchable, not events.
-fn monitored(srv: &Server) -> Vec<Arc<kapi_registry::apis::Entry>> {
-    srv.apis
+fn monitored(cx: &Context) -> Vec<Arc<kapi_registry::apis::Entry>> {
+    cx.apis
         .preferred(&[Verb::Delete, Verb::List, Verb::Watch])
         .into_iter()
         .filter(|e| {
@@ -96,9 +96,9 @@ fn monitored(srv: &Server) -> Vec<Arc<kapi_registry::apis::Entry>> {
         .collect()
 }
 
-pub fn spawn(srv: Arc<Server>) {
+pub fn spawn(cx: Arc<Context>) {
     let gc = Arc::new(Collector {
-        srv: srv.clone(),
+        cx: cx.clone(),
         graph: Mutex::new(Graph::default()),
         to_delete: WorkQueue::new(),
         to_orphan: WorkQueue::new(),
@@ -110,7 +110,7 @@ async fn run(gc: Arc<Collector>) {
     let (tx, mut rx) = mpsc::channel::<Event>(1024);
     let mut monitors: HashMap<String, tokio::task::JoinHandle<()>> = HashMap::new();
     let start = |monitors: &mut HashMap<String, tokio::task::JoinHandle<()>>| {
-        let current = monitored(&gc.srv);
+        let current = monitored(&gc.cx);
         let names: Vec<String> = current.iter().map(|e| e.def.gvr()).collect();
         monitors.retain(|gvr, task| {
             let keep = names.contains(gvr);

@@ -1,4 +1,4 @@
-//! The controllers kapi runs in-process: the part of kube-controller-manager (and
+//! kapi-controllers — the controllers kapi runs in-process: the part of kube-controller-manager (and
 //! of kube-apiserver's own bootstrap loops) a single-binary control plane needs
 //! so that deletes finish and namespaces come with their defaults.
 //!
@@ -34,9 +34,10 @@ mod tokens;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use kapi_auth::authn::serviceaccount::Issuer;
 use kapi_machinery::status::ApiError;
-
-use crate::Server;
+use kapi_registry::apis::Apis;
+use kapi_storage::slot::BackendSlot;
 
 /// The field manager of writes made by kube-controller-manager's controllers.
 const CONTROLLER_MANAGER: &str = "kube-controller-manager";
@@ -119,7 +120,24 @@ impl Selection {
     }
 }
 
-/// What the controllers need beyond the server.
+/// What the controllers work with: the resource table (every controller reads
+/// and writes through its stores, as a client of the API would), and the few
+/// facts of this server some of them publish.
+pub struct Context {
+    pub apis: Arc<Apis>,
+    /// The storage, for the master leases (raw keys with no resource).
+    pub slot: BackendSlot,
+    /// Signs the tokens of legacy service account token secrets.
+    pub service_accounts: Arc<Issuer>,
+    /// `host:port` clients reach this server at.
+    pub advertise_address: String,
+    /// The port this server serves on (the `kubernetes` Service's target).
+    pub port: u16,
+    /// The `kubernetes` Service's ClusterIP (the range's first address).
+    pub kubernetes_service_ip: String,
+}
+
+/// Which controllers run and what they publish.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
     pub controllers: Selection,
@@ -143,36 +161,36 @@ impl Options {
 }
 
 /// Start the selected controllers; they run until the process ends.
-pub fn spawn(srv: &Arc<Server>, opts: &Options) {
+pub fn spawn(cx: &Arc<Context>, opts: &Options) {
     let sel = &opts.controllers;
     if sel.enabled("namespace") {
-        namespace::spawn(srv.clone());
+        namespace::spawn(cx.clone());
     }
     if sel.enabled("garbagecollector") {
-        gc::spawn(srv.clone());
+        gc::spawn(cx.clone());
     }
     if sel.enabled("serviceaccount") {
-        serviceaccounts::spawn(srv.clone());
+        serviceaccounts::spawn(cx.clone());
     }
     if sel.enabled("serviceaccount-token") {
-        tokens::spawn(srv.clone(), opts.root_ca.clone());
+        tokens::spawn(cx.clone(), opts.root_ca.clone());
     }
     match &opts.root_ca {
-        Some(ca) if sel.enabled("root-ca-cert-publisher") => rootca::spawn(srv.clone(), ca.clone()),
+        Some(ca) if sel.enabled("root-ca-cert-publisher") => rootca::spawn(cx.clone(), ca.clone()),
         _ => {}
     }
     if sel.enabled("clusterrole-aggregation") {
-        clusterroles::spawn(srv.clone());
+        clusterroles::spawn(cx.clone());
     }
     if sel.enabled("resourcequota") {
-        resourcequota::spawn(srv.clone());
+        resourcequota::spawn(cx.clone());
     }
-    kubernetes_service::spawn(srv.clone(), opts.endpoint_reconciler);
+    kubernetes_service::spawn(cx.clone(), opts.endpoint_reconciler);
 }
 
 /// The `default/kubernetes` Service as kube-apiserver creates it at start.
-pub fn kubernetes_service_object(srv: &Server) -> serde_json::Value {
-    kubernetes_service::service(srv)
+pub fn kubernetes_service_object(cx: &Context) -> serde_json::Value {
+    kubernetes_service::service(cx)
 }
 
 /// `Ok` for success and for "already there".

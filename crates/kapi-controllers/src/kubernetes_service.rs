@@ -23,7 +23,7 @@ use tokio::sync::mpsc;
 
 use super::ignore_exists;
 use super::masterleases::{self, Master};
-use crate::Server;
+use crate::Context;
 use kapi_client::informer::{self, Change};
 
 const NAMESPACE: &str = "default";
@@ -32,24 +32,24 @@ const INTERVAL: Duration = Duration::from_secs(10);
 const MANAGER: &str = "kube-apiserver";
 
 /// The Service as kube-apiserver creates it.
-pub fn service(srv: &Server) -> Value {
-    let ip = srv.config.service_cidr.nth(1).to_string();
+pub fn service(cx: &Context) -> Value {
+    let ip = cx.kubernetes_service_ip.clone();
     json!({
         "apiVersion": "v1", "kind": "Service",
         "metadata": {"name": NAME, "namespace": NAMESPACE,
                      "labels": {"component": "apiserver", "provider": "kubernetes"}},
         "spec": {"type": "ClusterIP", "clusterIP": ip, "clusterIPs": [ip], "sessionAffinity": "None",
-                 "ports": service_ports(srv)},
+                 "ports": service_ports(cx)},
     })
 }
 
-fn service_ports(srv: &Server) -> Value {
-    json!([{"name": "https", "port": 443, "protocol": "TCP", "targetPort": srv.config.port}])
+fn service_ports(cx: &Context) -> Value {
+    json!([{"name": "https", "port": 443, "protocol": "TCP", "targetPort": cx.port}])
 }
 
 /// The advertised IP (the host part of `advertise_address`), if it is one.
-fn advertise_ip(srv: &Server) -> Option<IpAddr> {
-    let addr = &srv.config.advertise_address;
+fn advertise_ip(cx: &Context) -> Option<IpAddr> {
+    let addr = &cx.advertise_address;
     let host = match addr.rsplit_once(':') {
         Some((h, port)) if port.chars().all(|c| c.is_ascii_digit()) => h,
         _ => addr.as_str(),
@@ -95,7 +95,7 @@ fn endpoint_slice(masters: &[Master]) -> Option<Value> {
 }
 
 /// Keep the Service, and with `reconcile_endpoints` its endpoints.
-pub fn spawn(srv: Arc<Server>, reconcile_endpoints: bool) {
+pub fn spawn(cx: Arc<Context>, reconcile_endpoints: bool) {
     tokio::spawn(async move {
         let (tx, mut rx) = mpsc::channel(64);
         let mut watched = Vec::new();
@@ -112,7 +112,7 @@ pub fn spawn(srv: Arc<Server>, reconcile_endpoints: bool) {
                 if watched.contains(&resource) {
                     continue;
                 }
-                if let Some(e) = srv.apis.lookup(group, "v1", resource) {
+                if let Some(e) = cx.apis.lookup(group, "v1", resource) {
                     let only = FieldSelector::one_term_equal("metadata.name", NAME);
                     informer::spawn(e, only, tx.clone());
                     watched.push(resource);
@@ -127,61 +127,61 @@ pub fn spawn(srv: Arc<Server>, reconcile_endpoints: bool) {
                     None => return,
                 },
                 _ = tick.tick() => {
-                    if let (true, Some(me)) = (reconcile_endpoints, me(&srv)) {
-                        if let Err(e) = masterleases::renew(&srv.slot, me).await {
+                    if let (true, Some(me)) = (reconcile_endpoints, me(&cx)) {
+                        if let Err(e) = masterleases::renew(&cx.slot, me).await {
                             tracing::debug!(error = %e, "master lease renewal failed");
                         }
                     }
                 }
             }
-            if let Err(e) = reconcile(&srv, reconcile_endpoints).await {
+            if let Err(e) = reconcile(&cx, reconcile_endpoints).await {
                 tracing::debug!(error = %e, "kubernetes service reconcile failed");
             }
         }
     });
 }
 
-async fn reconcile(srv: &Server, reconcile_endpoints: bool) -> Result<(), ApiError> {
-    ensure_service(srv).await?;
+async fn reconcile(cx: &Context, reconcile_endpoints: bool) -> Result<(), ApiError> {
+    ensure_service(cx).await?;
     if !reconcile_endpoints {
         return Ok(());
     }
-    let Some(me) = me(srv) else {
+    let Some(me) = me(cx) else {
         return Ok(());
     };
     // This server counts even before its first lease write lands.
-    let mut masters = masterleases::live(&srv.slot)
+    let mut masters = masterleases::live(&cx.slot)
         .await
         .map_err(|e| ApiError::internal(e.to_string()))?;
     if !masters.contains(&me) {
         masters.push(me);
         masters.sort();
     }
-    ensure(srv, "", "endpoints", endpoints(&masters), &["subsets"]).await?;
-    if srv
+    ensure(cx, "", "endpoints", endpoints(&masters), &["subsets"]).await?;
+    if cx
         .apis
         .lookup("discovery.k8s.io", "v1", "endpointslices")
         .is_some()
     {
         if let Some(slice) = endpoint_slice(&masters) {
             let fields = ["addressType", "endpoints", "ports"];
-            ensure(srv, "discovery.k8s.io", "endpointslices", slice, &fields).await?;
+            ensure(cx, "discovery.k8s.io", "endpointslices", slice, &fields).await?;
         }
     }
     Ok(())
 }
 
 /// This server's address, when the advertised address is an IP.
-fn me(srv: &Server) -> Option<Master> {
+fn me(cx: &Context) -> Option<Master> {
     Some(Master {
-        ip: advertise_ip(srv)?,
-        port: srv.config.port,
+        ip: advertise_ip(cx)?,
+        port: cx.port,
     })
 }
 
-async fn ensure_service(srv: &Server) -> Result<(), ApiError> {
-    let desired = service(srv);
-    let services = srv
+async fn ensure_service(cx: &Context) -> Result<(), ApiError> {
+    let desired = service(cx);
+    let services = cx
         .apis
         .lookup("", "v1", "services")
         .ok_or_else(|| ApiError::internal("services are not served"))?;
@@ -192,7 +192,7 @@ async fn ensure_service(srv: &Server) -> Result<(), ApiError> {
         }
         other => other?,
     };
-    let ports = service_ports(srv);
+    let ports = service_ports(cx);
     if current.pointer("/spec/ports") == Some(&ports)
         && current.pointer("/spec/type") == Some(&json!("ClusterIP"))
     {
@@ -219,13 +219,13 @@ async fn ensure_service(srv: &Server) -> Result<(), ApiError> {
 
 /// Create `desired`, or make `fields` and the labels of the existing object match it.
 async fn ensure(
-    srv: &Server,
+    cx: &Context,
     group: &str,
     resource: &str,
     desired: Value,
     fields: &[&str],
 ) -> Result<(), ApiError> {
-    let Some(entry) = srv.apis.lookup(group, "v1", resource) else {
+    let Some(entry) = cx.apis.lookup(group, "v1", resource) else {
         return Ok(());
     };
     let opts = WriteOptions::for_manager(MANAGER);

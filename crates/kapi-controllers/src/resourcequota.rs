@@ -22,7 +22,7 @@ use kapi_registry::Verb;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-use crate::Server;
+use crate::Context;
 use kapi_client::informer::{self, Change, Shape};
 use kapi_client::queue::{run_workers, WorkQueue};
 use kapi_machinery::quantity::{self, List};
@@ -42,15 +42,15 @@ const WATCHED: &[&str] = &[
     "replicationcontrollers",
 ];
 
-pub fn spawn(srv: Arc<Server>) {
-    let Some(quotas) = srv.apis.lookup("", "v1", "resourcequotas") else {
+pub fn spawn(cx: Arc<Context>) {
+    let Some(quotas) = cx.apis.lookup("", "v1", "resourcequotas") else {
         return;
     };
     let queue = WorkQueue::<String>::new();
     let (tx, mut rx) = mpsc::channel(256);
     informer::spawn(quotas.clone(), FieldSelector::everything(), tx.clone());
     for r in WATCHED {
-        if let Some(e) = srv.apis.lookup("", "v1", r) {
+        if let Some(e) = cx.apis.lookup("", "v1", r) {
             // Only pods' status matters here; of the others, only deletions.
             match *r {
                 "pods" => informer::spawn(e, FieldSelector::everything(), tx.clone()),
@@ -94,7 +94,7 @@ pub fn spawn(srv: Arc<Server>) {
             }
         }
     });
-    let (q, s) = (queue.clone(), srv.clone());
+    let (q, s) = (queue.clone(), cx.clone());
     tokio::spawn(async move {
         loop {
             tokio::time::sleep(RESYNC).await;
@@ -111,12 +111,8 @@ pub fn spawn(srv: Arc<Server>) {
         }
     });
     run_workers(queue, 1, move |ns: String| {
-        let srv = srv.clone();
-        async move {
-            recount_namespace(&srv, &ns)
-                .await
-                .map_err(|e| e.to_string())
-        }
+        let cx = cx.clone();
+        async move { recount_namespace(&cx, &ns).await.map_err(|e| e.to_string()) }
     });
 }
 
@@ -124,14 +120,14 @@ fn stale() -> ApiError {
     ApiError::new(409, Reason::Conflict, "quota changed during recount")
 }
 
-async fn recount_namespace(srv: &Server, ns: &str) -> Result<(), ApiError> {
-    let Some(quotas) = srv.apis.lookup("", "v1", "resourcequotas") else {
+async fn recount_namespace(cx: &Context, ns: &str) -> Result<(), ApiError> {
+    let Some(quotas) = cx.apis.lookup("", "v1", "resourcequotas") else {
         return Ok(());
     };
     let list = quotas.store.list(Some(ns), &ListOptions::default()).await?;
     for q in &list.items {
         for _ in 0..10 {
-            match recount(srv, ns, meta::name(q)).await {
+            match recount(cx, ns, meta::name(q)).await {
                 Err(e) if e.code == 409 => continue,
                 Err(e) if e.is_not_found() => break,
                 other => {
@@ -146,12 +142,12 @@ async fn recount_namespace(srv: &Server, ns: &str) -> Result<(), ApiError> {
 
 /// The objects of `group`/`resource` in `ns`.
 async fn objects(
-    srv: &Server,
+    cx: &Context,
     ns: &str,
     group: &str,
     resource: &str,
 ) -> Result<Vec<Value>, ApiError> {
-    let entry = srv
+    let entry = cx
         .apis
         .preferred(&[Verb::List])
         .into_iter()
@@ -163,11 +159,8 @@ async fn objects(
 }
 
 /// Recount one quota and write its status if it changed.
-async fn recount(srv: &Server, ns: &str, name: &str) -> Result<(), ApiError> {
-    let quotas = srv
-        .apis
-        .lookup("", "v1", "resourcequotas")
-        .expect("checked");
+async fn recount(cx: &Context, ns: &str, name: &str) -> Result<(), ApiError> {
+    let quotas = cx.apis.lookup("", "v1", "resourcequotas").expect("checked");
     let quota = quotas.store.get(Some(ns), name, None).await?;
     let rv = meta::resource_version(&quota).unwrap_or("").to_owned();
     let hard = quantity::list(quota.pointer("/spec/hard"));
@@ -180,7 +173,7 @@ async fn recount(srv: &Server, ns: &str, name: &str) -> Result<(), ApiError> {
         };
         if let std::collections::hash_map::Entry::Vacant(e) = by_resource.entry(gr) {
             let (group, resource) = e.key().clone();
-            e.insert(objects(srv, ns, &group, &resource).await?);
+            e.insert(objects(cx, ns, &group, &resource).await?);
         }
     }
     for ((group, resource), objs) in &by_resource {

@@ -10,17 +10,17 @@ use kapi_registry::store::UpdateTarget;
 use serde_json::{json, Value};
 
 use super::{ignore_exists, perns, CONTROLLER_MANAGER};
-use crate::Server;
+use crate::Context;
 
 pub const NAME: &str = "kube-root-ca.crt";
 const DESCRIPTION_KEY: &str = "kubernetes.io/description";
 const DESCRIPTION: &str = "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters.";
 
-pub fn spawn(srv: Arc<Server>, ca: String) {
+pub fn spawn(cx: Arc<Context>, ca: String) {
     let ca = Arc::new(ca);
-    perns::spawn(srv, "configmaps", NAME, move |srv, ns| {
+    perns::spawn(cx, "configmaps", NAME, move |cx, ns| {
         let ca = ca.clone();
-        async move { ensure(srv, ns, &ca).await }
+        async move { ensure(cx, ns, &ca).await }
     });
 }
 
@@ -34,8 +34,8 @@ fn in_sync(cm: &Value, ca: &str) -> bool {
             .is_some_and(|d| !d.is_empty())
 }
 
-async fn ensure(srv: Arc<Server>, ns: String, ca: &str) -> Result<(), ApiError> {
-    let configmaps = srv
+async fn ensure(cx: Arc<Context>, ns: String, ca: &str) -> Result<(), ApiError> {
+    let configmaps = cx
         .apis
         .lookup("", "v1", "configmaps")
         .ok_or_else(|| ApiError::internal("configmaps are not served"))?;

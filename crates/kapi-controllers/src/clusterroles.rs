@@ -19,13 +19,13 @@ use kapi_registry::store::UpdateTarget;
 use kapi_resources::rbac::rules::{aggregate, same_rules};
 use serde_json::Value;
 
-use crate::Server;
+use crate::Context;
 use kapi_registry::apis::Entry;
 
 const MANAGER: &str = "clusterrole-aggregation-controller";
 
-pub fn spawn(srv: Arc<Server>) {
-    let Some(roles) = srv
+pub fn spawn(cx: Arc<Context>) {
+    let Some(roles) = cx
         .apis
         .lookup(kapi_resources::rbac::GROUP, "v1", "clusterroles")
     else {

@@ -32,7 +32,7 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
 use super::CONTROLLER_MANAGER;
-use crate::Server;
+use crate::Context;
 use kapi_client::informer::{self, Change};
 use kapi_client::queue::WorkQueue;
 
@@ -66,10 +66,10 @@ enum Key {
 
 /// Start the controller; `ca` is the cluster CA bundle (PEM) put in every
 /// token secret (none: `ca.crt` is left alone).
-pub fn spawn(srv: Arc<Server>, ca: Option<String>) {
+pub fn spawn(cx: Arc<Context>, ca: Option<String>) {
     let (Some(accounts), Some(secrets)) = (
-        srv.apis.lookup("", "v1", "serviceaccounts"),
-        srv.apis.lookup("", "v1", "secrets"),
+        cx.apis.lookup("", "v1", "serviceaccounts"),
+        cx.apis.lookup("", "v1", "secrets"),
     ) else {
         return;
     };
@@ -97,11 +97,11 @@ pub fn spawn(srv: Arc<Server>, ca: Option<String>) {
     let ca = Arc::new(ca.map(|c| b64(c.as_bytes())));
     let failures: Arc<Mutex<HashMap<Key, u32>>> = Arc::default();
     for _ in 0..WORKERS {
-        let (srv, queue, ca, failures) = (srv.clone(), queue.clone(), ca.clone(), failures.clone());
+        let (cx, queue, ca, failures) = (cx.clone(), queue.clone(), ca.clone(), failures.clone());
         tokio::spawn(async move {
             loop {
                 let key = queue.get().await;
-                let retry = sync(&srv, ca.as_deref(), &key).await;
+                let retry = sync(&cx, ca.as_deref(), &key).await;
                 queue.done(&key);
                 let mut f = failures.lock().expect("failures lock");
                 if !retry {
@@ -171,16 +171,16 @@ fn is_token_of(secret: &Value, name: &str, uid: &str) -> bool {
 }
 
 /// Handle one key; `true` asks for a retry.
-async fn sync(srv: &Server, ca: Option<&str>, key: &Key) -> bool {
+async fn sync(cx: &Context, ca: Option<&str>, key: &Key) -> bool {
     let result = match key {
-        Key::Account { ns, name, uid } => sync_account(srv, ns, name, uid).await,
+        Key::Account { ns, name, uid } => sync_account(cx, ns, name, uid).await,
         Key::Secret {
             ns,
             name,
             uid,
             sa_name,
             sa_uid,
-        } => sync_secret(srv, ca, ns, name, uid, sa_name, sa_uid).await,
+        } => sync_secret(cx, ca, ns, name, uid, sa_name, sa_uid).await,
     };
     match result {
         Ok(()) => false,
@@ -213,14 +213,14 @@ fn classify(e: ApiError) -> Failure {
 /// `name` of `resource` (core/v1) with `uid` when given: from the watch cache,
 /// and with `live` from the store when the cache does not have it (yet).
 async fn get(
-    srv: &Server,
+    cx: &Context,
     resource: &str,
     ns: &str,
     name: &str,
     uid: &str,
     live: bool,
 ) -> Result<Option<Value>, ApiError> {
-    let entry = srv
+    let entry = cx
         .apis
         .lookup("", "v1", resource)
         .ok_or_else(|| ApiError::internal(format!("{resource} are not served")))?;
@@ -242,15 +242,15 @@ async fn get(
 }
 
 /// A deleted account: delete the token secrets that name it.
-async fn sync_account(srv: &Server, ns: &str, name: &str, uid: &str) -> Result<(), Failure> {
-    if get(srv, "serviceaccounts", ns, name, uid, false)
+async fn sync_account(cx: &Context, ns: &str, name: &str, uid: &str) -> Result<(), Failure> {
+    if get(cx, "serviceaccounts", ns, name, uid, false)
         .await
         .map_err(Failure::Retry)?
         .is_some()
     {
         return Ok(());
     }
-    let secrets = srv
+    let secrets = cx
         .apis
         .lookup("", "v1", "secrets")
         .ok_or_else(|| Failure::Final(ApiError::internal("secrets are not served")))?;
@@ -266,8 +266,7 @@ async fn sync_account(srv: &Server, ns: &str, name: &str, uid: &str) -> Result<(
     let mut retry = None;
     for secret in list.items.iter().filter(|s| is_token_of(s, name, uid)) {
         let secret_uid = meta::uid(secret).unwrap_or("");
-        if let Err(Failure::Retry(e)) = delete_token(srv, ns, meta::name(secret), secret_uid).await
-        {
+        if let Err(Failure::Retry(e)) = delete_token(cx, ns, meta::name(secret), secret_uid).await {
             retry = Some(e);
         }
     }
@@ -275,7 +274,7 @@ async fn sync_account(srv: &Server, ns: &str, name: &str, uid: &str) -> Result<(
 }
 
 async fn sync_secret(
-    srv: &Server,
+    cx: &Context,
     ca: Option<&str>,
     ns: &str,
     name: &str,
@@ -283,27 +282,27 @@ async fn sync_secret(
     sa_name: &str,
     sa_uid: &str,
 ) -> Result<(), Failure> {
-    let secret = get(srv, "secrets", ns, name, uid, false)
+    let secret = get(cx, "secrets", ns, name, uid, false)
         .await
         .map_err(Failure::Retry)?;
     let Some(secret) = secret else {
         // Gone: the account (if it is still there) no longer lists it.
-        return remove_reference(srv, ns, sa_name, sa_uid, name)
+        return remove_reference(cx, ns, sa_name, sa_uid, name)
             .await
             .map_err(Failure::Final);
     };
-    match get(srv, "serviceaccounts", ns, sa_name, sa_uid, true)
+    match get(cx, "serviceaccounts", ns, sa_name, sa_uid, true)
         .await
         .map_err(Failure::Retry)?
     {
-        None => delete_token(srv, ns, name, uid).await,
-        Some(account) => fill(srv, ca, &account, &secret).await,
+        None => delete_token(cx, ns, name, uid).await,
+        Some(account) => fill(cx, ca, &account, &secret).await,
     }
 }
 
 /// Delete a token secret if it still has `uid`.
-async fn delete_token(srv: &Server, ns: &str, name: &str, uid: &str) -> Result<(), Failure> {
-    let secrets = srv
+async fn delete_token(cx: &Context, ns: &str, name: &str, uid: &str) -> Result<(), Failure> {
+    let secrets = cx
         .apis
         .lookup("", "v1", "secrets")
         .ok_or_else(|| Failure::Final(ApiError::internal("secrets are not served")))?;
@@ -346,7 +345,7 @@ fn needs(secret: &Value, ca: Option<&str>) -> (bool, bool, bool) {
 
 /// Fill what `cached` lacks, on the stored secret if it is still that version.
 async fn fill(
-    srv: &Server,
+    cx: &Context,
     ca: Option<&str>,
     account: &Value,
     cached: &Value,
@@ -354,7 +353,7 @@ async fn fill(
     if needs(cached, ca) == (false, false, false) {
         return Ok(());
     }
-    let secrets = srv
+    let secrets = cx
         .apis
         .lookup("", "v1", "secrets")
         .ok_or_else(|| Failure::Final(ApiError::internal("secrets are not served")))?;
@@ -362,7 +361,7 @@ async fn fill(
     let name = meta::name(cached).to_owned();
     let version = meta::resource_version(cached).map(str::to_owned);
     let (sa_name, sa_uid) = (meta::name(account), meta::uid(account).unwrap_or(""));
-    let issuer = srv.service_accounts.clone();
+    let issuer = cx.service_accounts.clone();
     let gr = secrets.def.group_resource();
     let opts = WriteOptions::for_manager(CONTROLLER_MANAGER);
     let updated = secrets
@@ -408,13 +407,13 @@ async fn fill(
 
 /// Drop `secret` from the `secrets` of the account `(sa_name, sa_uid)`.
 async fn remove_reference(
-    srv: &Server,
+    cx: &Context,
     ns: &str,
     sa_name: &str,
     sa_uid: &str,
     secret: &str,
 ) -> Result<(), ApiError> {
-    let Some(account) = get(srv, "serviceaccounts", ns, sa_name, sa_uid, false).await? else {
+    let Some(account) = get(cx, "serviceaccounts", ns, sa_name, sa_uid, false).await? else {
         return Ok(());
     };
     let listed = |a: &Value| {
@@ -426,7 +425,7 @@ async fn remove_reference(
     if !listed(&account) {
         return Ok(());
     }
-    let accounts = srv
+    let accounts = cx
         .apis
         .lookup("", "v1", "serviceaccounts")
         .ok_or_else(|| ApiError::internal("serviceaccounts are not served"))?;

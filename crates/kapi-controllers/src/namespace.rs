@@ -24,7 +24,7 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
 use super::CONTROLLER_MANAGER;
-use crate::Server;
+use crate::Context;
 use kapi_client::informer::{self, Change};
 use kapi_client::queue::{run_workers, WorkQueue};
 
@@ -62,8 +62,8 @@ const CONDITIONS: [(&str, &str, &str); 5] = [
     ),
 ];
 
-pub fn spawn(srv: Arc<Server>) {
-    let Some(namespaces) = srv.apis.lookup("", "v1", "namespaces") else {
+pub fn spawn(cx: Arc<Context>) {
+    let Some(namespaces) = cx.apis.lookup("", "v1", "namespaces") else {
         return;
     };
     let queue = WorkQueue::<String>::new();
@@ -81,9 +81,9 @@ pub fn spawn(srv: Arc<Server>) {
     });
     let retry = queue.clone();
     run_workers(queue, 2, move |name: String| {
-        let (srv, retry) = (srv.clone(), retry.clone());
+        let (cx, retry) = (cx.clone(), retry.clone());
         async move {
-            match sync(&srv, &name).await {
+            match sync(&cx, &name).await {
                 Ok(true) => Ok(()),
                 Ok(false) => {
                     retry.add_after(name, RECHECK);
@@ -107,8 +107,8 @@ struct Pass {
 }
 
 /// One pass; `Ok(true)` when the namespace is done with (gone or finalized).
-async fn sync(srv: &Server, name: &str) -> Result<bool, ApiError> {
-    let namespaces = srv
+async fn sync(cx: &Context, name: &str) -> Result<bool, ApiError> {
+    let namespaces = cx
         .apis
         .lookup("", "v1", "namespaces")
         .ok_or_else(|| ApiError::internal("namespaces are not served"))?;
@@ -119,8 +119,8 @@ async fn sync(srv: &Server, name: &str) -> Result<bool, ApiError> {
     if !meta::is_deleting(&ns) || !has_spec_finalizer(&ns) {
         return Ok(true);
     }
-    let pass = delete_content(srv, name).await;
-    update_conditions(srv, &ns, &pass).await?;
+    let pass = delete_content(cx, name).await;
+    update_conditions(cx, &ns, &pass).await?;
     if !pass.remaining.is_empty() || !pass.errors.is_empty() {
         return Ok(false);
     }
@@ -163,10 +163,10 @@ fn has_spec_finalizer(ns: &Value) -> bool {
 }
 
 /// Delete everything in the namespace, then count what is left.
-async fn delete_content(srv: &Server, ns: &str) -> Pass {
+async fn delete_content(cx: &Context, ns: &str) -> Pass {
     let mut pass = Pass::default();
     let verbs = [Verb::List, Verb::Delete];
-    for entry in srv
+    for entry in cx
         .apis
         .preferred(&verbs)
         .into_iter()
@@ -293,7 +293,7 @@ fn conditions(old: &[Value], pass: &Pass, now: &str) -> Vec<Value> {
     out
 }
 
-async fn update_conditions(srv: &Server, ns: &Value, pass: &Pass) -> Result<(), ApiError> {
+async fn update_conditions(cx: &Context, ns: &Value, pass: &Pass) -> Result<(), ApiError> {
     let old: Vec<Value> = ns
         .pointer("/status/conditions")
         .and_then(Value::as_array)
@@ -303,7 +303,7 @@ async fn update_conditions(srv: &Server, ns: &Value, pass: &Pass) -> Result<(), 
     if new == old {
         return Ok(());
     }
-    let namespaces = srv.apis.lookup("", "v1", "namespaces").expect("served");
+    let namespaces = cx.apis.lookup("", "v1", "namespaces").expect("served");
     let opts = WriteOptions::for_manager(CONTROLLER_MANAGER);
     let result = namespaces
         .store
