@@ -9,10 +9,8 @@
 //! [`Server`] holds what every handler shares: the served resources (`apis.rs`),
 //! the storage slot, the schemas.
 
-pub mod admission;
 pub mod aggregator;
 pub mod apiextensions;
-
 mod bootstrap;
 mod componentstatus;
 pub mod discovery;
@@ -22,10 +20,8 @@ pub mod handlers;
 pub mod health;
 mod openapi;
 mod openapi_pb;
-pub mod policy;
+mod rest_storage;
 mod reviews;
-
-pub mod webhooks;
 
 use std::sync::{Arc, PoisonError, RwLock};
 
@@ -35,7 +31,7 @@ use axum::Router;
 use kapi_auth::authn::discovery as discovery_docs;
 use kapi_auth::authn::serviceaccount::Issuer;
 use kapi_auth::authn::Authenticator;
-use kapi_auth::authz::{Authorization, Mode};
+use kapi_auth::authz::Authorization;
 use kapi_machinery::schema::{SchemaNav, TypeRef};
 use kapi_machinery::status::ApiError;
 use kapi_registry::apis;
@@ -44,9 +40,9 @@ use kapi_resources::openapi::OpenApi;
 use kapi_storage::slot::BackendSlot;
 use serde_json::Value;
 
-pub use admission::Cidr;
 pub use filters::ChainOptions;
 pub use kapi_http::tls;
+pub use rest_storage::Cidr;
 
 /// Where this server is reached and what it allocates from.
 #[derive(Debug, Clone)]
@@ -57,33 +53,38 @@ pub struct ServerConfig {
     pub service_cidr: Cidr,
 }
 
-/// Everything a server is made of, complete: [`Server::build`] turns it into
-/// a server that does not change afterwards.
-pub struct ServerOptions {
+/// Everything a server is made of, each part built from the parts below it
+/// (the resource table first, then what reads it); [`Server::new`] puts them
+/// together into a server that does not change afterwards.
+pub struct ServerParts {
     pub config: ServerConfig,
-    /// `--authorization-mode`, in order.
-    pub authorization_modes: Vec<Mode>,
-    /// The admission chain every write passes (`--enable-admission-plugins`,
-    /// `--disable-admission-plugins`).
-    pub admission: admission::Chain,
+    pub slot: BackendSlot,
+    /// The served resources ([`builtin_apis`]).
+    pub apis: Arc<apis::Apis>,
+    /// The `--authorization-mode` chain over `apis`.
+    pub authz: Arc<Authorization>,
     /// Signs and verifies service account tokens.
-    pub service_accounts: Issuer,
+    pub service_accounts: Arc<Issuer>,
+    /// The admission chain every write passes.
+    pub admission: Arc<kapi_admission::Chain>,
     /// The aggregator's front-proxy identity and what it publishes.
     pub aggregator: aggregator::Settings,
 }
 
-impl ServerOptions {
-    /// kube-apiserver's defaults: RBAC, the default admission plugins, an
-    /// ephemeral service account key.
-    pub fn new(config: ServerConfig) -> ServerOptions {
-        ServerOptions {
-            config,
-            authorization_modes: vec![Mode::Rbac],
-            admission: admission::Chain::defaults(),
-            service_accounts: Issuer::ephemeral(),
-            aggregator: aggregator::Settings::default(),
-        }
-    }
+/// The resource table of the built-in API (every resource `kapi-resources`
+/// declares, and CustomResourceDefinitions) over `slot`, with its watch cache;
+/// custom resources are installed into it as their definitions come.
+pub fn builtin_apis(slot: &BackendSlot) -> Arc<apis::Apis> {
+    let mut defs = kapi_resources::registry::builtin_resources();
+    defs.push(kapi_apiextensions::crd::definitions_resource());
+    let backend: Arc<dyn kapi_storage::Backend> = Arc::new(slot.clone());
+    let schema: Arc<dyn SchemaNav> = kapi_resources::patchmeta::BuiltinSchema::shared();
+    let custom = std::iter::once(kapi_apiextensions::crd::CUSTOM_PREFIX.to_owned());
+    let root_of = |d: &ResourceDef| {
+        kapi_resources::patchmeta::root_type(&d.group, &d.version, &d.kind)
+            .unwrap_or(TypeRef::UNKNOWN)
+    };
+    Arc::new(apis::Apis::new(defs, backend, schema, root_of, custom))
 }
 
 pub struct Server {
@@ -98,43 +99,28 @@ pub struct Server {
     pub authz: Arc<Authorization>,
     /// Signs and verifies service account tokens.
     pub service_accounts: Arc<Issuer>,
-    allocations: admission::Allocations,
+    allocations: rest_storage::Allocations,
     /// Remote APIServices and the front-proxy identity (`aggregator/`).
     pub aggregator: aggregator::Aggregator,
     /// The admission chain.
-    admission: Arc<admission::Chain>,
+    pub admission: Arc<kapi_admission::Chain>,
 }
 
 impl Server {
-    /// A server of `defs` over `slot`, made as `options` say.
-    pub fn new(options: ServerOptions, slot: BackendSlot, defs: Vec<ResourceDef>) -> Arc<Server> {
-        let openapi = OpenApi::build(&defs);
-        let backend: Arc<dyn kapi_storage::Backend> = Arc::new(slot.clone());
-        let schema: Arc<dyn SchemaNav> = kapi_resources::patchmeta::BuiltinSchema::shared();
-        let custom = std::iter::once(kapi_apiextensions::crd::CUSTOM_PREFIX.to_owned());
-        let root_of = |d: &ResourceDef| {
-            kapi_resources::patchmeta::root_type(&d.group, &d.version, &d.kind)
-                .unwrap_or(TypeRef::UNKNOWN)
-        };
-        let apis = Arc::new(apis::Apis::new(
-            defs,
-            backend,
-            schema.clone(),
-            root_of,
-            custom,
-        ));
-        let authz = Arc::new(Authorization::new(&options.authorization_modes, &apis));
+    /// The server made of `parts`.
+    pub fn new(parts: ServerParts) -> Arc<Server> {
+        let defs = parts.apis.defs();
         Arc::new(Server {
-            config: options.config,
-            apis,
-            slot,
-            schema,
-            openapi: RwLock::new(openapi),
-            authz,
-            service_accounts: Arc::new(options.service_accounts),
-            allocations: admission::Allocations::default(),
-            aggregator: aggregator::Aggregator::new(options.aggregator),
-            admission: Arc::new(options.admission),
+            config: parts.config,
+            schema: kapi_resources::patchmeta::BuiltinSchema::shared(),
+            openapi: RwLock::new(OpenApi::build(&defs)),
+            apis: parts.apis,
+            slot: parts.slot,
+            authz: parts.authz,
+            service_accounts: parts.service_accounts,
+            allocations: rest_storage::Allocations::default(),
+            aggregator: aggregator::Aggregator::new(parts.aggregator),
+            admission: parts.admission,
         })
     }
 
@@ -148,19 +134,6 @@ impl Server {
             port: self.config.port,
             kubernetes_service_ip: self.config.service_cidr.nth(1).to_string(),
         }
-    }
-
-    /// The admission chain every write passes.
-    pub fn admission_chain(&self) -> Arc<admission::Chain> {
-        self.admission.clone()
-    }
-
-    /// The built-in API (every resource `kapi-resources` declares, and
-    /// CustomResourceDefinitions), made as `options` say.
-    pub fn build(options: ServerOptions, slot: BackendSlot) -> Arc<Server> {
-        let mut defs = kapi_resources::registry::builtin_resources();
-        defs.push(kapi_apiextensions::crd::definitions_resource());
-        Self::new(options, slot, defs)
     }
 
     /// The OpenAPI documents of what is served now.

@@ -1,5 +1,6 @@
 //! The `kapi` binary: flags (named as kube-apiserver's where the feature is the
-//! same), wiring of storage → server → TLS listener, and `kapi serve`.
+//! same), wiring of storage → server (`kapi::assemble`) → TLS listener, and
+//! `kapi serve`.
 
 mod serve;
 

@@ -11,7 +11,7 @@ use clap::Args;
 use kapi_auth::authn::requestheader::{CertVerifier, RequestHeader, RequestHeaderConfig};
 use kapi_auth::authn::serviceaccount::Issuer;
 use kapi_auth::authn::{Authenticator, TokenFile};
-use kapi_server::{tls, ChainOptions, Cidr, Server, ServerConfig, ServerOptions};
+use kapi_server::{tls, ChainOptions, Cidr, ServerConfig};
 use kapi_storage::embedded::EmbeddedConfig;
 use kapi_storage::etcd::EtcdConfig;
 use kapi_storage::factory::{self, StorageConfig};
@@ -297,7 +297,7 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
     };
     let modes = kapi_auth::authz::Mode::parse_list(&a.authorization_mode)
         .map_err(|e| format!("--authorization-mode: {e}"))?;
-    let admission = kapi_server::admission::Chain::from_flags(
+    let admission = kapi_admission_plugins::Selection::from_flags(
         &nonempty(&a.enable_admission_plugins),
         &nonempty(&a.disable_admission_plugins),
     )?;
@@ -313,7 +313,7 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
             .collect(),
         request_header,
     };
-    let options = ServerOptions {
+    let options = kapi::Options {
         config,
         authorization_modes: modes,
         admission,
@@ -324,7 +324,7 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
             ..Default::default()
         },
     };
-    let server = Server::build(options, slot);
+    let server = kapi::build(options, slot);
     server
         .start(&controllers)
         .await

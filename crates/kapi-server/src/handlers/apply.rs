@@ -19,8 +19,8 @@ use kapi_registry::meta;
 use kapi_registry::store::UpdateTarget;
 use serde_json::Value;
 
+use super::admit::RequestAdmission;
 use super::{read_body, Ctx};
-use crate::admission::RequestAdmission;
 use kapi_http::negotiate;
 
 /// `?force=`: absent, `true` or `false`.

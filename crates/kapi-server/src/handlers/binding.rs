@@ -21,8 +21,8 @@ use kapi_registry::meta;
 use kapi_registry::store::UpdateTarget;
 use serde_json::{json, Map, Value};
 
+use super::admit::RequestAdmission;
 use super::{dry_run, not_found, read_body, Ctx};
-use crate::admission::RequestAdmission;
 use kapi_http::negotiate;
 
 /// `pods/{name}/binding`: the name comes from the URL and must match the body's.

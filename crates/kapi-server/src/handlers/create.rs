@@ -6,8 +6,8 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use kapi_machinery::status::ApiError;
 
+use super::admit::RequestAdmission;
 use super::{check_identity, read_body, Ctx};
-use crate::admission::RequestAdmission;
 use kapi_http::negotiate;
 
 pub async fn create(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {

@@ -16,8 +16,8 @@ use kapi_registry::store::options::{DeleteOptions, Preconditions, Propagation};
 use kapi_registry::store::DeleteOutcome;
 use serde_json::{json, Value};
 
+use super::admit::RequestAdmission;
 use super::{dry_run, read_body, Ctx};
-use crate::admission::RequestAdmission;
 use kapi_http::negotiate;
 
 /// Resources whose DELETE returns the deleted object rather than a Status.

@@ -21,8 +21,8 @@ use kapi_registry::store::options::{DeleteOptions, ListOptions, Preconditions, W
 use kapi_registry::store::UpdateTarget;
 use serde_json::{json, Value};
 
+use super::admit::RequestAdmission;
 use super::{dry_run, read_body, Ctx};
-use crate::admission::RequestAdmission;
 use kapi_http::negotiate;
 
 const VIOLATION: &str = "Cannot evict pod as it would violate the pod's disruption budget.";

@@ -9,8 +9,8 @@ use axum::response::Response;
 use kapi_machinery::status::{ApiError, Reason};
 use serde_json::Value;
 
+use super::admit::RequestAdmission;
 use super::{read_body, Ctx};
-use crate::admission::RequestAdmission;
 use kapi_http::negotiate;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

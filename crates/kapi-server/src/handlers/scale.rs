@@ -19,8 +19,8 @@ use kapi_registry::store::UpdateTarget;
 use kapi_registry::{meta, Subresource, Verb};
 use serde_json::{json, Value};
 
+use super::admit::RequestAdmission;
 use super::{read_body, Ctx};
-use crate::admission::RequestAdmission;
 use kapi_http::negotiate;
 
 fn scale_view(obj: &Value, sub: &Subresource) -> Value {

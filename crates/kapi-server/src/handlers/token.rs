@@ -21,8 +21,8 @@ use kapi_machinery::status::{ApiError, GroupKind, GroupResource};
 use kapi_machinery::validation::{FieldError, FieldPath};
 use serde_json::{json, Value};
 
+use super::admit::RequestAdmission;
 use super::{read_body, Ctx};
-use crate::admission::RequestAdmission;
 use kapi_auth::authn::serviceaccount::{now, rfc3339, Binding};
 use kapi_http::negotiate;
 

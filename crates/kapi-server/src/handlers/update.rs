@@ -7,8 +7,8 @@ use axum::response::Response;
 use kapi_machinery::status::ApiError;
 use kapi_registry::store::UpdateTarget;
 
+use super::admit::RequestAdmission;
 use super::{check_identity, read_body, Ctx};
-use crate::admission::RequestAdmission;
 use kapi_http::negotiate;
 
 pub async fn update(ctx: &Ctx, body: Body, status: bool) -> Result<Response, ApiError> {

@@ -1,0 +1,95 @@
+//! NamespaceLifecycle (upstream `plugin/namespace/lifecycle`): nothing is
+//! created or changed in a namespace that does not exist (404 on the
+//! namespace), nothing is created in one being terminated (403 with the
+//! `NamespaceTerminating` cause), and the immortal namespaces (`default`,
+//! `kube-system`, `kube-public`) may not be deleted.
+
+use async_trait::async_trait;
+use kapi_machinery::status::{ApiError, Cause, GroupResource};
+use kapi_registry::meta;
+
+use crate::Context;
+use kapi_admission::{Attributes, Operation, Plugin};
+
+/// Upstream's immortal namespaces.
+pub const IMMORTAL: &[&str] = &["default", "kube-system", "kube-public"];
+
+pub struct Lifecycle {
+    pub(crate) cx: Context,
+}
+
+fn is_namespace(a: &Attributes) -> bool {
+    a.group.is_empty() && a.resource == "namespaces"
+}
+
+/// Access reviews name a namespace without writing into it.
+fn is_access_review(a: &Attributes) -> bool {
+    a.group == "authorization.k8s.io" && a.resource == "localsubjectaccessreviews"
+}
+
+#[async_trait]
+impl Plugin for Lifecycle {
+    fn name(&self) -> &'static str {
+        "NamespaceLifecycle"
+    }
+    fn handles(&self, _op: Operation) -> bool {
+        true
+    }
+    fn mutating(&self) -> bool {
+        false
+    }
+    fn validating(&self) -> bool {
+        true
+    }
+
+    async fn validate(&self, a: &Attributes) -> Result<(), ApiError> {
+        let cx = &self.cx;
+        if a.operation == Operation::Delete
+            && is_namespace(a)
+            && IMMORTAL.contains(&a.name.as_str())
+        {
+            return Err(ApiError::forbidden(
+                a.group_resource(),
+                &a.name,
+                "this namespace may not be deleted",
+            ));
+        }
+        if a.namespace.is_empty() || is_namespace(a) || a.operation == Operation::Delete {
+            return Ok(());
+        }
+        if is_access_review(a) {
+            return Ok(());
+        }
+        let Some(namespaces) = cx.apis.lookup("", "v1", "namespaces") else {
+            return Ok(());
+        };
+        let ns = match namespaces.store.get(None, &a.namespace, None).await {
+            Ok(ns) => ns,
+            Err(e) if e.is_not_found() => {
+                return Err(ApiError::not_found(
+                    GroupResource::new("", "namespaces"),
+                    &a.namespace,
+                ))
+            }
+            Err(e) => return Err(e),
+        };
+        let terminating = meta::is_deleting(&ns)
+            || ns.pointer("/status/phase").and_then(|p| p.as_str()) == Some("Terminating");
+        if a.operation == Operation::Create && terminating {
+            let msg = format!(
+                "unable to create new content in namespace {} because it is being terminated",
+                a.namespace
+            );
+            let mut err = a.forbidden(&msg);
+            if let Some(d) = err.details.as_mut() {
+                d.causes.push(Cause {
+                    reason: "NamespaceTerminating".into(),
+                    message: msg,
+                    field: "metadata.namespace".into(),
+                });
+            }
+            return Err(err);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,242 @@
+//! One request's admission: [`RequestAdmission`] carries the request's
+//! attributes (resource, namespace, name, user, dry-run, options) and runs the
+//! chain for each object the request writes. It is what the store calls
+//! inside its writes (`kapi_registry::admission::WriteAdmission`), and what the
+//! handlers call for the create's mutating phase.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use kapi_machinery::status::ApiError;
+use kapi_registry::admission::WriteAdmission;
+use kapi_registry::meta;
+use kapi_registry::store::options::{DeleteOptions, WriteOptions};
+use serde_json::{json, Value};
+
+use kapi_auth::audit::AuditHandle;
+use kapi_http::user::UserInfo;
+use kapi_registry::ResourceDef;
+
+use super::{Attributes, Chain, Operation, Warnings};
+
+/// The request whose writes are admitted: the resource its URL names and who
+/// asks.
+pub struct Target<'a> {
+    pub def: &'a ResourceDef,
+    pub subresource: Option<&'a str>,
+    pub namespace: Option<&'a str>,
+    pub name: &'a str,
+    pub user: Option<&'a UserInfo>,
+    pub audit: Option<&'a AuditHandle>,
+}
+
+pub struct RequestAdmission {
+    chain: Arc<Chain>,
+    base: Attributes,
+}
+
+fn options(kind: &str, dry_run: bool, extra: Value) -> Value {
+    let mut o = json!({"kind": kind, "apiVersion": "meta.k8s.io/v1"});
+    if dry_run {
+        o["dryRun"] = json!(["All"]);
+    }
+    if let (Some(o), Some(extra)) = (o.as_object_mut(), extra.as_object()) {
+        o.extend(extra.clone());
+    }
+    o
+}
+
+impl RequestAdmission {
+    fn base(
+        chain: Arc<Chain>,
+        t: &Target<'_>,
+        operation: Operation,
+        dry_run: bool,
+        options: Value,
+    ) -> RequestAdmission {
+        let def = t.def;
+        let subresource = t.subresource.unwrap_or_default().to_owned();
+        let (kind_group, kind_version, kind) = def
+            .subresource(&subresource)
+            .and_then(|s| s.response_kind())
+            .map(|(g, v, k)| (g.to_owned(), v.to_owned(), k.to_owned()))
+            .unwrap_or_else(|| (def.group.clone(), def.version.clone(), def.kind.clone()));
+        RequestAdmission {
+            chain,
+            base: Attributes {
+                operation,
+                group: def.group.clone(),
+                version: def.version.clone(),
+                kind_group,
+                kind_version,
+                kind,
+                resource: def.resource.clone(),
+                subresource,
+                namespace: t.namespace.unwrap_or("").to_owned(),
+                name: t.name.to_owned(),
+                user: t.user.cloned(),
+                dry_run,
+                options,
+                object: None,
+                old_object: None,
+                warnings: Warnings::default(),
+                audit: t.audit.cloned(),
+            },
+        }
+    }
+
+    /// For a write (create, update, patch, apply); `kind` names its options
+    /// (`CreateOptions`, `UpdateOptions`, `PatchOptions`).
+    pub fn write(
+        chain: Arc<Chain>,
+        t: &Target<'_>,
+        kind: &str,
+        opts: &WriteOptions,
+    ) -> RequestAdmission {
+        let extra = match &opts.field_manager {
+            Some(m) => json!({"fieldManager": m}),
+            None => json!({}),
+        };
+        let op = if kind == "CreateOptions" {
+            Operation::Create
+        } else {
+            Operation::Update
+        };
+        let options = options(kind, opts.dry_run, extra);
+        RequestAdmission::base(chain, t, op, opts.dry_run, options)
+    }
+
+    /// For a delete (also each item of a delete-collection).
+    pub fn delete(chain: Arc<Chain>, t: &Target<'_>, opts: &DeleteOptions) -> RequestAdmission {
+        let mut extra = json!({});
+        if let Some(g) = opts.grace_period {
+            extra["gracePeriodSeconds"] = json!(g);
+        }
+        let options = options("DeleteOptions", opts.dry_run, extra);
+        RequestAdmission::base(chain, t, Operation::Delete, opts.dry_run, options)
+    }
+
+    /// Whether the request is a dry run.
+    pub fn dry_run(&self) -> bool {
+        self.base.dry_run
+    }
+
+    /// The warnings plugins added so far.
+    pub fn warnings(&self) -> Vec<String> {
+        self.base.warnings.take()
+    }
+
+    fn attrs(&self, op: Operation, obj: Option<Value>, old: Option<&Value>) -> Attributes {
+        let mut a = self.base.clone();
+        a.operation = op;
+        // A subresource's object is named by the URL (a TokenRequest's own
+        // name may be empty); a create of a main resource by its body.
+        if (op == Operation::Create && a.subresource.is_empty()) || a.name.is_empty() {
+            let named = obj.as_ref().or(old).map(meta::name).unwrap_or("");
+            a.name = named.to_owned();
+        }
+        if op == Operation::Create && a.options["kind"] != "CreateOptions" {
+            // A PUT or apply that creates is a create, with CreateOptions.
+            a.options["kind"] = json!("CreateOptions");
+        }
+        a.object = obj;
+        a.old_object = old.cloned();
+        a
+    }
+
+    /// The create's mutating phase (the handler runs it before the store).
+    pub async fn admit_create(&self, obj: &mut Value) -> Result<(), ApiError> {
+        self.mutate(obj, None).await
+    }
+
+    /// A create through a subresource (`pods/eviction`, `pods/binding`,
+    /// `serviceaccounts/token`) or of `bindings`: the body made the
+    /// subresource's object (its `apiVersion` and `kind` filled, the URL's
+    /// namespace, which the caller sets), then the mutating phase, as
+    /// upstream's create handler runs it before the REST storage. The storage
+    /// runs [`RequestAdmission::validate_create`] once it checked the object.
+    pub async fn subresource_create(
+        chain: Arc<Chain>,
+        t: &Target<'_>,
+        obj: &mut Value,
+        opts: &WriteOptions,
+        set_namespace: impl FnOnce(&mut Value) -> Result<(), ApiError>,
+    ) -> Result<RequestAdmission, ApiError> {
+        let adm = RequestAdmission::write(chain, t, "CreateOptions", opts);
+        let Some(root) = obj.as_object_mut() else {
+            return Err(ApiError::bad_request(
+                "the body of the request must be a JSON object",
+            ));
+        };
+        let b = &adm.base;
+        let api_version = match b.kind_group.as_str() {
+            "" => b.kind_version.clone(),
+            g => format!("{g}/{}", b.kind_version),
+        };
+        for (k, v) in [("apiVersion", api_version), ("kind", b.kind.clone())] {
+            if root
+                .get(k)
+                .and_then(Value::as_str)
+                .is_none_or(str::is_empty)
+            {
+                root.insert(k.into(), v.into());
+            }
+        }
+        set_namespace(obj)?;
+        adm.admit_create(obj).await?;
+        Ok(adm)
+    }
+
+    /// The validating phase of a create (`subresource_create`'s second half).
+    pub async fn validate_create(&self, obj: &Value) -> Result<(), ApiError> {
+        WriteAdmission::validate(self, obj, None).await
+    }
+
+    /// Whether deletes need the object (some plugin looks at deletes).
+    pub fn looks_at_deletes(&self) -> bool {
+        self.chain.mutates(Operation::Delete) || self.chain.validates(Operation::Delete)
+    }
+}
+
+#[async_trait]
+impl WriteAdmission for RequestAdmission {
+    async fn mutate(&self, obj: &mut Value, old: Option<&Value>) -> Result<(), ApiError> {
+        let op = if old.is_none() {
+            Operation::Create
+        } else {
+            Operation::Update
+        };
+        if !self.chain.mutates(op) {
+            return Ok(());
+        }
+        let mut a = self.attrs(op, Some(std::mem::take(obj)), old);
+        let result = self.chain.admit(&mut a).await;
+        *obj = a.object.take().unwrap_or_default();
+        result
+    }
+
+    /// Both phases for deleting `old` (the object as stored).
+    async fn admit_delete(&self, old: &Value) -> Result<(), ApiError> {
+        let op = Operation::Delete;
+        if !self.chain.mutates(op) && !self.chain.validates(op) {
+            return Ok(());
+        }
+        let mut a = self.attrs(op, None, Some(old));
+        a.name = meta::name(old).to_owned();
+        self.chain.admit(&mut a).await?;
+        self.chain.validate(&a).await
+    }
+
+    async fn validate(&self, obj: &Value, old: Option<&Value>) -> Result<(), ApiError> {
+        let op = if old.is_none() {
+            Operation::Create
+        } else {
+            Operation::Update
+        };
+        if !self.chain.validates(op) {
+            return Ok(());
+        }
+        let a = self.attrs(op, Some(obj.clone()), old);
+        self.chain.validate(&a).await
+    }
+}
