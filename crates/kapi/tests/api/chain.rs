@@ -53,9 +53,11 @@ pub async fn start_in(dir: tempfile::TempDir, opts: ChainOptions) -> Chain {
         service_cidr: Cidr::parse("10.0.0.0/24").expect("cidr"),
     };
     let server = kapi::build(kapi::Options::new(config), slot);
-    let mut controllers = kapi_controllers::Options::default();
-    controllers.controllers =
-        kapi_controllers::Selection::parse(&["namespace".into()]).expect("controllers");
+    let controllers = kapi_controllers::Options {
+        controllers: kapi_controllers::Selection::parse(&["namespace".into()])
+            .expect("controllers"),
+        ..Default::default()
+    };
     server.start(&controllers).await.expect("bootstrap");
     let tokens = TokenFile::parse(TOKENS).expect("tokens");
     let auth = Arc::new(Authenticator::new(Some(tokens), true));
