@@ -173,7 +173,9 @@ fn aggregated_list(srv: &Server, core: bool, version: &str) -> Value {
         items.push(json!({"metadata": meta, "versions": vs}));
     }
     if !core {
-        crate::aggregator::discovery::extend_aggregated(srv, &mut items);
+        if let Some(remote) = &srv.remote {
+            remote.extend_aggregated(&mut items);
+        }
     }
     json!({"kind": "APIGroupDiscoveryList", "apiVersion": format!("apidiscovery.k8s.io/{version}"), "metadata": {}, "items": items})
 }
@@ -214,7 +216,9 @@ pub async fn apis(State(srv): State<Arc<Server>>, req: Request) -> Response {
         .iter()
         .map(|g| group_json(&g.name, &g.versions))
         .collect();
-    crate::aggregator::discovery::extend_group_list(&srv, &mut groups);
+    if let Some(remote) = &srv.remote {
+        remote.extend_group_list(&mut groups);
+    }
     let body = json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups});
     legacy(req.headers(), &body)
 }

@@ -9,8 +9,6 @@
 //! [`Server`] holds what every handler shares: the served resources (`apis.rs`),
 //! the storage slot, the schemas.
 
-pub mod aggregator;
-pub mod apiextensions;
 mod bootstrap;
 mod componentstatus;
 pub mod discovery;
@@ -20,10 +18,11 @@ pub mod handlers;
 pub mod health;
 mod openapi;
 mod openapi_pb;
+mod remote;
 mod rest_storage;
 mod reviews;
 
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::Arc;
 
 use axum::extract::State;
 use axum::routing::get;
@@ -36,12 +35,13 @@ use kapi_machinery::schema::{SchemaNav, TypeRef};
 use kapi_machinery::status::ApiError;
 use kapi_registry::apis;
 use kapi_registry::ResourceDef;
-use kapi_resources::openapi::OpenApi;
+use kapi_resources::openapi::{OpenApi, Published};
 use kapi_storage::slot::BackendSlot;
 use serde_json::Value;
 
 pub use filters::ChainOptions;
 pub use kapi_http::tls;
+pub use remote::RemoteApis;
 pub use rest_storage::Cidr;
 
 /// Where this server is reached and what it allocates from.
@@ -67,8 +67,12 @@ pub struct ServerParts {
     pub service_accounts: Arc<Issuer>,
     /// The admission chain every write passes.
     pub admission: Arc<kapi_admission::Chain>,
-    /// The aggregator's front-proxy identity and what it publishes.
-    pub aggregator: aggregator::Settings,
+    /// The OpenAPI documents of `apis`, which the apiextensions server
+    /// republishes as custom resources come and go.
+    pub openapi: Arc<Published>,
+    /// The group-versions served elsewhere (the aggregator in front of this
+    /// server in the chain), when there is one.
+    pub remote: Option<Arc<dyn RemoteApis>>,
 }
 
 /// The resource table of the built-in API (every resource `kapi-resources`
@@ -92,16 +96,17 @@ pub struct Server {
     pub apis: Arc<apis::Apis>,
     pub slot: BackendSlot,
     pub schema: Arc<dyn SchemaNav>,
-    /// Rebuilt when custom resources come or go (`apiextensions/`).
-    openapi: RwLock<OpenApi>,
+    /// The OpenAPI documents, republished when custom resources come or go
+    /// (by the apiextensions server).
+    pub openapi: Arc<Published>,
     /// The `--authorization-mode` chain every request and access review asks,
     /// with RBAC's view (escalation checks use it in every mode).
     pub authz: Arc<Authorization>,
     /// Signs and verifies service account tokens.
     pub service_accounts: Arc<Issuer>,
     allocations: rest_storage::Allocations,
-    /// Remote APIServices and the front-proxy identity (`aggregator/`).
-    pub aggregator: aggregator::Aggregator,
+    /// The group-versions served elsewhere (`RemoteApis`).
+    pub remote: Option<Arc<dyn RemoteApis>>,
     /// The admission chain.
     pub admission: Arc<kapi_admission::Chain>,
 }
@@ -109,17 +114,16 @@ pub struct Server {
 impl Server {
     /// The server made of `parts`.
     pub fn new(parts: ServerParts) -> Arc<Server> {
-        let defs = parts.apis.defs();
         Arc::new(Server {
             config: parts.config,
             schema: kapi_resources::patchmeta::BuiltinSchema::shared(),
-            openapi: RwLock::new(OpenApi::build(&defs)),
+            openapi: parts.openapi,
             apis: parts.apis,
             slot: parts.slot,
             authz: parts.authz,
             service_accounts: parts.service_accounts,
             allocations: rest_storage::Allocations::default(),
-            aggregator: aggregator::Aggregator::new(parts.aggregator),
+            remote: parts.remote,
             admission: parts.admission,
         })
     }
@@ -138,14 +142,7 @@ impl Server {
 
     /// The OpenAPI documents of what is served now.
     pub fn openapi(&self) -> OpenApi {
-        self.openapi
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-
-    pub(crate) fn set_openapi(&self, api: OpenApi) {
-        *self.openapi.write().unwrap_or_else(PoisonError::into_inner) = api;
+        self.openapi.current()
     }
 
     /// The schema type of a resource's objects (for patches).
@@ -176,17 +173,11 @@ impl Server {
         }
     }
 
-    /// Bootstrap objects and the in-process controllers `controllers` selects;
-    /// call once storage is ready.
-    pub async fn start(
-        self: &Arc<Self>,
-        controllers: &kapi_controllers::Options,
-    ) -> Result<(), ApiError> {
-        bootstrap::run(self).await?;
-        apiextensions::start(self).await;
-        kapi_controllers::spawn(&Arc::new(self.controller_context()), controllers);
-        aggregator::spawn(self);
-        Ok(())
+    /// Create what kube-apiserver creates at start (namespaces, the
+    /// `kubernetes` Service, system priority classes, the flow control and RBAC
+    /// bootstrap objects); call once storage is ready.
+    pub async fn bootstrap(&self) -> Result<(), ApiError> {
+        bootstrap::run(self).await
     }
 
     /// The whole HTTP application, filters included, with the default limits
@@ -251,10 +242,11 @@ impl Server {
             .route("/openapi/v3", get(openapi::v3_index))
             .route("/openapi/v3/{*path}", get(openapi::v3_document))
             .fallback(handlers::dispatch)
-            // The aggregator's proxy runs after the filters (`filters::apply`).
+            // The server in front of this one (the aggregator) gets each
+            // request first, after the filters (`filters::apply`).
             .layer(axum::middleware::from_fn_with_state(
-                self.clone(),
-                aggregator::proxy::layer,
+                self.remote.clone(),
+                remote::delegate,
             ))
             .with_state(self.clone());
         let auth = Arc::new(

@@ -110,7 +110,11 @@ fn v2_protobuf(srv: &Server) -> (Arc<[u8]>, String) {
 
 pub async fn v2(State(srv): State<Arc<Server>>, req: Request) -> Response {
     let api = srv.openapi();
-    if let Some(merged) = crate::aggregator::openapi::merged_v2(&srv, &api.v2_shared().0) {
+    if let Some(merged) = srv
+        .remote
+        .as_ref()
+        .and_then(|r| r.merged_v2(&api.v2_shared().0))
+    {
         // Remote servers publish documents too: the merged one (JSON only).
         let etag = kapi_resources::openapi::hash(&merged);
         let mut resp = bytes_response(merged, &etag, &req, false, "application/json");
@@ -135,7 +139,9 @@ pub async fn v2(State(srv): State<Arc<Server>>, req: Request) -> Response {
 
 pub async fn v3_index(State(srv): State<Arc<Server>>) -> Response {
     let mut index = srv.openapi().v3_index();
-    crate::aggregator::openapi::extend_v3_index(&srv, &mut index);
+    if let Some(remote) = &srv.remote {
+        remote.extend_v3_index(&mut index);
+    }
     negotiate::respond(StatusCode::OK, &index, Format::Json)
 }
 
@@ -150,7 +156,7 @@ pub async fn v3_document(
             let immutable = query.get("hash") == Some(hash.as_str());
             bytes_response(bytes, &hash, &req, immutable, "application/json")
         }
-        None => match crate::aggregator::openapi::v3_document(&srv, &path) {
+        None => match srv.remote.as_ref().and_then(|r| r.v3_document(&path)) {
             Some((bytes, hash)) => {
                 let query = kapi_http::request::Query::parse(req.uri().query());
                 let immutable = query.get("hash") == Some(hash.as_str());

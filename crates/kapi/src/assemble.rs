@@ -1,16 +1,21 @@
 //! Putting a server together: every part built from the parts below it, in
 //! one place, from one complete [`Options`] — the resource table over the
 //! storage, then authorization over the table, then the admission plugins
-//! reading both, then the server made of them all. `kapi serve` and the
+//! reading both, the aggregator in front, then the core server made of them
+//! all ([`build`]); then the servers and controllers are started
+//! ([`Built::start`]). `kapi serve` and the
 //! end-to-end tests build servers only through [`build`], so what runs in a
 //! test is what runs in production.
 
 use std::sync::Arc;
 
 use kapi_admission_plugins::Selection;
+use kapi_aggregator::Aggregator;
 use kapi_auth::authn::serviceaccount::Issuer;
 use kapi_auth::authz::{Authorization, Authorizer, Mode};
-use kapi_server::{aggregator, Server, ServerConfig, ServerParts};
+use kapi_machinery::status::ApiError;
+use kapi_resources::openapi::{OpenApi, Published};
+use kapi_server::{RemoteApis, Server, ServerConfig, ServerParts};
 use kapi_storage::slot::BackendSlot;
 
 /// What one server is made of, as the flags say it.
@@ -23,7 +28,7 @@ pub struct Options {
     /// Signs and verifies service account tokens.
     pub service_accounts: Issuer,
     /// The aggregator's front-proxy identity and what it publishes.
-    pub aggregator: aggregator::Settings,
+    pub aggregator: kapi_aggregator::Settings,
 }
 
 impl Options {
@@ -35,13 +40,22 @@ impl Options {
             authorization_modes: vec![Mode::Rbac],
             admission: Selection::default(),
             service_accounts: Issuer::ephemeral(),
-            aggregator: aggregator::Settings::default(),
+            aggregator: kapi_aggregator::Settings::default(),
         }
     }
 }
 
-/// The server `options` describe, serving the built-in API over `slot`.
-pub fn build(options: Options, slot: BackendSlot) -> Arc<Server> {
+/// The servers of the chain, built and not yet started.
+pub struct Built {
+    /// The core server (with the apiextensions server's resources in its
+    /// table); its router is the whole HTTP application.
+    pub server: Arc<Server>,
+    /// The aggregator in front of it.
+    pub aggregator: Arc<Aggregator>,
+}
+
+/// The servers `options` describe, serving the built-in API over `slot`.
+pub fn build(options: Options, slot: BackendSlot) -> Built {
     let apis = kapi_server::builtin_apis(&slot);
     let authz = Arc::new(Authorization::new(&options.authorization_modes, &apis));
     let plugins = kapi_admission_plugins::Context {
@@ -49,13 +63,38 @@ pub fn build(options: Options, slot: BackendSlot) -> Arc<Server> {
         authz: authz.clone() as Arc<dyn Authorizer>,
     };
     let admission = Arc::new(options.admission.build(&plugins));
-    Server::new(ServerParts {
+    let openapi = Arc::new(Published::new(OpenApi::build(&apis.defs())));
+    let aggregator = Arc::new(Aggregator::new(options.aggregator, apis.clone()));
+    let server = Server::new(ServerParts {
         config: options.config,
         slot,
         apis,
         authz,
         service_accounts: Arc::new(options.service_accounts),
         admission,
-        aggregator: options.aggregator,
-    })
+        openapi,
+        remote: Some(aggregator.clone() as Arc<dyn RemoteApis>),
+    });
+    Built { server, aggregator }
+}
+
+impl Built {
+    /// Bring the servers to life once storage is ready: the objects
+    /// kube-apiserver creates at start, the custom resources already defined
+    /// (installed before this returns), then the in-process controllers
+    /// `controllers` selects and the aggregator's.
+    pub async fn start(&self, controllers: &kapi_controllers::Options) -> Result<(), ApiError> {
+        let server = &self.server;
+        server.bootstrap().await?;
+        let apiextensions = kapi_apiextensions_server::Context {
+            apis: server.apis.clone(),
+            slot: server.slot.clone(),
+            schema: server.schema.clone(),
+            openapi: server.openapi.clone(),
+        };
+        kapi_apiextensions_server::start(&Arc::new(apiextensions)).await;
+        kapi_controllers::spawn(&Arc::new(server.controller_context()), controllers);
+        kapi_aggregator::spawn(&self.aggregator);
+        Ok(())
+    }
 }

@@ -4,4 +4,4 @@
 
 pub mod assemble;
 
-pub use assemble::{build, Options};
+pub use assemble::{build, Built, Options};

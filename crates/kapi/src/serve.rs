@@ -306,7 +306,7 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
         (None, None) => None,
         _ => return Err("--proxy-client-cert-file and --proxy-client-key-file go together".into()),
     };
-    let auth_info = kapi_server::aggregator::authinfo::Info {
+    let auth_info = kapi_aggregator::authinfo::Info {
         client_ca: x509_cas
             .iter()
             .map(|pem| format!("{}\n", pem.trim_end()))
@@ -318,14 +318,15 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
         authorization_modes: modes,
         admission,
         service_accounts: service_account_issuer(&a)?,
-        aggregator: kapi_server::aggregator::Settings {
+        aggregator: kapi_aggregator::Settings {
             proxy_client,
             auth_info: Some(auth_info),
             ..Default::default()
         },
     };
-    let server = kapi::build(options, slot);
-    server
+    let built = kapi::build(options, slot);
+    let server = built.server.clone();
+    built
         .start(&controllers)
         .await
         .map_err(|e| format!("bootstrap: {e}"))?;

@@ -81,6 +81,34 @@ pub struct OpenApi {
     inner: Arc<Inner>,
 }
 
+/// The OpenAPI documents of what is served now: built when the server is
+/// assembled, replaced whole when custom resources come or go (the
+/// apiextensions server publishes, the OpenAPI endpoints read).
+#[derive(Debug)]
+pub struct Published(std::sync::RwLock<OpenApi>);
+
+impl Published {
+    pub fn new(api: OpenApi) -> Published {
+        Published(std::sync::RwLock::new(api))
+    }
+
+    /// The documents now.
+    pub fn current(&self) -> OpenApi {
+        self.0
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Serve `api` from now on.
+    pub fn publish(&self, api: OpenApi) {
+        *self
+            .0
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = api;
+    }
+}
+
 impl std::fmt::Debug for OpenApi {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let kinds: Vec<&str> = self

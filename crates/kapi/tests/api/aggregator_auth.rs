@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
+use kapi_aggregator::authinfo;
 use kapi_auth::authn::requestheader::{CertVerifier, RequestHeader, RequestHeaderConfig};
 use kapi_auth::authn::Authenticator;
-use kapi_server::aggregator::authinfo;
 use kapi_server::tls;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::Client;

@@ -52,13 +52,14 @@ pub async fn start_in(dir: tempfile::TempDir, opts: ChainOptions) -> Chain {
         port: 6443,
         service_cidr: Cidr::parse("10.0.0.0/24").expect("cidr"),
     };
-    let server = kapi::build(kapi::Options::new(config), slot);
+    let built = kapi::build(kapi::Options::new(config), slot);
+    let server = built.server.clone();
     let controllers = kapi_controllers::Options {
         controllers: kapi_controllers::Selection::parse(&["namespace".into()])
             .expect("controllers"),
         ..Default::default()
     };
-    server.start(&controllers).await.expect("bootstrap");
+    built.start(&controllers).await.expect("bootstrap");
     let tokens = TokenFile::parse(TOKENS).expect("tokens");
     let auth = Arc::new(Authenticator::new(Some(tokens), true));
     let app = server.router_with(auth, &opts).expect("router");

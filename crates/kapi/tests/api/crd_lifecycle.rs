@@ -162,13 +162,14 @@ async fn definitions_present_at_start_are_served_when_start_returns() {
         port: 1,
         service_cidr: kapi_server::Cidr::parse("10.0.0.0/24").unwrap(),
     };
-    let second = kapi::build(kapi::Options::new(config), slot);
+    let built = kapi::build(kapi::Options::new(config), slot);
+    let second = built.server.clone();
     let none = kapi_controllers::Selection::parse(&[]).unwrap();
     let opts = kapi_controllers::Options {
         controllers: none,
         ..Default::default()
     };
-    second.start(&opts).await.unwrap();
+    built.start(&opts).await.unwrap();
     let entry = second
         .apis
         .lookup("stable.example.com", "v1", "crontabs")

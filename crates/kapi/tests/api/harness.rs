@@ -143,10 +143,11 @@ async fn serve(
             kapi_admission_plugins::Selection::from_flags(&[], &off).expect("admission");
     }
     configure(&mut options);
-    let server: Arc<Server> = kapi::build(options, slot.clone());
+    let built = kapi::build(options, slot.clone());
+    let server: Arc<Server> = built.server.clone();
     let mut controllers = kapi_controllers::Options::all(pki.ca_cert_pem.clone());
     controllers.controllers = selection;
-    server.start(&controllers).await.expect("bootstrap");
+    built.start(&controllers).await.expect("bootstrap");
     let backend: Arc<dyn Backend> = match server.apis.cache() {
         Some(cache) => Arc::new(cache.clone()),
         None => backend,

@@ -30,10 +30,11 @@ async fn servers_sharing_storage_agree_on_the_kubernetes_endpoints() {
             port,
             service_cidr: Cidr::parse("10.0.0.0/24").unwrap(),
         };
-        let srv = kapi::build(kapi::Options::new(config), slot.clone());
+        let built = kapi::build(kapi::Options::new(config), slot.clone());
+        let srv = built.server.clone();
         let mut opts = kapi_controllers::Options::all("");
         opts.root_ca = None;
-        srv.start(&opts).await.unwrap();
+        built.start(&opts).await.unwrap();
         servers.push(srv);
     }
     let want = json!([

@@ -34,7 +34,7 @@ use tokio::sync::mpsc;
 
 use super::client::{self, ClientError};
 use super::{condition, Remote};
-use crate::Server;
+use crate::Aggregator;
 use kapi_client::informer::{self, Change};
 use kapi_client::queue::{run_workers, WorkQueue};
 use kapi_client::service_resolver::{self, Endpoint};
@@ -64,8 +64,8 @@ impl Outcome {
 
 type Known = Arc<Mutex<HashMap<String, Value>>>;
 
-pub fn spawn(srv: Arc<Server>) {
-    let Some(apiservices) = srv
+pub fn spawn(agg: Arc<Aggregator>) {
+    let Some(apiservices) = agg
         .apis
         .lookup(super::discovery::GROUP, "v1", "apiservices")
     else {
@@ -78,7 +78,7 @@ pub fn spawn(srv: Arc<Server>) {
         ("", "endpoints"),
         ("discovery.k8s.io", "endpointslices"),
     ] {
-        if let Some(entry) = srv.apis.lookup(group, "v1", resource) {
+        if let Some(entry) = agg.apis.lookup(group, "v1", resource) {
             informer::spawn(entry, FieldSelector::everything(), tx.clone());
         }
     }
@@ -118,13 +118,13 @@ pub fn spawn(srv: Arc<Server>) {
             }
         }
     });
-    let (q, k, resync_srv) = (queue.clone(), known, srv.clone());
+    let (q, k, resync_agg) = (queue.clone(), known, agg.clone());
     tokio::spawn(async move {
         let mut last = tokio::time::Instant::now();
         loop {
             // Short naps, so a changed resync period applies at once.
             tokio::time::sleep(Duration::from_millis(250)).await;
-            if last.elapsed() < resync_srv.aggregator.resync() {
+            if last.elapsed() < resync_agg.resync() {
                 continue;
             }
             last = tokio::time::Instant::now();
@@ -140,8 +140,8 @@ pub fn spawn(srv: Arc<Server>) {
         }
     });
     run_workers(queue, 2, move |name: String| {
-        let srv = srv.clone();
-        async move { sync(&srv, &name).await.map_err(|e| e.to_string()) }
+        let agg = agg.clone();
+        async move { sync(&agg, &name).await.map_err(|e| e.to_string()) }
     });
 }
 
@@ -162,31 +162,31 @@ fn referencing(known: &Known, ns: &str, svc: &str) -> Vec<String> {
         .collect()
 }
 
-async fn sync(srv: &Server, name: &str) -> Result<(), ApiError> {
-    let apiservices = srv
+async fn sync(agg: &Aggregator, name: &str) -> Result<(), ApiError> {
+    let apiservices = agg
         .apis
         .lookup(super::discovery::GROUP, "v1", "apiservices")
         .ok_or_else(|| ApiError::internal("apiservices are not served"))?;
     let obj = match apiservices.store.get(None, name, None).await {
         Ok(o) => o,
         Err(e) if e.is_not_found() => {
-            srv.aggregator.forget(name);
+            agg.forget(name);
             return Ok(());
         }
         Err(e) => return Err(e),
     };
     let outcome = match obj.pointer("/spec/service").filter(|s| s.is_object()) {
         None => {
-            srv.aggregator.forget(name);
+            agg.forget(name);
             Outcome::new("True", "Local", "Local APIServices are always available")
         }
-        Some(_) => check_remote(srv, name, &obj).await,
+        Some(_) => check_remote(agg, name, &obj).await,
     };
-    write_condition(srv, name, &obj, outcome).await
+    write_condition(agg, name, &obj, outcome).await
 }
 
 /// Check a remote APIService and update the remote table.
-async fn check_remote(srv: &Server, name: &str, obj: &Value) -> Outcome {
+async fn check_remote(agg: &Aggregator, name: &str, obj: &Value) -> Outcome {
     let s = |p: &str| {
         obj.pointer(p)
             .and_then(Value::as_str)
@@ -201,11 +201,9 @@ async fn check_remote(srv: &Server, name: &str, obj: &Value) -> Outcome {
         .pointer("/spec/insecureSkipTLSVerify")
         .and_then(Value::as_bool)
         .unwrap_or(false);
-    let proxy_client = srv.aggregator.proxy_client();
+    let proxy_client = agg.proxy_client();
     let tls = client::tls_config(&ca, insecure, proxy_client.as_ref());
-    let previous = srv
-        .aggregator
-        .remote(&s("/spec/group"), &s("/spec/version"));
+    let previous = agg.remote(&s("/spec/group"), &s("/spec/version"));
     let mut remote = Remote {
         name: name.to_owned(),
         group: s("/spec/group"),
@@ -234,20 +232,20 @@ async fn check_remote(srv: &Server, name: &str, obj: &Value) -> Outcome {
     }
     let outcome = match tls {
         Err(e) => Outcome::new("False", "FailedDiscoveryCheck", e),
-        Ok(_) => probe(srv, &mut remote, proxy_client.as_ref()).await,
+        Ok(_) => probe(agg, &mut remote, proxy_client.as_ref()).await,
     };
     remote.available = outcome.status == "True";
-    srv.aggregator.put(remote);
+    agg.put(remote);
     outcome
 }
 
 async fn probe(
-    srv: &Server,
+    agg: &Aggregator,
     remote: &mut Remote,
     proxy_client: Option<&(String, String)>,
 ) -> Outcome {
     let endpoint =
-        match service_resolver::resolve(&srv.apis, &remote.namespace, &remote.service, remote.port)
+        match service_resolver::resolve(&agg.apis, &remote.namespace, &remote.service, remote.port)
             .await
         {
             Ok(e) => e,
@@ -354,7 +352,7 @@ pub(crate) async fn get(
 
 /// Write the `Available` condition when it changed.
 async fn write_condition(
-    srv: &Server,
+    agg: &Aggregator,
     name: &str,
     obj: &Value,
     o: Outcome,
@@ -367,7 +365,7 @@ async fn write_condition(
     if same {
         return Ok(());
     }
-    let apiservices = srv
+    let apiservices = agg
         .apis
         .lookup(super::discovery::GROUP, "v1", "apiservices")
         .ok_or_else(|| ApiError::internal("apiservices are not served"))?;

@@ -22,7 +22,7 @@ use rustls::pki_types::{CertificateDer, ServerName};
 use serde_json::Value;
 use tokio::net::TcpStream;
 
-use crate::Server;
+use crate::Context;
 
 /// Upstream's webhook client timeout.
 const TIMEOUT: Duration = Duration::from_secs(30);
@@ -45,13 +45,13 @@ pub struct WebhookClient {
     tls: Result<Arc<rustls::ClientConfig>, String>,
     /// For service references (weak: the server owns the resources that own
     /// this client).
-    srv: Weak<Server>,
+    cx: Weak<Context>,
 }
 
 impl WebhookClient {
     /// The client of `webhook` (`spec.conversion.webhook`), `None` when it
     /// names no endpoint (validation rejects such definitions).
-    pub fn new(webhook: &Value, srv: &Arc<Server>) -> Option<WebhookClient> {
+    pub fn new(webhook: &Value, cx: &Arc<Context>) -> Option<WebhookClient> {
         let cc = webhook.get("clientConfig")?;
         let target = if let Some(url) = cc.get("url").and_then(Value::as_str) {
             Target::Url(url.to_owned())
@@ -69,7 +69,7 @@ impl WebhookClient {
         Some(WebhookClient {
             target,
             tls: tls_config(ca),
-            srv: Arc::downgrade(srv),
+            cx: Arc::downgrade(cx),
         })
     }
 
@@ -153,8 +153,8 @@ impl WebhookClient {
                 let host = format!("{name}.{namespace}.svc");
                 let path = with_timeout(if path.is_empty() { "/" } else { path });
                 let printed = format!("https://{host}:{port}{path}");
-                let srv = self.srv.upgrade().ok_or("the server is shutting down")?;
-                let ep = kapi_client::service_resolver::resolve(&srv.apis, namespace, name, *port)
+                let cx = self.cx.upgrade().ok_or("the server is shutting down")?;
+                let ep = kapi_client::service_resolver::resolve(&cx.apis, namespace, name, *port)
                     .await
                     .map_err(|e| format!("Post {printed:?}: {e}"))?;
                 let port = u16::try_from(*port).map_err(|e| e.to_string())?;

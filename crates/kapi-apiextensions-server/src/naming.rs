@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use kapi_apiextensions::crd::types::Names;
 use kapi_apiextensions::crd::{Crd, CUSTOM_PREFIX};
 
-use crate::Server;
+use crate::Context;
 
 /// One condition to set.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,7 +29,7 @@ pub struct Decision {
 }
 
 /// Names used by others: (plural, singular and short names; kinds and list kinds).
-fn used_names(srv: &Server, crd: &Crd, others: &[Crd]) -> (BTreeSet<String>, BTreeSet<String>) {
+fn used_names(cx: &Context, crd: &Crd, others: &[Crd]) -> (BTreeSet<String>, BTreeSet<String>) {
     let (mut resources, mut kinds) = (BTreeSet::new(), BTreeSet::new());
     for o in others {
         if o.spec.group != crd.spec.group || o.metadata.name == crd.metadata.name {
@@ -40,7 +40,7 @@ fn used_names(srv: &Server, crd: &Crd, others: &[Crd]) -> (BTreeSet<String>, BTr
         resources.extend(n.short_names.iter().cloned());
         kinds.extend([n.kind.clone(), n.list_kind.clone()]);
     }
-    for e in srv.apis.all() {
+    for e in cx.apis.all() {
         let d = &e.def;
         if d.group != crd.spec.group || d.key_prefix.starts_with(CUSTOM_PREFIX) {
             continue;
@@ -63,8 +63,8 @@ fn fresh(requested: &str, accepted: &str, used: &BTreeSet<String>) -> Result<(),
 }
 
 /// Upstream's `calculateNamesAndConditions`.
-pub fn decide(srv: &Server, crd: &Crd, others: &[Crd]) -> Decision {
-    let (resources, kinds) = used_names(srv, crd, others);
+pub fn decide(cx: &Context, crd: &Crd, others: &[Crd]) -> Decision {
+    let (resources, kinds) = used_names(cx, crd, others);
     let requested = &crd.spec.names;
     let accepted = &crd.status.accepted_names;
     let mut names = accepted.clone();

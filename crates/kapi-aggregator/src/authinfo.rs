@@ -16,7 +16,7 @@ use kapi_machinery::status::ApiError;
 use kapi_registry::store::UpdateTarget;
 use serde_json::{json, Map, Value};
 
-use crate::Server;
+use crate::Aggregator;
 use kapi_auth::authn::requestheader::RequestHeaderConfig;
 
 pub const NAMESPACE: &str = "kube-system";
@@ -64,11 +64,11 @@ impl Info {
 }
 
 /// Keep the ConfigMap as the server's current [`Info`] says.
-pub fn spawn(srv: Arc<Server>) {
+pub fn spawn(agg: Arc<Aggregator>) {
     tokio::spawn(async move {
         loop {
-            if let Some(info) = srv.aggregator.authentication_info() {
-                if let Err(e) = ensure(&srv, &info).await {
+            if let Some(info) = agg.authentication_info() {
+                if let Err(e) = ensure(&agg, &info).await {
                     tracing::debug!(error = %e, "publishing {NAMESPACE}/{NAME}");
                 }
             }
@@ -77,8 +77,8 @@ pub fn spawn(srv: Arc<Server>) {
     });
 }
 
-async fn ensure(srv: &Server, info: &Info) -> Result<(), ApiError> {
-    let configmaps = srv
+async fn ensure(agg: &Aggregator, info: &Info) -> Result<(), ApiError> {
+    let configmaps = agg
         .apis
         .lookup("", "v1", "configmaps")
         .ok_or_else(|| ApiError::internal("configmaps are not served"))?;

@@ -1,10 +1,10 @@
-//! The proxy of remote group-versions, a middleware that runs after the whole
-//! filter chain (authentication, audit, impersonation, flow control,
-//! authorization), as upstream's `proxyHandler` sits behind
-//! `DefaultBuildHandlerChain`: a request under `/apis/<group>/<version>` of a
-//! remote APIService goes to its service; `/apis/<group>` of a group only
-//! remote servers serve is answered here from the APIServices; anything else
-//! goes on to the local routes.
+//! The proxy of remote group-versions, which the core server asks first for
+//! every request after the whole filter chain (authentication, audit,
+//! impersonation, flow control, authorization), as upstream's `proxyHandler`
+//! sits behind `DefaultBuildHandlerChain`: a request under
+//! `/apis/<group>/<version>` of a remote APIService goes to its service;
+//! `/apis/<group>` of a group only remote servers serve is answered here from
+//! the APIServices; anything else is handed back to the local routes.
 //!
 //! What goes out: the method, path, query and body as received; the client's
 //! `Authorization`, `Impersonate-*` and any `X-Remote-*` headers removed, the
@@ -17,17 +17,14 @@
 //! Not proxied (yet): protocol upgrades (`kubectl exec`-like streams), which
 //! are answered 400.
 
-use std::sync::Arc;
-
 use axum::body::Body;
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{header, HeaderName, HeaderValue, StatusCode};
-use axum::middleware::Next;
 use axum::response::Response;
 
-use crate::Server;
-use kapi_auth::authn::UserInfo;
+use crate::Aggregator;
 use kapi_client::service_resolver;
+use kapi_http::user::UserInfo;
 
 use super::Remote;
 
@@ -53,24 +50,29 @@ fn route(path: &str) -> Route<'_> {
     }
 }
 
-/// The middleware (`axum::middleware::from_fn_with_state`).
-pub async fn layer(State(srv): State<Arc<Server>>, req: Request, next: Next) -> Response {
-    match route(req.uri().path()) {
-        Route::GroupVersion(g, v) => match srv.aggregator.remote(g, v) {
-            Some(remote) => proxy(&srv, remote, req).await,
-            None => next.run(req).await,
+/// Serve `req` if it belongs to a remote group-version; hand it back if not.
+pub async fn serve(agg: &Aggregator, req: Request) -> Result<Response, Request> {
+    let (group, version) = match route(req.uri().path()) {
+        Route::GroupVersion(g, v) => (g.to_owned(), Some(v.to_owned())),
+        Route::Group(g) => (g.to_owned(), None),
+        Route::Other => return Err(req),
+    };
+    match version {
+        Some(v) => match agg.remote(&group, &v) {
+            Some(remote) => Ok(proxy(agg, remote, req).await),
+            None => Err(req),
         },
-        Route::Group(g) if srv.apis.groups().iter().all(|local| local.name != g) => {
-            match super::discovery::remote_group(&srv, g) {
-                Some(body) => kapi_http::negotiate::respond(
+        None if agg.apis.groups().iter().all(|local| local.name != group) => {
+            match super::discovery::remote_group(agg, &group) {
+                Some(body) => Ok(kapi_http::negotiate::respond(
                     StatusCode::OK,
                     &body,
                     kapi_http::negotiate::Format::Json,
-                ),
-                None => next.run(req).await,
+                )),
+                None => Err(req),
             }
         }
-        _ => next.run(req).await,
+        None => Err(req),
     }
 }
 
@@ -90,7 +92,7 @@ pub fn proxy_error(code: StatusCode, message: &str) -> Response {
     resp
 }
 
-async fn proxy(srv: &Server, remote: Remote, req: Request) -> Response {
+async fn proxy(agg: &Aggregator, remote: Remote, req: Request) -> Response {
     let Some(user) = req.extensions().get::<UserInfo>().cloned() else {
         return proxy_error(StatusCode::INTERNAL_SERVER_ERROR, "missing user");
     };
@@ -105,7 +107,7 @@ async fn proxy(srv: &Server, remote: Remote, req: Request) -> Response {
         );
     }
     let endpoint =
-        match service_resolver::resolve(&srv.apis, &remote.namespace, &remote.service, remote.port)
+        match service_resolver::resolve(&agg.apis, &remote.namespace, &remote.service, remote.port)
             .await
         {
             Ok(e) => e,

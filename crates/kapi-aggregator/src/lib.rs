@@ -1,4 +1,4 @@
-//! The aggregator, the outermost server of the chain (DESIGN point 7): it owns
+//! kapi-aggregator — the aggregator, the outermost server of the chain (DESIGN point 7): it owns
 //! `apiregistration.k8s.io` APIServices and sends every request under a
 //! remote APIService's group-version (`spec.service` set) to that service;
 //! everything else falls through to the core server and, after it, the
@@ -34,7 +34,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::Server;
+use kapi_registry::apis::Apis;
 
 /// The label autoregister puts on the APIServices it manages.
 pub const AUTOMANAGED_LABEL: &str = "kube-aggregator.kubernetes.io/automanaged";
@@ -93,17 +93,20 @@ impl Default for Settings {
     }
 }
 
-/// The remote table, and the settings it was built with.
+/// The remote table, the settings it was built with, and the resource table
+/// (APIServices, and the Services their requests go to).
 pub struct Aggregator {
     remotes: RwLock<HashMap<(String, String), Remote>>,
     settings: Settings,
+    pub apis: Arc<Apis>,
 }
 
 impl Aggregator {
-    pub fn new(settings: Settings) -> Aggregator {
+    pub fn new(settings: Settings, apis: Arc<Apis>) -> Aggregator {
         Aggregator {
             remotes: RwLock::default(),
             settings,
+            apis,
         }
     }
 
@@ -158,11 +161,41 @@ impl Aggregator {
     }
 }
 
+#[async_trait::async_trait]
+impl kapi_server::RemoteApis for Aggregator {
+    async fn serve(
+        &self,
+        req: axum::extract::Request,
+    ) -> Result<axum::response::Response, axum::extract::Request> {
+        proxy::serve(self, req).await
+    }
+
+    fn extend_group_list(&self, groups: &mut Vec<Value>) {
+        discovery::extend_group_list(self, groups)
+    }
+
+    fn extend_aggregated(&self, items: &mut Vec<Value>) {
+        discovery::extend_aggregated(self, items)
+    }
+
+    fn merged_v2(&self, local: &[u8]) -> Option<Vec<u8>> {
+        openapi::merged_v2(self, local)
+    }
+
+    fn extend_v3_index(&self, index: &mut Value) {
+        openapi::extend_v3_index(self, index)
+    }
+
+    fn v3_document(&self, path: &str) -> Option<(bytes::Bytes, String)> {
+        openapi::v3_document(self, path)
+    }
+}
+
 /// Start the aggregator's controllers: autoregister and availability.
-pub fn spawn(srv: &Arc<Server>) {
-    autoregister::spawn(srv.clone());
-    available::spawn(srv.clone());
-    authinfo::spawn(srv.clone());
+pub fn spawn(agg: &Arc<Aggregator>) {
+    autoregister::spawn(agg.clone());
+    available::spawn(agg.clone());
+    authinfo::spawn(agg.clone());
 }
 
 /// The `Available` condition of an object, if any.

@@ -11,15 +11,15 @@ use std::cmp::Reverse;
 use serde_json::{json, Value};
 
 use super::Remote;
-use crate::Server;
+use crate::Aggregator;
 use kapi_registry::apis::version_priority;
 
 pub const GROUP: &str = kapi_resources::apiregistration::GROUP;
 
 /// Remote APIServices grouped by group, groups and versions in discovery order.
-fn remote_groups(srv: &Server) -> Vec<(String, Vec<Remote>)> {
+fn remote_groups(agg: &Aggregator) -> Vec<(String, Vec<Remote>)> {
     let mut groups: Vec<(String, Vec<Remote>)> = Vec::new();
-    for r in srv.aggregator.remotes() {
+    for r in agg.remotes() {
         match groups.iter_mut().find(|(g, _)| *g == r.group) {
             Some((_, vs)) => vs.push(r),
             None => groups.push((r.group.clone(), vec![r])),
@@ -43,8 +43,8 @@ fn version_json(group: &str, version: &str) -> Value {
 }
 
 /// `/apis/<group>` for a group only remote servers serve.
-pub fn remote_group(srv: &Server, group: &str) -> Option<Value> {
-    let (_, versions) = remote_groups(srv).into_iter().find(|(g, _)| g == group)?;
+pub fn remote_group(agg: &Aggregator, group: &str) -> Option<Value> {
+    let (_, versions) = remote_groups(agg).into_iter().find(|(g, _)| g == group)?;
     let vs: Vec<Value> = versions
         .iter()
         .map(|r| version_json(group, &r.version))
@@ -56,8 +56,8 @@ pub fn remote_group(srv: &Server, group: &str) -> Option<Value> {
 }
 
 /// Add remote groups and versions to the legacy `/apis` group list.
-pub fn extend_group_list(srv: &Server, groups: &mut Vec<Value>) {
-    for (group, versions) in remote_groups(srv) {
+pub fn extend_group_list(agg: &Aggregator, groups: &mut Vec<Value>) {
+    for (group, versions) in remote_groups(agg) {
         let existing = groups
             .iter_mut()
             .find(|g| g.get("name").and_then(Value::as_str) == Some(group.as_str()));
@@ -85,8 +85,8 @@ pub fn extend_group_list(srv: &Server, groups: &mut Vec<Value>) {
 }
 
 /// Add remote groups to an aggregated `APIGroupDiscoveryList`'s items.
-pub fn extend_aggregated(srv: &Server, items: &mut Vec<Value>) {
-    for (group, versions) in remote_groups(srv) {
+pub fn extend_aggregated(agg: &Aggregator, items: &mut Vec<Value>) {
+    for (group, versions) in remote_groups(agg) {
         let vs: Vec<Value> = versions.iter().map(version_discovery).collect();
         let existing = items
             .iter_mut()

@@ -8,14 +8,14 @@
 use serde_json::{json, Value};
 
 use super::Remote;
-use crate::Server;
+use crate::Aggregator;
 
 /// The v3 index with the remote group-versions' documents added.
-pub fn extend_v3_index(srv: &Server, index: &mut Value) {
+pub fn extend_v3_index(agg: &Aggregator, index: &mut Value) {
     let Some(paths) = index.get_mut("paths").and_then(Value::as_object_mut) else {
         return;
     };
-    for r in srv.aggregator.remotes() {
+    for r in agg.remotes() {
         if let Some((_, hash)) = &r.openapi_v3 {
             let key = format!("apis/{}/{}", r.group, r.version);
             let url = format!("/openapi/v3/{key}?hash={hash}");
@@ -25,19 +25,18 @@ pub fn extend_v3_index(srv: &Server, index: &mut Value) {
 }
 
 /// The v3 document of a remote group-version (`apis/<group>/<version>`).
-pub fn v3_document(srv: &Server, path: &str) -> Option<(bytes::Bytes, String)> {
+pub fn v3_document(agg: &Aggregator, path: &str) -> Option<(bytes::Bytes, String)> {
     let key = path.trim_matches('/');
     let rest = key.strip_prefix("apis/")?;
     let (group, version) = rest.split_once('/')?;
-    srv.aggregator.remote(group, version)?.openapi_v3
+    agg.remote(group, version)?.openapi_v3
 }
 
 /// The local v2 document with what remote servers publish merged in (paths
 /// and definitions the local document does not have), or `None` when no
 /// remote server published one.
-pub fn merged_v2(srv: &Server, local: &[u8]) -> Option<Vec<u8>> {
-    let remotes: Vec<Remote> = srv
-        .aggregator
+pub fn merged_v2(agg: &Aggregator, local: &[u8]) -> Option<Vec<u8>> {
+    let remotes: Vec<Remote> = agg
         .remotes()
         .into_iter()
         .filter(|r| r.openapi_v2.is_some())

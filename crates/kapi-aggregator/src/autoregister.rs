@@ -28,7 +28,7 @@ use tokio::sync::mpsc;
 
 use super::discovery::GROUP;
 use super::{builtin_priority, AUTOMANAGED_LABEL};
-use crate::Server;
+use crate::Aggregator;
 use kapi_client::informer::{self, Change};
 use kapi_registry::apis::Entry;
 
@@ -48,7 +48,7 @@ fn spec(group: &str, version: &str, group_priority: i64, version_priority: i64) 
 }
 
 struct Controller {
-    srv: Arc<Server>,
+    agg: Arc<Aggregator>,
     apiservices: Arc<Entry>,
     /// Built-in APIServices: name → spec.
     on_start: HashMap<String, Value>,
@@ -58,12 +58,12 @@ struct Controller {
     synced_once: HashSet<String>,
 }
 
-pub fn spawn(srv: Arc<Server>) {
-    let Some(apiservices) = srv.apis.lookup(GROUP, "v1", "apiservices") else {
+pub fn spawn(agg: Arc<Aggregator>) {
+    let Some(apiservices) = agg.apis.lookup(GROUP, "v1", "apiservices") else {
         return;
     };
     let mut on_start = HashMap::new();
-    for ((group, version), entries) in srv.apis.by_group_version() {
+    for ((group, version), entries) in agg.apis.by_group_version() {
         if entries
             .iter()
             .all(|e| e.def.key_prefix.starts_with(CUSTOM_PREFIX))
@@ -78,7 +78,7 @@ pub fn spawn(srv: Arc<Server>) {
         }
     }
     let ctl = Controller {
-        srv: srv.clone(),
+        agg: agg.clone(),
         apiservices: apiservices.clone(),
         on_start,
         crds: HashMap::new(),
@@ -96,7 +96,7 @@ impl Controller {
             tx.clone(),
         );
         let crds = self
-            .srv
+            .agg
             .apis
             .lookup("apiextensions.k8s.io", "v1", "customresourcedefinitions");
         let mut crds_synced = crds.is_none();

@@ -1,4 +1,4 @@
-//! The apiextensions server of the chain (DESIGN point 7): CustomResourceDefinitions
+//! kapi-apiextensions-server — the apiextensions server of the chain (DESIGN point 7): CustomResourceDefinitions
 //! turn into served resources while the server runs.
 //!
 //! One controller, driven by a watch on `customresourcedefinitions`, does what
@@ -36,10 +36,12 @@ use kapi_resources::openapi::{defs, OpenApi};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-use crate::Server;
 use kapi_client::informer::{self, Change};
 use kapi_client::queue::{run_workers, WorkQueue};
+use kapi_registry::apis::Apis;
 use kapi_registry::apis::Entry;
+use kapi_resources::openapi::Published;
+use kapi_storage::slot::BackendSlot;
 
 /// The field manager of the controller's writes (upstream's apiextensions
 /// controllers write as the API server itself).
@@ -75,21 +77,32 @@ impl Pass {
 }
 
 pub(crate) struct Controller {
-    srv: Arc<Server>,
+    cx: Arc<Context>,
     crds: Arc<Entry>,
     installed: Mutex<HashMap<String, Installed>>,
 }
 
+/// What the apiextensions server works with: the resource table it installs
+/// custom resources into, the storage they live in, the schema of the
+/// built-in types (embedded objects in custom schemas refer to them), and the
+/// OpenAPI documents it republishes.
+pub struct Context {
+    pub apis: Arc<Apis>,
+    pub slot: BackendSlot,
+    pub schema: Arc<dyn SchemaNav>,
+    pub openapi: Arc<Published>,
+}
+
 /// Install the definitions there are, then follow changes.
-pub async fn start(srv: &Arc<Server>) {
-    let Some(crds) = srv
+pub async fn start(cx: &Arc<Context>) {
+    let Some(crds) = cx
         .apis
         .lookup("apiextensions.k8s.io", "v1", "customresourcedefinitions")
     else {
         return;
     };
     let ctl = Arc::new(Controller {
-        srv: srv.clone(),
+        cx: cx.clone(),
         crds: crds.clone(),
         installed: Mutex::new(HashMap::new()),
     });
@@ -195,7 +208,7 @@ impl Controller {
         }
         let crd = Crd::parse(&obj);
         let others = self.all_crds().await;
-        let decision = naming::decide(&self.srv, &crd, &others);
+        let decision = naming::decide(&self.cx, &crd, &others);
         let mut next = obj.clone();
         next["status"]["acceptedNames"] =
             serde_json::to_value(&decision.names).expect("names serialize");
@@ -255,13 +268,13 @@ impl Controller {
             .get(&name)
             .map(|i| i.terminating.clone())
             .unwrap_or_default();
-        let backend: Arc<dyn kapi_storage::Backend> = Arc::new(self.srv.slot.clone());
+        let backend: Arc<dyn kapi_storage::Backend> = Arc::new(self.cx.slot.clone());
         let mut gvrs = Vec::new();
         let mut openapi_defs = Vec::new();
         for served in crd::served(obj, since, terminating.clone(), self.webhook_client(obj)) {
             let def = served.def;
             let (nav, root): (Arc<dyn SchemaNav>, TypeRef) = match &served.schema {
-                Some(s) => s.nav(self.srv.schema.clone()),
+                Some(s) => s.nav(self.cx.schema.clone()),
                 None => (Arc::new(NoSchema), TypeRef::UNKNOWN),
             };
             if let Some(s) = &served.schema {
@@ -270,7 +283,7 @@ impl Controller {
                 openapi_defs.push((def_name, d));
             }
             gvrs.push((def.group.clone(), def.version.clone(), def.resource.clone()));
-            self.srv.apis.install(def, backend.clone(), nav, root);
+            self.cx.apis.install(def, backend.clone(), nav, root);
         }
         let old = self.lock().insert(
             name,
@@ -283,7 +296,7 @@ impl Controller {
         );
         for gvr in old.map(|o| o.gvrs).unwrap_or_default() {
             if !gvrs.contains(&gvr) {
-                self.srv.apis.remove(&gvr.0, &gvr.1, &gvr.2);
+                self.cx.apis.remove(&gvr.0, &gvr.1, &gvr.2);
             }
         }
         true
@@ -295,7 +308,7 @@ impl Controller {
         if conv.get("strategy").and_then(Value::as_str) != Some("Webhook") {
             return None;
         }
-        let client = webhook::WebhookClient::new(conv.get("webhook")?, &self.srv)?;
+        let client = webhook::WebhookClient::new(conv.get("webhook")?, &self.cx)?;
         Some(Arc::new(client))
     }
 
@@ -312,7 +325,7 @@ impl Controller {
             return;
         };
         for (g, v, r) in &old.gvrs {
-            self.srv.apis.remove(g, v, r);
+            self.cx.apis.remove(g, v, r);
         }
         self.rebuild_openapi().await;
     }
@@ -326,7 +339,7 @@ impl Controller {
         gvrs.iter()
             .find(|(_, v, _)| Some(v.as_str()) == storage)
             .or_else(|| gvrs.first())
-            .and_then(|(g, v, r)| self.srv.apis.lookup(g, v, r))
+            .and_then(|(g, v, r)| self.cx.apis.lookup(g, v, r))
     }
 
     async fn rebuild_openapi(&self) {
@@ -338,12 +351,12 @@ impl Controller {
             .collect::<BTreeMap<_, _>>()
             .into_iter()
             .collect();
-        let resources = self.srv.apis.defs();
+        let resources = self.cx.apis.defs();
         let built =
             tokio::task::spawn_blocking(move || OpenApi::build_with(&resources, &custom)).await;
         match built {
             Ok(api) => {
-                self.srv.set_openapi(api);
+                self.cx.openapi.publish(api);
                 tracing::debug!(took = ?started.elapsed(), "OpenAPI documents rebuilt");
             }
             Err(e) => tracing::error!(error = %e, "rebuilding the OpenAPI documents"),
