@@ -1,0 +1,102 @@
+//! kubeadm 1.33's kube-apiserver static pod (cmd/kubeadm/app/phases/controlplane
+//! getAPIServerCommand with its defaults, flags sorted as in the manifest), its
+//! certificates laid out as kubeadm's `pki/` (CA, apiserver, kubelet client,
+//! front proxy, sa.key/sa.pub, etcd client), and the super-admin credentials
+//! (CN kubernetes-super-admin, O system:masters) `kubeadm init` writes.
+//!
+//! Changed: paths (a temp `pki/`), the port, and etcd: the testkit's etcd serves
+//! plain HTTP on loopback, so `--etcd-servers` is its `http://` URL while the
+//! etcd TLS flags still name kubeadm's files.
+
+use crate::pki::{self, Ca};
+use crate::proc::{self, Server};
+
+#[test]
+fn kubeadm_manifest_serves_kubectl() {
+    let etcd = kapi_testkit::Etcd::start();
+    let tmp = tempfile::tempdir().unwrap();
+    let p = tmp.path().join("pki");
+    let ca = Ca::new("kubernetes");
+    ca.write(&p.join("ca.crt"), Some(&p.join("ca.key")));
+    pki::write_pair(
+        &ca.serving("kube-apiserver"),
+        &p.join("apiserver.crt"),
+        &p.join("apiserver.key"),
+    );
+    pki::write_pair(
+        &ca.client("kube-apiserver-kubelet-client", &["kubeadm:cluster-admins"]),
+        &p.join("apiserver-kubelet-client.crt"),
+        &p.join("apiserver-kubelet-client.key"),
+    );
+    let front = Ca::new("front-proxy-ca");
+    front.write(
+        &p.join("front-proxy-ca.crt"),
+        Some(&p.join("front-proxy-ca.key")),
+    );
+    pki::write_pair(
+        &front.client("front-proxy-client", &[]),
+        &p.join("front-proxy-client.crt"),
+        &p.join("front-proxy-client.key"),
+    );
+    let (sa_key, sa_pub) = pki::signing_key();
+    pki::write(&p.join("sa.key"), &sa_key);
+    pki::write(&p.join("sa.pub"), &sa_pub);
+    let etcd_ca = Ca::new("etcd-ca");
+    etcd_ca.write(&p.join("etcd/ca.crt"), Some(&p.join("etcd/ca.key")));
+    pki::write_pair(
+        &etcd_ca.client("kube-apiserver-etcd-client", &[]),
+        &p.join("apiserver-etcd-client.crt"),
+        &p.join("apiserver-etcd-client.key"),
+    );
+    pki::write_pair(
+        &ca.client("kubernetes-super-admin", &["system:masters"]),
+        &tmp.path().join("super-admin.crt"),
+        &tmp.path().join("super-admin.key"),
+    );
+
+    let port = kapi_testkit::free_port();
+    let d = p.display();
+    let args: Vec<String> = [
+        "--advertise-address=127.0.0.1".to_string(),
+        "--allow-privileged=true".into(),
+        "--authorization-mode=Node,RBAC".into(),
+        format!("--client-ca-file={d}/ca.crt"),
+        "--enable-admission-plugins=NodeRestriction".into(),
+        "--enable-bootstrap-token-auth=true".into(),
+        format!("--etcd-cafile={d}/etcd/ca.crt"),
+        format!("--etcd-certfile={d}/apiserver-etcd-client.crt"),
+        format!("--etcd-keyfile={d}/apiserver-etcd-client.key"),
+        format!("--etcd-servers={}", etcd.client_url),
+        format!("--kubelet-client-certificate={d}/apiserver-kubelet-client.crt"),
+        format!("--kubelet-client-key={d}/apiserver-kubelet-client.key"),
+        "--kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname".into(),
+        format!("--proxy-client-cert-file={d}/front-proxy-client.crt"),
+        format!("--proxy-client-key-file={d}/front-proxy-client.key"),
+        "--requestheader-allowed-names=front-proxy-client".into(),
+        format!("--requestheader-client-ca-file={d}/front-proxy-ca.crt"),
+        "--requestheader-extra-headers-prefix=X-Remote-Extra-".into(),
+        "--requestheader-group-headers=X-Remote-Group".into(),
+        "--requestheader-username-headers=X-Remote-User".into(),
+        format!("--secure-port={port}"),
+        "--service-account-issuer=https://kubernetes.default.svc.cluster.local".into(),
+        format!("--service-account-key-file={d}/sa.pub"),
+        format!("--service-account-signing-key-file={d}/sa.key"),
+        "--service-cluster-ip-range=10.96.0.0/12".into(),
+        format!("--tls-cert-file={d}/apiserver.crt"),
+        format!("--tls-private-key-file={d}/apiserver.key"),
+    ]
+    .into();
+    let server = Server::start(tmp.path(), &args);
+    let kubeconfig = tmp.path().join("super-admin.conf");
+    proc::write_kubeconfig(
+        &kubeconfig,
+        &format!("https://127.0.0.1:{port}"),
+        &p.join("ca.crt"),
+        &tmp.path().join("super-admin.crt"),
+        &tmp.path().join("super-admin.key"),
+    );
+    proc::kubectl_get_ns(&kubeconfig, &server);
+    let log = server.log_text();
+    assert!(log.contains("admission plugin NodeRestriction"), "{log}");
+    assert!(log.contains("flag --enable-bootstrap-token-auth accepted, not implemented yet"));
+}
