@@ -4,16 +4,17 @@
 //! front proxy, sa.key/sa.pub, etcd client), and the super-admin credentials
 //! (CN kubernetes-super-admin, O system:masters) `kubeadm init` writes.
 //!
-//! Changed: paths (a temp `pki/`), the port, and etcd: the testkit's etcd serves
-//! plain HTTP on loopback, so `--etcd-servers` is its `http://` URL while the
-//! etcd TLS flags still name kubeadm's files.
+//! Changed: paths (a temp `pki/`) and ports. etcd is kubeadm's kind: HTTPS with
+//! client certificates of the etcd CA (`etcd_tls.rs`; kapi-testkit's etcd is
+//! plain HTTP, which kapi refuses together with `--etcd-cafile`, as TLS
+//! settings for an `http://` URL).
 
+use crate::etcd_tls::TlsEtcd;
 use crate::pki::{self, Ca};
 use crate::proc::{self, Server};
 
 #[test]
 fn kubeadm_manifest_serves_kubectl() {
-    let etcd = kapi_testkit::Etcd::start();
     let tmp = tempfile::tempdir().unwrap();
     let p = tmp.path().join("pki");
     let ca = Ca::new("kubernetes");
@@ -43,6 +44,7 @@ fn kubeadm_manifest_serves_kubectl() {
     pki::write(&p.join("sa.pub"), &sa_pub);
     let etcd_ca = Ca::new("etcd-ca");
     etcd_ca.write(&p.join("etcd/ca.crt"), Some(&p.join("etcd/ca.key")));
+    let etcd = TlsEtcd::start(&tmp.path().join("etcd"), &etcd_ca);
     pki::write_pair(
         &etcd_ca.client("kube-apiserver-etcd-client", &[]),
         &p.join("apiserver-etcd-client.crt"),

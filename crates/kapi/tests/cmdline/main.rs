@@ -4,9 +4,10 @@
 //! unchanged but for paths and ports, from kubeadm's static pod manifest
 //! (`kubeadm.rs`), the flags controller-runtime's envtest passes (`envtest.rs`)
 //! and hack/local-up-cluster.sh's command (`localup.rs`), each against a real
-//! etcd, and serves `kubectl get ns` with the credentials that setup makes.
+//! etcd (kubeadm's over TLS with client certificates), and serves `kubectl get ns` with the credentials that setup makes.
 
 mod envtest;
+mod etcd_tls;
 mod invocation;
 mod kubeadm;
 mod localup;
