@@ -71,3 +71,12 @@ pub fn report(flags: &Flags) {
         tracing::warn!("flag --{name} accepted, not implemented yet");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn klog_verbosity_maps_to_tracing_levels() {
+        let levels: Vec<&str> = [0, 1, 2, 4, 5, 10].into_iter().map(super::level).collect();
+        assert_eq!(levels, ["info", "info", "debug", "debug", "trace", "trace"]);
+    }
+}

@@ -1,6 +1,9 @@
 //! The one table of `kapi serve`'s flags: every flag kube-apiserver 1.33
 //! accepts (visible, and the deprecated ones it still takes), then kapi's own.
 //!
+//! 1.33 removed the cloud provider flags (`--cloud-provider`, `--cloud-config`,
+//! kubernetes PR 130162), so its help has no "Cloud provider flags" group.
+//!
 //! One row per flag, `|`-separated:
 //! `name|shorthand|type|default|section|status|deprecation|help`.
 //!
@@ -28,7 +31,6 @@ pub enum Section {
     Features,
     Authentication,
     Authorization,
-    CloudProvider,
     ApiEnablement,
     EgressSelector,
     Admission,
@@ -41,7 +43,7 @@ pub enum Section {
 }
 
 impl Section {
-    pub const ALL: [Section; 17] = [
+    pub const ALL: [Section; 16] = [
         Section::Generic,
         Section::Etcd,
         Section::SecureServing,
@@ -49,7 +51,6 @@ impl Section {
         Section::Features,
         Section::Authentication,
         Section::Authorization,
-        Section::CloudProvider,
         Section::ApiEnablement,
         Section::EgressSelector,
         Section::Admission,
@@ -70,7 +71,6 @@ impl Section {
             Section::Features => "features",
             Section::Authentication => "authn",
             Section::Authorization => "authz",
-            Section::CloudProvider => "cloud",
             Section::ApiEnablement => "api",
             Section::EgressSelector => "egress",
             Section::Admission => "admission",
@@ -93,7 +93,6 @@ impl Section {
             Section::Features => "Features flags",
             Section::Authentication => "Authentication flags",
             Section::Authorization => "Authorization flags",
-            Section::CloudProvider => "Cloud provider flags",
             Section::ApiEnablement => "API enablement flags",
             Section::EgressSelector => "Egress selector flags",
             Section::Admission => "Admission flags",
@@ -315,9 +314,6 @@ authorization-webhook-cache-authorized-ttl||duration|5m0s|authz|todo||How long a
 authorization-webhook-cache-unauthorized-ttl||duration|30s|authz|todo||How long denied webhook answers are cached.
 authorization-webhook-config-file||string||authz|todo||Kubeconfig of a SubjectAccessReview webhook (--authorization-mode=Webhook).
 authorization-webhook-version||string|v1beta1|authz|todo||SubjectAccessReview version sent to the webhook.
-# Cloud provider flags
-cloud-config||string||cloud|noop|the in-tree cloud providers are gone; this flag will be removed|Cloud provider configuration file.
-cloud-provider||string||cloud|noop|the in-tree cloud providers are gone; this flag will be removed|Cloud provider name (external or empty).
 # API enablement flags
 runtime-config||mapStringString||api|todo||Turn API groups, versions or resources on and off: api/all, api/ga, api/beta, api/alpha, v1, group/version, group/version/resource = true|false.
 # Egress selector flags

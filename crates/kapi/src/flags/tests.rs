@@ -7,7 +7,7 @@ use super::table::{specs, Section};
 use super::{parse, value, Outcome, ServeArgs};
 
 /// kube-apiserver 1.33's flags: the visible ones and the deprecated ones it
-/// still accepts. (1.33 differs from 1.28 by the structured authn/authz
+/// still accepts. (1.33 removed --cloud-provider and --cloud-config and differs from 1.28 by the structured authn/authz
 /// configs, emulation versions, coordinated leadership, text log streams,
 /// storage initialization, HTTP/2 off switch, external signer and UID headers.)
 const UPSTREAM: &str = "admission-control admission-control-config-file advertise-address \
@@ -25,7 +25,7 @@ authentication-config authentication-token-webhook-cache-ttl authentication-toke
 authentication-token-webhook-version authorization-config authorization-mode authorization-policy-file \
 authorization-webhook-cache-authorized-ttl authorization-webhook-cache-unauthorized-ttl \
 authorization-webhook-config-file authorization-webhook-version bind-address cert-dir client-ca-file \
-cloud-config cloud-provider contention-profiling coordinated-leadership-lease-duration \
+contention-profiling coordinated-leadership-lease-duration \
 coordinated-leadership-renew-deadline coordinated-leadership-retry-period cors-allowed-origins \
 debug-socket-path default-not-ready-toleration-seconds default-unreachable-toleration-seconds \
 default-watch-cache-size delete-collection-workers disable-admission-plugins disable-http2-serving \
@@ -79,6 +79,8 @@ const REMOVED: &[&str] = &[
     "repair-malformed-updates",
     "storage-versions",
     "tls-ca-file",
+    "cloud-provider",
+    "cloud-config",
 ];
 
 fn args(v: &[&str]) -> Vec<String> {
@@ -148,7 +150,7 @@ fn every_upstream_flag_is_in_the_table_and_nothing_else_but_kapis() {
             s.name
         );
     }
-    assert_eq!(upstream.len(), 176);
+    assert_eq!(upstream.len(), 174);
 }
 
 #[test]
@@ -301,7 +303,7 @@ fn help_and_version() {
             "{section:?}"
         );
     }
-    assert!(help.contains("      --cloud-provider string"));
+    assert!(help.contains("      --profiling "));
     assert!(help.contains("  -v, --v Level"));
     assert!(help.contains("(default 1h0m0s) [not implemented yet]"));
     // envtest looks for this flag in the help to decide whether to pass it.

@@ -32,7 +32,6 @@ fn help_groups_flags_as_upstream() {
             "Features flags:",
             "Authentication flags:",
             "Authorization flags:",
-            "Cloud provider flags:",
             "API enablement flags:",
             "Egress selector flags:",
             "Admission flags:",
@@ -56,6 +55,7 @@ fn bad_command_lines_fail_as_upstream() {
     for (args, want) in [
         (&["--foo"][..], "Error: unknown flag: --foo\n"),
         (&["--insecure-port=0"][..], "Error: unknown flag: --insecure-port\n"),
+        (&["--cloud-provider=external"][..], "Error: unknown flag: --cloud-provider\n"),
         (
             &["--secure-port=x"][..],
             "Error: invalid argument \"x\" for \"--secure-port\" flag: strconv.ParseInt: parsing \"x\": invalid syntax\n",
@@ -71,4 +71,50 @@ fn bad_command_lines_fail_as_upstream() {
     let (code, _, err) = run_once(dir.path(), &["--logging-format=xml", "--secure-port=0"]);
     assert_eq!(code, 1);
     assert!(err.contains("Unsupported log format"), "{err}");
+}
+
+/// As kube-apiserver with an empty `--cert-dir` and no `--tls-cert-file`:
+/// kapi writes its serving pair there (and reuses it on the next start), keeps
+/// its data under `<cert-dir>/kapi-data`, and logs JSON lines with
+/// `--logging-format=json`, naming the flags it does not act on.
+#[test]
+fn cert_dir_and_json_logs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let certs = tmp.path().join("certs");
+    let args: Vec<String> = [
+        format!("--cert-dir={}", certs.display()),
+        "--secure-port=0".into(),
+        "--bind-address=127.0.0.1".into(),
+        "--logging-format=json".into(),
+        "--profiling=false".into(),
+        "--storage-ready-timeout=30s".into(),
+    ]
+    .into();
+    let first = crate::proc::Server::start(tmp.path(), &args);
+    let kubeconfig = certs.join("kapi-data/admin.kubeconfig");
+    crate::proc::kubectl_get_ns(&kubeconfig, &first);
+    let log = first.log_text();
+    let json: Vec<serde_json::Value> = log
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    assert!(
+        json.iter()
+            .any(|v| v["fields"]["message"] == "flag --profiling has no effect in kapi"),
+        "{log}"
+    );
+    let crt = std::fs::read_to_string(certs.join("apiserver.crt")).unwrap();
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(certs.join("apiserver.key"))
+            .unwrap()
+            .permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o600);
+    drop(first);
+    let second = crate::proc::Server::start(tmp.path(), &args);
+    assert_eq!(
+        std::fs::read_to_string(certs.join("apiserver.crt")).unwrap(),
+        crt
+    );
+    crate::proc::kubectl_get_ns(&kubeconfig, &second);
 }
