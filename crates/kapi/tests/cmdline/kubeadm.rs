@@ -9,6 +9,8 @@
 //! plain HTTP, which kapi refuses together with `--etcd-cafile`, as TLS
 //! settings for an `http://` URL).
 
+use std::path::Path;
+
 use crate::etcd_tls::TlsEtcd;
 use crate::pki::{self, Ca};
 use crate::proc::{self, Server};
@@ -17,6 +19,33 @@ use crate::proc::{self, Server};
 fn kubeadm_manifest_serves_kubectl() {
     let tmp = tempfile::tempdir().unwrap();
     let p = tmp.path().join("pki");
+    let (ca, etcd_ca) = write_pki(&p);
+    let etcd = TlsEtcd::start(&tmp.path().join("etcd"), &etcd_ca);
+    let (admin_crt, admin_key) = (
+        tmp.path().join("super-admin.crt"),
+        tmp.path().join("super-admin.key"),
+    );
+    pki::write_pair(
+        &ca.client("kubernetes-super-admin", &["system:masters"]),
+        &admin_crt,
+        &admin_key,
+    );
+
+    let port = kapi_testkit::free_port();
+    let server = Server::start(tmp.path(), &command(&p, port, &etcd.client_url));
+    let kubeconfig = tmp.path().join("super-admin.conf");
+    let url = format!("https://127.0.0.1:{port}");
+    proc::write_kubeconfig(&kubeconfig, &url, &p.join("ca.crt"), &admin_crt, &admin_key);
+    proc::kubectl_get_ns(&kubeconfig, &server);
+    let log = server.log_text();
+    assert!(log.contains("admission plugin NodeRestriction"), "{log}");
+    assert!(log.contains("flag --enable-bootstrap-token-auth accepted, not implemented yet"));
+}
+
+/// kubeadm's certificate phase: CA, apiserver, kubelet client, front proxy,
+/// service account keys, etcd CA and the etcd client; returns the cluster
+/// CA and the etcd CA.
+fn write_pki(p: &Path) -> (Ca, Ca) {
     let ca = Ca::new("kubernetes");
     ca.write(&p.join("ca.crt"), Some(&p.join("ca.key")));
     pki::write_pair(
@@ -44,21 +73,18 @@ fn kubeadm_manifest_serves_kubectl() {
     pki::write(&p.join("sa.pub"), &sa_pub);
     let etcd_ca = Ca::new("etcd-ca");
     etcd_ca.write(&p.join("etcd/ca.crt"), Some(&p.join("etcd/ca.key")));
-    let etcd = TlsEtcd::start(&tmp.path().join("etcd"), &etcd_ca);
     pki::write_pair(
         &etcd_ca.client("kube-apiserver-etcd-client", &[]),
         &p.join("apiserver-etcd-client.crt"),
         &p.join("apiserver-etcd-client.key"),
     );
-    pki::write_pair(
-        &ca.client("kubernetes-super-admin", &["system:masters"]),
-        &tmp.path().join("super-admin.crt"),
-        &tmp.path().join("super-admin.key"),
-    );
+    (ca, etcd_ca)
+}
 
-    let port = kapi_testkit::free_port();
+/// getAPIServerCommand's arguments, sorted as in the manifest.
+fn command(p: &Path, port: u16, etcd: &str) -> Vec<String> {
     let d = p.display();
-    let args: Vec<String> = [
+    [
         "--advertise-address=127.0.0.1".to_string(),
         "--allow-privileged=true".into(),
         "--authorization-mode=Node,RBAC".into(),
@@ -68,7 +94,7 @@ fn kubeadm_manifest_serves_kubectl() {
         format!("--etcd-cafile={d}/etcd/ca.crt"),
         format!("--etcd-certfile={d}/apiserver-etcd-client.crt"),
         format!("--etcd-keyfile={d}/apiserver-etcd-client.key"),
-        format!("--etcd-servers={}", etcd.client_url),
+        format!("--etcd-servers={etcd}"),
         format!("--kubelet-client-certificate={d}/apiserver-kubelet-client.crt"),
         format!("--kubelet-client-key={d}/apiserver-kubelet-client.key"),
         "--kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname".into(),
@@ -87,18 +113,5 @@ fn kubeadm_manifest_serves_kubectl() {
         format!("--tls-cert-file={d}/apiserver.crt"),
         format!("--tls-private-key-file={d}/apiserver.key"),
     ]
-    .into();
-    let server = Server::start(tmp.path(), &args);
-    let kubeconfig = tmp.path().join("super-admin.conf");
-    proc::write_kubeconfig(
-        &kubeconfig,
-        &format!("https://127.0.0.1:{port}"),
-        &p.join("ca.crt"),
-        &tmp.path().join("super-admin.crt"),
-        &tmp.path().join("super-admin.key"),
-    );
-    proc::kubectl_get_ns(&kubeconfig, &server);
-    let log = server.log_text();
-    assert!(log.contains("admission plugin NodeRestriction"), "{log}");
-    assert!(log.contains("flag --enable-bootstrap-token-auth accepted, not implemented yet"));
+    .into()
 }

@@ -10,6 +10,8 @@
 //! service account key is an EC key here (the script makes RSA with openssl).
 
 use crate::pki::{self, Ca};
+use std::path::Path;
+
 use crate::proc::{self, Server};
 
 const EGRESS: &str = "apiVersion: apiserver.k8s.io/v1beta1\nkind: EgressSelectorConfiguration\n\
@@ -25,6 +27,48 @@ fn local_up_cluster_command_serves_kubectl() {
     let etcd = kapi_testkit::Etcd::start();
     let tmp = tempfile::tempdir().unwrap();
     let c = tmp.path().join("var-run-kubernetes");
+    write_cert_dir(&c);
+    let sa_key = tmp.path().join("kube-serviceaccount.key");
+    pki::write(&sa_key, &pki::signing_key().0);
+    let t = tmp.path().join("local-up-cluster.sh.XXXX");
+    pki::write(&t.join("kube_egress_selector_configuration.yaml"), EGRESS);
+    pki::write(&t.join("kube-audit-policy-file"), AUDIT);
+    let logs = tmp.path().join("log");
+    std::fs::create_dir_all(&logs).unwrap();
+
+    let port = kapi_testkit::free_port();
+    let dirs = Dirs {
+        cert: &c,
+        sa_key: &sa_key,
+        tmp: &t,
+        logs: &logs,
+    };
+    let server = Server::start(tmp.path(), &command(&dirs, port, &etcd.client_url));
+    let kubeconfig = c.join("admin.kubeconfig");
+    proc::write_kubeconfig(
+        &kubeconfig,
+        &format!("https://localhost:{port}"),
+        &c.join("server-ca.crt"),
+        &c.join("client-admin.crt"),
+        &c.join("client-admin.key"),
+    );
+    proc::kubectl_get_ns(&kubeconfig, &server);
+    // The audit log is implemented: the kubectl request is in it.
+    let audit_log = logs.join("kube-apiserver-audit.log");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let audit = std::fs::read_to_string(&audit_log).unwrap_or_default();
+        if audit.contains("\"system:admin\"") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "audit log: {audit}");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
+/// The script's generate_certs: server, client and request-header CAs and
+/// the serving, kubelet-client, admin and auth-proxy pairs.
+fn write_cert_dir(c: &Path) {
     let server_ca = Ca::new("server-ca");
     server_ca.write(&c.join("server-ca.crt"), Some(&c.join("server-ca.key")));
     let client_ca = Ca::new("client-ca");
@@ -51,17 +95,23 @@ fn local_up_cluster_command_serves_kubectl() {
         "client-admin",
     );
     pair(&rh_ca, "system:auth-proxy", &[], "client-auth-proxy");
-    let sa_key = tmp.path().join("kube-serviceaccount.key");
-    pki::write(&sa_key, &pki::signing_key().0);
-    let t = tmp.path().join("local-up-cluster.sh.XXXX");
-    pki::write(&t.join("kube_egress_selector_configuration.yaml"), EGRESS);
-    pki::write(&t.join("kube-audit-policy-file"), AUDIT);
-    let logs = tmp.path().join("log");
-    std::fs::create_dir_all(&logs).unwrap();
+}
 
-    let port = kapi_testkit::free_port();
-    let (d, k, t) = (c.display(), sa_key.display(), t.display());
-    let args: Vec<String> = [
+struct Dirs<'a> {
+    cert: &'a Path,
+    sa_key: &'a Path,
+    tmp: &'a Path,
+    logs: &'a Path,
+}
+
+/// start_apiserver's command line with the script's defaults.
+fn command(dirs: &Dirs, port: u16, etcd: &str) -> Vec<String> {
+    let (d, k, t) = (
+        dirs.cert.display(),
+        dirs.sa_key.display(),
+        dirs.tmp.display(),
+    );
+    [
         "--authorization-mode=Node,RBAC".to_string(),
         "--authorization-webhook-config-file=".into(),
         "--authentication-token-webhook-config-file=".into(),
@@ -71,7 +121,7 @@ fn local_up_cluster_command_serves_kubectl() {
         "--v=3".into(),
         "--vmodule=".into(),
         format!("--audit-policy-file={t}/kube-audit-policy-file"),
-        format!("--audit-log-path={}/kube-apiserver-audit.log", logs.display()),
+        format!("--audit-log-path={}/kube-apiserver-audit.log", dirs.logs.display()),
         format!("--cert-dir={d}"),
         format!("--egress-selector-config-file={t}/kube_egress_selector_configuration.yaml"),
         format!("--client-ca-file={d}/client-ca.crt"),
@@ -94,7 +144,7 @@ fn local_up_cluster_command_serves_kubectl() {
         format!("--tls-private-key-file={d}/serving-kube-apiserver.key"),
         "--storage-backend=etcd3".into(),
         "--storage-media-type=application/vnd.kubernetes.protobuf".into(),
-        format!("--etcd-servers={}", etcd.client_url),
+        format!("--etcd-servers={etcd}"),
         "--service-cluster-ip-range=10.0.0.0/24".into(),
         "--feature-gates=AllAlpha=false".into(),
         "--emulated-version=".into(),
@@ -108,26 +158,5 @@ fn local_up_cluster_command_serves_kubectl() {
         format!("--proxy-client-key-file={d}/client-auth-proxy.key"),
         "--cors-allowed-origins=//127.0.0.1(:[0-9]+)?$,//localhost(:[0-9]+)?$".into(),
     ]
-    .into();
-    let server = Server::start(tmp.path(), &args);
-    let kubeconfig = c.join("admin.kubeconfig");
-    proc::write_kubeconfig(
-        &kubeconfig,
-        &format!("https://localhost:{port}"),
-        &c.join("server-ca.crt"),
-        &c.join("client-admin.crt"),
-        &c.join("client-admin.key"),
-    );
-    proc::kubectl_get_ns(&kubeconfig, &server);
-    // The audit log is implemented: the kubectl request is in it.
-    let audit_log = logs.join("kube-apiserver-audit.log");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    loop {
-        let audit = std::fs::read_to_string(&audit_log).unwrap_or_default();
-        if audit.contains("\"system:admin\"") {
-            break;
-        }
-        assert!(std::time::Instant::now() < deadline, "audit log: {audit}");
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
+    .into()
 }
