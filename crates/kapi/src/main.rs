@@ -1,38 +1,112 @@
-//! The `kapi` binary: flags (named as kube-apiserver's where the feature is the
-//! same), wiring of storage → server (`kapi::assemble`) → TLS listener, and
-//! `kapi serve`.
+//! The `kapi` binary: `kapi serve [flags]`, or — when the program's file name is
+//! `kube-apiserver` (a symlink or a copy) — `kube-apiserver [flags]`, the same
+//! server with kube-apiserver's command line (`flags/`). Wiring of storage →
+//! servers (`kapi::assemble`) → TLS listener is in `serve.rs`; logging setup
+//! in `logging.rs`.
+//!
+//! Invariant: a bad command line prints one `Error: …` line to stderr and exits
+//! 1, as upstream; `--help` and `--version` print to stdout and exit 0.
 
+mod certdir;
+mod flags;
+mod logging;
 mod serve;
 
-use clap::{Parser, Subcommand};
+use std::path::Path;
 
-#[derive(Parser)]
-#[command(name = "kapi", version, about = "A Kubernetes API server")]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Subcommand)]
-enum Command {
-    /// Run the API server.
-    Serve(Box<serve::ServeArgs>),
-}
+const USAGE: &str = "kapi: a Kubernetes API server\n\n\
+Usage:\n  kapi serve [flags]   run the API server (kapi serve --help lists the flags)\n  \
+kapi --version       print the version\n\n\
+Invoked as kube-apiserver (a symlink or a copy named so), kapi takes kube-apiserver's flags.\n";
 
 fn main() {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
-    let cli = Cli::parse();
-    let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
-    let result = match cli.command {
-        Command::Serve(args) => runtime.block_on(serve::run(*args)),
+    let argv: Vec<String> = std::env::args().collect();
+    let program = argv
+        .first()
+        .and_then(|p| Path::new(p).file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if program == "kube-apiserver" {
+        std::process::exit(serve_command("kube-apiserver", &argv[1..], true));
+    }
+    let code = match argv.get(1).map(String::as_str) {
+        Some("serve") => serve_command("kapi serve", &argv[2..], false),
+        Some("--version" | "-V" | "version") => {
+            println!("kapi {}", env!("CARGO_PKG_VERSION"));
+            0
+        }
+        Some("--help" | "-h" | "help") => {
+            print!("{USAGE}");
+            0
+        }
+        Some(other) => {
+            eprintln!("Error: unknown command \"{other}\" for \"kapi\"\n\n{USAGE}");
+            1
+        }
+        None => {
+            eprint!("{USAGE}");
+            1
+        }
     };
-    if let Err(e) = result {
-        eprintln!("kapi: {e}");
-        std::process::exit(1);
+    std::process::exit(code);
+}
+
+/// Parse the serve flags and run; the process exit code.
+fn serve_command(command: &str, args: &[String], as_kube_apiserver: bool) -> i32 {
+    let flags = match flags::parse(command, args) {
+        Ok(flags::Outcome::Help) => {
+            print!("{}", flags::help::render(command));
+            return 0;
+        }
+        Ok(flags::Outcome::Version(v)) => {
+            print_version(&v);
+            return 0;
+        }
+        Ok(flags::Outcome::Run(f)) => f,
+        Err(e) => {
+            eprintln!("Error: {e}");
+            return 1;
+        }
+    };
+    for w in flags.warnings() {
+        eprintln!("{w}");
+    }
+    if let Err(e) = logging::init(&flags) {
+        eprintln!("Error: {e}");
+        return 1;
+    }
+    logging::report(&flags);
+    let args = match flags::ServeArgs::from_flags(&flags, as_kube_apiserver) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("Error: {e}");
+            return 1;
+        }
+    };
+    let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
+    match runtime.block_on(serve::run(args)) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("kapi: {e}");
+            1
+        }
+    }
+}
+
+/// `--version` as upstream: `Kubernetes <gitVersion>`; `raw` prints the whole
+/// version record; `vX.Y.Z` makes that the version printed.
+fn print_version(v: &str) {
+    let git = kapi_server::health::GIT_VERSION;
+    match v {
+        "raw" => println!(
+            "version.Info{{Major:\"1\", Minor:\"33\", GitVersion:\"{git}\", GitCommit:\"{}\", \
+             GitTreeState:\"clean\", BuildDate:\"1970-01-01T00:00:00Z\", Compiler:\"rustc\", \
+             Platform:\"{}/{}\"}}",
+            option_env!("KAPI_GIT_COMMIT").unwrap_or("unknown"),
+            std::env::consts::OS,
+            std::env::consts::ARCH
+        ),
+        _ if v.starts_with('v') => println!("Kubernetes {v}"),
+        _ => println!("Kubernetes {git}"),
     }
 }

@@ -5,9 +5,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
-use clap::Args;
 use kapi_auth::authn::requestheader::{CertVerifier, RequestHeader, RequestHeaderConfig};
 use kapi_auth::authn::serviceaccount::Issuer;
 use kapi_auth::authn::{Authenticator, TokenFile};
@@ -16,167 +14,7 @@ use kapi_storage::embedded::EmbeddedConfig;
 use kapi_storage::etcd::EtcdConfig;
 use kapi_storage::factory::{self, StorageConfig};
 
-#[derive(Args, Debug)]
-pub struct ServeArgs {
-    /// The port to serve HTTPS on (0 picks a free one).
-    #[arg(long, default_value_t = 6443)]
-    secure_port: u16,
-    /// The address to listen on.
-    #[arg(long, default_value = "0.0.0.0")]
-    bind_address: String,
-    /// Where the embedded store, certificates and the admin kubeconfig live.
-    #[arg(long, default_value = "./kapi-data")]
-    data_dir: PathBuf,
-    /// Use etcd at these URLs (comma-separated) instead of the embedded store.
-    #[arg(long, value_delimiter = ',')]
-    etcd_servers: Vec<String>,
-    /// The key prefix in etcd.
-    #[arg(long, default_value = "/registry")]
-    etcd_prefix: String,
-    #[arg(long)]
-    etcd_cafile: Option<String>,
-    #[arg(long)]
-    etcd_certfile: Option<String>,
-    #[arg(long)]
-    etcd_keyfile: Option<String>,
-    /// How often old revisions are compacted.
-    #[arg(long, default_value = "5m", value_parser = humantime::parse_duration)]
-    etcd_compaction_interval: Duration,
-    /// Give up when storage is not reachable within this time.
-    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
-    storage_ready_timeout: Duration,
-    #[arg(long, default_value = "10.0.0.0/24")]
-    service_cluster_ip_range: String,
-    /// Serving certificate and key (PEM); generated into the data dir when absent.
-    #[arg(long)]
-    tls_cert_file: Option<PathBuf>,
-    #[arg(long)]
-    tls_private_key_file: Option<PathBuf>,
-    /// Trust client certificates signed by this CA (besides the generated one).
-    #[arg(long)]
-    client_ca_file: Option<PathBuf>,
-    /// The client certificate (PEM) the aggregator presents to extension API
-    /// servers when it proxies a request to them.
-    #[arg(long)]
-    proxy_client_cert_file: Option<PathBuf>,
-    /// The key of `--proxy-client-cert-file`.
-    #[arg(long)]
-    proxy_client_key_file: Option<PathBuf>,
-    /// Trust users named in request headers when the request comes with a
-    /// client certificate signed by this CA (a front proxy, an aggregator).
-    #[arg(long)]
-    requestheader_client_ca_file: Option<PathBuf>,
-    /// Common names a front-proxy certificate may have (empty: any).
-    #[arg(long, value_delimiter = ',')]
-    requestheader_allowed_names: Vec<String>,
-    /// Request headers naming the user (X-Remote-User is common).
-    #[arg(long, value_delimiter = ',')]
-    requestheader_username_headers: Vec<String>,
-    /// Request headers naming groups (X-Remote-Group is common).
-    #[arg(long, value_delimiter = ',')]
-    requestheader_group_headers: Vec<String>,
-    /// Prefixes of request headers carrying extra user information
-    /// (X-Remote-Extra- is common).
-    #[arg(long, value_delimiter = ',')]
-    requestheader_extra_headers_prefix: Vec<String>,
-    /// Static bearer tokens, upstream's CSV format.
-    #[arg(long)]
-    token_auth_file: Option<PathBuf>,
-    /// Allow anonymous requests (`system:anonymous`, group
-    /// `system:unauthenticated`; they reach only what RBAC grants them).
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
-    anonymous_auth: bool,
-    /// Authorizers, in order (first decision wins): Node, RBAC, AlwaysAllow, AlwaysDeny.
-    #[arg(long, default_value = "RBAC")]
-    authorization_mode: String,
-    /// Admission plugins to enable besides the default set (upstream names,
-    /// comma-separated; the order is always upstream's).
-    #[arg(long, value_delimiter = ',')]
-    enable_admission_plugins: Vec<String>,
-    /// Admission plugins to disable, even from the default set.
-    #[arg(long, value_delimiter = ',')]
-    disable_admission_plugins: Vec<String>,
-    /// Private key (PEM: PKCS#8 EC P-256 or RSA, or PKCS#1 RSA) service account
-    /// tokens are signed with; generated into the data dir when absent.
-    #[arg(long)]
-    service_account_signing_key_file: Option<PathBuf>,
-    /// More keys (PEM public keys, certificates or private keys) that verify
-    /// service account tokens; repeatable.
-    #[arg(long)]
-    service_account_key_file: Vec<PathBuf>,
-    /// Token issuer identifiers; the first signs, all are accepted. Repeatable.
-    #[arg(long)]
-    service_account_issuer: Vec<String>,
-    /// Audiences the API accepts tokens for (default: the first issuer).
-    #[arg(long, value_delimiter = ',')]
-    api_audiences: Vec<String>,
-    /// Where the issuer discovery document says the key set is (default:
-    /// `https://<advertise address>/openid/v1/jwks`).
-    #[arg(long)]
-    service_account_jwks_uri: Option<String>,
-    /// The longest TokenRequest expiration granted; longer requests are
-    /// shortened with a warning (default: no cap).
-    #[arg(long, value_parser = humantime::parse_duration)]
-    service_account_max_token_expiration: Option<Duration>,
-    /// Pod-bound tokens asking for 3607 s (kubelet's projected tokens) live a
-    /// year and carry a `warnafter` claim, as upstream.
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
-    service_account_extend_token_expiration: bool,
-    /// Accept legacy secret-based service account tokens (off: refused).
-    #[arg(long, default_value_t = false, action = clap::ArgAction::Set)]
-    service_account_legacy_tokens: bool,
-    /// The address written into the kubeconfig and discovery (default: loopback);
-    /// also the address of the `default/kubernetes` Endpoints.
-    #[arg(long)]
-    advertise_address: Option<String>,
-    /// In-process controllers to run, as kube-controller-manager's flag: `*`
-    /// runs all, `foo` runs foo, `-foo` turns foo off. Known: garbagecollector,
-    /// namespace, serviceaccount, serviceaccount-token, root-ca-cert-publisher,
-    /// clusterrole-aggregation, resourcequota (or their
-    /// `...-controller` names). Turn one off to leave it to an external
-    /// kube-controller-manager.
-    #[arg(long, value_delimiter = ',', default_value = "*")]
-    controllers: Vec<String>,
-    /// `lease` keeps the `default/kubernetes` Endpoints and EndpointSlice at this
-    /// server's address; `none` leaves them alone.
-    #[arg(long, default_value = "lease", value_parser = ["lease", "none"])]
-    endpoint_reconciler_type: String,
-    /// Non-mutating requests in flight at most (0: no limit); with API
-    /// Priority and Fairness, part of its total concurrency.
-    #[arg(long, default_value_t = 400)]
-    max_requests_inflight: usize,
-    /// Mutating requests in flight at most (0: no limit); with API Priority
-    /// and Fairness, part of its total concurrency.
-    #[arg(long, default_value_t = 200)]
-    max_mutating_requests_inflight: usize,
-    /// Classify and queue requests by FlowSchemas and PriorityLevelConfigurations.
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
-    enable_priority_and_fairness: bool,
-    /// How long a non-long-running request may take before it is answered 504.
-    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
-    request_timeout: Duration,
-    /// The audit policy (audit.k8s.io/v1 Policy, YAML); without it nothing is audited.
-    #[arg(long)]
-    audit_policy_file: Option<PathBuf>,
-    /// Where audit events go as JSON lines; `-` is standard output.
-    #[arg(long)]
-    audit_log_path: Option<PathBuf>,
-    /// Megabytes of audit log before it rotates (0: 100).
-    #[arg(long, default_value_t = 0)]
-    audit_log_maxsize: u64,
-    /// Rotated audit logs kept (0: all).
-    #[arg(long, default_value_t = 0)]
-    audit_log_maxbackup: usize,
-    /// Days rotated audit logs are kept (0: no limit).
-    #[arg(long, default_value_t = 0)]
-    audit_log_maxage: u32,
-    /// Audit events buffered before new ones are dropped (and counted).
-    #[arg(long, default_value_t = 10_000)]
-    audit_log_batch_buffer_size: usize,
-    /// Audit events written per batch at most.
-    #[arg(long, default_value_t = 400)]
-    audit_log_batch_max_size: usize,
-}
+pub use crate::flags::ServeArgs;
 
 /// The filter settings the flags ask for.
 fn chain_options(a: &ServeArgs) -> Result<ChainOptions, String> {
@@ -248,7 +86,12 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
     let pki = tls::load_or_generate(&a.data_dir, &extra).map_err(|e| e.to_string())?;
     let (cert, key) = match (&a.tls_cert_file, &a.tls_private_key_file) {
         (Some(c), Some(k)) => (read(c)?, read(k)?),
-        (None, None) => (pki.serving_cert_pem.clone(), pki.serving_key_pem.clone()),
+        (None, None) => match &a.cert_dir {
+            Some(dir) => {
+                crate::certdir::serving_pair(dir, (&pki.serving_cert_pem, &pki.serving_key_pem))?
+            }
+            None => (pki.serving_cert_pem.clone(), pki.serving_key_pem.clone()),
+        },
         _ => return Err("--tls-cert-file and --tls-private-key-file go together".into()),
     };
     let mut client_cas = vec![pki.ca_cert_pem.clone()];
@@ -298,7 +141,7 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
     let modes = kapi_auth::authz::Mode::parse_list(&a.authorization_mode)
         .map_err(|e| format!("--authorization-mode: {e}"))?;
     let admission = kapi_admission_plugins::Selection::from_flags(
-        &nonempty(&a.enable_admission_plugins),
+        &implemented_plugins(nonempty(&a.enable_admission_plugins)),
         &nonempty(&a.disable_admission_plugins),
     )?;
     let proxy_client = match (&a.proxy_client_cert_file, &a.proxy_client_key_file) {
@@ -400,6 +243,26 @@ async fn shutdown_signal() {
         _ = term.recv() => {},
     }
     tracing::info!("shutting down");
+}
+
+/// The enabled admission plugins without the upstream ones kapi lacks (e.g.
+/// kubeadm's NodeRestriction), each named in the log; unknown names stay so
+/// that the chain refuses them.
+fn implemented_plugins(names: Vec<String>) -> Vec<String> {
+    use kapi_admission_plugins::{Selection, ORDER};
+    names
+        .into_iter()
+        .filter(|n| {
+            let lacking = ORDER.contains(&n.as_str())
+                && Selection::from_flags(std::slice::from_ref(n), &[]).is_err();
+            if lacking {
+                tracing::warn!(
+                    "admission plugin {n} (--enable-admission-plugins) accepted, not implemented yet"
+                );
+            }
+            !lacking
+        })
+        .collect()
 }
 
 /// A comma list flag's items without the empty ones (`--flag=` is no item).

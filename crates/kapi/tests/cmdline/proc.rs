@@ -1,0 +1,137 @@
+//! kapi run as `kube-apiserver`: a symlink of that name to the built binary,
+//! started with a command line, its stderr kept, killed when dropped (and by a
+//! watchdog shell when the test process dies first). [`kubectl_get_ns`] runs the
+//! real kubectl against it with a kubeconfig made of the setup's credentials.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// A `kube-apiserver` symlink to the kapi binary, in `dir/bin`.
+pub fn kube_apiserver(dir: &Path) -> PathBuf {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).expect("bin dir");
+    let link = bin.join("kube-apiserver");
+    if !link.exists() {
+        std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_kapi"), &link).expect("symlink");
+    }
+    link
+}
+
+/// Run `kube-apiserver args…` to completion: (exit code, stdout, stderr).
+pub fn run_once(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(kube_apiserver(dir))
+        .args(args)
+        .output()
+        .expect("run kube-apiserver");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+pub struct Server {
+    child: Child,
+    pub log: Arc<Mutex<Vec<String>>>,
+}
+
+impl Server {
+    /// Start `kube-apiserver` with `args` and wait until it says it serves;
+    /// panics with its log if it exits or takes longer than 90 s.
+    pub fn start(dir: &Path, args: &[String]) -> Server {
+        let quoted: Vec<String> = args.iter().map(|a| format!("'{a}'")).collect();
+        let script = format!(
+            "{} {} & k=$!; trap 'kill -9 $k 2>/dev/null; exit 0' TERM; \
+             while kill -0 {} 2>/dev/null && kill -0 $k 2>/dev/null; do sleep 0.2; done; \
+             kill -9 $k 2>/dev/null; wait $k",
+            kube_apiserver(dir).display(),
+            quoted.join(" "),
+            std::process::id()
+        );
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .env_remove("RUST_LOG")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn kube-apiserver");
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let (tx, rx) = mpsc::channel();
+        let sink = log.clone();
+        let stderr = child.stderr.take().expect("stderr");
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if line.contains("serving on https://") {
+                    let _ = tx.send(true);
+                }
+                sink.lock().unwrap().push(line);
+            }
+            let _ = tx.send(false);
+        });
+        let server = Server { child, log };
+        match rx.recv_timeout(Duration::from_secs(90)) {
+            Ok(true) => server,
+            _ => panic!("kube-apiserver did not start:\n{}", server.log_text()),
+        }
+    }
+
+    pub fn log_text(&self) -> String {
+        self.log.lock().unwrap().join("\n")
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        // TERM to the watchdog shell, whose trap kills the server.
+        let _ = Command::new("kill")
+            .arg(self.child.id().to_string())
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
+/// A kubeconfig of files, as the setups write them.
+pub fn write_kubeconfig(path: &Path, server: &str, ca: &Path, cert: &Path, key: &Path) {
+    let text = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: {server}\n    \
+         certificate-authority: {}\nusers:\n- name: u\n  user:\n    client-certificate: {}\n    \
+         client-key: {}\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\n\
+         current-context: c\n",
+        ca.display(),
+        cert.display(),
+        key.display()
+    );
+    std::fs::write(path, text).expect("kubeconfig");
+}
+
+/// `kubectl get ns -o name` with `kubeconfig` until it lists the built-in
+/// namespaces (a few tries: RBAC's first sync), or panic with what it said.
+pub fn kubectl_get_ns(kubeconfig: &Path, server: &Server) -> String {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let out = Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .args(["get", "ns", "-o", "name"])
+            .output()
+            .expect("kubectl (on PATH) runs");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        if out.status.success() && stdout.contains("namespace/kube-system") {
+            assert!(stdout.contains("namespace/default"), "{stdout}");
+            return stdout;
+        }
+        if Instant::now() > deadline {
+            panic!(
+                "kubectl get ns failed: {}\n{stdout}\nserver log:\n{}",
+                String::from_utf8_lossy(&out.stderr),
+                server.log_text()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
