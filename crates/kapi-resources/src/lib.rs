@@ -16,7 +16,7 @@ pub mod core;
 pub mod discovery;
 pub mod events;
 pub mod flowcontrol;
-mod more;
+mod group_registry;
 pub mod networking;
 pub mod node;
 pub mod openapi;

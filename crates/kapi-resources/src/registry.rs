@@ -184,7 +184,7 @@ pub fn builtin_resources() -> Vec<ResourceDef> {
         .chain(batch_resources())
         .chain(group_resources())
         .chain(converted_resources())
-        .chain(crate::more::resources())
+        .chain(crate::group_registry::resources())
         .map(Decl::build)
         .collect()
 }

@@ -5,7 +5,7 @@
 //! `insecureSkipTLSVerify`), `ValidateAPIServiceStatus` and the
 //! `NAME SERVICE AVAILABLE AGE` table of kube-aggregator's REST storage.
 //!
-//! Where to look next: `registry.rs` / `more.rs` (the declaration), kapi-server
+//! Where to look next: `registry.rs` / `group_registry.rs` (the declaration), kapi-aggregator
 //! `aggregator/` (what reads these objects).
 
 use kapi_machinery::validation::{

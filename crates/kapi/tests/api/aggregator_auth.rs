@@ -15,7 +15,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::Client;
 use serde_json::Value;
 
-use crate::aggregator::{certs, leaves, Certs};
+use crate::extension_server::{certs, leaves, Certs};
 use crate::harness;
 
 /// A client presenting `cert` to `url`, trusting `server_ca`.

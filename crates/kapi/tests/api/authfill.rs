@@ -11,7 +11,7 @@ use http_body_util::BodyExt as _;
 use kube::Client;
 use serde_json::{json, Value};
 
-use crate::auth::{admin_create, call};
+use crate::authorization::{admin_create, call};
 use crate::harness::{self, TestServer};
 
 const RBAC: &str = "/apis/rbac.authorization.k8s.io/v1";

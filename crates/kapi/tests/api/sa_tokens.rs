@@ -8,7 +8,7 @@ use base64::Engine as _;
 use kapi_auth::authn::serviceaccount::Issuer;
 use serde_json::{json, Value};
 
-use crate::auth::{admin_create, call};
+use crate::authorization::{admin_create, call};
 use crate::harness::{self, TestServer};
 
 const SECRETS: &str = "/api/v1/namespaces/default/secrets";

@@ -28,12 +28,22 @@
 //! unknown type means maps merge and lists are replaced. Every [`PatchError`] is a
 //! client error (400 BadRequest upstream). Where to look next: `schema.rs` (the
 //! questions asked), `kapi-resources` (the answers for built-in kinds).
+//!
+//! Layout: this file merges maps and lists; `directives.rs` applies
+//! `$retainKeys` and deletion lists, `order.rs` orders merged lists,
+//! `errors.rs` words the errors; `tests/` (maps, lists, whole objects).
 
-use std::collections::BTreeMap;
+mod directives;
+mod errors;
+mod order;
 
 use serde_json::{Map, Value};
 
 use crate::schema::{SchemaNav, TypeRef};
+
+use directives::*;
+use errors::*;
+use order::*;
 
 const DIRECTIVE: &str = "$patch";
 const RETAIN_KEYS: &str = "$retainKeys";
@@ -390,221 +400,5 @@ impl Merger<'_> {
     }
 }
 
-/// Upstream `applyRetainKeysDirective`: every non-null patch field must be listed,
-/// and original fields that are not listed are cleared.
-fn apply_retain_keys(
-    original: &mut Map<String, Value>,
-    patch: &Map<String, Value>,
-) -> Result<(), PatchError> {
-    let Some(retain) = patch.get(RETAIN_KEYS) else {
-        return Ok(());
-    };
-    let retain = retain.as_array().ok_or(PatchError::BadRetainKeys)?;
-    let listed = |k: &str| retain.iter().any(|r| r.as_str() == Some(k));
-    for (k, v) in patch {
-        let directive = k == DIRECTIVE
-            || k == RETAIN_KEYS
-            || k.starts_with(DELETE_PRIMITIVE_PREFIX)
-            || k.starts_with(SET_ORDER_PREFIX);
-        if !v.is_null() && !directive && !listed(k) {
-            return Err(PatchError::BadRetainKeys);
-        }
-    }
-    original.retain(|k, _| listed(k));
-    Ok(())
-}
-
-/// `$deleteFromPrimitiveList/<field>: [values]` removes those values from the list.
-fn delete_from_primitive_list(
-    original: &mut Map<String, Value>,
-    directive: &str,
-    values: &Value,
-) -> Result<(), PatchError> {
-    let name =
-        strip_directive(directive, DELETE_PRIMITIVE_PREFIX).ok_or(PatchError::BadPrimitiveList)?;
-    let values = values.as_array().ok_or(PatchError::BadPrimitiveList)?;
-    if let Some(Value::Array(list)) = original.get_mut(name) {
-        list.retain(|e| !values.iter().any(|v| same(v, e)));
-    }
-    Ok(())
-}
-
-/// `"$prefix/field"` → `"field"`.
-fn strip_directive<'a>(key: &'a str, prefix: &str) -> Option<&'a str> {
-    key.split_once('/')
-        .filter(|(p, _)| *p == prefix)
-        .map(|(_, f)| f)
-}
-
-/// Upstream `validatePatchWithSetOrderList`: the plain patch items must appear in
-/// the `$setElementOrder` list, in the same relative order.
-fn validate_order(patch: &[Value], order: &[Value], key: Option<&str>) -> Result<(), PatchError> {
-    if order.is_empty() {
-        return Ok(());
-    }
-    let directive = |v: &Value| v.get(DIRECTIVE).is_some() && key.is_some();
-    let plain: Vec<&Value> = patch.iter().filter(|v| !directive(v)).collect();
-    let (mut p, mut o) = (0, 0);
-    while p < plain.len() && o < order.len() {
-        let (a, b) = (ident(plain[p], key), ident(&order[o], key));
-        let a = a.ok_or_else(|| no_merge_key(plain[p], key.unwrap_or_default()))?;
-        let b = b.ok_or_else(|| no_merge_key(&order[o], key.unwrap_or_default()))?;
-        if same(a, b) {
-            p += 1;
-        }
-        o += 1;
-    }
-    if p < plain.len() {
-        return Err(PatchError::OrderMismatch {
-            patch: go_fmt(&Value::Array(patch.to_vec())),
-            order: go_fmt(&Value::Array(order.to_vec())),
-        });
-    }
-    Ok(())
-}
-
-/// Upstream `normalizeElementOrder`: items named in `wanted` come in that order,
-/// the rest in `live` order, interleaved where both orders are known to `live`.
-fn order_items(
-    merged: Vec<Value>,
-    wanted: &[Value],
-    live: &[Value],
-    key: Option<&str>,
-) -> Result<Vec<Value>, PatchError> {
-    let (mut named, mut rest) = (Vec::new(), Vec::new());
-    for item in merged {
-        let id = ident(&item, key).ok_or_else(|| no_merge_key(&item, key.unwrap_or_default()))?;
-        match position(wanted, id, key) {
-            Some(_) => named.push(item),
-            None => rest.push(item),
-        }
-    }
-    sort_by_position(&mut named, wanted, key);
-    sort_by_position(&mut rest, live, key);
-    let mut out = Vec::with_capacity(named.len() + rest.len());
-    let (mut left, mut right) = (rest.into_iter().peekable(), named.into_iter().peekable());
-    loop {
-        let take_left = match (left.peek(), right.peek()) {
-            (None, None) => break,
-            (Some(_), None) => true,
-            (None, Some(_)) => false,
-            (Some(l), Some(r)) => {
-                let l = ident(l, key).and_then(|id| position(live, id, key));
-                let r = ident(r, key).and_then(|id| position(live, id, key));
-                matches!((l, r), (Some(l), Some(r)) if l < r)
-            }
-        };
-        let next = if take_left { left.next() } else { right.next() };
-        out.extend(next);
-    }
-    Ok(out)
-}
-
-/// Stable sort by position in `order`; items not found keep their order, last.
-fn sort_by_position(items: &mut [Value], order: &[Value], key: Option<&str>) {
-    let pos = |v: &Value| ident(v, key).and_then(|id| position(order, id, key));
-    items.sort_by_key(|v| pos(v).unwrap_or(usize::MAX));
-}
-
-/// What identifies a list item: its merge-key value, or itself for scalars.
-fn ident<'v>(item: &'v Value, key: Option<&str>) -> Option<&'v Value> {
-    match key {
-        Some(k) => item.get(k),
-        None => Some(item),
-    }
-}
-
-fn position(list: &[Value], id: &Value, key: Option<&str>) -> Option<usize> {
-    list.iter()
-        .position(|v| ident(v, key).is_some_and(|x| same(x, id)))
-}
-
-/// JSON equality, with numbers compared by value (`1` equals `1.0`).
-fn same(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
-        _ => a == b,
-    }
-}
-
-/// Upstream `sliceElementType`: all elements of both lists share one kind.
-fn elem_kind(original: &[Value], patch: &[Value]) -> Result<&'static str, PatchError> {
-    let mut kind = None;
-    for v in original.iter().chain(patch) {
-        let k = kind_name(v);
-        if k == "list" {
-            return Err(PatchError::ListOfLists);
-        }
-        if kind.is_some_and(|prev| prev != k) {
-            let all = [original, patch].map(|l| go_fmt(&Value::Array(l.to_vec())));
-            return Err(PatchError::MixedElements(format!(
-                "[{} {}]",
-                all[0], all[1]
-            )));
-        }
-        kind = Some(k);
-    }
-    Ok(kind.unwrap_or("null"))
-}
-
-fn as_object(v: &Value) -> Result<&Map<String, Value>, PatchError> {
-    v.as_object().ok_or_else(|| bad_arg("map", v))
-}
-
-fn bad_arg(expected: &'static str, v: &Value) -> PatchError {
-    PatchError::BadArgType {
-        expected,
-        actual: kind_name(v),
-    }
-}
-
-fn bad_patch_type(directive: &Value, map: &Map<String, Value>) -> PatchError {
-    PatchError::BadPatchType {
-        directive: go_fmt(directive),
-        map: go_fmt(&Value::Object(map.clone())),
-    }
-}
-
-fn no_merge_key(item: &Value, key: &str) -> PatchError {
-    PatchError::NoMergeKey {
-        map: go_fmt(item),
-        key: key.to_string(),
-    }
-}
-
-fn kind_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "list",
-        Value::Object(_) => "map",
-    }
-}
-
-/// Renders a value the way Go's `%v` renders decoded JSON (`map[k:v]`, `[a b]`),
-/// so error messages match upstream's.
-fn go_fmt(v: &Value) -> String {
-    match v {
-        Value::Null => "<nil>".to_string(),
-        Value::String(s) => s.clone(),
-        Value::Array(a) => {
-            let parts: Vec<String> = a.iter().map(go_fmt).collect();
-            format!("[{}]", parts.join(" "))
-        }
-        Value::Object(m) => {
-            let sorted: BTreeMap<&String, &Value> = m.iter().collect();
-            let parts: Vec<String> = sorted
-                .iter()
-                .map(|(k, v)| format!("{k}:{}", go_fmt(v)))
-                .collect();
-            format!("map[{}]", parts.join(" "))
-        }
-        other => other.to_string(),
-    }
-}
-
 #[cfg(test)]
-#[path = "strategic_tests.rs"]
 mod tests;

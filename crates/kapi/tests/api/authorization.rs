@@ -64,7 +64,12 @@ pub fn user(name: &str) -> Value {
     json!({"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": name})
 }
 
-const RBAC: &str = "/apis/rbac.authorization.k8s.io/v1";
+pub const RBAC: &str = "/apis/rbac.authorization.k8s.io/v1";
+
+/// A rule on configmaps with `verbs`.
+pub fn cm_rule(verbs: &[&str]) -> Value {
+    json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": verbs}])
+}
 
 /// The policy of the matrix: alice reads configmaps in `ns-a`; group `ops`
 /// (carol) reads pods/status everywhere; bob may get configmap `c1` in `ns-b`
