@@ -188,9 +188,17 @@ pub fn spawn(cx: &Arc<Context>, opts: &Options) {
     kubernetes_service::spawn(cx.clone(), opts.endpoint_reconciler);
 }
 
-/// The `default/kubernetes` Service as kube-apiserver creates it at start.
-pub fn kubernetes_service_object(cx: &Context) -> serde_json::Value {
-    kubernetes_service::service(cx)
+/// Create what the controllers own before they start: the
+/// `default/kubernetes` Service on the first address of the service range, as
+/// kube-apiserver creates it at start (left alone when it exists).
+pub async fn bootstrap(cx: &Context) -> Result<(), ApiError> {
+    let services = cx
+        .apis
+        .lookup("", "v1", "services")
+        .expect("services served");
+    let svc = kubernetes_service::service(cx);
+    let opts = kapi_registry::store::options::WriteOptions::default();
+    ignore_exists(services.store.create(svc, &opts).await)
 }
 
 /// `Ok` for success and for "already there".

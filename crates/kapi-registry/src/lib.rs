@@ -1,9 +1,12 @@
 //! kapi-registry: the generic registry store and everything a resource plugs into
-//! it — its declaration ([`ResourceDef`]), its policy ([`Strategy`]) — plus the
-//! metadata helpers the store and the handlers share.
+//! it — its declaration ([`ResourceDef`]), its policy ([`Strategy`]) — the watch
+//! cache the stores read through (`cache/`), the resource table of one server
+//! (`apis.rs`: every served resource with its store), the admission hook the
+//! store calls (`admission.rs`), and the metadata helpers the store and the
+//! handlers share.
 //!
 //! Where to look next: `kapi-resources` declares the built-in resources;
-//! `kapi-server` installs handlers for them.
+//! `kapi-server` serves them.
 
 pub mod admission;
 pub mod apis;

@@ -1,8 +1,8 @@
 //! First-start objects, as kube-apiserver creates them: the namespaces `default`,
-//! `kube-system`, `kube-public`, `kube-node-lease`, and the `default/kubernetes`
-//! Service on the first address of the service range, the two system
-//! PriorityClasses, the flow-control configuration (`flowcontrol.rs`), and
-//! the bootstrap RBAC policy (`authz/policy.rs`).
+//! `kube-system`, `kube-public`, `kube-node-lease`, the two system
+//! PriorityClasses, the flow-control configuration, and the bootstrap RBAC
+//! policy (`kapi_auth::authz::policy`). The `default/kubernetes` Service is the
+//! endpoint reconciler's (`kapi_controllers::bootstrap`).
 //! Idempotent: existing objects are left alone.
 
 use kapi_machinery::status::ApiError;
@@ -21,12 +21,6 @@ pub async fn run(srv: &Server) -> Result<(), ApiError> {
         let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
         ignore_exists(namespaces.store.create(obj, &WriteOptions::default()).await)?;
     }
-    let services = srv
-        .apis
-        .lookup("", "v1", "services")
-        .expect("services served");
-    let svc = kapi_controllers::kubernetes_service_object(&srv.controller_context());
-    ignore_exists(services.store.create(svc, &WriteOptions::default()).await)?;
     if let Some(classes) = srv.apis.lookup(SCHEDULING, "v1", "priorityclasses") {
         for class in SYSTEM_CLASSES {
             ignore_exists(

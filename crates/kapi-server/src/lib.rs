@@ -1,13 +1,17 @@
-//! kapi-server: the HTTP layer. A request meets, in order: the filters
-//! (`filters.rs`: panic recovery, authentication, impersonation,
-//! authorization), then the
-//! routes — health and version (`health.rs`), discovery (`discovery.rs`), OpenAPI
-//! (`openapi.rs`) — and for resource URLs the handler dispatcher
-//! (`handlers/`), which runs admission (`admission/`) and calls the generic
-//! store of the resource (`kapi-registry`).
+//! kapi-server: the core server of the chain. A request meets, in order: the
+//! filters (`filters/`, assembled in request order from `kapi-http`,
+//! `kapi-auth` and `kapi-flowcontrol`), the server in front (`remote.rs`: the
+//! aggregator takes the remote group-versions), then the routes — health and
+//! version (`health.rs`), discovery (`discovery.rs`), OpenAPI (`openapi.rs`),
+//! the issuer documents — and for resource URLs the handler dispatcher
+//! (`handlers/`, one verb per file), which runs admission (`kapi-admission`,
+//! `handlers/admit.rs`) and calls the generic store of the resource
+//! (`kapi-registry`).
 //!
-//! [`Server`] holds what every handler shares: the served resources (`apis.rs`),
-//! the storage slot, the schemas.
+//! [`Server`] is made once from [`ServerParts`] (the resource table,
+//! authorization, admission, the token issuer, the OpenAPI documents, the
+//! server in front) and does not change afterwards; `kapi::assemble` builds the
+//! parts. Where to look next: `handlers/mod.rs`.
 
 mod bootstrap;
 mod componentstatus;
@@ -126,18 +130,6 @@ impl Server {
             remote: parts.remote,
             admission: parts.admission,
         })
-    }
-
-    /// What the in-process controllers work with.
-    pub fn controller_context(&self) -> kapi_controllers::Context {
-        kapi_controllers::Context {
-            apis: self.apis.clone(),
-            slot: self.slot.clone(),
-            service_accounts: self.service_accounts.clone(),
-            advertise_address: self.config.advertise_address.clone(),
-            port: self.config.port,
-            kubernetes_service_ip: self.config.service_cidr.nth(1).to_string(),
-        }
     }
 
     /// The OpenAPI documents of what is served now.

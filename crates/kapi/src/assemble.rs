@@ -93,7 +93,16 @@ impl Built {
             openapi: server.openapi.clone(),
         };
         kapi_apiextensions_server::start(&Arc::new(apiextensions)).await;
-        kapi_controllers::spawn(&Arc::new(server.controller_context()), controllers);
+        let cx = Arc::new(kapi_controllers::Context {
+            apis: server.apis.clone(),
+            slot: server.slot.clone(),
+            service_accounts: server.service_accounts.clone(),
+            advertise_address: server.config.advertise_address.clone(),
+            port: server.config.port,
+            kubernetes_service_ip: server.config.service_cidr.nth(1).to_string(),
+        });
+        kapi_controllers::bootstrap(&cx).await?;
+        kapi_controllers::spawn(&cx, controllers);
         kapi_aggregator::spawn(&self.aggregator);
         Ok(())
     }
