@@ -10,6 +10,9 @@
 //! - `body.rs` — request bodies: the size limit and reading them;
 //! - `limits.rs` — what kind of request this is (long-running, mutating), its
 //!   deadline, the timeout and max-inflight filters;
+//! - `lifecycle.rs` — graceful termination: readiness, refused and drained
+//!   requests, ended watches;
+//! - `cors.rs` — `--cors-allowed-origins`;
 //! - `metrics.rs` — the metric registry with upstream's names and the filter
 //!   that records every request;
 //! - `tls.rs`, `tls/` — certificates, rustls configuration, the admin
@@ -18,6 +21,8 @@
 //! Where to look next: `kapi-auth` (who may), `kapi-server` (the handlers).
 
 pub mod body;
+pub mod cors;
+pub mod lifecycle;
 pub mod limits;
 pub mod metrics;
 pub mod negotiate;

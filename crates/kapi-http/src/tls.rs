@@ -25,6 +25,7 @@
 mod coalesce;
 mod pki;
 mod serve;
+pub mod settings;
 #[cfg(test)]
 mod tests;
 
@@ -40,7 +41,11 @@ use rustls::server::WebPkiClientVerifier;
 
 pub use pki::write_file_atomic;
 pub use pki::{load_or_generate, Pki, ADMIN_GROUP, ADMIN_USER, CA_COMMON_NAME};
-pub use serve::{serve_plain, serve_tls, HANDSHAKE_TIMEOUT, SHUTDOWN_DRAIN_TIMEOUT};
+pub use serve::{
+    serve_plain, serve_tls, serve_tls_with, ConnectionSettings, GoAway, HANDSHAKE_TIMEOUT,
+    SHUTDOWN_DRAIN_TIMEOUT,
+};
+pub use settings::{MinVersion, NamedCert, ServingConfigs, TlsSettings};
 
 /// Errors from certificate handling and TLS configuration.
 #[derive(Debug, thiserror::Error)]
@@ -125,12 +130,39 @@ pub fn server_config(
     key_pem: &str,
     client_cas: &[String],
 ) -> Result<Arc<rustls::ServerConfig>, TlsError> {
-    let provider = Arc::new(aes128_first(&crypto_provider()));
+    server_config_with(cert_pem, key_pem, client_cas, &TlsSettings::default())
+}
+
+/// The configurations of the secure port: [`server_config_with`] for the
+/// default pair and for each `--tls-sni-cert-key` pair in `settings`.
+pub fn serving_configs(
+    cert_pem: &str,
+    key_pem: &str,
+    client_cas: &[String],
+    settings: &TlsSettings,
+) -> Result<ServingConfigs, TlsError> {
+    let default = server_config_with(cert_pem, key_pem, client_cas, settings)?;
+    ServingConfigs::new(default, &settings.sni, |c, k| {
+        server_config_with(c, k, client_cas, settings)
+    })
+}
+
+/// [`server_config`] with the protocol versions and TLS 1.2 cipher suites
+/// `settings` allow.
+pub fn server_config_with(
+    cert_pem: &str,
+    key_pem: &str,
+    client_cas: &[String],
+    settings: &TlsSettings,
+) -> Result<Arc<rustls::ServerConfig>, TlsError> {
+    let mut provider = aes128_first(&crypto_provider());
+    settings.restrict(&mut provider);
+    let provider = Arc::new(provider);
     let chain = parse_cert_chain(cert_pem)?;
     let key = PrivateKeyDer::from_pem_slice(key_pem.as_bytes())
         .map_err(|e| TlsError::Pem(format!("private key: {e}")))?;
     let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
-        .with_safe_default_protocol_versions()?;
+        .with_protocol_versions(settings.versions())?;
     let builder = if client_cas.is_empty() {
         builder.with_no_client_auth()
     } else {
@@ -147,7 +179,11 @@ pub fn server_config(
     };
     let mut config = builder.with_single_cert(chain, key)?;
     config.ignore_client_order = true;
-    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    config.alpn_protocols = if settings.http1_only {
+        vec![b"http/1.1".to_vec()]
+    } else {
+        vec![b"h2".to_vec(), b"http/1.1".to_vec()]
+    };
     Ok(Arc::new(config))
 }
 

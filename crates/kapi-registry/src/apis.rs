@@ -4,6 +4,14 @@
 //! hence the lock. Discovery, OpenAPI, the handlers, admission and the
 //! controllers all read this one table, so they cannot disagree.
 //!
+//! How resources are stored follows the storage flags ([`StorageOptions`]):
+//! with the watch cache or without it (`--watch-cache`, and per resource
+//! `--watch-cache-sizes=<resource>#0`), on the main backend or on another one
+//! (`--etcd-servers-overrides`, e.g. events in their own etcd; every version
+//! of a resource, and resources sharing its keys, go there too, each such
+//! backend with its own watch cache), with the garbage collector's finalizers
+//! or not (`--enable-garbage-collector`).
+//!
 //! Where to look next: `store/` is what each entry serves through; `cache/`
 //! is the watch cache every installed store reads and watches through.
 
@@ -16,10 +24,15 @@ use kapi_storage::Backend;
 use crate::cache::{CacheConfig, CachedBackend};
 use crate::{ResourceDef, Store, Verb};
 
-/// One served resource.
+/// One resource of the table.
 pub struct Entry {
     pub def: Arc<ResourceDef>,
     pub store: Store,
+    /// Whether clients see it (discovery, OpenAPI, its routes). A resource
+    /// `--runtime-config` turns off keeps its store for the server's own
+    /// readers (admission, controllers), as they would find its objects in
+    /// storage, but is not served.
+    pub served: bool,
 }
 
 type Gvr = (String, String, String);
@@ -36,6 +49,53 @@ pub struct Apis {
     state: RwLock<State>,
     /// The watch cache every installed store reads and watches through.
     cache: Option<CachedBackend>,
+    /// Key prefixes stored elsewhere (`--etcd-servers-overrides`).
+    routes: Vec<Route>,
+    /// Key prefixes served without a cache.
+    uncached: Vec<String>,
+    /// Resources installed but not served (`--runtime-config`).
+    hidden: Vec<(String, String, String)>,
+    /// `--enable-garbage-collector=false` (default-constructed tables collect).
+    gc_disabled: bool,
+}
+
+/// A key prefix on a backend of its own.
+struct Route {
+    prefix: String,
+    backend: Arc<dyn Backend>,
+    cache: Option<CachedBackend>,
+}
+
+/// How the resource table stores its resources (the storage flags).
+#[derive(Clone)]
+pub struct StorageOptions {
+    /// `--watch-cache`: serve reads and watches from a watch cache.
+    pub watch_cache: bool,
+    /// `--watch-cache-sizes` entries of size 0: `(group, resource)` served
+    /// from storage only.
+    pub uncached: Vec<(String, String)>,
+    /// `--etcd-servers-overrides`: `(group, resource)` and its backend.
+    pub overrides: Vec<((String, String), Arc<dyn Backend>)>,
+    /// `--enable-garbage-collector`.
+    pub garbage_collection: bool,
+    /// `(group, version, resource)` of the built-in resources not served
+    /// (`--runtime-config`).
+    pub hidden: Vec<(String, String, String)>,
+    /// The caches' tuning (`consistent_reads` is the `ConsistentListFromCache` gate).
+    pub cache: CacheConfig,
+}
+
+impl Default for StorageOptions {
+    fn default() -> Self {
+        StorageOptions {
+            watch_cache: true,
+            uncached: Vec::new(),
+            overrides: Vec::new(),
+            garbage_collection: true,
+            hidden: Vec::new(),
+            cache: CacheConfig::default(),
+        }
+    }
 }
 
 /// One API group with its versions, preferred first.
@@ -56,13 +116,53 @@ impl Apis {
         root_of: impl Fn(&ResourceDef) -> TypeRef,
         extra_prefixes: impl IntoIterator<Item = String>,
     ) -> Apis {
-        let prefixes = defs
+        let opts = StorageOptions::default();
+        Apis::with_options(defs, backend, schema, root_of, extra_prefixes, &opts)
+    }
+
+    /// [`Apis::new`] storing as `opts` says.
+    pub fn with_options(
+        defs: Vec<ResourceDef>,
+        backend: Arc<dyn Backend>,
+        schema: Arc<dyn SchemaNav>,
+        root_of: impl Fn(&ResourceDef) -> TypeRef,
+        extra_prefixes: impl IntoIterator<Item = String>,
+        opts: &StorageOptions,
+    ) -> Apis {
+        let prefix_of = |gr: &(String, String)| {
+            defs.iter()
+                .find(|d| (&d.group, &d.resource) == (&gr.0, &gr.1))
+                .map(|d| d.list_prefix(None))
+        };
+        let uncached: Vec<String> = opts.uncached.iter().filter_map(prefix_of).collect();
+        let mut routes: Vec<Route> = Vec::new();
+        for (gr, other) in &opts.overrides {
+            let Some(prefix) = prefix_of(gr) else {
+                continue;
+            };
+            let cached = opts.watch_cache && !uncached.contains(&prefix);
+            let cache = cached
+                .then(|| CachedBackend::new(other.clone(), [prefix.clone()], opts.cache.clone()));
+            routes.push(Route {
+                prefix,
+                backend: other.clone(),
+                cache,
+            });
+        }
+        let main_prefixes = defs
             .iter()
             .map(|d| d.list_prefix(None))
+            .filter(|p| !uncached.contains(p) && !routes.iter().any(|r| &r.prefix == p))
             .chain(extra_prefixes);
-        let cache = CachedBackend::new(backend.clone(), prefixes, CacheConfig::default());
+        let cache = opts
+            .watch_cache
+            .then(|| CachedBackend::new(backend.clone(), main_prefixes, opts.cache.clone()));
         let apis = Apis {
-            cache: Some(cache),
+            cache,
+            routes,
+            uncached,
+            gc_disabled: !opts.garbage_collection,
+            hidden: opts.hidden.clone(),
             ..Apis::default()
         };
         for def in defs {
@@ -80,15 +180,24 @@ impl Apis {
         root: TypeRef,
     ) {
         let def = Arc::new(def);
-        let mut store = Store::new(def.clone(), backend).with_schema(schema, root);
-        if let Some(cache) = &self.cache {
+        let prefix = def.list_prefix(None);
+        let (backend, cache) = match self.routes.iter().find(|r| r.prefix == prefix) {
+            Some(r) => (r.backend.clone(), r.cache.as_ref()),
+            None if self.uncached.contains(&prefix) => (backend, None),
+            None => (backend, self.cache.as_ref()),
+        };
+        let mut store = Store::new(def.clone(), backend)
+            .with_schema(schema, root)
+            .with_garbage_collection(!self.gc_disabled);
+        if let Some(cache) = cache {
             store = store.with_cache(cache.clone());
         }
+        let gvr = (def.group.clone(), def.version.clone(), def.resource.clone());
         let entry = Arc::new(Entry {
             store,
             def: def.clone(),
+            served: !self.hidden.contains(&gvr),
         });
-        let gvr = (def.group.clone(), def.version.clone(), def.resource.clone());
         let mut st = self.state.write().expect("apis lock");
         st.order.retain(|e| {
             (
@@ -122,19 +231,26 @@ impl Apis {
             .cloned()
     }
 
+    /// Every resource of the table, served or not.
     pub fn all(&self) -> Vec<Arc<Entry>> {
         self.state.read().expect("apis lock").order.clone()
     }
 
-    pub fn defs(&self) -> Vec<ResourceDef> {
-        self.all().iter().map(|e| (*e.def).clone()).collect()
+    /// The resources clients see.
+    pub fn served(&self) -> Vec<Arc<Entry>> {
+        self.all().into_iter().filter(|e| e.served).collect()
     }
 
-    /// Groups other than core, in installation order; versions preferred first
-    /// (GA before beta before alpha, then newest).
+    /// The served resources' declarations (what OpenAPI publishes).
+    pub fn defs(&self) -> Vec<ResourceDef> {
+        self.served().iter().map(|e| (*e.def).clone()).collect()
+    }
+
+    /// Served groups other than core, in installation order; versions
+    /// preferred first (GA before beta before alpha, then newest).
     pub fn groups(&self) -> Vec<GroupInfo> {
         let mut out: Vec<GroupInfo> = Vec::new();
-        for e in self.all() {
+        for e in self.served() {
             if e.def.group.is_empty() {
                 continue;
             }
@@ -156,18 +272,18 @@ impl Apis {
         out
     }
 
-    /// Resources of one group-version, in installation order.
+    /// Served resources of one group-version, in installation order.
     pub fn resources_of(&self, group: &str, version: &str) -> Vec<Arc<Entry>> {
-        self.all()
+        self.served()
             .into_iter()
             .filter(|e| e.def.group == group && e.def.version == version)
             .collect()
     }
 
-    /// Entries by group-version, for discovery.
+    /// Served entries by group-version, for discovery.
     pub fn by_group_version(&self) -> BTreeMap<(String, String), Vec<Arc<Entry>>> {
         let mut map: BTreeMap<(String, String), Vec<Arc<Entry>>> = BTreeMap::new();
-        for e in self.all() {
+        for e in self.served() {
             map.entry((e.def.group.clone(), e.def.version.clone()))
                 .or_default()
                 .push(e);

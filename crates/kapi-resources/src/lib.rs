@@ -14,6 +14,7 @@ pub mod certificates;
 pub mod coordination;
 pub mod core;
 pub mod discovery;
+pub mod enablement;
 pub mod events;
 pub mod flowcontrol;
 mod group_registry;

@@ -69,8 +69,11 @@ fn group_json(name: &str, versions: &[String]) -> Value {
 }
 
 /// Which aggregated discovery version (and format) the client accepts, if any:
-/// the first such entry of `Accept`, as upstream, which ignores plain entries here.
-fn aggregated(req: &Request) -> Option<(Format, &'static str)> {
+/// the first such entry of `Accept`, as upstream, which ignores plain entries
+/// here. `v2beta1` only while the `AggregatedDiscoveryRemoveBetaType` gate is
+/// off (upstream 1.33 turns it on, so a v2beta1-only client gets the legacy
+/// document).
+fn aggregated(req: &Request, v2beta1: bool) -> Option<(Format, &'static str)> {
     let accept = req.headers().get(header::ACCEPT)?.to_str().ok()?;
     for item in accept.split(',') {
         let item = item.replace(' ', "");
@@ -84,7 +87,10 @@ fn aggregated(req: &Request) -> Option<(Format, &'static str)> {
             _ => continue,
         };
         if item.contains("v=v2beta1") {
-            return Some((format, "v2beta1"));
+            if v2beta1 {
+                return Some((format, "v2beta1"));
+            }
+            continue;
         }
         if item.contains("v=v2") {
             return Some((format, "v2"));
@@ -198,7 +204,7 @@ fn aggregated_response(body: &Value, (format, version): (Format, &str)) -> Respo
 }
 
 pub async fn api(State(srv): State<Arc<Server>>, req: Request) -> Response {
-    if let Some(a) = aggregated(&req) {
+    if let Some(a) = aggregated(&req, srv.config.discovery_v2beta1) {
         return aggregated_response(&aggregated_list(&srv, true, a.1), a);
     }
     let body = json!({"kind": "APIVersions", "versions": ["v1"],
@@ -207,7 +213,7 @@ pub async fn api(State(srv): State<Arc<Server>>, req: Request) -> Response {
 }
 
 pub async fn apis(State(srv): State<Arc<Server>>, req: Request) -> Response {
-    if let Some(a) = aggregated(&req) {
+    if let Some(a) = aggregated(&req, srv.config.discovery_v2beta1) {
         return aggregated_response(&aggregated_list(&srv, false, a.1), a);
     }
     let mut groups: Vec<Value> = srv

@@ -1,14 +1,18 @@
 //! `/healthz`, `/livez`, `/readyz` with `?verbose`, `?exclude=` and per-check
 //! paths, and `/version`. The storage check is named `etcd`, as upstream, whatever
-//! the backend. `/livez` leaves storage out: a storage outage makes the server
-//! unready, not dead (restarting it would not help).
+//! the backend (bounded by `--etcd-healthcheck-timeout`); `/readyz` also has
+//! `etcd-readiness` (`--etcd-readycheck-timeout`) and `shutdown`, which fails
+//! from the moment termination starts (`kapi_http::lifecycle`, handed over by
+//! the lifecycle filter). `/livez` leaves storage out: a storage outage makes
+//! the server unready, not dead (restarting it would not help).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use axum::Extension;
+use kapi_http::lifecycle::Lifecycle;
 use serde_json::json;
 
 use crate::Server;
@@ -32,14 +36,22 @@ impl Endpoint {
     fn checks(self) -> &'static [&'static str] {
         match self {
             Endpoint::Livez => &["ping", "log"],
-            Endpoint::Healthz | Endpoint::Readyz => &["ping", "log", "etcd"],
+            Endpoint::Healthz => &["ping", "log", "etcd"],
+            Endpoint::Readyz => &["ping", "log", "etcd", "etcd-readiness", "shutdown"],
         }
     }
 }
 
-async fn run_check(srv: &Server, name: &str) -> Result<(), String> {
+/// The lifecycle of the server, when the lifecycle filter runs.
+type Shutdown = Option<Extension<Lifecycle>>;
+
+async fn run_check(srv: &Server, name: &str, shutdown: &Shutdown) -> Result<(), String> {
     match name {
-        "etcd" => srv.slot.check(Duration::from_secs(2)).await,
+        "etcd" => srv.slot.check(srv.config.etcd_healthcheck_timeout).await,
+        "etcd-readiness" => srv.slot.check(srv.config.etcd_readycheck_timeout).await,
+        "shutdown" if shutdown.as_ref().is_some_and(|lc| lc.is_initiated()) => {
+            Err("process is shutting down".into())
+        }
         _ => Ok(()),
     }
 }
@@ -57,7 +69,7 @@ fn text(code: StatusCode, body: String) -> Response {
     resp
 }
 
-pub async fn all(srv: Arc<Server>, ep: Endpoint, query: Option<String>) -> Response {
+pub async fn all(srv: Arc<Server>, ep: Endpoint, query: Option<String>, lc: Shutdown) -> Response {
     let q = kapi_http::request::Query::parse(query.as_deref());
     let verbose = q.0.contains_key("verbose");
     let excluded: Vec<&str> = query
@@ -73,7 +85,7 @@ pub async fn all(srv: Arc<Server>, ep: Endpoint, query: Option<String>) -> Respo
             lines.push_str(&format!("[+]{name} excluded: ok\n"));
             continue;
         }
-        match run_check(&srv, name).await {
+        match run_check(&srv, name, &lc).await {
             Ok(()) => lines.push_str(&format!("[+]{name} ok\n")),
             Err(e) => {
                 failed = true;
@@ -93,11 +105,11 @@ pub async fn all(srv: Arc<Server>, ep: Endpoint, query: Option<String>) -> Respo
     text(StatusCode::OK, "ok".into())
 }
 
-pub async fn one(srv: Arc<Server>, ep: Endpoint, check: String) -> Response {
+pub async fn one(srv: Arc<Server>, ep: Endpoint, check: String, lc: Shutdown) -> Response {
     if !ep.checks().contains(&check.as_str()) {
         return text(StatusCode::NOT_FOUND, "404 page not found\n".into());
     }
-    match run_check(&srv, &check).await {
+    match run_check(&srv, &check, &lc).await {
         Ok(()) => text(StatusCode::OK, "ok".into()),
         Err(e) => text(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -106,23 +118,39 @@ pub async fn one(srv: Arc<Server>, ep: Endpoint, check: String) -> Response {
     }
 }
 
-pub async fn healthz(State(s): State<Arc<Server>>, RawQuery(q): RawQuery) -> Response {
-    all(s, Endpoint::Healthz, q).await
+pub async fn healthz(
+    State(s): State<Arc<Server>>,
+    RawQuery(q): RawQuery,
+    lc: Shutdown,
+) -> Response {
+    all(s, Endpoint::Healthz, q, lc).await
 }
-pub async fn livez(State(s): State<Arc<Server>>, RawQuery(q): RawQuery) -> Response {
-    all(s, Endpoint::Livez, q).await
+pub async fn livez(State(s): State<Arc<Server>>, RawQuery(q): RawQuery, lc: Shutdown) -> Response {
+    all(s, Endpoint::Livez, q, lc).await
 }
-pub async fn readyz(State(s): State<Arc<Server>>, RawQuery(q): RawQuery) -> Response {
-    all(s, Endpoint::Readyz, q).await
+pub async fn readyz(State(s): State<Arc<Server>>, RawQuery(q): RawQuery, lc: Shutdown) -> Response {
+    all(s, Endpoint::Readyz, q, lc).await
 }
-pub async fn healthz_one(State(s): State<Arc<Server>>, Path(c): Path<String>) -> Response {
-    one(s, Endpoint::Healthz, c).await
+pub async fn healthz_one(
+    State(s): State<Arc<Server>>,
+    Path(c): Path<String>,
+    lc: Shutdown,
+) -> Response {
+    one(s, Endpoint::Healthz, c, lc).await
 }
-pub async fn livez_one(State(s): State<Arc<Server>>, Path(c): Path<String>) -> Response {
-    one(s, Endpoint::Livez, c).await
+pub async fn livez_one(
+    State(s): State<Arc<Server>>,
+    Path(c): Path<String>,
+    lc: Shutdown,
+) -> Response {
+    one(s, Endpoint::Livez, c, lc).await
 }
-pub async fn readyz_one(State(s): State<Arc<Server>>, Path(c): Path<String>) -> Response {
-    one(s, Endpoint::Readyz, c).await
+pub async fn readyz_one(
+    State(s): State<Arc<Server>>,
+    Path(c): Path<String>,
+    lc: Shutdown,
+) -> Response {
+    one(s, Endpoint::Readyz, c, lc).await
 }
 
 /// The Kubernetes version kapi serves; kubectl's dispatcher picks its binary by the minor.

@@ -27,6 +27,7 @@ mod rest_storage;
 mod reviews;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::extract::State;
 use axum::routing::get;
@@ -48,13 +49,61 @@ pub use kapi_http::tls;
 pub use remote::RemoteApis;
 pub use rest_storage::Cidr;
 
-/// Where this server is reached and what it allocates from.
+/// Where this server is reached, what it allocates from, and the settings of
+/// its handlers (each named after its kube-apiserver flag).
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
     /// The address clients reach us at (discovery's serverAddressByClientCIDRs).
     pub advertise_address: String,
     pub port: u16,
     pub service_cidr: Cidr,
+    /// `--service-node-port-range`, inclusive.
+    pub node_ports: (u16, u16),
+    /// `--min-request-timeout`: a watch without `timeoutSeconds` lasts a
+    /// random time between this and twice this.
+    pub min_request_timeout: Duration,
+    /// `--external-hostname` with the port: the host in externally visible
+    /// URLs (the issuer discovery document's key set); the advertise address
+    /// when `None`.
+    pub external_address: Option<String>,
+    /// `--etcd-healthcheck-timeout` (the `etcd` check of `/healthz`, `/livez`,
+    /// `/readyz`) and `--etcd-readycheck-timeout` (`/readyz`'s `etcd-readiness`).
+    pub etcd_healthcheck_timeout: Duration,
+    pub etcd_readycheck_timeout: Duration,
+    /// `--delete-collection-workers`: deletes a DELETE of a collection runs at once.
+    pub delete_collection_workers: usize,
+    /// Serve aggregated discovery `v2beta1` too (the
+    /// `AggregatedDiscoveryRemoveBetaType` feature gate off).
+    pub discovery_v2beta1: bool,
+    /// Watches may ask for `sendInitialEvents` (the `WatchList` feature gate).
+    pub watch_list: bool,
+}
+
+impl ServerConfig {
+    /// A server reached at `advertise_address` (`host:port`) with
+    /// kube-apiserver's defaults for the rest.
+    pub fn new(advertise_address: String, port: u16, service_cidr: Cidr) -> ServerConfig {
+        ServerConfig {
+            advertise_address,
+            port,
+            service_cidr,
+            node_ports: (30000, 32767),
+            min_request_timeout: Duration::from_secs(1800),
+            external_address: None,
+            etcd_healthcheck_timeout: Duration::from_secs(2),
+            etcd_readycheck_timeout: Duration::from_secs(2),
+            delete_collection_workers: 1,
+            discovery_v2beta1: false,
+            watch_list: false,
+        }
+    }
+
+    /// The host and port of externally visible URLs.
+    pub fn external_address(&self) -> &str {
+        self.external_address
+            .as_deref()
+            .unwrap_or(&self.advertise_address)
+    }
 }
 
 /// Everything a server is made of, each part built from the parts below it
@@ -83,8 +132,21 @@ pub struct ServerParts {
 /// declares, and CustomResourceDefinitions) over `slot`, with its watch cache;
 /// custom resources are installed into it as their definitions come.
 pub fn builtin_apis(slot: &BackendSlot) -> Arc<apis::Apis> {
+    builtin_apis_with(slot, &apis::StorageOptions::default())
+}
+
+/// Every built-in resource declaration: those `kapi-resources` declares and
+/// CustomResourceDefinitions.
+pub fn builtin_defs() -> Vec<ResourceDef> {
     let mut defs = kapi_resources::registry::builtin_resources();
     defs.push(kapi_apiextensions::crd::definitions_resource());
+    defs
+}
+
+/// [`builtin_apis`] stored as `storage` says (the storage flags and the
+/// resources `--runtime-config` turns off).
+pub fn builtin_apis_with(slot: &BackendSlot, storage: &apis::StorageOptions) -> Arc<apis::Apis> {
+    let defs = builtin_defs();
     let backend: Arc<dyn kapi_storage::Backend> = Arc::new(slot.clone());
     let schema: Arc<dyn SchemaNav> = kapi_resources::patchmeta::BuiltinSchema::shared();
     let custom = std::iter::once(kapi_apiextensions::crd::CUSTOM_PREFIX.to_owned());
@@ -92,7 +154,9 @@ pub fn builtin_apis(slot: &BackendSlot) -> Arc<apis::Apis> {
         kapi_resources::patchmeta::root_type(&d.group, &d.version, &d.kind)
             .unwrap_or(TypeRef::UNKNOWN)
     };
-    Arc::new(apis::Apis::new(defs, backend, schema, root_of, custom))
+    Arc::new(apis::Apis::with_options(
+        defs, backend, schema, root_of, custom, storage,
+    ))
 }
 
 pub struct Server {
@@ -207,14 +271,14 @@ impl Server {
                 get(|State(srv): State<Arc<Server>>| async move {
                     discovery_docs::serve_configuration(
                         &srv.service_accounts,
-                        &srv.config.advertise_address,
+                        srv.config.external_address(),
                     )
                 }),
             )
             .route(
                 discovery_docs::JWKS_PATH,
                 get(|State(srv): State<Arc<Server>>| async move {
-                    discovery_docs::serve_jwks(&srv.service_accounts, &srv.config.advertise_address)
+                    discovery_docs::serve_jwks(&srv.service_accounts, srv.config.external_address())
                 }),
             )
             .route("/healthz", get(health::healthz))

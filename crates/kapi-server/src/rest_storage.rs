@@ -1,6 +1,8 @@
 //! What upstream does in the resources' REST storage rather than in the
 //! admission chain, always on: the service allocators (ClusterIP from
-//! `--service-cluster-ip-range`, NodePort from 30000–32767), a CSR's requestor,
+//! `--service-cluster-ip-range`, NodePort from `--service-node-port-range`,
+//! 30000–32767 by default; a requested node port outside it, or taken, is
+//! refused as upstream's allocator refuses it), a CSR's requestor,
 //! RBAC escalation prevention on creates, and system priority classes that may
 //! not be deleted.
 //!
@@ -322,14 +324,32 @@ impl Server {
         for (_, _, node) in kept {
             used.remove(node);
         }
-        for p in obj
+        let (lo, hi) = self.config.node_ports;
+        let name = meta_name(obj);
+        for (i, p) in obj
             .pointer_mut("/spec/ports")
             .and_then(Value::as_array_mut)
             .into_iter()
             .flatten()
+            .enumerate()
         {
-            if p.get("nodePort").and_then(Value::as_i64).is_some() {
-                continue;
+            if let Some(n) = p.get("nodePort").and_then(Value::as_i64) {
+                let kept_here = kept.iter().any(|(_, _, k)| *k == n);
+                let detail = if n < i64::from(lo) || n > i64::from(hi) {
+                    format!("provided port is not in the valid range. The range of valid ports is {lo}-{hi}")
+                } else if used.contains(&n) && !kept_here {
+                    "provided port is already allocated".to_owned()
+                } else {
+                    used.insert(n);
+                    continue;
+                };
+                let path = FieldPath::new("spec")
+                    .child("ports")
+                    .index(i)
+                    .child("nodePort");
+                let errs = vec![FieldError::invalid(&path, json!(n), &detail)];
+                let gk = kapi_machinery::status::GroupKind::new("", "Service");
+                return Err(ApiError::invalid(gk, &name, &errs));
             }
             let port = p.get("port").and_then(Value::as_i64);
             let proto = p.get("protocol").and_then(Value::as_str).unwrap_or("TCP");
@@ -339,7 +359,7 @@ impl Server {
                 .map(|(_, _, node)| *node);
             let node = match reused {
                 Some(n) => n,
-                None => (30000..=32767)
+                None => (i64::from(lo)..=i64::from(hi))
                     .find(|n| !used.contains(n))
                     .ok_or_else(|| ApiError::internal("node port range is full"))?,
             };
@@ -359,6 +379,13 @@ impl Server {
             .map(|i| range.nth(2 + (start + i) % usable.saturating_sub(1).max(1)))
             .find(|ip| !used.contains(ip) && range.contains(*ip))
     }
+}
+
+fn meta_name(obj: &Value) -> String {
+    obj.pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
 }
 
 fn rand_start(n: u32) -> u32 {

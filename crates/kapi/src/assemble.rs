@@ -15,7 +15,7 @@ use kapi_auth::authn::serviceaccount::Issuer;
 use kapi_auth::authz::{Authorization, Authorizer, Mode};
 use kapi_machinery::status::ApiError;
 use kapi_resources::openapi::{OpenApi, Published};
-use kapi_server::{RemoteApis, Server, ServerConfig, ServerParts};
+use kapi_server::{ChainOptions, RemoteApis, Server, ServerConfig, ServerParts};
 use kapi_storage::slot::BackendSlot;
 
 /// What one server is made of, as the flags say it.
@@ -29,6 +29,10 @@ pub struct Options {
     pub service_accounts: Issuer,
     /// The aggregator's front-proxy identity and what it publishes.
     pub aggregator: kapi_aggregator::Settings,
+    /// The filters every request passes (limits, audit, CORS, shutdown).
+    pub chain: ChainOptions,
+    /// How the resource table stores and serves the built-in resources.
+    pub storage: kapi_registry::apis::StorageOptions,
 }
 
 impl Options {
@@ -41,6 +45,8 @@ impl Options {
             admission: Selection::default(),
             service_accounts: Issuer::ephemeral(),
             aggregator: kapi_aggregator::Settings::default(),
+            chain: ChainOptions::default(),
+            storage: kapi_registry::apis::StorageOptions::default(),
         }
     }
 }
@@ -52,11 +58,13 @@ pub struct Built {
     pub server: Arc<Server>,
     /// The aggregator in front of it.
     pub aggregator: Arc<Aggregator>,
+    /// The filter settings [`Built::router`] builds the chain with.
+    pub chain: ChainOptions,
 }
 
 /// The servers `options` describe, serving the built-in API over `slot`.
 pub fn build(options: Options, slot: BackendSlot) -> Built {
-    let apis = kapi_server::builtin_apis(&slot);
+    let apis = kapi_server::builtin_apis_with(&slot, &options.storage);
     let authz = Arc::new(Authorization::new(&options.authorization_modes, &apis));
     let plugins = kapi_admission_plugins::Context {
         apis: apis.clone(),
@@ -75,10 +83,23 @@ pub fn build(options: Options, slot: BackendSlot) -> Built {
         openapi,
         remote: Some(aggregator.clone() as Arc<dyn RemoteApis>),
     });
-    Built { server, aggregator }
+    Built {
+        server,
+        aggregator,
+        chain: options.chain,
+    }
 }
 
 impl Built {
+    /// The whole HTTP application: the filter chain the options describe in
+    /// front of the servers, authenticating with `auth`.
+    pub fn router(
+        &self,
+        auth: Arc<kapi_auth::authn::Authenticator>,
+    ) -> Result<axum::Router, String> {
+        self.server.router_with(auth, &self.chain)
+    }
+
     /// Bring the servers to life once storage is ready: the objects
     /// kube-apiserver creates at start, the custom resources already defined
     /// (installed before this returns), then the in-process controllers
@@ -106,4 +127,21 @@ impl Built {
         kapi_aggregator::spawn(&self.aggregator);
         Ok(())
     }
+}
+
+/// The built-in resources `--runtime-config` turns off, as
+/// `(group, version, resource)`.
+pub fn runtime_config_off(
+    pairs: &[(String, String)],
+) -> Result<Vec<(String, String, String)>, String> {
+    let defs = kapi_server::builtin_defs();
+    let rc = kapi_resources::enablement::RuntimeConfig::parse(pairs, &defs)?;
+    for key in &rc.unknown {
+        tracing::warn!("--runtime-config {key}: kapi does not serve this group-version; ignored");
+    }
+    Ok(defs
+        .iter()
+        .filter(|d| !rc.enabled(d))
+        .map(|d| (d.group.clone(), d.version.clone(), d.resource.clone()))
+        .collect())
 }

@@ -4,4 +4,4 @@
 
 pub mod assemble;
 
-pub use assemble::{build, Built, Options};
+pub use assemble::{build, runtime_config_off, Built, Options};

@@ -11,6 +11,8 @@ mod certdir;
 mod flags;
 mod logging;
 mod serve;
+mod serving;
+mod storage;
 
 use std::path::Path;
 

@@ -1,6 +1,7 @@
 //! `kapi serve`: open storage (embedded by default, etcd with `--etcd-servers`),
 //! wait for it within `--storage-ready-timeout`, bootstrap, write the admin
-//! kubeconfig, and serve HTTPS until SIGINT/SIGTERM.
+//! kubeconfig, and serve HTTPS until SIGINT/SIGTERM, then terminate gracefully
+//! (`serving.rs`).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -9,12 +10,11 @@ use std::sync::Arc;
 use kapi_auth::authn::requestheader::{CertVerifier, RequestHeader, RequestHeaderConfig};
 use kapi_auth::authn::serviceaccount::Issuer;
 use kapi_auth::authn::{Authenticator, TokenFile};
+use kapi_http::lifecycle::Lifecycle;
 use kapi_server::{tls, ChainOptions, Cidr, ServerConfig};
-use kapi_storage::embedded::EmbeddedConfig;
-use kapi_storage::etcd::EtcdConfig;
-use kapi_storage::factory::{self, StorageConfig};
 
 pub use crate::flags::ServeArgs;
+use crate::serving::TerminationSettings;
 
 /// The filter settings the flags ask for.
 fn chain_options(a: &ServeArgs) -> Result<ChainOptions, String> {
@@ -38,36 +38,49 @@ fn chain_options(a: &ServeArgs) -> Result<ChainOptions, String> {
         enable_priority_and_fairness: a.enable_priority_and_fairness,
         request_timeout: a.request_timeout,
         audit,
+        cors: a.cors.clone(),
+        lifecycle: Some(Lifecycle::new(a.shutdown_send_retry_after)),
     })
 }
 
-fn storage_config(a: &ServeArgs) -> StorageConfig {
-    if a.etcd_servers.is_empty() {
-        return StorageConfig::Embedded(EmbeddedConfig::new(a.data_dir.join("store")));
-    }
-    let mut cfg = EtcdConfig::new(a.etcd_servers.clone());
-    cfg.prefix = a.etcd_prefix.clone();
-    cfg.ca_file = a.etcd_cafile.clone();
-    cfg.cert_file = a.etcd_certfile.clone();
-    cfg.key_file = a.etcd_keyfile.clone();
-    StorageConfig::Etcd(cfg)
+/// The server's address and handler settings.
+fn server_config(a: &ServeArgs, advertise: &str, port: u16, service_cidr: Cidr) -> ServerConfig {
+    let mut config = ServerConfig::new(format!("{advertise}:{port}"), port, service_cidr);
+    config.node_ports = a.service_node_port_range;
+    config.min_request_timeout = a.min_request_timeout;
+    config.external_address = a.external_hostname.as_ref().map(|h| format!("{h}:{port}"));
+    config.etcd_healthcheck_timeout = a.etcd_healthcheck_timeout;
+    config.etcd_readycheck_timeout = a.etcd_readycheck_timeout;
+    config.delete_collection_workers = a.delete_collection_workers;
+    config.discovery_v2beta1 = !a.feature_gates.enabled("AggregatedDiscoveryRemoveBetaType");
+    config.watch_list = a.feature_gates.enabled("WatchList");
+    config
 }
 
 fn read(path: &PathBuf) -> Result<String, String> {
     std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))
 }
 
+/// Name the feature gates set that change nothing in kapi, and upstream's
+/// warnings for GA and deprecated gates set.
+fn report_gates(a: &ServeArgs) {
+    for w in &a.feature_gates.warnings {
+        tracing::warn!("{w}");
+    }
+    for name in a.feature_gates.without_effect() {
+        tracing::info!("feature gate {name} (--feature-gates) has no effect in kapi");
+    }
+}
+
 pub async fn run(a: ServeArgs) -> Result<(), String> {
     let started = std::time::Instant::now();
+    report_gates(&a);
     let service_cidr = Cidr::parse(&a.service_cluster_ip_range)
         .map_err(|e| format!("--service-cluster-ip-range: {e}"))?;
     std::fs::create_dir_all(&a.data_dir)
         .map_err(|e| format!("creating {}: {e}", a.data_dir.display()))?;
-    let slot = factory::open(storage_config(&a)).map_err(|e| e.to_string())?;
-    slot.wait_ready(a.storage_ready_timeout).await?;
-    if let Some(backend) = slot.current() {
-        kapi_storage::compactor::spawn(backend, a.etcd_compaction_interval);
-    }
+    let slot = crate::storage::open_main(&a).await?;
+    let storage = crate::storage::options(&a).await?;
 
     let advertise = a
         .advertise_address
@@ -113,7 +126,7 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
         }
         None => None,
     };
-    let tls_config = tls::server_config(&cert, &key, &client_cas).map_err(|e| e.to_string())?;
+    let tls_configs = crate::serving::tls_configs(&a, &cert, &key, &client_cas)?;
     let tokens = match &a.token_auth_file {
         Some(p) => Some(TokenFile::load(p).map_err(|e| e.to_string())?),
         None => None,
@@ -127,13 +140,15 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
     let auth = Arc::new(authenticator);
     let chain = chain_options(&a)?;
 
-    let config = ServerConfig {
-        advertise_address: format!("{advertise}:{port}"),
-        port,
-        service_cidr,
-    };
+    let config = server_config(&a, &advertise, port, service_cidr);
+    let mut selected = a.controllers.clone();
+    if !a.enable_garbage_collector {
+        // kube-apiserver's flag must match kube-controller-manager's; kapi
+        // runs that controller itself.
+        selected.push("-garbagecollector".into());
+    }
     let controllers = kapi_controllers::Options {
-        controllers: kapi_controllers::Selection::parse(&a.controllers)
+        controllers: kapi_controllers::Selection::parse(&selected)
             .map_err(|e| format!("--controllers: {e}"))?,
         endpoint_reconciler: a.endpoint_reconciler_type == "lease",
         root_ca: Some(pki.ca_cert_pem.clone()),
@@ -166,6 +181,8 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
             auth_info: Some(auth_info),
             ..Default::default()
         },
+        chain,
+        storage,
     };
     let built = kapi::build(options, slot);
     let server = built.server.clone();
@@ -200,10 +217,19 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
         started.elapsed().as_millis(),
         kubeconfig_abs.display()
     );
-    let app = server.router_with(auth, &chain)?;
-    tls::serve_tls(listener, tls_config, app, shutdown_signal())
+    let app = built.router(auth)?;
+    let lifecycle = built
+        .chain
+        .lifecycle
+        .clone()
+        .expect("kapi serve has a lifecycle");
+    let closes = crate::serving::listener_closes(lifecycle, TerminationSettings::of(&a));
+    let settings = crate::serving::connection_settings(&a);
+    tls::serve_tls_with(listener, tls_configs, app, closes, settings)
         .await
-        .map_err(|e| format!("serving: {e}"))
+        .map_err(|e| format!("serving: {e}"))?;
+    tracing::info!("[graceful-termination] all connections closed; exiting");
+    Ok(())
 }
 
 fn service_account_issuer(a: &ServeArgs) -> Result<Issuer, String> {
@@ -232,17 +258,6 @@ fn service_account_issuer(a: &ServeArgs) -> Result<Issuer, String> {
                 a.service_account_extend_token_expiration,
             )
     })
-}
-
-async fn shutdown_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .expect("SIGTERM handler");
-    tokio::select! {
-        _ = ctrl_c => {},
-        _ = term.recv() => {},
-    }
-    tracing::info!("shutting down");
 }
 
 /// The enabled admission plugins without the upstream ones kapi lacks (e.g.

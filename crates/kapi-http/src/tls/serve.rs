@@ -11,9 +11,18 @@
 //!
 //! Shutdown: when the `shutdown` future completes the listener is closed, every
 //! connection is told to finish gracefully (in-flight requests complete, idle
-//! keep-alives close), and the loop waits up to [`SHUTDOWN_DRAIN_TIMEOUT`] before
-//! aborting what is left (long watches). Accept errors are logged and retried,
-//! never fatal.
+//! keep-alives close, HTTP/2 clients get GOAWAY), and the loop waits up to the
+//! drain timeout ([`SHUTDOWN_DRAIN_TIMEOUT`] unless [`ConnectionSettings`] says
+//! otherwise) before aborting what is left. Accept errors are logged and
+//! retried, never fatal.
+//!
+//! [`ConnectionSettings`] carries the per-connection flags: the HTTP/2 stream
+//! limit (`--http2-max-streams-per-connection`), HTTP/1.1 only
+//! (`--disable-http2-serving`), and `--goaway-chance`: each HTTP/2 request
+//! makes its connection send GOAWAY with that probability (the request and the
+//! others in flight finish; the client reconnects, through its load balancer,
+//! perhaps to another server). With SNI certificates (`ServingConfigs`) the
+//! configuration is chosen once the client hello is read.
 
 use std::future::Future;
 use std::io;
@@ -35,7 +44,7 @@ use tokio::task::JoinSet;
 use tower::ServiceExt as _;
 
 use super::coalesce::Coalesced;
-use super::PeerIdentity;
+use super::{PeerIdentity, ServingConfigs};
 
 /// Upper bound for a client to complete the TLS handshake.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -60,6 +69,42 @@ pub const TLS_SEND_BUFFER: usize = 1 << 20;
 /// How long shutdown waits for open connections before aborting them.
 pub const SHUTDOWN_DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How connections are served once accepted (see the module doc).
+#[derive(Debug, Clone, Copy)]
+pub struct ConnectionSettings {
+    /// Concurrent HTTP/2 streams per connection (0: [`HTTP2_MAX_STREAMS`]).
+    pub http2_max_streams: u32,
+    /// Serve HTTP/1.1 only.
+    pub http1_only: bool,
+    /// Probability, per HTTP/2 request, that the connection is sent GOAWAY.
+    pub goaway_chance: f64,
+    /// How long shutdown waits for open connections before aborting them.
+    pub drain_timeout: Duration,
+}
+
+impl Default for ConnectionSettings {
+    fn default() -> Self {
+        ConnectionSettings {
+            http2_max_streams: 0,
+            http1_only: false,
+            goaway_chance: 0.0,
+            drain_timeout: SHUTDOWN_DRAIN_TIMEOUT,
+        }
+    }
+}
+
+/// A request's handle on its connection: [`GoAway::send`] makes an HTTP/2
+/// connection send GOAWAY once (streams in flight finish), as Go's server does
+/// for a response with `Connection: close`. In every request's extensions.
+#[derive(Clone, Default)]
+pub struct GoAway(Arc<tokio::sync::Notify>);
+
+impl GoAway {
+    pub fn send(&self) {
+        self.0.notify_one();
+    }
+}
+
 /// Serve `app` over TLS on `listener` until `shutdown` completes.
 pub async fn serve_tls(
     listener: TcpListener,
@@ -67,11 +112,31 @@ pub async fn serve_tls(
     app: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
-    let acceptor = tokio_rustls::TlsAcceptor::from(tls);
-    serve_loop(listener, app, shutdown, move |tcp: TcpStream| {
-        let acceptor = acceptor.clone();
+    serve_tls_with(
+        listener,
+        tls.into(),
+        app,
+        shutdown,
+        ConnectionSettings::default(),
+    )
+    .await
+}
+
+/// [`serve_tls`] with a certificate per server name and the given connection
+/// settings.
+pub async fn serve_tls_with(
+    listener: TcpListener,
+    configs: ServingConfigs,
+    app: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    settings: ConnectionSettings,
+) -> io::Result<()> {
+    let configs = Arc::new(configs);
+    serve_loop(listener, app, shutdown, settings, move |tcp: TcpStream| {
+        let configs = configs.clone();
         async move {
-            let mut stream = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp))
+            let handshake = handshake(tcp, configs);
+            let mut stream = tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake)
                 .await
                 .map_err(|_| {
                     io::Error::new(io::ErrorKind::TimedOut, "TLS handshake timed out")
@@ -89,6 +154,23 @@ pub async fn serve_tls(
     .await
 }
 
+/// The TLS handshake, with the configuration chosen by the server name the
+/// client asks for (or the address it reached) when there are SNI certificates.
+async fn handshake(
+    tcp: TcpStream,
+    configs: Arc<ServingConfigs>,
+) -> io::Result<tokio_rustls::server::TlsStream<TcpStream>> {
+    if !configs.has_sni() {
+        let acceptor = tokio_rustls::TlsAcceptor::from(configs.default.clone());
+        return acceptor.accept(tcp).await;
+    }
+    let local_ip = tcp.local_addr()?.ip();
+    let acceptor = tokio_rustls::LazyConfigAcceptor::new(rustls::server::Acceptor::default(), tcp);
+    let start = acceptor.await?;
+    let config = configs.select(start.client_hello().server_name(), local_ip);
+    start.into_stream(config).await
+}
+
 /// Serve `app` over plain HTTP on `listener` until `shutdown` completes. Every
 /// request carries `Option::<PeerIdentity>::None`.
 pub async fn serve_plain(
@@ -96,9 +178,14 @@ pub async fn serve_plain(
     app: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
-    serve_loop(listener, app, shutdown, |tcp: TcpStream| async move {
-        Ok((tcp, None))
-    })
+    let settings = ConnectionSettings::default();
+    serve_loop(
+        listener,
+        app,
+        shutdown,
+        settings,
+        |tcp: TcpStream| async move { Ok((tcp, None)) },
+    )
     .await
 }
 
@@ -108,6 +195,7 @@ async fn serve_loop<H, Fut, S>(
     listener: TcpListener,
     app: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
+    settings: ConnectionSettings,
     handshake: H,
 ) -> io::Result<()>
 where
@@ -125,7 +213,8 @@ where
                 Ok((tcp, remote)) => {
                     let _ = tcp.set_nodelay(true);
                     let conn = handshake(tcp);
-                    tasks.spawn(connection(conn, remote, app.clone(), stop_rx.clone()));
+                    let stop = stop_rx.clone();
+                    tasks.spawn(connection(conn, remote, app.clone(), stop, settings));
                 }
                 Err(err) => {
                     tracing::warn!(%err, "accept failed");
@@ -138,7 +227,7 @@ where
     drop(listener);
     let _ = stop_tx.send(true);
     let drain = async { while tasks.join_next().await.is_some() {} };
-    if tokio::time::timeout(SHUTDOWN_DRAIN_TIMEOUT, drain)
+    if tokio::time::timeout(settings.drain_timeout, drain)
         .await
         .is_err()
     {
@@ -159,6 +248,7 @@ async fn connection<Fut, S>(
     remote: SocketAddr,
     app: Router,
     mut stop: watch::Receiver<bool>,
+    settings: ConnectionSettings,
 ) where
     Fut: Future<Output = io::Result<(S, Option<PeerIdentity>)>>,
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
@@ -173,7 +263,16 @@ async fn connection<Fut, S>(
         },
         () = stopped(&mut stop) => return,
     };
+    let goaway = GoAway::default();
+    let decide = goaway.clone();
     let svc = app.map_request(move |mut req: Request<Incoming>| {
+        if req.version() == hyper::Version::HTTP_2
+            && settings.goaway_chance > 0.0
+            && rand::random::<f64>() < settings.goaway_chance
+        {
+            decide.send();
+        }
+        req.extensions_mut().insert(decide.clone());
         req.extensions_mut().insert(peer.clone());
         req.extensions_mut().insert(ConnectInfo(remote));
         req
@@ -183,7 +282,14 @@ async fn connection<Fut, S>(
         .http1()
         .timer(TokioTimer::new())
         .header_read_timeout(HEADER_READ_TIMEOUT);
-    builder.http2().max_concurrent_streams(HTTP2_MAX_STREAMS);
+    let streams = match settings.http2_max_streams {
+        0 => HTTP2_MAX_STREAMS,
+        n => n,
+    };
+    builder.http2().max_concurrent_streams(streams);
+    if settings.http1_only {
+        builder = builder.http1_only();
+    }
     let conn =
         builder.serve_connection_with_upgrades(TokioIo::new(io), TowerToHyperService::new(svc));
     tokio::pin!(conn);
@@ -192,6 +298,13 @@ async fn connection<Fut, S>(
         () = stopped(&mut stop) => {
             conn.as_mut().graceful_shutdown();
             conn.await
+        }
+        () = goaway.0.notified() => {
+            conn.as_mut().graceful_shutdown();
+            tokio::select! {
+                res = conn.as_mut() => res,
+                () = stopped(&mut stop) => conn.await,
+            }
         }
     };
     if let Err(err) = result {

@@ -66,6 +66,10 @@ pub struct CacheConfig {
     /// The most bytes of other encodings (protobuf) kept beside the cached
     /// objects and events, process-wide (`encoded.rs`).
     pub encoded_budget: usize,
+    /// Serve consistent reads (no `resourceVersion`) from memory once the
+    /// cache has caught up (the `ConsistentListFromCache` feature gate); when
+    /// false they go to the backend.
+    pub consistent_reads: bool,
 }
 
 impl Default for CacheConfig {
@@ -77,6 +81,7 @@ impl Default for CacheConfig {
             watcher_buffer: 1_000,
             fresh_timeout: Duration::from_secs(3),
             encoded_budget: 256 << 20,
+            consistent_reads: true,
         }
     }
 }
@@ -299,6 +304,7 @@ impl CachedBackend {
                     })
                 }
             }
+            ReadAt::Consistent if !self.inner().config.consistent_reads => Ok(None),
             ReadAt::Consistent => {
                 let target = self.inner().backend.current_revision().await?;
                 Ok(self.wait_for(target, timeout).await.then_some(None))

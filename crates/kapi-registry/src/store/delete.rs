@@ -91,7 +91,10 @@ impl Store {
         opts: &DeleteOptions,
     ) -> Result<(Decision, DeleteOutcome), ApiError> {
         let policy = self.def.strategy.gc_policy();
-        let gc_change = gc_finalizers::for_delete(policy, &meta::finalizers(&obj), opts);
+        let gc_change = self
+            .garbage_collection
+            .then(|| gc_finalizers::for_delete(policy, &meta::finalizers(&obj), opts))
+            .flatten();
         if let Some(finalizers) = &gc_change {
             set_finalizers(&mut obj, finalizers);
         }

@@ -46,6 +46,9 @@ pub struct Store {
     root: TypeRef,
     /// The watch cache reads and watches go through, once installed.
     cache: Option<crate::cache::CachedBackend>,
+    /// Deletes add and honour the garbage collector's finalizers
+    /// (`--enable-garbage-collector`, on by default).
+    garbage_collection: bool,
 }
 
 impl Store {
@@ -56,7 +59,16 @@ impl Store {
             schema: Arc::new(NoSchema),
             root: TypeRef::UNKNOWN,
             cache: None,
+            garbage_collection: true,
         }
+    }
+
+    /// With `on` false, deletes neither add nor act on the garbage
+    /// collector's `orphan` / `foregroundDeletion` finalizers and ignore
+    /// `propagationPolicy`, as upstream's store with garbage collection off.
+    pub fn with_garbage_collection(mut self, on: bool) -> Self {
+        self.garbage_collection = on;
+        self
     }
 
     /// Use `schema` (with objects of type `root`) to compute field sets.

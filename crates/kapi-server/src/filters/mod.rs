@@ -4,14 +4,18 @@
 //!
 //! 1. metrics (`kapi_http::metrics`): the request's clock and counters;
 //! 2. the audit ID (`kapi_auth::audit::id_layer`);
-//! 3. panic recovery ([`recover`]);
-//! 4. the deadline and timeout (`kapi_http::limits::timeout`);
-//! 5. authentication (`kapi_auth::authn`);
-//! 6. audit events, when an audit policy is set (`kapi_auth::audit::layer`);
-//! 7. impersonation (`kapi_auth::authz::impersonation`);
-//! 8. API Priority and Fairness (`kapi-flowcontrol`), or max-inflight when
-//!    it is off (`kapi_http::limits::max_inflight`);
-//! 9. authorization (`kapi_auth::authz::filter`).
+//! 3. graceful termination, when the server has a lifecycle
+//!    (`kapi_http::lifecycle`): requests refused or counted while shutting down;
+//! 4. panic recovery ([`recover`]);
+//! 5. the deadline and timeout (`kapi_http::limits::timeout`);
+//! 6. CORS, when origins are allowed (`kapi_http::cors`), before
+//!    authentication as upstream's (a preflight carries no credentials);
+//! 7. authentication (`kapi_auth::authn`);
+//! 8. audit events, when an audit policy is set (`kapi_auth::audit::layer`);
+//! 9. impersonation (`kapi_auth::authz::impersonation`);
+//! 10. API Priority and Fairness (`kapi-flowcontrol`), or max-inflight when
+//!     it is off (`kapi_http::limits::max_inflight`);
+//! 11. authorization (`kapi_auth::authz::filter`).
 //!
 //! [`Chain`] is the built state of the filters that keep state (metrics,
 //! audit sink, concurrency), from [`ChainOptions`] (the flags).
@@ -55,11 +59,21 @@ pub fn apply(
         .audit
         .clone()
         .map(|a| from_fn_with_state(a, audit::layer));
+    let lifecycle = chain
+        .lifecycle
+        .clone()
+        .map(|lc| from_fn_with_state(lc, kapi_http::lifecycle::layer));
+    let cors = chain
+        .cors
+        .clone()
+        .map(|c| from_fn_with_state(c, kapi_http::cors::layer));
     let filters = ServiceBuilder::new()
         .layer(from_fn_with_state(chain.metrics.clone(), metrics::layer))
         .layer(from_fn_with_state(chain.audit.clone(), audit::id_layer))
+        .option_layer(lifecycle)
         .layer(from_fn(recover))
         .layer(from_fn_with_state(chain.request_timeout, limits::timeout))
+        .option_layer(cors)
         .layer(from_fn_with_state(auth, authn::authenticate_layer))
         .option_layer(auditing)
         .layer(from_fn_with_state(authz.clone(), impersonate_layer))
@@ -101,6 +115,10 @@ pub struct ChainOptions {
     pub request_timeout: Duration,
     /// `--audit-policy-file` / `--audit-log-*`; `None` audits nothing.
     pub audit: Option<kapi_auth::audit::AuditConfig>,
+    /// `--cors-allowed-origins`; `None` leaves CORS off.
+    pub cors: Option<kapi_http::cors::Cors>,
+    /// The server's shutdown state (`kapi serve` terminates through it).
+    pub lifecycle: Option<kapi_http::lifecycle::Lifecycle>,
 }
 
 impl Default for ChainOptions {
@@ -111,6 +129,8 @@ impl Default for ChainOptions {
             enable_priority_and_fairness: true,
             request_timeout: Duration::from_secs(60),
             audit: None,
+            cors: None,
+            lifecycle: None,
         }
     }
 }
@@ -123,6 +143,8 @@ pub struct Chain {
     pub request_timeout: Duration,
     pub concurrency: Concurrency,
     pub audit: Option<kapi_auth::audit::Audit>,
+    pub cors: Option<kapi_http::cors::Cors>,
+    pub lifecycle: Option<kapi_http::lifecycle::Lifecycle>,
 }
 
 /// APF, or the two max-inflight limits when APF is off.
@@ -162,6 +184,8 @@ impl Chain {
             request_timeout: opts.request_timeout,
             concurrency,
             audit,
+            cors: opts.cors.clone(),
+            lifecycle: opts.lifecycle.clone(),
         })
     }
 }

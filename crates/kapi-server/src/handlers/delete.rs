@@ -10,6 +10,7 @@
 use axum::body::Body;
 use axum::http::StatusCode;
 use axum::response::Response;
+use futures::StreamExt;
 use kapi_machinery::status::{success_status, ApiError, Details, GroupKind};
 use kapi_machinery::validation::{FieldError, FieldPath};
 use kapi_registry::store::options::{DeleteOptions, Preconditions, Propagation};
@@ -160,15 +161,26 @@ pub async fn delete_collection(ctx: &Ctx, body: Body) -> Result<Response, ApiErr
     let listed = store.list(ctx.namespace(), &list_opts).await?;
     let mut deleted = Vec::new();
     let adm = RequestAdmission::delete(ctx, &opts);
-    for obj in listed.items {
-        let ns = kapi_registry::meta::namespace(&obj).map(str::to_owned);
-        let name = kapi_registry::meta::name(&obj).to_owned();
-        match delete_one(ctx, ns.as_deref(), &name, &opts, &adm).await {
+    // `--delete-collection-workers` deletes at once, as upstream's workers.
+    let workers = ctx.srv.config.delete_collection_workers.max(1);
+    let mut outcomes = futures::stream::iter(listed.items)
+        .map(|obj| {
+            let (opts, adm) = (&opts, &adm);
+            async move {
+                let ns = kapi_registry::meta::namespace(&obj).map(str::to_owned);
+                let name = kapi_registry::meta::name(&obj).to_owned();
+                delete_one(ctx, ns.as_deref(), &name, opts, adm).await
+            }
+        })
+        .buffer_unordered(workers);
+    while let Some(outcome) = outcomes.next().await {
+        match outcome {
             Ok(DeleteOutcome::Deleted(o) | DeleteOutcome::Pending(o)) => deleted.push(o),
             Err(e) if e.is_not_found() => {}
             Err(e) => return Err(e),
         }
     }
+    drop(outcomes);
     let def = &ctx.entry.def;
     let body = json!({
         "kind": def.list_kind,

@@ -54,6 +54,9 @@ pub struct Ctx {
     pub authenticator: Option<Arc<kapi_auth::authn::Authenticator>>,
     /// The request's audit event, when audited (admission annotates it).
     pub audit: Option<kapi_auth::audit::AuditHandle>,
+    /// The server's shutdown state, when the lifecycle filter runs (watches
+    /// end when it stops accepting requests).
+    pub lifecycle: Option<kapi_http::lifecycle::Lifecycle>,
 }
 
 impl Ctx {
@@ -183,6 +186,7 @@ async fn handle(
     let entry = srv
         .apis
         .lookup(&info.group, &info.version, &info.resource)
+        .filter(|e| e.served)
         .ok_or_else(not_found)?;
     let def = &entry.def;
     if !def.namespaced && info.namespace.is_some() {
@@ -228,6 +232,10 @@ async fn handle(
         audit: parts
             .extensions
             .get::<kapi_auth::audit::AuditHandle>()
+            .cloned(),
+        lifecycle: parts
+            .extensions
+            .get::<kapi_http::lifecycle::Lifecycle>()
             .cloned(),
         headers: parts.headers,
     };

@@ -4,8 +4,11 @@
 //! between); JSON lines and protobuf frames of cached events are encoded once
 //! per event and shared by every watcher (`pb_fast.rs` for protobuf); with
 //! `as=Table` each object becomes a one-row Table (column definitions on the
-//! first), as kubectl `get -w` expects. The stream ends after `timeoutSeconds`
-//! (default: 30 minutes, upstream's order of magnitude).
+//! first), as kubectl `get -w` expects. `sendInitialEvents` is refused unless
+//! the `WatchList` feature gate is on (off by default in 1.33). The stream ends after `timeoutSeconds`,
+//! or without it after a random time between `--min-request-timeout` and twice
+//! that (upstream's spread), and — cleanly, as a finished response — when the
+//! server stops accepting requests at shutdown.
 
 use std::time::Duration;
 
@@ -23,8 +26,6 @@ use super::pb_fast::{self, PbView};
 use super::Ctx;
 use kapi_http::negotiate::{self, Format, IncludeObject, View};
 
-const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
-
 pub async fn watch(ctx: Ctx) -> Result<Response, ApiError> {
     let (label, field) = parse_selectors(&ctx)?;
     let pb_view = PbView::of(&ctx);
@@ -32,6 +33,15 @@ pub async fn watch(ctx: Ctx) -> Result<Response, ApiError> {
         None | Some("") => None,
         Some(v) => Some(matches!(v, "true" | "1")),
     };
+    if send_initial_events.is_some() && !ctx.srv.config.watch_list {
+        use kapi_machinery::validation::{FieldError, FieldPath};
+        let errs = vec![FieldError::forbidden(
+            &FieldPath::new("sendInitialEvents"),
+            "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled",
+        )];
+        let gk = kapi_machinery::status::GroupKind::new("meta.k8s.io", "ListOptions");
+        return Err(ApiError::invalid(gk, "", &errs));
+    }
     let timeout = match ctx.query.non_empty("timeoutSeconds") {
         // An int64 in upstream's ListOptions: what does not parse is a bad request.
         Some(t) => match t.parse::<i64>() {
@@ -42,7 +52,11 @@ pub async fn watch(ctx: Ctx) -> Result<Response, ApiError> {
                 )))
             }
         },
-        None => DEFAULT_TIMEOUT,
+        None => ctx
+            .srv
+            .config
+            .min_request_timeout
+            .mul_f64(1.0 + rand::random::<f64>()),
     };
     let opts = WatchOptions {
         label,
@@ -111,7 +125,17 @@ pub async fn watch(ctx: Ctx) -> Result<Response, ApiError> {
             object,
         )))
     });
-    let stream = lines.take_until(tokio::time::sleep(timeout));
+    let shutdown = ctx.lifecycle.as_ref().map(|lc| lc.not_accepting());
+    let end = async move {
+        match shutdown {
+            Some(stopped) => tokio::select! {
+                () = tokio::time::sleep(timeout) => {}
+                () = stopped => {}
+            },
+            None => tokio::time::sleep(timeout).await,
+        }
+    };
+    let stream = lines.take_until(end);
     let mut resp = Response::new(Body::from_stream(stream));
     *resp.status_mut() = StatusCode::OK;
     let content_type = match format {

@@ -63,6 +63,34 @@ pub struct ServeArgs {
     pub audit_log_maxage: u32,
     pub audit_log_batch_buffer_size: usize,
     pub audit_log_batch_max_size: usize,
+    /// `--tls-min-version` and `--tls-cipher-suites`, checked.
+    pub tls: kapi_http::tls::TlsSettings,
+    /// `--tls-sni-cert-key`: (certificate file, key file, names).
+    pub tls_sni_cert_key: Vec<(PathBuf, PathBuf, Vec<String>)>,
+    pub http2_max_streams_per_connection: u32,
+    pub disable_http2_serving: bool,
+    pub goaway_chance: f64,
+    /// `--cors-allowed-origins`, compiled (`None`: CORS off).
+    pub cors: Option<kapi_http::cors::Cors>,
+    pub external_hostname: Option<String>,
+    pub min_request_timeout: Duration,
+    pub shutdown_delay_duration: Duration,
+    pub shutdown_send_retry_after: bool,
+    pub shutdown_watch_termination_grace_period: Duration,
+    /// `--service-node-port-range`, inclusive.
+    pub service_node_port_range: (u16, u16),
+    pub etcd_healthcheck_timeout: Duration,
+    pub etcd_readycheck_timeout: Duration,
+    /// The built-in `(group, version, resource)`s `--runtime-config` turns off.
+    pub runtime_config_off: Vec<(String, String, String)>,
+    pub feature_gates: super::gates::FeatureGates,
+    pub watch_cache: bool,
+    /// `--watch-cache-sizes`: `(group, resource)` with size 0.
+    pub watch_cache_off: Vec<(String, String)>,
+    /// `--etcd-servers-overrides`: `(group, resource)` and its servers.
+    pub etcd_servers_overrides: Vec<Override>,
+    pub delete_collection_workers: usize,
+    pub enable_garbage_collector: bool,
 }
 
 impl ServeArgs {
@@ -137,8 +165,145 @@ impl ServeArgs {
             audit_log_batch_buffer_size: f.int_in("audit-log-batch-buffer-size", 0, i64::MAX)?
                 as usize,
             audit_log_batch_max_size: f.int_in("audit-log-batch-max-size", 1, i64::MAX)? as usize,
+            tls: kapi_http::tls::TlsSettings::parse(
+                &f.string("tls-min-version"),
+                &f.list_nonempty("tls-cipher-suites"),
+            )?,
+            tls_sni_cert_key: f.list_nonempty("tls-sni-cert-key").iter().map(|v| sni(v)).collect(),
+            http2_max_streams_per_connection: f.int_in(
+                "http2-max-streams-per-connection",
+                0,
+                u32::MAX.into(),
+            )? as u32,
+            disable_http2_serving: f.bool("disable-http2-serving"),
+            goaway_chance: goaway_chance(f)?,
+            cors: kapi_http::cors::Cors::new(&f.list("cors-allowed-origins"))?,
+            external_hostname: f.opt_string("external-hostname"),
+            min_request_timeout: std::time::Duration::from_secs(
+                f.int_in("min-request-timeout", 0, i64::MAX)
+                    .map_err(|_| "--min-request-timeout can not be negative value".to_string())?
+                    as u64,
+            ),
+            shutdown_delay_duration: f
+                .duration("shutdown-delay-duration")
+                .map_err(|_| "--shutdown-delay-duration can not be negative value".to_string())?,
+            shutdown_send_retry_after: f.bool("shutdown-send-retry-after"),
+            shutdown_watch_termination_grace_period: f
+                .duration("shutdown-watch-termination-grace-period")
+                .map_err(|_| {
+                    "shutdown-watch-termination-grace-period, if provided, can not be a negative value"
+                        .to_string()
+                })?,
+            service_node_port_range: node_port_range(f)?,
+            etcd_healthcheck_timeout: f.duration("etcd-healthcheck-timeout")?,
+            etcd_readycheck_timeout: f.duration("etcd-readycheck-timeout")?,
+            runtime_config_off: kapi::runtime_config_off(&pairs(
+                &f.list_nonempty("runtime-config"),
+            ))?,
+            feature_gates: super::gates::FeatureGates::parse(&f.list_nonempty("feature-gates"))?,
+            watch_cache: f.bool("watch-cache"),
+            watch_cache_off: watch_cache_sizes(&f.list_nonempty("watch-cache-sizes"))?,
+            etcd_servers_overrides: etcd_servers_overrides(&f.list_nonempty("etcd-servers-overrides"))?,
+            delete_collection_workers: f.int_in("delete-collection-workers", 1, 1 << 16)
+                .map_err(|_| "--delete-collection-workers must be a positive number".to_string())?
+                as usize,
+            enable_garbage_collector: f.bool("enable-garbage-collector"),
         })
     }
+}
+
+/// One `--etcd-servers-overrides` entry: `(group, resource)` and its servers.
+pub type Override = ((String, String), Vec<String>);
+
+/// `key=value` items (a key alone has an empty value).
+fn pairs(items: &[String]) -> Vec<(String, String)> {
+    items
+        .iter()
+        .map(|i| match i.split_once('=') {
+            Some((k, v)) => (k.trim().to_owned(), v.trim().to_owned()),
+            None => (i.trim().to_owned(), String::new()),
+        })
+        .collect()
+}
+
+/// `resource[.group]#size` items; the resources whose size is 0 (the only
+/// size that matters since the cache sizes itself, as upstream).
+fn watch_cache_sizes(items: &[String]) -> Result<Vec<(String, String)>, String> {
+    let mut off = Vec::new();
+    for item in items {
+        let invalid = || format!("invalid value of watch cache size: {item}");
+        let (resource, size) = item.split_once('#').ok_or_else(invalid)?;
+        let size: i64 = size
+            .trim()
+            .parse()
+            .map_err(|_| format!("invalid size of watch cache size: {item}"))?;
+        if size < 0 {
+            return Err(format!("watch cache size cannot be negative: {item}"));
+        }
+        if size == 0 {
+            let (resource, group) = resource.split_once('.').unwrap_or((resource, ""));
+            off.push((group.to_owned(), resource.to_owned()));
+        }
+    }
+    Ok(off)
+}
+
+/// `group/resource#server;server` items (core resources: `/events#…`).
+fn etcd_servers_overrides(
+    items: &[String],
+) -> Result<Vec<Override>, String> {
+    let invalid = || {
+        "--etcd-servers-overrides invalid, must be of format: group/resource#servers, \
+         where servers are URLs, semicolon separated"
+            .to_string()
+    };
+    let mut out = Vec::new();
+    for item in items {
+        let (gr, servers) = item.split_once('#').ok_or_else(invalid)?;
+        let (group, resource) = gr.split_once('/').ok_or_else(invalid)?;
+        let servers: Vec<String> = servers
+            .split(';')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect();
+        if resource.is_empty() || servers.is_empty() {
+            return Err(invalid());
+        }
+        out.push(((group.to_owned(), resource.to_owned()), servers));
+    }
+    Ok(out)
+}
+
+/// `cert,key[:name,...]` (the flag type checked the shape).
+fn sni(v: &str) -> (PathBuf, PathBuf, Vec<String>) {
+    let (files, names) = v.split_once(':').unwrap_or((v, ""));
+    let (cert, key) = files.split_once(',').unwrap_or((files, ""));
+    let names = names
+        .split(',')
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .map(str::to_owned)
+        .collect();
+    (PathBuf::from(cert.trim()), PathBuf::from(key.trim()), names)
+}
+
+fn goaway_chance(f: &Flags) -> Result<f64, String> {
+    let v: f64 = f.string("goaway-chance").parse().unwrap_or(0.0);
+    if !(0.0..=0.02).contains(&v) {
+        return Err("--goaway-chance can not be less than 0 or greater than 0.02".into());
+    }
+    Ok(v)
+}
+
+/// `--service-node-port-range` as (first, last); kube-apiserver refuses a
+/// range that cannot hold one port.
+fn node_port_range(f: &Flags) -> Result<(u16, u16), String> {
+    let (base, size) = super::value::port_range(&f.string("service-node-port-range"))?;
+    if size == 0 {
+        return Err("--service-node-port-range must not be empty".into());
+    }
+    Ok((base, base + (size - 1)))
 }
 
 /// `lease` and `none` as kapi has them; upstream's deprecated `master-count`

@@ -10,6 +10,7 @@
 //! prefix; the binary prints it with that prefix and exits 1, as upstream.
 
 mod args;
+pub mod gates;
 pub mod help;
 pub mod parse;
 pub mod table;
@@ -157,9 +158,9 @@ impl Flags {
     }
 
     /// A list flag: every occurrence's items (`strings` split on commas,
-    /// `stringArray` whole), or the default's.
+    /// `stringArray` and `namedCertKey` whole), or the default's.
     pub fn list(&self, name: &str) -> Vec<String> {
-        let whole = self.spec(name).ty == "stringArray";
+        let whole = matches!(self.spec(name).ty, "stringArray" | "namedCertKey");
         let mut out = Vec::new();
         for v in self.values(name) {
             if whole {

@@ -187,26 +187,26 @@ fn parse_row(line: &'static str) -> Result<Spec, String> {
 const TABLE: &str = r#"
 # Generic flags
 advertise-address||ip||generic|on||The address written into the admin kubeconfig and discovery and given to the default/kubernetes endpoints (kapi default: 127.0.0.1).
-cors-allowed-origins||strings||generic|todo||Origins (regular expressions) allowed to make cross-origin requests; empty turns CORS off.
+cors-allowed-origins||strings||generic|on||Origins (regular expressions) allowed to make cross-origin requests; empty turns CORS off.
 default-not-ready-toleration-seconds||int|300|generic|todo||tolerationSeconds of the not-ready NoExecute toleration added to pods that have none.
 default-unreachable-toleration-seconds||int|300|generic|todo||tolerationSeconds of the unreachable NoExecute toleration added to pods that have none.
 enable-priority-and-fairness||bool|true|generic|on||Classify and queue requests by FlowSchemas and PriorityLevelConfigurations instead of the plain in-flight limits.
-external-hostname||string||generic|todo||Host name used in externally visible URLs (OpenID discovery and the like).
-feature-gates||colonSeparatedMultimapStringString||generic|todo||Feature gates as [component:]Name=true|false pairs, comma-separated, repeatable.
-goaway-chance||float|0|generic|todo||Fraction (0 to .02) of HTTP/2 requests answered with GOAWAY so clients spread over several servers.
+external-hostname||string||generic|on||Host name used in externally visible URLs (the service account issuer discovery document's jwks_uri); default: the advertise address.
+feature-gates||colonSeparatedMultimapStringString||generic|on||Feature gates as [kube:]Name=true|false pairs, comma-separated, repeatable; every 1.33 gate is known (unknown ones and locked ones set otherwise are refused). kapi acts on AggregatedDiscoveryRemoveBetaType, ConsistentListFromCache and WatchList; the others change nothing here.
+goaway-chance||float|0|generic|on||Fraction (0 to .02) of HTTP/2 requests answered with GOAWAY so clients spread over several servers.
 livez-grace-period||duration|0s|generic|todo||How long after start /livez reports unfinished start-up hooks as healthy.
 max-mutating-requests-inflight||int|200|generic|on||Mutating requests in flight at most (0: no limit); with priority and fairness, part of the total concurrency.
 max-requests-inflight||int|400|generic|on||Non-mutating requests in flight at most (0: no limit); with priority and fairness, part of the total concurrency.
-min-request-timeout||int|1800|generic|todo||Least number of seconds a watch is kept open; each watch picks a random timeout above it.
+min-request-timeout||int|1800|generic|on||Least number of seconds a watch is kept open; each watch picks a random timeout above it.
 request-timeout||duration|1m0s|generic|on||How long a request that is not long-running may take before it is answered 504.
-shutdown-delay-duration||duration|0s|generic|todo||On termination keep serving this long (readyz failing) before shutting down.
-shutdown-send-retry-after||bool|false|generic|todo||While draining at shutdown, answer new requests 429 with Retry-After and close the connection.
-shutdown-watch-termination-grace-period||duration|0s|generic|todo||At shutdown, the longest wait for open watches to end.
+shutdown-delay-duration||duration|0s|generic|on||On termination keep serving this long (readyz failing) before shutting down.
+shutdown-send-retry-after||bool|false|generic|on||While draining at shutdown, answer new requests 429 with Retry-After and close the connection.
+shutdown-watch-termination-grace-period||duration|0s|generic|on||At shutdown, the longest wait for open watches to end.
 strict-transport-security-directives||strings||generic|todo||HSTS directives to send, e.g. max-age=31536000,includeSubDomains; empty sends none.
 # Etcd flags
 default-watch-cache-size||int|100|etcd|noop|watch caches are sized automatically and this flag will be removed in a future version|Watch cache size of resources without their own setting.
-delete-collection-workers||int|1|etcd|todo||Workers a DeleteCollection call uses.
-enable-garbage-collector||bool|true|etcd|todo||Run the garbage collector (keep in step with kube-controller-manager's flag).
+delete-collection-workers||int|1|etcd|on||Workers a DeleteCollection call uses.
+enable-garbage-collector||bool|true|etcd|on||Garbage collection: deletes honour propagationPolicy with the collector's finalizers, and kapi runs its garbage collector (false: neither; keep in step with kube-controller-manager's flag).
 encryption-provider-config||string||etcd|todo||File configuring how resources are encrypted at rest.
 encryption-provider-config-automatic-reload||bool|false|etcd|todo||Reload --encryption-provider-config when the file changes.
 etcd-cafile||string||etcd|on||CA certificate that signs etcd's serving certificate.
@@ -214,31 +214,31 @@ etcd-certfile||string||etcd|on||Client certificate for etcd.
 etcd-compaction-interval||duration|5m0s|etcd|on||How often old revisions are compacted; 0 turns compaction off.
 etcd-count-metric-poll-period||duration|1m0s|etcd|todo||How often object counts per resource are refreshed for the metrics; 0 turns it off.
 etcd-db-metric-poll-interval||duration|30s|etcd|todo||How often the storage size metric is refreshed; 0 turns it off.
-etcd-healthcheck-timeout||duration|2s|etcd|todo||Timeout of the storage health check.
+etcd-healthcheck-timeout||duration|2s|etcd|on||Timeout of the storage health check.
 etcd-keyfile||string||etcd|on||Key of --etcd-certfile.
 etcd-prefix||string|/registry|etcd|on||Key prefix of every object in etcd.
-etcd-readycheck-timeout||duration|2s|etcd|todo||Timeout of the storage readiness check.
+etcd-readycheck-timeout||duration|2s|etcd|on||Timeout of the storage readiness check.
 etcd-servers||strings||etcd|on||etcd URLs (comma-separated); without them kapi uses its embedded store under --data-dir.
-etcd-servers-overrides||strings||etcd|todo||Other etcd servers for some resources: group/resource#url;url, comma-separated.
+etcd-servers-overrides||strings||etcd|on||Other etcd servers for some resources: group/resource#url;url, comma-separated.
 lease-reuse-duration-seconds||int|60|etcd|todo||Seconds one etcd lease is reused for objects with a TTL.
 storage-backend||string||etcd|noop||Storage backend; only etcd3 exists (kapi chooses by --etcd-servers).
 storage-initialization-timeout||duration|1m0s|etcd|todo||How long readiness waits for storage to be initialized.
 storage-media-type||string|application/vnd.kubernetes.protobuf|etcd|todo||Encoding of stored objects.
-watch-cache||bool|true|etcd|todo||Serve lists and watches from the in-memory watch cache.
-watch-cache-sizes||strings||etcd|todo||Per-resource watch cache settings resource[.group]#size; 0 turns the cache off for that resource.
+watch-cache||bool|true|etcd|on||Serve lists and watches from the in-memory watch cache.
+watch-cache-sizes||strings||etcd|on||Per-resource watch cache settings resource[.group]#size; 0 turns the cache off for that resource.
 # Secure serving flags
 bind-address||ip|0.0.0.0|secure|on||Address to listen on for HTTPS.
 cert-dir||string|/var/run/kubernetes|secure|on||Where apiserver.crt/apiserver.key are read from, or written to when missing (ignored with --tls-cert-file). Without the flag, kapi serve keeps its certificates under --data-dir/pki.
-disable-http2-serving||bool|false|secure|todo||Serve HTTP/1.1 only.
-http2-max-streams-per-connection||int|0|secure|todo||Concurrent HTTP/2 streams a client may open per connection (0: the server's default).
+disable-http2-serving||bool|false|secure|on||Serve HTTP/1.1 only.
+http2-max-streams-per-connection||int|0|secure|on||Concurrent HTTP/2 streams a client may open per connection (0: upstream's default, 100).
 permit-address-sharing||bool|false|secure|todo||Bind with SO_REUSEADDR.
 permit-port-sharing||bool|false|secure|todo||Bind with SO_REUSEPORT so several servers share the port.
 secure-port||int|6443|secure|on||Port to serve HTTPS on (kapi also takes 0: a free port).
 tls-cert-file||string||secure|on||Serving certificate (PEM, chain after the leaf); without it one is generated (see --cert-dir).
-tls-cipher-suites||strings||secure|todo||Cipher suites the server allows (IANA names); empty keeps the defaults.
-tls-min-version||string||secure|todo||Lowest TLS version: VersionTLS10, VersionTLS11, VersionTLS12 or VersionTLS13.
+tls-cipher-suites||strings||secure|on||TLS 1.2 cipher suites the server allows (IANA names; TLS 1.3 suites are not configurable, as in Go; CBC, RC4, 3DES and RSA key exchange suites are accepted but not offered); empty keeps the defaults.
+tls-min-version||string||secure|on||Lowest TLS version: VersionTLS10, VersionTLS11, VersionTLS12 or VersionTLS13 (kapi speaks TLS 1.2 and 1.3 only, so the first two mean 1.2).
 tls-private-key-file||string||secure|on||Key of --tls-cert-file.
-tls-sni-cert-key||namedCertKey||secure|todo||Certificate and key served for some host names: cert,key[:name,...]; repeatable.
+tls-sni-cert-key||namedCertKey||secure|on||Certificate and key served for some host names: cert,key[:name,...]; repeatable.
 # Auditing flags
 audit-log-batch-buffer-size||int|10000|audit|on||Audit events buffered before new ones are dropped (and counted).
 audit-log-batch-max-size||int|400|audit|on||Audit events written per batch at most (upstream's default, 1, goes with its blocking mode).
@@ -315,7 +315,7 @@ authorization-webhook-cache-unauthorized-ttl||duration|30s|authz|todo||How long 
 authorization-webhook-config-file||string||authz|todo||Kubeconfig of a SubjectAccessReview webhook (--authorization-mode=Webhook).
 authorization-webhook-version||string|v1beta1|authz|todo||SubjectAccessReview version sent to the webhook.
 # API enablement flags
-runtime-config||mapStringString||api|todo||Turn API groups, versions or resources on and off: api/all, api/ga, api/beta, api/alpha, v1, group/version, group/version/resource = true|false.
+runtime-config||mapStringString||api|on||Turn API groups, versions or resources on and off: api/all, api/ga, api/beta, api/alpha, v1, group/version, group/version/resource = true|false (discovery, OpenAPI and routes follow; kapi serves every version it has by default).
 # Egress selector flags
 egress-selector-config-file||string||egress|todo||How the server reaches the cluster, etcd and the control plane (EgressSelectorConfiguration).
 # Admission flags
@@ -370,7 +370,7 @@ runtime-config-emulation-forward-compatible||bool|false|misc|todo||Install --run
 service-account-signing-endpoint||string||misc|todo||Socket of an external service account token signer.
 service-account-signing-key-file||string||misc|on||Key that signs service account tokens (generated as sa.key under --data-dir when absent).
 service-cluster-ip-range||string|10.0.0.0/24|misc|on||CIDR service cluster IPs come from.
-service-node-port-range||portRange|30000-32767|misc|todo||Ports NodePort services may use, N1-N2 inclusive.
+service-node-port-range||portRange|30000-32767|misc|on||Ports NodePort services may use, N1-N2 inclusive.
 # kapi's own flags
 controllers||strings|*|kapi|on||In-process controllers, as kube-controller-manager's flag: * all, foo on, -foo off (garbagecollector, namespace, serviceaccount, serviceaccount-token, root-ca-cert-publisher, clusterrole-aggregation, resourcequota).
 data-dir||string|./kapi-data|kapi|on||Where the embedded store, kapi's CA and certificates and the admin kubeconfig live (as kube-apiserver: <cert-dir>/kapi-data).

@@ -47,11 +47,11 @@ pub async fn start_in(dir: tempfile::TempDir, opts: ChainOptions) -> Chain {
     slot.wait_ready(Duration::from_secs(10))
         .await
         .expect("store ready");
-    let config = ServerConfig {
-        advertise_address: "127.0.0.1:6443".into(),
-        port: 6443,
-        service_cidr: Cidr::parse("10.0.0.0/24").expect("cidr"),
-    };
+    let config = ServerConfig::new(
+        "127.0.0.1:6443".into(),
+        6443,
+        Cidr::parse("10.0.0.0/24").expect("cidr"),
+    );
     let built = kapi::build(kapi::Options::new(config), slot);
     let server = built.server.clone();
     let controllers = kapi_controllers::Options {

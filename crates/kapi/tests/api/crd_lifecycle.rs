@@ -157,11 +157,11 @@ async fn definitions_present_at_start_are_served_when_start_returns() {
         .unwrap();
     // A second server over the same storage, as after a restart.
     let slot = kapi_storage::slot::BackendSlot::ready("shared".into(), s.backend.clone());
-    let config = kapi_server::ServerConfig {
-        advertise_address: "127.0.0.1:1".into(),
-        port: 1,
-        service_cidr: kapi_server::Cidr::parse("10.0.0.0/24").unwrap(),
-    };
+    let config = kapi_server::ServerConfig::new(
+        "127.0.0.1:1".into(),
+        1,
+        kapi_server::Cidr::parse("10.0.0.0/24").unwrap(),
+    );
     let built = kapi::build(kapi::Options::new(config), slot);
     let second = built.server.clone();
     let none = kapi_controllers::Selection::parse(&[]).unwrap();

@@ -129,11 +129,7 @@ async fn serve(
     )
     .expect("tls config");
 
-    let config = ServerConfig {
-        advertise_address: format!("127.0.0.1:{port}"),
-        port,
-        service_cidr,
-    };
+    let config = ServerConfig::new(format!("127.0.0.1:{port}"), port, service_cidr);
     let mut options = Options::new(config);
     if !selection.enabled("serviceaccount") {
         // As upstream's integration tests: without the controller that
@@ -157,7 +153,7 @@ async fn serve(
         kapi_auth::authn::requestheader::CertVerifier::new(std::slice::from_ref(&pki.ca_cert_pem))
             .expect("client CAs");
     let auth = Authenticator::new(Some(tokens), true).with_client_cas(client_cas);
-    let app = server.router(Arc::new(auth));
+    let app = built.router(Arc::new(auth)).expect("filter chain");
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     tokio::spawn(async move {
         let stop = async move {

@@ -25,11 +25,11 @@ async fn servers_sharing_storage_agree_on_the_kubernetes_endpoints() {
     slot.wait_ready(Duration::from_secs(10)).await.unwrap();
     let mut servers = Vec::new();
     for port in [7001u16, 7002] {
-        let config = ServerConfig {
-            advertise_address: format!("127.0.0.1:{port}"),
+        let config = ServerConfig::new(
+            format!("127.0.0.1:{port}"),
             port,
-            service_cidr: Cidr::parse("10.0.0.0/24").unwrap(),
-        };
+            Cidr::parse("10.0.0.0/24").unwrap(),
+        );
         let built = kapi::build(kapi::Options::new(config), slot.clone());
         let srv = built.server.clone();
         let mut opts = kapi_controllers::Options::all("");

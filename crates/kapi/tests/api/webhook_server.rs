@@ -6,8 +6,11 @@
 //! `["mutated"]`), `/warn` (allowed with a warning), `/annotate` (allowed with
 //! audit annotations `decision: fine` and one with an invalid key), `/slow`
 //! (answers after 5 s), `/bad-uid` (a response for another
-//! request). Every review received is recorded with its path.
+//! request), `/gather` (allows once another `/gather` call is in flight, or
+//! after 1 s alone; [`Hook::max_concurrent`] is the most seen at once). Every
+//! review received is recorded with its path.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use base64::Engine;
@@ -23,7 +26,35 @@ pub struct Hook {
     pub ca_bundle: String,
     /// (path, AdmissionReview request) of every call, in order.
     pub seen: Arc<Mutex<Vec<(String, Value)>>>,
+    gather: Arc<Gather>,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+/// `/gather` calls in flight, and the most at once.
+#[derive(Default)]
+struct Gather {
+    now: AtomicUsize,
+    max: AtomicUsize,
+    arrived: tokio::sync::Notify,
+}
+
+impl Gather {
+    async fn call(&self) {
+        let n = self.now.fetch_add(1, Ordering::SeqCst) + 1;
+        self.max.fetch_max(n, Ordering::SeqCst);
+        self.arrived.notify_waiters();
+        let others = async {
+            loop {
+                let arrived = self.arrived.notified();
+                if self.max.load(Ordering::SeqCst) >= 2 {
+                    return;
+                }
+                arrived.await;
+            }
+        };
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(1), others).await;
+        self.now.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl Drop for Hook {
@@ -47,6 +78,11 @@ impl Hook {
             .iter()
             .map(|(p, _)| p.clone())
             .collect()
+    }
+
+    /// The most `/gather` calls in flight at once.
+    pub fn max_concurrent(&self) -> usize {
+        self.gather.max.load(Ordering::SeqCst)
     }
 
     pub fn last(&self) -> Value {
@@ -111,6 +147,8 @@ pub async fn start() -> Hook {
     let seen: Arc<Mutex<Vec<(String, Value)>>> = Arc::default();
     let (tx, mut rx) = tokio::sync::oneshot::channel();
     let seen2 = seen.clone();
+    let gather: Arc<Gather> = Arc::default();
+    let gather2 = gather.clone();
     tokio::spawn(async move {
         loop {
             let (tcp, _) = tokio::select! {
@@ -119,12 +157,14 @@ pub async fn start() -> Hook {
             };
             let acceptor = acceptor.clone();
             let seen = seen2.clone();
+            let gather = gather2.clone();
             tokio::spawn(async move {
                 let Ok(tls) = acceptor.accept(tcp).await else {
                     return;
                 };
                 let svc = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
                     let seen = seen.clone();
+                    let gather = gather.clone();
                     async move {
                         let path = req.uri().path().to_string();
                         let body = req.into_body().collect().await?.to_bytes();
@@ -133,6 +173,9 @@ pub async fn start() -> Hook {
                         seen.lock().unwrap().push((path.clone(), request.clone()));
                         if path == "/slow" {
                             tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+                        }
+                        if path == "/gather" {
+                            gather.call().await;
                         }
                         let out = answer(&path, &request).to_string();
                         Ok::<_, hyper::Error>(hyper::Response::new(Full::new(Bytes::from(out))))
@@ -148,6 +191,7 @@ pub async fn start() -> Hook {
         port,
         ca_bundle: base64::engine::general_purpose::STANDARD.encode(cert_pem),
         seen,
+        gather,
         shutdown: Some(tx),
     }
 }

@@ -8,8 +8,11 @@
 
 mod envtest;
 mod etcd_tls;
+mod https;
 mod invocation;
 mod kubeadm;
 mod localup;
 mod pki;
 mod proc;
+mod serving;
+mod shutdown;

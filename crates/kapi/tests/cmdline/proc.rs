@@ -44,7 +44,7 @@ impl Server {
     pub fn start(dir: &Path, args: &[String]) -> Server {
         let quoted: Vec<String> = args.iter().map(|a| format!("'{a}'")).collect();
         let script = format!(
-            "{} {} & k=$!; trap 'kill -9 $k 2>/dev/null; exit 0' TERM; \
+            "{} {} & k=$!; echo \"kapi-pid $k\" >&2; trap 'kill -9 $k 2>/dev/null; exit 0' TERM; \
              while kill -0 {} 2>/dev/null && kill -0 $k 2>/dev/null; do sleep 0.2; done; \
              kill -9 $k 2>/dev/null; wait $k",
             kube_apiserver(dir).display(),
@@ -82,6 +82,48 @@ impl Server {
 
     pub fn log_text(&self) -> String {
         self.log.lock().unwrap().join("\n")
+    }
+
+    /// The kube-apiserver process (not its watchdog shell).
+    pub fn pid(&self) -> u32 {
+        let log = self.log.lock().unwrap();
+        log.iter()
+            .find_map(|l| l.strip_prefix("kapi-pid "))
+            .and_then(|p| p.trim().parse().ok())
+            .expect("the watchdog names the pid")
+    }
+
+    /// The port it serves on, from its "serving on" line.
+    pub fn port(&self) -> u16 {
+        let log = self.log.lock().unwrap();
+        log.iter()
+            .find_map(|l| l.split("serving on https://").nth(1))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|addr| addr.rsplit(':').next())
+            .and_then(|p| p.parse().ok())
+            .expect("a serving line with the port")
+    }
+
+    /// Send SIGTERM to the server.
+    pub fn terminate(&self) {
+        let ok = Command::new("kill")
+            .args(["-TERM", &self.pid().to_string()])
+            .status()
+            .expect("kill runs")
+            .success();
+        assert!(ok, "SIGTERM delivered");
+    }
+
+    /// Wait (at most `limit`) for the server to exit; its exit code.
+    pub fn wait_exit(&mut self, limit: Duration) -> Option<i32> {
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                return status.code();
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
     }
 }
 

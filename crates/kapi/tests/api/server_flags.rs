@@ -1,0 +1,236 @@
+//! The generic server flags, each as kube-apiserver documents it:
+//! `--cors-allowed-origins`, `--service-node-port-range`, `--external-hostname`,
+//! `--min-request-timeout`, `--etcd-healthcheck-timeout`, and the shutdown
+//! states (`--shutdown-delay-duration` and `--shutdown-send-retry-after` seen
+//! from a client: `/readyz` failing first, watches ending, requests refused).
+//! The signal-driven sequence is tested on the real binary (`tests/cmdline`).
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use http_body_util::BodyExt as _;
+use serde_json::json;
+
+use crate::harness;
+
+/// A request with an `Origin` header; the response's status and headers.
+async fn with_origin(
+    s: &harness::TestServer,
+    method: &str,
+    origin: &str,
+) -> (u16, http::HeaderMap) {
+    let req = http::Request::builder()
+        .method(method)
+        .uri("/api/v1/namespaces/default")
+        .header("origin", origin)
+        .header("access-control-request-method", "GET")
+        .body(kube::client::Body::from(Vec::new()))
+        .unwrap();
+    let resp = s.client.send(req).await.expect("transport");
+    (resp.status().as_u16(), resp.headers().clone())
+}
+
+#[tokio::test]
+async fn cors_allowed_origins_answer_preflights_and_tag_responses() {
+    let s = harness::start_configured(|o| {
+        let origins = ["^https://good\\.example(:|$)".to_string()];
+        o.chain.cors = kapi_http::cors::Cors::new(&origins).unwrap();
+    })
+    .await;
+    let (code, h) = with_origin(&s, "GET", "https://good.example").await;
+    assert_eq!(code, 200);
+    assert_eq!(h["access-control-allow-origin"], "https://good.example");
+    assert_eq!(h["access-control-allow-credentials"], "true");
+    assert_eq!(
+        h["access-control-allow-methods"],
+        "POST, GET, OPTIONS, PUT, DELETE, PATCH"
+    );
+    assert_eq!(h["access-control-expose-headers"], "Date");
+    // A preflight is answered before authentication: 204, no body.
+    let (code, h) = with_origin(&s, "OPTIONS", "https://good.example:8443").await;
+    assert_eq!(code, 204);
+    assert_eq!(
+        h["access-control-allow-origin"],
+        "https://good.example:8443"
+    );
+    // Other origins get no CORS headers.
+    for origin in ["https://evil.example", "https://good.example.evil.org"] {
+        let (_, h) = with_origin(&s, "GET", origin).await;
+        assert!(h.get("access-control-allow-origin").is_none(), "{origin}");
+    }
+    // Without the flag, no server answers CORS.
+    let plain = harness::start().await;
+    let (_, h) = with_origin(&plain, "GET", "https://good.example").await;
+    assert!(h.get("access-control-allow-origin").is_none());
+}
+
+fn node_port_service(name: &str, node_port: Option<u16>) -> Vec<u8> {
+    let mut port = json!({"port": 80, "targetPort": 8080});
+    if let Some(n) = node_port {
+        port["nodePort"] = json!(n);
+    }
+    serde_json::to_vec(&json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": name},
+        "spec": {"type": "NodePort", "selector": {"app": "x"}, "ports": [port]}
+    }))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn service_node_port_range_bounds_allocation_and_requests() {
+    let s = harness::start_configured(|o| o.config.node_ports = (40000, 40001)).await;
+    let path = "/api/v1/namespaces/default/services";
+    let (code, first) = s
+        .send_json("POST", path, node_port_service("a", None))
+        .await;
+    assert_eq!(code, 201, "{first}");
+    let port = first["spec"]["ports"][0]["nodePort"].as_u64().unwrap();
+    assert!((40000..=40001).contains(&port), "{first}");
+    let (code, out) = s
+        .send_json("POST", path, node_port_service("b", Some(30080)))
+        .await;
+    assert_eq!(code, 422, "{out}");
+    assert_eq!(
+        out["details"]["causes"][0]["message"],
+        "Invalid value: 30080: provided port is not in the valid range. The range of valid ports is 40000-40001"
+    );
+    assert_eq!(
+        out["details"]["causes"][0]["field"],
+        "spec.ports[0].nodePort"
+    );
+    let (code, out) = s
+        .send_json("POST", path, node_port_service("c", Some(port as u16)))
+        .await;
+    assert_eq!(code, 422, "{out}");
+    assert!(out["message"]
+        .as_str()
+        .unwrap()
+        .contains("provided port is already allocated"));
+    // The one port left goes to the next service; then the range is full.
+    let (code, out) = s
+        .send_json("POST", path, node_port_service("d", None))
+        .await;
+    assert_eq!(code, 201, "{out}");
+    assert_ne!(out["spec"]["ports"][0]["nodePort"].as_u64(), Some(port));
+    let (code, _) = s
+        .send_json("POST", path, node_port_service("e", None))
+        .await;
+    assert_eq!(code, 500);
+}
+
+#[tokio::test]
+async fn external_hostname_names_the_issuer_key_set() {
+    let s = harness::start_configured(|o| {
+        o.config.external_address = Some("api.example.com:6443".into());
+    })
+    .await;
+    let (code, doc) = s.get_json("/.well-known/openid-configuration").await;
+    assert_eq!(code, 200, "{doc}");
+    assert_eq!(
+        doc["jwks_uri"],
+        "https://api.example.com:6443/openid/v1/jwks"
+    );
+}
+
+#[tokio::test]
+async fn min_request_timeout_ends_watches_without_timeout_seconds() {
+    let s =
+        harness::start_configured(|o| o.config.min_request_timeout = Duration::from_secs(1)).await;
+    let req = http::Request::get("/api/v1/namespaces/default/configmaps?watch=true")
+        .body(kube::client::Body::from(Vec::new()))
+        .unwrap();
+    let resp = s.client.send(req).await.expect("watch");
+    assert_eq!(resp.status(), 200);
+    // Between one and two seconds; the bound only keeps a broken test short.
+    let body = tokio::time::timeout(Duration::from_secs(60), resp.into_body().collect())
+        .await
+        .expect("the watch ends by itself");
+    body.expect("and ends cleanly");
+}
+
+#[tokio::test]
+async fn shutdown_states_fail_readyz_end_watches_and_refuse_requests() {
+    let lc = kapi_http::lifecycle::Lifecycle::new(false);
+    let handle = lc.clone();
+    let s = harness::start_configured(move |o| o.chain.lifecycle = Some(handle)).await;
+    let (code, text) = s
+        .raw_text(http::Request::get("/readyz?verbose").body(vec![]).unwrap())
+        .await;
+    assert_eq!(code, 200, "{text}");
+    assert!(text.contains("[+]shutdown ok"), "{text}");
+    assert!(text.contains("[+]etcd-readiness ok"), "{text}");
+
+    let req = http::Request::get("/api/v1/namespaces/default/configmaps?watch=true")
+        .body(kube::client::Body::from(Vec::new()))
+        .unwrap();
+    let watch = s.client.send(req).await.expect("watch");
+    let mut frames = watch.into_body().into_data_stream();
+
+    lc.initiate();
+    let (code, text) = s
+        .raw_text(http::Request::get("/readyz?verbose").body(vec![]).unwrap())
+        .await;
+    assert_eq!(code, 500, "{text}");
+    assert!(
+        text.contains("[-]shutdown failed: reason withheld"),
+        "{text}"
+    );
+    let (code, _) = s
+        .raw_text(http::Request::get("/livez").body(vec![]).unwrap())
+        .await;
+    assert_eq!(code, 200, "/livez stays healthy while shutting down");
+    // Still serving during the delay, watches included.
+    let cm = serde_json::to_vec(&harness::configmap("during-delay", &[])).unwrap();
+    let (code, _) = s
+        .send_json("POST", "/api/v1/namespaces/default/configmaps", cm)
+        .await;
+    assert_eq!(code, 201);
+    let event = frames.next().await.expect("an event").expect("bytes");
+    assert!(String::from_utf8_lossy(&event).contains("during-delay"));
+
+    lc.stop_accepting();
+    // The open watch ends as a finished response, not a reset.
+    let rest = tokio::time::timeout(Duration::from_secs(60), async {
+        let mut out = Vec::new();
+        while let Some(f) = frames.next().await {
+            out.push(f);
+        }
+        out
+    })
+    .await
+    .expect("the watch ends");
+    assert!(rest.iter().all(Result::is_ok), "{rest:?}");
+    let (code, text) = s
+        .raw_text(
+            http::Request::get("/api/v1/namespaces")
+                .body(vec![])
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(code, 503, "{text}");
+    assert_eq!(text, "apiserver is shutting down.\n");
+    let (code, _) = s
+        .raw_text(http::Request::get("/healthz").body(vec![]).unwrap())
+        .await;
+    assert_eq!(code, 200, "health probes are never refused");
+}
+
+#[tokio::test]
+async fn shutdown_send_retry_after_answers_429() {
+    let lc = kapi_http::lifecycle::Lifecycle::new(true);
+    let handle = lc.clone();
+    let s = harness::start_configured(move |o| o.chain.lifecycle = Some(handle)).await;
+    lc.stop_accepting();
+    let req = http::Request::get("/api/v1/namespaces")
+        .body(kube::client::Body::from(Vec::new()))
+        .unwrap();
+    let resp = s.client.send(req).await.expect("transport");
+    assert_eq!(resp.status(), 429);
+    assert_eq!(resp.headers()["retry-after"], "5");
+    let body = resp.into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(
+        &body[..],
+        b"The apiserver is shutting down, please try again later.\n"
+    );
+}

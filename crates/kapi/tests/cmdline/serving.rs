@@ -1,0 +1,182 @@
+//! The secure-serving flags on the real binary: `--tls-min-version`,
+//! `--tls-cipher-suites`, `--tls-sni-cert-key`,
+//! `--http2-max-streams-per-connection`, `--disable-http2-serving` and
+//! `--goaway-chance`, each seen from a client of the test's own making; and
+//! their bad values refused at start with upstream's messages.
+
+use std::sync::Arc;
+
+use rustls::version::{TLS12, TLS13};
+use rustls::CipherSuite;
+
+use crate::https::{self, Recorder, Setup};
+use crate::pki::{self, Ca};
+use crate::proc::run_once;
+
+fn flags(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+#[tokio::test]
+async fn tls_min_version_13_refuses_a_tls12_client() {
+    let s = Setup::start(&flags(&["--tls-min-version=VersionTLS13"]));
+    let tls12 = s.client_config(&[&TLS12], None);
+    assert!(s.connect(tls12, "localhost").await.is_err());
+    let tls13 = s.client_config(&[&TLS13], None);
+    let stream = s.connect(tls13, "localhost").await.expect("TLS 1.3");
+    assert_eq!(https::get(stream, "/version").await.0, 200);
+    // Without the flag TLS 1.2 is served.
+    let plain = Setup::start(&[]);
+    let tls12 = plain.client_config(&[&TLS12], None);
+    let stream = plain.connect(tls12, "localhost").await.expect("TLS 1.2");
+    assert_eq!(https::get(stream, "/version").await.0, 200);
+}
+
+#[tokio::test]
+async fn tls_cipher_suites_limit_what_tls12_clients_get() {
+    // kapi's generated serving key is ECDSA.
+    let s = Setup::start(&flags(&[
+        "--tls-cipher-suites=TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,TLS_RSA_WITH_AES_128_CBC_SHA",
+    ]));
+    let other = s.client_config(
+        &[&TLS12],
+        Some(&[CipherSuite::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256]),
+    );
+    assert!(s.connect(other, "localhost").await.is_err());
+    let allowed = s.client_config(
+        &[&TLS12],
+        Some(&[CipherSuite::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384]),
+    );
+    let stream = s
+        .connect(allowed, "localhost")
+        .await
+        .expect("allowed suite");
+    assert_eq!(https::get(stream, "/version").await.0, 200);
+    // TLS 1.3 suites are not configurable, as in Go.
+    let tls13 = s.client_config(&[&TLS13], None);
+    assert!(s.connect(tls13, "localhost").await.is_ok());
+    assert!(
+        s.server.log_text().contains("TLS_RSA_WITH_AES_128_CBC_SHA"),
+        "the suite kapi cannot serve is named:\n{}",
+        s.server.log_text()
+    );
+}
+
+#[tokio::test]
+async fn tls_sni_cert_key_serves_a_certificate_per_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ca = Ca::new("sni-ca");
+    let (crt, key) = (tmp.path().join("sni.crt"), tmp.path().join("sni.key"));
+    pki::write_pair(&ca.serving("sni-serving"), &crt, &key);
+    let sni = format!(
+        "--tls-sni-cert-key={},{}:sni.example.com,*.wild.example",
+        crt.display(),
+        key.display()
+    );
+    let s = Setup::start(&[sni]);
+    for (name, want) in [
+        ("sni.example.com", "sni-serving"),
+        ("a.wild.example", "sni-serving"),
+        ("localhost", "kube-apiserver"),
+        ("b.a.wild.example", "kube-apiserver"),
+    ] {
+        let recorder = Arc::new(Recorder::default());
+        s.connect(recorder.config(), name).await.expect(name);
+        let cn = recorder.common_name();
+        if want == "kube-apiserver" {
+            assert_ne!(cn, "sni-serving", "{name}");
+        } else {
+            assert_eq!(cn, want, "{name}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn http2_max_streams_per_connection_is_announced() {
+    let s = Setup::start(&flags(&["--http2-max-streams-per-connection=7"]));
+    let mut h2 = s.h2().await;
+    send_version(&mut h2).await.expect("a request");
+    assert_eq!(h2.current_max_send_streams(), 7);
+    let plain = Setup::start(&[]);
+    let mut h2 = plain.h2().await;
+    send_version(&mut h2).await.expect("a request");
+    assert_eq!(h2.current_max_send_streams(), 100, "upstream's default");
+}
+
+#[tokio::test]
+async fn disable_http2_serving_negotiates_http1() {
+    let s = Setup::start(&flags(&["--disable-http2-serving"]));
+    let mut config = (*s.client_config(&[&TLS13], None)).clone();
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    let stream = s.connect(Arc::new(config), "localhost").await.unwrap();
+    assert_eq!(stream.get_ref().1.alpn_protocol(), Some(&b"http/1.1"[..]));
+}
+
+async fn send_version(h2: &mut h2::client::SendRequest<bytes::Bytes>) -> Result<u16, h2::Error> {
+    let ready = h2.clone().ready().await?;
+    *h2 = ready;
+    let req = http::Request::get("https://localhost/version")
+        .body(())
+        .unwrap();
+    let (resp, _) = h2.send_request(req, true)?;
+    let resp = resp.await?;
+    let code = resp.status().as_u16();
+    let mut body = resp.into_body();
+    while let Some(chunk) = body.data().await {
+        let chunk = chunk?;
+        let _ = body.flow_control().release_capacity(chunk.len());
+    }
+    Ok(code)
+}
+
+/// Requests sent on one HTTP/2 connection until it ends (at most `limit`).
+async fn requests_until_goaway(s: &Setup, limit: usize) -> usize {
+    let mut h2 = s.h2().await;
+    for n in 0..limit {
+        if send_version(&mut h2).await.is_err() {
+            return n;
+        }
+    }
+    limit
+}
+
+#[tokio::test]
+async fn goaway_chance_closes_http2_connections() {
+    // At 1 in 50, 3,000 requests all passing would happen with probability 1e-26.
+    let s = Setup::start(&flags(&["--goaway-chance=0.02"]));
+    let served = requests_until_goaway(&s, 3000).await;
+    assert!(served < 3000, "no GOAWAY after {served} requests");
+    assert!(served >= 1, "the request that drew GOAWAY is answered");
+    let plain = Setup::start(&[]);
+    assert_eq!(requests_until_goaway(&plain, 3000).await, 3000);
+}
+
+#[test]
+fn bad_serving_flags_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, want) in [
+        (
+            &["--tls-min-version=VersionTLS14"][..],
+            "Error: unknown tls version \"VersionTLS14\"\n",
+        ),
+        (
+            &["--tls-cipher-suites=TLS_NOPE"][..],
+            "Error: Cipher suite TLS_NOPE not supported or doesn't exist\n",
+        ),
+        (
+            &["--goaway-chance=0.5"][..],
+            "Error: --goaway-chance can not be less than 0 or greater than 0.02\n",
+        ),
+        (
+            &["--cors-allowed-origins=example.com"][..],
+            "Error: --cors-allowed-origins has an invalid regular expression: regular expression does not pin to start/end of host in the origin header",
+        ),
+    ] {
+        let mut args = args.to_vec();
+        let cert_dir = format!("--cert-dir={}", dir.path().display());
+        args.extend(["--secure-port=0", "--bind-address=127.0.0.1", &cert_dir]);
+        let (code, _, err) = run_once(dir.path(), &args);
+        assert_eq!(code, 1, "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+}
