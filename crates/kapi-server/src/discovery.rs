@@ -12,7 +12,7 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
 use serde_json::{json, Value};
 
-use crate::Server;
+use crate::server::Server;
 use kapi_http::negotiate::{self, error_response, Format};
 use kapi_registry::apis::Entry;
 

@@ -11,7 +11,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
-use crate::Server;
+use crate::server::Server;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Endpoint {

@@ -17,7 +17,7 @@ use kapi_registry::store::options::{ListOptions, WriteOptions};
 use serde_json::{json, Value};
 
 use crate::handlers::Ctx;
-use crate::Server;
+use crate::server::Server;
 
 /// An IPv4 range (`10.0.0.0/24`).
 #[derive(Debug, Clone, Copy)]

@@ -14,8 +14,8 @@ use kapi_registry::admission::WriteAdmission;
 use kapi_registry::store::options::{DeleteOptions, WriteOptions};
 use serde_json::Value;
 
-use super::Ctx;
-use crate::Server;
+use super::ctx::Ctx;
+use crate::server::Server;
 
 pub struct RequestAdmission {
     inner: kapi_admission::RequestAdmission,
@@ -74,7 +74,7 @@ impl RequestAdmission {
             &target(ctx),
             obj,
             opts,
-            |obj| super::check_namespace(ctx, obj),
+            |obj| super::ctx::check_namespace(ctx, obj),
         )
         .await?;
         Ok(RequestAdmission::wrap(ctx, inner))

@@ -20,7 +20,8 @@ use kapi_registry::store::UpdateTarget;
 use serde_json::Value;
 
 use super::admit::RequestAdmission;
-use super::{read_body, Ctx};
+use super::ctx::Ctx;
+use kapi_http::body::read_body;
 use kapi_http::negotiate;
 
 /// `?force=`: absent, `true` or `false`.
@@ -77,7 +78,7 @@ pub async fn apply(ctx: &Ctx, body: Body, status: bool) -> Result<Response, ApiE
     // Unknown fields are not a fieldValidation matter for apply: the typed
     // conversion of the configuration rejects them (500, "field not declared in
     // schema"), as upstream.
-    crate::fieldcheck::mode(ctx)?;
+    super::fieldcheck::mode(ctx)?;
     let warnings: Vec<String> = Vec::new();
     let target = if status {
         ctx.update_target()
@@ -92,8 +93,8 @@ pub async fn apply(ctx: &Ctx, body: Body, status: bool) -> Result<Response, ApiE
     if !status {
         if let Some(out) = create_if_absent(ctx, &patch, &manager, force, &opts, &adm).await? {
             let mut resp = super::get::respond_object(ctx, StatusCode::CREATED, &out)?;
-            crate::fieldcheck::add_warnings(&mut resp, &warnings);
-            crate::fieldcheck::add_warnings(&mut resp, &adm.warnings());
+            super::fieldcheck::add_warnings(&mut resp, &warnings);
+            super::fieldcheck::add_warnings(&mut resp, &adm.warnings());
             return Ok(resp);
         }
     }
@@ -133,8 +134,8 @@ pub async fn apply(ctx: &Ctx, body: Body, status: bool) -> Result<Response, ApiE
         StatusCode::OK
     };
     let mut resp = super::get::respond_object(ctx, code, &out)?;
-    crate::fieldcheck::add_warnings(&mut resp, &warnings);
-    crate::fieldcheck::add_warnings(&mut resp, &adm.warnings());
+    super::fieldcheck::add_warnings(&mut resp, &warnings);
+    super::fieldcheck::add_warnings(&mut resp, &adm.warnings());
     Ok(resp)
 }
 

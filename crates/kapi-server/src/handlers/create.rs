@@ -7,7 +7,8 @@ use axum::response::Response;
 use kapi_machinery::status::ApiError;
 
 use super::admit::RequestAdmission;
-use super::{check_identity, read_body, Ctx};
+use super::ctx::{check_identity, Ctx};
+use kapi_http::body::read_body;
 use kapi_http::negotiate;
 
 pub async fn create(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {
@@ -19,8 +20,8 @@ pub async fn create(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {
     let bytes = read_body(body).await?;
     let mut obj = negotiate::decode_object_body(&ctx.entry.def, ctx.content_type(), &bytes)?;
     check_identity(ctx, &mut obj, false)?;
-    if crate::reviews::is_review(ctx) {
-        return crate::reviews::create(ctx, obj).await;
+    if super::reviews::is_review(ctx) {
+        return super::reviews::create(ctx, obj).await;
     }
     if ctx.entry.def.group.is_empty() && ctx.entry.def.resource == "bindings" {
         return super::binding::bind_legacy(ctx, obj).await;
@@ -28,7 +29,7 @@ pub async fn create(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {
     let opts = ctx.write_options()?;
     let warnings = ctx.srv.check_fields(ctx, &obj)?;
     ctx.srv.prune_unknown(&ctx.entry.def, &mut obj);
-    crate::fieldcheck::check_bytes(&ctx.entry.def, &obj)?;
+    super::fieldcheck::check_bytes(&ctx.entry.def, &obj)?;
     let adm = RequestAdmission::write(ctx, "CreateOptions", &opts);
     adm.admit_create(&mut obj).await?;
     ctx.srv.storage_create(ctx, &mut obj, &opts).await?;
@@ -38,7 +39,7 @@ pub async fn create(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {
         .create_admitted(obj, &opts, Some(&adm))
         .await?;
     let mut resp = super::get::respond_object(ctx, StatusCode::CREATED, &created)?;
-    crate::fieldcheck::add_warnings(&mut resp, &warnings);
-    crate::fieldcheck::add_warnings(&mut resp, &adm.warnings());
+    super::fieldcheck::add_warnings(&mut resp, &warnings);
+    super::fieldcheck::add_warnings(&mut resp, &adm.warnings());
     Ok(resp)
 }

@@ -17,7 +17,8 @@ use kapi_registry::store::DeleteOutcome;
 use serde_json::{json, Value};
 
 use super::admit::RequestAdmission;
-use super::{dry_run, read_body, Ctx};
+use super::ctx::{dry_run, Ctx};
+use kapi_http::body::read_body;
 use kapi_http::negotiate;
 
 /// Resources whose DELETE returns the deleted object rather than a Status.

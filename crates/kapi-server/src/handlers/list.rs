@@ -8,7 +8,7 @@ use kapi_machinery::{fields, labels};
 use kapi_registry::store::options::{ListOptions, RvMatch};
 use serde_json::{json, Map, Value};
 
-use super::Ctx;
+use super::ctx::Ctx;
 use kapi_http::negotiate::{self, IncludeObject, View};
 use kapi_http::request::Query;
 
@@ -62,8 +62,8 @@ pub fn list_options(ctx: &Ctx) -> Result<ListOptions, ApiError> {
 const CACHE_FILL_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 
 pub async fn list(ctx: &Ctx) -> Result<Response, ApiError> {
-    if crate::componentstatus::is_componentstatus(ctx) {
-        return crate::componentstatus::list(ctx).await;
+    if super::componentstatus::is_componentstatus(ctx) {
+        return super::componentstatus::list(ctx).await;
     }
     // Right after a start the watch cache may still be filling. A LIST waits
     // for it, as upstream's cacher blocks until it is ready: reading and

@@ -10,7 +10,8 @@ use kapi_machinery::status::{ApiError, Reason};
 use serde_json::Value;
 
 use super::admit::RequestAdmission;
-use super::{read_body, Ctx};
+use super::ctx::Ctx;
+use kapi_http::body::read_body;
 use kapi_http::negotiate;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,7 +92,7 @@ pub async fn patch(ctx: &Ctx, body: Body, status: bool) -> Result<Response, ApiE
                 let mut patched = apply(kind, current, &patch, &srv, &def)?;
                 srv.prune_unknown(&def, &mut patched);
                 // As upstream: a patched object that does not decode is invalid.
-                if let Some(e) = crate::fieldcheck::bad_bytes(&def, &patched) {
+                if let Some(e) = super::fieldcheck::bad_bytes(&def, &patched) {
                     return Err(ApiError::new(
                         422,
                         Reason::Invalid,
@@ -108,7 +109,7 @@ pub async fn patch(ctx: &Ctx, body: Body, status: bool) -> Result<Response, ApiE
         )
         .await?;
     let mut resp = super::get::respond_object(ctx, StatusCode::OK, &out)?;
-    crate::fieldcheck::add_warnings(&mut resp, &adm.warnings());
+    super::fieldcheck::add_warnings(&mut resp, &adm.warnings());
     Ok(resp)
 }
 
@@ -116,7 +117,7 @@ fn apply(
     kind: PatchType,
     current: &Value,
     patch: &Value,
-    srv: &crate::Server,
+    srv: &crate::server::Server,
     def: &kapi_registry::ResourceDef,
 ) -> Result<Value, ApiError> {
     match kind {

@@ -8,7 +8,8 @@ use kapi_machinery::status::ApiError;
 use kapi_registry::store::UpdateTarget;
 
 use super::admit::RequestAdmission;
-use super::{check_identity, read_body, Ctx};
+use super::ctx::{check_identity, Ctx};
+use kapi_http::body::read_body;
 use kapi_http::negotiate;
 
 pub async fn update(ctx: &Ctx, body: Body, status: bool) -> Result<Response, ApiError> {
@@ -33,7 +34,7 @@ pub async fn update_target(
     let opts = ctx.write_options()?;
     let warnings = ctx.srv.check_fields(ctx, &obj)?;
     ctx.srv.prune_unknown(&ctx.entry.def, &mut obj);
-    crate::fieldcheck::check_bytes(&ctx.entry.def, &obj)?;
+    super::fieldcheck::check_bytes(&ctx.entry.def, &obj)?;
     let create = target == UpdateTarget::Main && ctx.entry.def.strategy.allow_create_on_update();
     let guard = kapi_auth::authz::escalation::Guard::prepare(
         &ctx.srv.authz,
@@ -66,7 +67,7 @@ pub async fn update_target(
         StatusCode::OK
     };
     let mut resp = super::get::respond_object(ctx, code, &out)?;
-    crate::fieldcheck::add_warnings(&mut resp, &warnings);
-    crate::fieldcheck::add_warnings(&mut resp, &adm.warnings());
+    super::fieldcheck::add_warnings(&mut resp, &warnings);
+    super::fieldcheck::add_warnings(&mut resp, &adm.warnings());
     Ok(resp)
 }

@@ -18,9 +18,9 @@ use kapi_registry::store::options::WatchOptions;
 use kapi_registry::store::{WatchEvent, WatchEventType};
 use serde_json::{json, Map};
 
+use super::ctx::Ctx;
 use super::list::{parse_rv_match, parse_selectors};
 use super::pb_fast::{self, PbView};
-use super::Ctx;
 use kapi_http::negotiate::{self, Format, IncludeObject, View};
 
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);

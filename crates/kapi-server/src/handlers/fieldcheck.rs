@@ -9,7 +9,7 @@ use kapi_machinery::status::ApiError;
 use serde_json::Value;
 
 use crate::handlers::Ctx;
-use crate::Server;
+use crate::server::Server;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {

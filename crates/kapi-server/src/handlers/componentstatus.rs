@@ -20,7 +20,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::handlers::Ctx;
-use crate::Server;
+use crate::server::Server;
 
 const WARNING: &str = "299 - \"v1 ComponentStatus is deprecated in v1.19+\"";
 const TIMEOUT: Duration = Duration::from_secs(2);
