@@ -139,11 +139,24 @@ impl Backend for BackendSlot {
     async fn count(&self, prefix: &str) -> Result<i64> {
         self.backend()?.count(prefix).await
     }
-    async fn create(&self, key: &str, value: Bytes) -> Result<KeyValue> {
-        self.backend()?.create(key, value).await
+    async fn create_with_ttl(
+        &self,
+        key: &str,
+        value: Bytes,
+        ttl: Option<Duration>,
+    ) -> Result<KeyValue> {
+        self.backend()?.create_with_ttl(key, value, ttl).await
     }
-    async fn update(&self, key: &str, value: Bytes, expected: Revision) -> Result<KeyValue> {
-        self.backend()?.update(key, value, expected).await
+    async fn update_with_ttl(
+        &self,
+        key: &str,
+        value: Bytes,
+        expected: Revision,
+        ttl: Option<Duration>,
+    ) -> Result<KeyValue> {
+        self.backend()?
+            .update_with_ttl(key, value, expected, ttl)
+            .await
     }
     async fn delete(&self, key: &str, expected: Option<Revision>) -> Result<Deleted> {
         self.backend()?.delete(key, expected).await

@@ -29,7 +29,7 @@ fn crash_child() {
         // A small WAL bound: snapshots are written (on their own thread) all
         // the time, so kills land while one is in flight too.
         let mut cfg = EmbeddedConfig::new(dir);
-        cfg.snapshot_after_bytes = 64 << 10;
+        cfg.segment_bytes = 64 << 10;
         let store = EmbeddedBackend::open(cfg).unwrap();
         let tasks: Vec<_> = (0..8)
             .map(|t| {
@@ -225,7 +225,7 @@ fn dir_size(dir: &std::path::Path) -> u64 {
 async fn disk_stays_bounded_under_churn() {
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = EmbeddedConfig::new(dir.path());
-    cfg.snapshot_after_bytes = 512 << 10;
+    cfg.segment_bytes = 512 << 10;
     let store = EmbeddedBackend::open(cfg.clone()).unwrap();
     let value = Bytes::from(vec![b'x'; 1024]);
     for i in 0..100 {
