@@ -221,6 +221,14 @@ pub trait Strategy: Send + Sync + 'static {
     fn deprecation_warning(&self) -> Option<String> {
         None
     }
+
+    /// How long an object lives after each create or update (upstream's TTL
+    /// function of a registry store: events get `--event-ttl`); the store
+    /// writes it with that TTL and the backend deletes it when it runs out.
+    /// `None`: objects live until deleted.
+    fn ttl(&self) -> Option<std::time::Duration> {
+        None
+    }
 }
 
 /// The strategy of a resource with no rules of its own.

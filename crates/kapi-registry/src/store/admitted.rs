@@ -55,7 +55,12 @@ impl Store {
                     if opts.dry_run {
                         return Ok((new, true));
                     }
-                    match self.backend.create(&key, self.encode(&new)?).await {
+                    let ttl = self.def.strategy.ttl();
+                    match self
+                        .backend
+                        .create_with_ttl(&key, self.encode(&new)?, ttl)
+                        .await
+                    {
                         Ok(kv) => return Ok((self.decode(&kv)?, true)),
                         Err(e) => e,
                     }
@@ -72,7 +77,11 @@ impl Store {
                     }
                     let result = match decision {
                         Decision::Unchanged => return Ok((old, false)),
-                        Decision::Write(v) => self.backend.update(&key, v, kv.mod_revision).await,
+                        Decision::Write(v) => {
+                            let ttl = self.def.strategy.ttl();
+                            let rev = kv.mod_revision;
+                            self.backend.update_with_ttl(&key, v, rev, ttl).await
+                        }
                         Decision::Delete => {
                             match self.backend.delete(&key, Some(kv.mod_revision)).await {
                                 Ok(d) => {

@@ -52,7 +52,12 @@ impl Store {
                 return Ok(obj);
             }
             let key = self.def.key(meta::namespace(&obj), meta::name(&obj));
-            match self.backend.create(&key, self.encode(&obj)?).await {
+            let ttl = self.def.strategy.ttl();
+            match self
+                .backend
+                .create_with_ttl(&key, self.encode(&obj)?, ttl)
+                .await
+            {
                 Ok(kv) => return self.decode(&kv),
                 Err(StorageError::AlreadyExists { .. }) if generated => {
                     last_name = meta::name(&obj).to_owned();

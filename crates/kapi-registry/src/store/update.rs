@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use kapi_machinery::status::ApiError;
 use kapi_machinery::validation::{validate_object_meta_update, FieldPath};
-use kapi_storage::{guaranteed_update, Decision, KeyValue, Outcome, UpdateError};
+use kapi_storage::{guaranteed_update_with_ttl, Decision, KeyValue, Outcome, UpdateError};
 use serde_json::Value;
 
 use super::options::WriteOptions;
@@ -96,7 +96,8 @@ impl Store {
             }
             Ok(decision)
         };
-        let outcome = guaranteed_update(self.backend.as_ref(), &key, decide).await;
+        let ttl = self.def.strategy.ttl();
+        let outcome = guaranteed_update_with_ttl(self.backend.as_ref(), &key, ttl, decide).await;
         let was_created = created.load(Ordering::Relaxed);
         match outcome {
             Ok(_) if opts.dry_run => Ok((last_new.expect("decided"), was_created)),

@@ -1,9 +1,14 @@
 //! core/v1 Events: upstream's legacy event validation (namespace must match the
 //! involved object; new-style events need reportingComponent, reportingInstance,
 //! action and reason), create-on-update, the involvedObject / reason / source / type
-//! field selectors, and the `LAST SEEN TYPE REASON OBJECT MESSAGE` table.
+//! field selectors, the `LAST SEEN TYPE REASON OBJECT MESSAGE` table, and the
+//! TTL every event is written with (`--event-ttl`, one hour by default, as
+//! upstream: set on create and on every update).
 //!
 //! Where to look next: `table.rs` for the time columns.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use kapi_machinery::validation::{
     is_dns1123_subdomain, is_qualified_name, ErrorList, FieldError, FieldPath,
@@ -15,6 +20,24 @@ use super::table::{since, string_column, NAME_DOC};
 use super::util::{i64_at, present, str_at};
 
 pub struct EventStrategy;
+
+/// Seconds events live after each write; 0 keeps them until deleted.
+static EVENT_TTL_SECONDS: AtomicU64 = AtomicU64::new(3600);
+
+/// Set how long events live (`--event-ttl`), for every event resource of the
+/// process. Upstream counts whole seconds (a fraction is dropped) and a zero
+/// TTL writes without one.
+pub fn set_event_ttl(ttl: Duration) {
+    EVENT_TTL_SECONDS.store(ttl.as_secs(), Ordering::Relaxed);
+}
+
+/// The TTL events are written with, if any.
+pub fn event_ttl() -> Option<Duration> {
+    match EVENT_TTL_SECONDS.load(Ordering::Relaxed) {
+        0 => None,
+        secs => Some(Duration::from_secs(secs)),
+    }
+}
 
 const SELECTABLE: &[&str] = &[
     "involvedObject.kind",
@@ -51,6 +74,10 @@ pub fn core_zero_fields(obj: &mut Value) {
 impl Strategy for EventStrategy {
     fn default(&self, obj: &mut Value) {
         core_zero_fields(obj);
+    }
+
+    fn ttl(&self) -> Option<Duration> {
+        event_ttl()
     }
 
     /// Events take no part in garbage collection, as upstream.

@@ -173,6 +173,11 @@ const IMMUTABLE: [&str; 14] = [
 ];
 
 impl Strategy for EventsV1Strategy {
+    /// Stored as core events, with the same TTL.
+    fn ttl(&self) -> Option<std::time::Duration> {
+        crate::core::event::event_ttl()
+    }
+
     fn validate(&self, obj: &Value) -> ErrorList {
         let core = to_core(obj);
         let mut errs = legacy_errors(&core, "reportingController");
