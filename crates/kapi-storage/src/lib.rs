@@ -13,6 +13,7 @@ pub mod etcd;
 mod etcd_lease;
 mod etcd_watch;
 pub mod factory;
+pub mod migrate;
 pub mod slot;
 mod update;
 

@@ -50,6 +50,7 @@ fn storage_config(a: &ServeArgs) -> StorageConfig {
     cfg.ca_file = a.etcd_cafile.clone();
     cfg.cert_file = a.etcd_certfile.clone();
     cfg.key_file = a.etcd_keyfile.clone();
+    cfg.lease_reuse = a.lease_reuse_duration;
     StorageConfig::Etcd(cfg)
 }
 
@@ -63,6 +64,7 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
         .map_err(|e| format!("--service-cluster-ip-range: {e}"))?;
     std::fs::create_dir_all(&a.data_dir)
         .map_err(|e| format!("creating {}: {e}", a.data_dir.display()))?;
+    kapi_resources::core::event::set_event_ttl(a.event_ttl);
     let slot = factory::open(storage_config(&a)).map_err(|e| e.to_string())?;
     slot.wait_ready(a.storage_ready_timeout).await?;
     if let Some(backend) = slot.current() {

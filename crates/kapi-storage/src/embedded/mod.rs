@@ -10,10 +10,12 @@
 //! live broadcast. On-disk format and recovery: `wal.rs`, `recovery.rs`,
 //! `snapshot.rs` and `docs/storage.md`.
 
+mod backup;
 mod committer;
 mod disk;
 mod history;
 mod index;
+mod offline;
 mod ops;
 mod reads;
 mod recovery;
@@ -40,6 +42,20 @@ use index::{HotWindow, Index};
 use ops::{Command, Op, Written};
 use reads::KvRef;
 
+pub use backup::{restore_snapshot, save_snapshot, verify_snapshot, BackupReport};
+pub use offline::{read_state, OfflineState};
+
+/// The record format, for writers of store files outside the store (the
+/// migration's directory target).
+pub(crate) mod frames {
+    pub(crate) use super::index::Record;
+    pub(crate) use super::wal::{encode, sync_dir, SNAPSHOT_TRAILER};
+}
+
+/// The wall clock as expiry times are kept: Unix time in milliseconds.
+pub fn unix_ms() -> i64 {
+    ops::now_ms()
+}
 
 /// Settings of the embedded backend.
 #[derive(Debug, Clone)]
@@ -180,6 +196,15 @@ impl EmbeddedBackend {
     /// How many keys (live or with retained history) the index holds.
     pub fn key_count(&self) -> usize {
         self.shared.index.read().expect("index lock").key_count()
+    }
+
+    /// When `key` expires (Unix ms), if it is live and has an expiry.
+    pub fn expiry(&self, key: &str) -> Option<i64> {
+        let index = self.shared.index.read().expect("index lock");
+        index
+            .latest_with_expiry(key)
+            .map(|(_, at)| at)
+            .filter(|at| *at != 0)
     }
 
     /// What the index holds in memory and what it reads from disk.

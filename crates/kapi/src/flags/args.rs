@@ -24,6 +24,10 @@ pub struct ServeArgs {
     pub etcd_certfile: Option<String>,
     pub etcd_keyfile: Option<String>,
     pub etcd_compaction_interval: Duration,
+    /// How long a lease granted for a TTL is reused on etcd.
+    pub lease_reuse_duration: Duration,
+    /// How long events live after each write (0: until deleted).
+    pub event_ttl: Duration,
     pub storage_ready_timeout: Duration,
     pub service_cluster_ip_range: String,
     pub tls_cert_file: Option<PathBuf>,
@@ -85,6 +89,12 @@ impl ServeArgs {
             etcd_certfile: f.opt_string("etcd-certfile"),
             etcd_keyfile: f.opt_string("etcd-keyfile"),
             etcd_compaction_interval: f.duration("etcd-compaction-interval")?,
+            lease_reuse_duration: Duration::from_secs(f.int_in(
+                "lease-reuse-duration-seconds",
+                1,
+                i64::MAX,
+            )? as u64),
+            event_ttl: f.duration("event-ttl")?,
             storage_ready_timeout: f.duration("storage-ready-timeout")?,
             service_cluster_ip_range: f.string("service-cluster-ip-range"),
             tls_cert_file: f.opt_path("tls-cert-file"),

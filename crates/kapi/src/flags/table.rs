@@ -220,7 +220,7 @@ etcd-prefix||string|/registry|etcd|on||Key prefix of every object in etcd.
 etcd-readycheck-timeout||duration|2s|etcd|todo||Timeout of the storage readiness check.
 etcd-servers||strings||etcd|on||etcd URLs (comma-separated); without them kapi uses its embedded store under --data-dir.
 etcd-servers-overrides||strings||etcd|todo||Other etcd servers for some resources: group/resource#url;url, comma-separated.
-lease-reuse-duration-seconds||int|60|etcd|todo||Seconds one etcd lease is reused for objects with a TTL.
+lease-reuse-duration-seconds||int|60|etcd|on||Seconds one etcd lease is reused for objects with a TTL.
 storage-backend||string||etcd|noop||Storage backend; only etcd3 exists (kapi chooses by --etcd-servers).
 storage-initialization-timeout||duration|1m0s|etcd|todo||How long readiness waits for storage to be initialized.
 storage-media-type||string|application/vnd.kubernetes.protobuf|etcd|todo||Encoding of stored objects.
@@ -351,7 +351,7 @@ emulation-forward-compatible||bool|false|misc|todo||With an emulated version, al
 enable-aggregator-routing||bool|false|misc|todo||Proxy aggregated APIs to endpoint IPs instead of the service IP.
 enable-logs-handler||bool|false|misc|noop|Log handler functionality is deprecated|Serve the server's log directory at /logs.
 endpoint-reconciler-type||string|lease|misc|on||Who keeps default/kubernetes endpoints: lease, none (master-count works as lease).
-event-ttl||duration|1h0m0s|misc|todo||How long events are kept.
+event-ttl||duration|1h0m0s|misc|on||How long events are kept.
 kubelet-certificate-authority||string||misc|todo||CA of kubelet serving certificates.
 kubelet-client-certificate||string||misc|todo||Client certificate for kubelet connections.
 kubelet-client-key||string||misc|todo||Key of --kubelet-client-certificate.
