@@ -142,7 +142,10 @@ async fn sample(plan: &ChurnPlan, done: &AtomicU64, started: Instant) -> Vec<Row
     loop {
         let at = started.elapsed();
         let n = done.load(Ordering::Relaxed);
-        let rate = (n - last.0) as f64 / last.1.elapsed().as_secs_f64().max(1e-3);
+        let rate = match tick {
+            0 => 0.0,
+            _ => (n - last.0) as f64 / last.1.elapsed().as_secs_f64().max(1e-3),
+        };
         last = (n, Instant::now());
         rows.push(Row {
             at: round1(at.as_secs_f64()),
