@@ -174,7 +174,7 @@ async fn copy(
     say: &impl Fn(&str),
 ) -> Result<(u64, u64)> {
     let page = opts.page.max(1);
-    let (mut keys, mut bytes) = (0u64, 0u64);
+    let (mut keys, mut bytes, mut pages) = (0u64, 0u64, 0u32);
     loop {
         let after = progress.last_key.clone();
         let (items, more) = source
@@ -188,8 +188,10 @@ async fn copy(
         if !more || items.is_empty() {
             break;
         }
-        if progress.keys % (page as u64 * 20) == 0 {
+        pages += 1;
+        if pages == 20 {
             say(&format!("{} keys copied", progress.keys));
+            pages = 0;
         }
     }
     target.finish(progress.source_revision)?;

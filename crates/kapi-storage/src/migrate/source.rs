@@ -5,7 +5,6 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use bytes::Bytes;
 use etcd_client::GetOptions;
 
 use super::{Endpoint, Item};
@@ -16,7 +15,7 @@ use crate::{Backend, ListOptions, Result, Revision, StorageError};
 pub(crate) enum Source {
     Dir(EmbeddedBackend),
     Etcd {
-        backend: EtcdBackend,
+        backend: Box<EtcdBackend>,
         /// Remaining lifetime of each lease seen, as an expiry time.
         leases: HashMap<i64, i64>,
     },
@@ -27,7 +26,7 @@ impl Source {
         Ok(match endpoint {
             Endpoint::Dir(dir) => Source::Dir(EmbeddedBackend::open(EmbeddedConfig::new(dir))?),
             Endpoint::Etcd(cfg) => Source::Etcd {
-                backend: EtcdBackend::connect(cfg).await?,
+                backend: Box::new(EtcdBackend::connect(cfg).await?),
                 leases: HashMap::new(),
             },
         })
@@ -112,7 +111,7 @@ async fn etcd_page(
         };
         items.push(Item {
             key: kv.key,
-            value: Bytes::from(kv.value),
+            value: kv.value,
             create_revision: kv.create_revision,
             mod_revision: kv.mod_revision,
             version: kv.version,

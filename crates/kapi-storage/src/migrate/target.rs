@@ -32,7 +32,7 @@ pub(crate) enum Target {
         partial: File,
         len: u64,
     },
-    Etcd(EtcdBackend),
+    Etcd(Box<EtcdBackend>),
 }
 
 fn io_err(what: &str, e: io::Error) -> StorageError {
@@ -72,7 +72,7 @@ impl Target {
                         cfg.prefix
                     )));
                 }
-                Ok(Target::Etcd(backend))
+                Ok(Target::Etcd(Box::new(backend)))
             }
         }
     }
