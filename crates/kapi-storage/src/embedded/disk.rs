@@ -10,6 +10,11 @@
 //!
 //! A [`Loc`] holds its file open, so a file deleted after a newer snapshot
 //! (`install_base`) stays readable by whoever located a record in it before.
+//!
+//! In the WAL a revision is one write. In a snapshot several keys may share a
+//! revision (a store migrated from etcd keeps etcd's revisions, and etcd gives
+//! every key of one transaction the same one): a lookup there names the key,
+//! and the frames of that revision are tried in turn.
 
 use std::fs::File;
 use std::io;
@@ -20,16 +25,38 @@ use super::index::Record;
 use super::wal;
 use crate::backend::Revision;
 
-/// Where one record is.
+/// Where one record is: the frame at the first offset, or (in a snapshot
+/// whose keys share the revision) the one of these frames that holds the key.
 #[derive(Debug, Clone)]
 pub(crate) struct Loc {
     file: Arc<File>,
-    offset: u64,
+    offsets: Vec<u64>,
 }
 
 impl Loc {
+    fn one(file: &Arc<File>, offset: u64) -> Self {
+        Loc {
+            file: file.clone(),
+            offsets: vec![offset],
+        }
+    }
+
+    /// The record (of a WAL segment, where a revision is one write).
     pub fn read(&self) -> io::Result<Record> {
-        wal::read_frame_at(&self.file, self.offset)
+        wal::read_frame_at(&self.file, self.offsets[0])
+    }
+
+    /// The record of `key`.
+    pub fn read_key(&self, key: &str) -> io::Result<Record> {
+        for offset in &self.offsets {
+            let r = wal::read_frame_at(&self.file, *offset)?;
+            if matches!(&r, Record::Put { key: k, .. } if k == key) {
+                return Ok(r);
+            }
+        }
+        Err(io::Error::other(format!(
+            "no record of {key:?} where it was expected"
+        )))
     }
 }
 
@@ -85,22 +112,22 @@ pub(crate) struct Disk {
 }
 
 impl Disk {
-    /// The record of `rev`, when it is retained.
+    /// The record of `rev`, when it is retained (read it with `read_key`:
+    /// in a snapshot the revision may be several keys').
     pub fn locate(&self, rev: Revision) -> Option<Loc> {
         if let Some(base) = self.base.as_ref().filter(|b| rev <= b.revision) {
-            let i = base.revs.binary_search_by_key(&rev, |(r, _)| *r).ok()?;
-            return Some(Loc {
+            let lo = base.revs.partition_point(|(r, _)| *r < rev);
+            let hi = base.revs.partition_point(|(r, _)| *r <= rev);
+            let offsets: Vec<u64> = base.revs[lo..hi].iter().map(|(_, o)| *o).collect();
+            return (!offsets.is_empty()).then(|| Loc {
                 file: base.file.clone(),
-                offset: base.revs[i].1,
+                offsets,
             });
         }
         let s = self.segments.partition_point(|s| s.first <= rev);
         let seg = &self.segments[s.checked_sub(1)?];
         let offset = *seg.offsets.get((rev - seg.first) as usize)?;
-        Some(Loc {
-            file: seg.file.clone(),
-            offset: u64::from(offset),
-        })
+        Some(Loc::one(&seg.file, u64::from(offset)))
     }
 
     /// Records from now on go to the segment at `path`, starting at `first`.

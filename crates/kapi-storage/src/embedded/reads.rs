@@ -26,7 +26,7 @@ impl KvRef {
     pub fn resolve(self) -> Result<KeyValue> {
         match self {
             KvRef::Ready(kv) => Ok(kv),
-            KvRef::OnDisk { key, loc } => match loc.read().map_err(disk_error)? {
+            KvRef::OnDisk { key, loc } => match loc.read_key(&key).map_err(disk_error)? {
                 Record::Put {
                     revision,
                     create_revision,

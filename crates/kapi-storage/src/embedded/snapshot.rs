@@ -56,7 +56,7 @@ impl Entry {
             }
             Value::Disk(loc) => loc,
         };
-        match loc.read()? {
+        match loc.read_key(&self.key)? {
             Record::Put {
                 revision,
                 create_revision,

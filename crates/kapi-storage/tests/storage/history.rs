@@ -166,3 +166,69 @@ async fn snapshots_hold_the_state_not_the_history() {
     }
     assert_eq!(store.current_revision().await.unwrap(), now);
 }
+
+/// etcd gives every key of one transaction the same revision, and a migration
+/// into a directory keeps revisions: the snapshot then has keys sharing one.
+/// Once those keys are updated, their old values (read back from the
+/// snapshot by revision and key) are still each key's own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_sharing_a_revision_in_a_snapshot_read_back_as_their_own() {
+    use kapi_storage::etcd::EtcdConfig;
+    use kapi_storage::migrate::{migrate, Endpoint, MigrateOptions};
+    let etcd = tokio::task::spawn_blocking(kapi_testkit::Etcd::start)
+        .await
+        .unwrap();
+    let mut client = etcd_client::Client::connect([etcd.client_url.as_str()], None)
+        .await
+        .unwrap();
+    let puts: Vec<_> = (0..10)
+        .map(|i| etcd_client::TxnOp::put(format!("/registry/t/k{i}"), value(i), None))
+        .collect();
+    let resp = client
+        .txn(etcd_client::Txn::new().and_then(puts))
+        .await
+        .unwrap();
+    let shared = resp.header().unwrap().revision();
+    let dir = tempfile::tempdir().unwrap();
+    let opts = MigrateOptions {
+        from: Endpoint::Etcd(EtcdConfig::new(vec![etcd.client_url.clone()])),
+        to: Endpoint::Dir(dir.path().join("store")),
+        page: 3,
+        progress: dir.path().join("progress"),
+    };
+    migrate(&opts, |_| {}).await.unwrap();
+    let mut cfg = EmbeddedConfig::new(dir.path().join("store"));
+    cfg.memory_history_bytes = 0;
+    let store = EmbeddedBackend::open(cfg).unwrap();
+    let start = store.current_revision().await.unwrap();
+    for i in 0..10 {
+        let key = format!("/t/k{i}");
+        let kv = store.get(&key, None).await.unwrap().unwrap();
+        assert_eq!(kv.mod_revision, shared);
+        store.update(&key, value(100 + i), shared).await.unwrap();
+    }
+    for i in 0..10 {
+        let old = store
+            .get(&format!("/t/k{i}"), Some(start))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!((old.mod_revision, old.value), (shared, value(i)));
+    }
+    let mut w = store.watch("/t/", start).await.unwrap();
+    let mut seen = 0;
+    while seen < 10 {
+        let msg = tokio::time::timeout(Duration::from_secs(20), w.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        if let WatchMessage::Events(evs) = msg {
+            for e in evs {
+                let i: usize = e.kv.key.trim_start_matches("/t/k").parse().unwrap();
+                assert_eq!(e.prev.unwrap().value, value(i));
+                seen += 1;
+            }
+        }
+    }
+}
