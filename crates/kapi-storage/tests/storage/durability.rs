@@ -27,11 +27,11 @@ fn crash_child() {
     let round: u32 = std::env::var("KAPI_CRASH_ROUND").unwrap().parse().unwrap();
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async move {
-        // Small WAL segments and a compaction every 50 ms: snapshots are
+        // 4 KiB WAL segments and a compaction every 50 ms: snapshots are
         // written (on their own thread) all the time, so kills land while one
         // is in flight too.
         let mut cfg = EmbeddedConfig::new(dir);
-        cfg.segment_bytes = 64 << 10;
+        cfg.segment_bytes = 4 << 10;
         let store = EmbeddedBackend::open(cfg).unwrap();
         let compactor = store.clone();
         tokio::spawn(async move {

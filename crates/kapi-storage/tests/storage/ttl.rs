@@ -24,25 +24,36 @@ fn b(s: &str) -> Bytes {
     Bytes::copy_from_slice(s.as_bytes())
 }
 
-/// The next event on `key` (skipping others), within a bound far above any TTL here.
-async fn next_on(w: &mut WatchStream, key: &str) -> Event {
+/// A watch whose events are taken one key at a time, keeping the others.
+struct Events {
+    w: WatchStream,
+    pending: std::collections::VecDeque<Event>,
+}
+
+/// The next event on `key` (passing over others, which stay for later calls),
+/// within a bound far above any TTL here.
+async fn next_on(e: &mut Events, key: &str) -> Event {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     loop {
-        let msg = tokio::time::timeout_at(deadline, w.next())
+        if let Some(i) = e.pending.iter().position(|ev| ev.kv.key == key) {
+            return e.pending.remove(i).expect("present");
+        }
+        let msg = tokio::time::timeout_at(deadline, e.w.next())
             .await
             .unwrap_or_else(|_| panic!("no event on {key} in time"))
             .expect("stream open")
             .expect("no watch error");
         if let WatchMessage::Events(evs) = msg {
-            if let Some(e) = evs.into_iter().find(|e| e.kv.key == key) {
-                return e;
-            }
+            e.pending.extend(evs);
         }
     }
 }
 
-async fn watch_from(s: &Arc<dyn Backend>, rev: Revision) -> WatchStream {
-    s.watch("/ttl/", rev).await.unwrap()
+async fn watch_from(s: &Arc<dyn Backend>, rev: Revision) -> Events {
+    Events {
+        w: s.watch("/ttl/", rev).await.unwrap(),
+        pending: Default::default(),
+    }
 }
 
 pub async fn expiry_is_a_watched_delete(s: Arc<dyn Backend>) {
@@ -131,7 +142,7 @@ pub async fn many_keys_expire_in_order(s: Arc<dyn Backend>) {
     let mut last = start;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     while deleted.len() < n {
-        let msg = tokio::time::timeout_at(deadline, w.next())
+        let msg = tokio::time::timeout_at(deadline, w.w.next())
             .await
             .expect("all expire in time")
             .unwrap()
