@@ -51,10 +51,14 @@ pub struct ServerParts {
 }
 
 /// The resource table of the built-in API (every resource `kapi-resources`
-/// declares, and CustomResourceDefinitions) over `slot`, with its watch cache;
-/// custom resources are installed into it as their definitions come.
-pub fn builtin_apis(slot: &BackendSlot) -> Arc<apis::Apis> {
-    let mut defs = kapi_resources::registry::builtin_resources();
+/// declares, as `settings` make them, and CustomResourceDefinitions) over
+/// `slot`, with its watch cache; custom resources are installed into it as
+/// their definitions come.
+pub fn builtin_apis(
+    slot: &BackendSlot,
+    settings: &kapi_resources::registry::Settings,
+) -> Arc<apis::Apis> {
+    let mut defs = kapi_resources::registry::builtin_resources_with(settings);
     defs.push(kapi_apiextensions::crd::definitions_resource());
     let backend: Arc<dyn kapi_storage::Backend> = Arc::new(slot.clone());
     let schema: Arc<dyn SchemaNav> = kapi_resources::patchmeta::BuiltinSchema::shared();

@@ -29,6 +29,8 @@ pub struct Options {
     pub service_accounts: Issuer,
     /// The aggregator's front-proxy identity and what it publishes.
     pub aggregator: kapi_aggregator::Settings,
+    /// What of the built-in resources the flags set (`--event-ttl`).
+    pub resources: kapi_resources::registry::Settings,
 }
 
 impl Options {
@@ -41,6 +43,7 @@ impl Options {
             admission: Selection::default(),
             service_accounts: Issuer::ephemeral(),
             aggregator: kapi_aggregator::Settings::default(),
+            resources: kapi_resources::registry::Settings::default(),
         }
     }
 }
@@ -56,7 +59,7 @@ pub struct Built {
 
 /// The servers `options` describe, serving the built-in API over `slot`.
 pub fn build(options: Options, slot: BackendSlot) -> Built {
-    let apis = kapi_server::builtin_apis(&slot);
+    let apis = kapi_server::builtin_apis(&slot, &options.resources);
     let authz = Arc::new(Authorization::new(&options.authorization_modes, &apis));
     let plugins = kapi_admission_plugins::Context {
         apis: apis.clone(),

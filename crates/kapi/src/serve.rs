@@ -64,7 +64,6 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
         .map_err(|e| format!("--service-cluster-ip-range: {e}"))?;
     std::fs::create_dir_all(&a.data_dir)
         .map_err(|e| format!("creating {}: {e}", a.data_dir.display()))?;
-    kapi_resources::core::event::set_event_ttl(a.event_ttl);
     let slot = factory::open(storage_config(&a)).map_err(|e| e.to_string())?;
     slot.wait_ready(a.storage_ready_timeout).await?;
     if let Some(backend) = slot.current() {
@@ -167,6 +166,9 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
             proxy_client,
             auth_info: Some(auth_info),
             ..Default::default()
+        },
+        resources: kapi_resources::registry::Settings {
+            event_ttl: a.event_ttl,
         },
     };
     let built = kapi::build(options, slot);

@@ -7,7 +7,6 @@
 //!
 //! Where to look next: `table.rs` for the time columns.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use kapi_machinery::validation::{
@@ -19,23 +18,26 @@ use serde_json::{json, Value};
 use super::table::{since, string_column, NAME_DOC};
 use super::util::{i64_at, present, str_at};
 
-pub struct EventStrategy;
-
-/// Seconds events live after each write; 0 keeps them until deleted.
-static EVENT_TTL_SECONDS: AtomicU64 = AtomicU64::new(3600);
-
-/// Set how long events live (`--event-ttl`), for every event resource of the
-/// process. Upstream counts whole seconds (a fraction is dropped) and a zero
-/// TTL writes without one.
-pub fn set_event_ttl(ttl: Duration) {
-    EVENT_TTL_SECONDS.store(ttl.as_secs(), Ordering::Relaxed);
+/// Events: the strategy, with how long each write lives (`--event-ttl`;
+/// `None` keeps events until deleted). Upstream counts whole seconds.
+pub struct EventStrategy {
+    ttl: Option<Duration>,
 }
 
-/// The TTL events are written with, if any.
-pub fn event_ttl() -> Option<Duration> {
-    match EVENT_TTL_SECONDS.load(Ordering::Relaxed) {
-        0 => None,
-        secs => Some(Duration::from_secs(secs)),
+/// kube-apiserver's default `--event-ttl`.
+pub const DEFAULT_EVENT_TTL: Duration = Duration::from_secs(3600);
+
+impl EventStrategy {
+    /// Events living `ttl` after each write (a zero TTL: until deleted).
+    pub fn new(ttl: Duration) -> EventStrategy {
+        let secs = ttl.as_secs();
+        EventStrategy {
+            ttl: (secs > 0).then(|| Duration::from_secs(secs)),
+        }
+    }
+
+    pub fn ttl(&self) -> Option<Duration> {
+        self.ttl
     }
 }
 
@@ -77,7 +79,7 @@ impl Strategy for EventStrategy {
     }
 
     fn ttl(&self) -> Option<Duration> {
-        event_ttl()
+        self.ttl
     }
 
     /// Events take no part in garbage collection, as upstream.
@@ -262,10 +264,12 @@ mod tests {
 
     #[test]
     fn namespace_must_match_involved_object() {
-        assert!(EventStrategy.validate(&event()).is_empty());
+        assert!(EventStrategy::new(crate::core::event::DEFAULT_EVENT_TTL)
+            .validate(&event())
+            .is_empty());
         let mut e = event();
         e["involvedObject"]["namespace"] = json!("other");
-        let errs: Vec<String> = EventStrategy
+        let errs: Vec<String> = EventStrategy::new(crate::core::event::DEFAULT_EVENT_TTL)
             .validate(&e)
             .iter()
             .map(ToString::to_string)
@@ -273,7 +277,7 @@ mod tests {
         assert_eq!(errs, vec!["involvedObject.namespace: Invalid value: \"other\": does not match event.namespace"]);
         e["involvedObject"]["namespace"] = json!("default");
         e["eventTime"] = json!("2020-01-01T00:00:00.000000Z");
-        let errs: Vec<String> = EventStrategy
+        let errs: Vec<String> = EventStrategy::new(crate::core::event::DEFAULT_EVENT_TTL)
             .validate(&e)
             .iter()
             .map(ToString::to_string)
@@ -303,7 +307,9 @@ mod tests {
         ];
         for (field, want) in expect {
             assert_eq!(
-                EventStrategy.field_value(&e, field).unwrap(),
+                EventStrategy::new(crate::core::event::DEFAULT_EVENT_TTL)
+                    .field_value(&e, field)
+                    .unwrap(),
                 want,
                 "{field}"
             );
@@ -311,13 +317,23 @@ mod tests {
         let mut e2 = event();
         e2["source"] = json!({});
         e2["reportingComponent"] = json!("ctrl");
-        assert_eq!(EventStrategy.field_value(&e2, "source").unwrap(), "ctrl");
+        assert_eq!(
+            EventStrategy::new(crate::core::event::DEFAULT_EVENT_TTL)
+                .field_value(&e2, "source")
+                .unwrap(),
+            "ctrl"
+        );
     }
 
     #[test]
     fn table_cells() {
-        let cells = EventStrategy.cells(&event());
-        assert_eq!(cells.len(), EventStrategy.columns().len());
+        let cells = EventStrategy::new(crate::core::event::DEFAULT_EVENT_TTL).cells(&event());
+        assert_eq!(
+            cells.len(),
+            EventStrategy::new(crate::core::event::DEFAULT_EVENT_TTL)
+                .columns()
+                .len()
+        );
         assert_eq!(cells[1], "Normal");
         assert_eq!(cells[2], "Pulled");
         assert_eq!(cells[3], "pod/p");

@@ -96,9 +96,16 @@ fn to_core(obj: &Value) -> Value {
     rename(obj.clone(), false, "v1")
 }
 
-pub struct EventsV1Strategy;
+/// `events.k8s.io/v1` events, stored as core events with the same TTL.
+pub struct EventsV1Strategy {
+    core: EventStrategy,
+}
 
 impl EventsV1Strategy {
+    pub fn new(core: EventStrategy) -> EventsV1Strategy {
+        EventsV1Strategy { core }
+    }
+
     /// Upstream's strict checks for events written through `events.k8s.io/v1`, on
     /// the core form (so paths name core fields: `count`, `source`, ...).
     fn strict(core: &Value) -> ErrorList {
@@ -175,7 +182,7 @@ const IMMUTABLE: [&str; 14] = [
 impl Strategy for EventsV1Strategy {
     /// Stored as core events, with the same TTL.
     fn ttl(&self) -> Option<std::time::Duration> {
-        crate::core::event::event_ttl()
+        self.core.ttl()
     }
 
     fn validate(&self, obj: &Value) -> ErrorList {
@@ -216,11 +223,11 @@ impl Strategy for EventsV1Strategy {
     }
 
     fn columns(&self) -> Vec<Column> {
-        EventStrategy.columns()
+        self.core.columns()
     }
 
     fn cells(&self, obj: &Value) -> Vec<Value> {
-        EventStrategy.cells(&to_core(obj))
+        self.core.cells(&to_core(obj))
     }
 }
 
@@ -267,20 +274,24 @@ mod tests {
     #[test]
     fn strict_rules() {
         assert!(
-            EventsV1Strategy.validate(&event()).is_empty(),
+            EventsV1Strategy::new(EventStrategy::new(crate::core::event::DEFAULT_EVENT_TTL))
+                .validate(&event())
+                .is_empty(),
             "{:?}",
-            EventsV1Strategy.validate(&event())
+            EventsV1Strategy::new(EventStrategy::new(crate::core::event::DEFAULT_EVENT_TTL))
+                .validate(&event())
         );
         let mut bad = event();
         bad.as_object_mut().unwrap().remove("eventTime");
         bad["type"] = json!("Odd");
         bad["deprecatedCount"] = json!(2);
         bad["regarding"]["namespace"] = json!("");
-        let got: Vec<String> = EventsV1Strategy
-            .validate(&bad)
-            .iter()
-            .map(ToString::to_string)
-            .collect();
+        let got: Vec<String> =
+            EventsV1Strategy::new(EventStrategy::new(crate::core::event::DEFAULT_EVENT_TTL))
+                .validate(&bad)
+                .iter()
+                .map(ToString::to_string)
+                .collect();
         assert_eq!(
             got,
             vec![
@@ -293,11 +304,12 @@ mod tests {
         no_controller["reportingController"] = json!("");
         no_controller["metadata"]["namespace"] = json!("other");
         no_controller["regarding"]["namespace"] = json!("");
-        let got: Vec<String> = EventsV1Strategy
-            .validate(&no_controller)
-            .iter()
-            .map(ToString::to_string)
-            .collect();
+        let got: Vec<String> =
+            EventsV1Strategy::new(EventStrategy::new(crate::core::event::DEFAULT_EVENT_TTL))
+                .validate(&no_controller)
+                .iter()
+                .map(ToString::to_string)
+                .collect();
         assert_eq!(
             got[0],
             "involvedObject.namespace: Invalid value: \"\": does not match event.namespace"
@@ -311,11 +323,12 @@ mod tests {
         let mut new = event();
         new["note"] = json!("changed");
         new["series"] = json!({"count": 1});
-        let got: Vec<String> = EventsV1Strategy
-            .validate_update(&new, &old)
-            .iter()
-            .map(ToString::to_string)
-            .collect();
+        let got: Vec<String> =
+            EventsV1Strategy::new(EventStrategy::new(crate::core::event::DEFAULT_EVENT_TTL))
+                .validate_update(&new, &old)
+                .iter()
+                .map(ToString::to_string)
+                .collect();
         assert_eq!(
             got,
             vec![
