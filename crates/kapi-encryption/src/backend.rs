@@ -28,7 +28,7 @@ use kapi_storage::{
 
 use crate::keys::KeyMap;
 use crate::loaded::Encryption;
-use crate::transformer::{Read, Transformer};
+use crate::transformer::{Read, Transformer, ENCRYPTED_PREFIX};
 
 #[derive(Clone)]
 pub struct EncryptedBackend {
@@ -55,9 +55,9 @@ impl EncryptedBackend {
         &self.inner
     }
 
+    /// The transformer of `key`'s resource; `None` for plaintext.
     fn transformer(&self, key: &str) -> Option<Arc<dyn Transformer>> {
-        let gr = self.keys.lookup(key)?;
-        Some(self.encryption.transformer_for(&gr))
+        self.encryption.transformer_for(&self.keys.lookup(key)?)
     }
 
     fn aad(&self, key: &str) -> String {
@@ -66,6 +66,14 @@ impl EncryptedBackend {
 
     async fn transform_from_storage(&self, key: &str, value: &[u8]) -> Result<Option<Read>> {
         let Some(t) = self.transformer(key) else {
+            // Identity, without copying; a resource's encrypted value is refused.
+            if value.starts_with(ENCRYPTED_PREFIX) && self.keys.lookup(key).is_some() {
+                let msg = "identity transformer tried to read encrypted data";
+                let aad = self.aad(key);
+                return Err(StorageError::Internal(format!(
+                    "unable to transform key {aad:?}: {msg}"
+                )));
+            }
             return Ok(None);
         };
         let aad = self.aad(key);
@@ -215,6 +223,8 @@ impl Backend for EncryptedBackend {
     /// caller's compare-and-swap then fails and it reads anew).
     async fn is_stale(&self, kv: &KeyValue) -> Result<bool> {
         if self.transformer(&kv.key).is_none() {
+            // Plaintext resources have nothing stale; an encrypted value of
+            // one (encryption removed from the file) fails its read instead.
             return Ok(false);
         }
         match self.inner.get(&kv.key, None).await? {

@@ -171,8 +171,9 @@ impl Encryption {
         &self.settings
     }
 
-    /// The transformer of `resource` under the configuration in force.
-    pub fn transformer_for(&self, resource: &GroupResource) -> Arc<dyn Transformer> {
+    /// The transformer of `resource` under the configuration in force;
+    /// `None` for plaintext (identity).
+    pub fn transformer_for(&self, resource: &GroupResource) -> Option<Arc<dyn Transformer>> {
         self.current().transformers.for_resource(resource)
     }
 

@@ -7,7 +7,7 @@
 //! or `*.*` already appeared is an error (it would never be used).
 //!
 //! [`Transformers::for_resource`] picks the exact resource, else `*.group`,
-//! else `*.*`, else identity.
+//! else `*.*`, else none (identity: `backend.rs` passes such values as they are).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -19,6 +19,7 @@ use crate::config::{EncryptionConfiguration, Key, KmsConfiguration, ProviderConf
 use crate::kms::{self, Envelope, KmsClient, KmsTiming, Probe};
 use crate::secretbox::Secretbox;
 use crate::transformer::{Identity, PrefixList, Prefixed, TransformError, Transformer};
+
 use crate::GroupResource;
 
 /// The transformers of one configuration, and its KMS providers' probes.
@@ -65,17 +66,21 @@ impl Transformers {
         })
     }
 
-    /// The transformer of `gr`: exact, `*.group`, `*.*`, else identity.
-    pub fn for_resource(&self, gr: &GroupResource) -> Arc<dyn Transformer> {
-        let candidates = [
-            gr.clone(),
+    /// The transformer of `gr`: exact, `*.group`, `*.*`; `None` when none
+    /// applies (identity: values are plaintext, and encrypted ones refused).
+    pub fn for_resource(&self, gr: &GroupResource) -> Option<Arc<dyn Transformer>> {
+        if self.by_resource.is_empty() {
+            return None;
+        }
+        if let Some(t) = self.by_resource.get(gr) {
+            return Some(t.clone());
+        }
+        [
             GroupResource::new(&gr.group, "*"),
             GroupResource::new("*", "*"),
-        ];
-        candidates
-            .iter()
-            .find_map(|c| self.by_resource.get(c).cloned())
-            .unwrap_or_else(|| Arc::new(Identity))
+        ]
+        .iter()
+        .find_map(|c| self.by_resource.get(c).cloned())
     }
 }
 
@@ -184,7 +189,9 @@ mod tests {
         ))
         .unwrap();
         let writes = |group: &'static str, resource: &'static str, prefix: &'static str| {
-            let t = t.for_resource(&GroupResource::new(group, resource));
+            let t = t
+                .for_resource(&GroupResource::new(group, resource))
+                .unwrap();
             async move {
                 let v = t.transform_to_storage(b"x", b"/k").await.unwrap();
                 assert!(v.starts_with(prefix.as_bytes()), "{resource}.{group}");

@@ -71,7 +71,11 @@ impl Store {
                         return Ok((new, false));
                     }
                     let result = match decision {
-                        Decision::Unchanged => return Ok((old, false)),
+                        Decision::Unchanged => match self.rewrite_if_stale(&key, kv, &new).await {
+                            Ok(None) => return Ok((old, false)),
+                            Ok(Some(kv)) => Ok(kv),
+                            Err(e) => Err(e),
+                        },
                         Decision::Write(v) => self.backend.update(&key, v, kv.mod_revision).await,
                         Decision::Delete => {
                             match self.backend.delete(&key, Some(kv.mod_revision)).await {
