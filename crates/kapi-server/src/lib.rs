@@ -73,6 +73,8 @@ pub struct ServerParts {
     /// The group-versions served elsewhere (the aggregator in front of this
     /// server in the chain), when there is one.
     pub remote: Option<Arc<dyn RemoteApis>>,
+    /// Health checks of other parts (the KMS providers'), after the built-in ones.
+    pub checks: Vec<health::Check>,
 }
 
 /// The resource table of the built-in API (every resource `kapi-resources`
@@ -109,6 +111,8 @@ pub struct Server {
     pub remote: Option<Arc<dyn RemoteApis>>,
     /// The admission chain.
     pub admission: Arc<kapi_admission::Chain>,
+    /// Health checks beyond the built-in ones (`health.rs`).
+    pub checks: Vec<health::Check>,
 }
 
 impl Server {
@@ -125,6 +129,7 @@ impl Server {
             allocations: rest_storage::Allocations::default(),
             remote: parts.remote,
             admission: parts.admission,
+            checks: parts.checks,
         })
     }
 

@@ -24,6 +24,8 @@ pub struct ServeArgs {
     pub etcd_certfile: Option<String>,
     pub etcd_keyfile: Option<String>,
     pub etcd_compaction_interval: Duration,
+    pub encryption_provider_config: Option<PathBuf>,
+    pub encryption_provider_config_automatic_reload: bool,
     pub storage_ready_timeout: Duration,
     pub service_cluster_ip_range: String,
     pub tls_cert_file: Option<PathBuf>,
@@ -85,6 +87,9 @@ impl ServeArgs {
             etcd_certfile: f.opt_string("etcd-certfile"),
             etcd_keyfile: f.opt_string("etcd-keyfile"),
             etcd_compaction_interval: f.duration("etcd-compaction-interval")?,
+            encryption_provider_config: f.opt_path("encryption-provider-config"),
+            encryption_provider_config_automatic_reload: f
+                .bool("encryption-provider-config-automatic-reload"),
             storage_ready_timeout: f.duration("storage-ready-timeout")?,
             service_cluster_ip_range: f.string("service-cluster-ip-range"),
             tls_cert_file: f.opt_path("tls-cert-file"),
