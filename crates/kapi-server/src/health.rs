@@ -1,7 +1,9 @@
 //! `/healthz`, `/livez`, `/readyz` with `?verbose`, `?exclude=` and per-check
 //! paths, and `/version`. The storage check is named `etcd`, as upstream, whatever
 //! the backend. `/livez` leaves storage out: a storage outage makes the server
-//! unready, not dead (restarting it would not help).
+//! unready, not dead (restarting it would not help). Checks of other parts
+//! ([`Check`], e.g. the KMS providers' `kms-providers`) follow the built-in
+//! ones on the endpoints they name.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,6 +11,7 @@ use std::time::Duration;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use futures::future::BoxFuture;
 use serde_json::json;
 
 use crate::server::Server;
@@ -29,18 +32,41 @@ impl Endpoint {
         }
     }
 
-    fn checks(self) -> &'static [&'static str] {
+    fn builtin(self) -> &'static [&'static str] {
         match self {
             Endpoint::Livez => &["ping", "log"],
             Endpoint::Healthz | Endpoint::Readyz => &["ping", "log", "etcd"],
         }
     }
+
+    /// The checks of this endpoint, in the order they are reported.
+    fn checks(self, srv: &Server) -> Vec<&str> {
+        let extra = srv.checks.iter().filter(|c| c.endpoints.contains(&self));
+        self.builtin()
+            .iter()
+            .copied()
+            .chain(extra.map(|c| c.name.as_str()))
+            .collect()
+    }
+}
+
+/// A named health check another part of the server contributes.
+#[derive(Clone)]
+pub struct Check {
+    pub name: String,
+    /// Where it is served (upstream serves KMS checks on `/healthz` and
+    /// `/readyz` only).
+    pub endpoints: Vec<Endpoint>,
+    pub run: Arc<dyn Fn() -> BoxFuture<'static, Result<(), String>> + Send + Sync>,
 }
 
 async fn run_check(srv: &Server, name: &str) -> Result<(), String> {
-    match name {
-        "etcd" => srv.slot.check(Duration::from_secs(2)).await,
-        _ => Ok(()),
+    if name == "etcd" {
+        return srv.slot.check(Duration::from_secs(2)).await;
+    }
+    match srv.checks.iter().find(|c| c.name == name) {
+        Some(check) => (check.run)().await,
+        None => Ok(()),
     }
 }
 
@@ -68,8 +94,8 @@ pub async fn all(srv: Arc<Server>, ep: Endpoint, query: Option<String>) -> Respo
         .collect();
     let mut lines = String::new();
     let mut failed = false;
-    for name in ep.checks() {
-        if excluded.contains(name) {
+    for name in ep.checks(&srv) {
+        if excluded.contains(&name) {
             lines.push_str(&format!("[+]{name} excluded: ok\n"));
             continue;
         }
@@ -94,7 +120,7 @@ pub async fn all(srv: Arc<Server>, ep: Endpoint, query: Option<String>) -> Respo
 }
 
 pub async fn one(srv: Arc<Server>, ep: Endpoint, check: String) -> Response {
-    if !ep.checks().contains(&check.as_str()) {
+    if !ep.checks(&srv).contains(&check.as_str()) {
         return text(StatusCode::NOT_FOUND, "404 page not found\n".into());
     }
     match run_check(&srv, &check).await {

@@ -48,6 +48,8 @@ pub struct ServerParts {
     /// The group-versions served elsewhere (the aggregator in front of this
     /// server in the chain), when there is one.
     pub remote: Option<Arc<dyn RemoteApis>>,
+    /// Health checks of other parts (the KMS providers'), after the built-in ones.
+    pub checks: Vec<crate::health::Check>,
 }
 
 /// The resource table of the built-in API (every resource `kapi-resources`
@@ -88,6 +90,8 @@ pub struct Server {
     pub remote: Option<Arc<dyn RemoteApis>>,
     /// The admission chain.
     pub admission: Arc<kapi_admission::Chain>,
+    /// Health checks beyond the built-in ones (`health.rs`).
+    pub checks: Vec<crate::health::Check>,
 }
 
 impl Server {
@@ -104,6 +108,7 @@ impl Server {
             allocations: Allocations::default(),
             remote: parts.remote,
             admission: parts.admission,
+            checks: parts.checks,
         })
     }
 

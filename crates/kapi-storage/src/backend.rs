@@ -202,6 +202,16 @@ pub trait Backend: Send + Sync + 'static {
     /// A cheap round trip proving the backend answers.
     async fn health(&self) -> Result<()>;
 
+    /// Whether `kv`, as this backend returned it, is kept in a form the
+    /// backend no longer writes (encrypted with a key that is no longer the
+    /// writing one: upstream's *stale* read), so that an update which changes
+    /// nothing must still rewrite it — how a key rotation reaches every
+    /// object. Plain backends keep nothing stale.
+    async fn is_stale(&self, kv: &KeyValue) -> Result<bool> {
+        let _ = kv;
+        Ok(false)
+    }
+
     /// A short name for logs and health checks.
     fn name(&self) -> &'static str;
 }

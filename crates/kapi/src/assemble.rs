@@ -1,6 +1,7 @@
 //! Putting a server together: every part built from the parts below it, in
-//! one place, from one complete [`Options`] — the resource table over the
-//! storage, then authorization over the table, then the admission plugins
+//! one place, from one complete [`Options`] — the storage with encryption at
+//! rest when configured (below the watch cache: only the backend holds
+//! ciphertext), the resource table over it, then authorization over the table, then the admission plugins
 //! reading both, the aggregator in front, then the core server made of them
 //! all ([`build`]); then the servers and controllers are started
 //! ([`Built::start`]). `kapi serve` and the
@@ -13,8 +14,10 @@ use kapi_admission_plugins::Selection;
 use kapi_aggregator::Aggregator;
 use kapi_auth::authn::serviceaccount::Issuer;
 use kapi_auth::authz::{Authorization, Authorizer, Mode};
+use kapi_encryption::{EncryptedBackend, Encryption, KeyMap};
 use kapi_machinery::status::ApiError;
 use kapi_resources::openapi::{OpenApi, Published};
+use kapi_server::health::{Check, Endpoint};
 use kapi_server::{RemoteApis, Server, ServerConfig, ServerParts};
 use kapi_storage::slot::BackendSlot;
 
@@ -31,6 +34,8 @@ pub struct Options {
     pub aggregator: kapi_aggregator::Settings,
     /// What of the built-in resources the flags set (`--event-ttl`).
     pub resources: kapi_resources::registry::Settings,
+    /// `--encryption-provider-config`, loaded ([`Encryption::load`]).
+    pub encryption: Option<Arc<Encryption>>,
 }
 
 impl Options {
@@ -44,6 +49,7 @@ impl Options {
             service_accounts: Issuer::ephemeral(),
             aggregator: kapi_aggregator::Settings::default(),
             resources: kapi_resources::registry::Settings::default(),
+            encryption: None,
         }
     }
 }
@@ -55,10 +61,17 @@ pub struct Built {
     pub server: Arc<Server>,
     /// The aggregator in front of it.
     pub aggregator: Arc<Aggregator>,
+    /// Encryption at rest, whose file is watched once started (automatic reload).
+    pub encryption: Option<Arc<Encryption>>,
 }
 
 /// The servers `options` describe, serving the built-in API over `slot`.
 pub fn build(options: Options, slot: BackendSlot) -> Built {
+    let slot = match &options.encryption {
+        Some(enc) => encrypted(&slot, enc.clone()),
+        None => slot,
+    };
+    let checks = encryption_checks(options.encryption.as_ref());
     let apis = kapi_server::builtin_apis(&slot, &options.resources);
     let authz = Arc::new(Authorization::new(&options.authorization_modes, &apis));
     let plugins = kapi_admission_plugins::Context {
@@ -77,8 +90,44 @@ pub fn build(options: Options, slot: BackendSlot) -> Built {
         admission,
         openapi,
         remote: Some(aggregator.clone() as Arc<dyn RemoteApis>),
+        checks,
     });
-    Built { server, aggregator }
+    Built {
+        server,
+        aggregator,
+        encryption: options.encryption,
+    }
+}
+
+/// `slot` with values encrypted as `encryption` says, for the keys of every
+/// built-in resource and of custom resources.
+fn encrypted(slot: &BackendSlot, encryption: Arc<Encryption>) -> BackendSlot {
+    let mut keys = KeyMap::default();
+    let definitions = kapi_apiextensions::crd::definitions_resource();
+    for def in kapi_resources::registry::builtin_resources()
+        .iter()
+        .chain([&definitions])
+    {
+        keys.resource(&def.list_prefix(None), &def.group, &def.resource);
+    }
+    keys.tree(kapi_apiextensions::crd::CUSTOM_PREFIX);
+    slot.layered(move |backend| Arc::new(EncryptedBackend::new(backend, encryption, keys)))
+}
+
+/// The `kms-providers` check on `/healthz` and `/readyz`, when upstream has it.
+fn encryption_checks(encryption: Option<&Arc<Encryption>>) -> Vec<Check> {
+    let Some((enc, name)) = encryption.and_then(|e| Some((e.clone(), e.health_check_name()?)))
+    else {
+        return Vec::new();
+    };
+    vec![Check {
+        name: name.to_owned(),
+        endpoints: vec![Endpoint::Healthz, Endpoint::Readyz],
+        run: Arc::new(move || {
+            let enc = enc.clone();
+            Box::pin(async move { enc.check().await })
+        }),
+    }]
 }
 
 impl Built {
@@ -107,6 +156,9 @@ impl Built {
         kapi_controllers::bootstrap(&cx).await?;
         kapi_controllers::spawn(&cx, controllers);
         kapi_aggregator::spawn(&self.aggregator);
+        if let Some(encryption) = &self.encryption {
+            encryption.spawn_reload();
+        }
         Ok(())
     }
 }

@@ -54,6 +54,21 @@ fn storage_config(a: &ServeArgs) -> StorageConfig {
     StorageConfig::Etcd(cfg)
 }
 
+/// `--encryption-provider-config`, loaded (a bad file stops the start with
+/// upstream's message); KMS plugins are asked for their first DEK here.
+async fn encryption(a: &ServeArgs) -> Result<Option<Arc<kapi_encryption::Encryption>>, String> {
+    let reload = a.encryption_provider_config_automatic_reload;
+    let Some(path) = &a.encryption_provider_config else {
+        if reload {
+            return Err("--encryption-provider-config-automatic-reload must be set with --encryption-provider-config".into());
+        }
+        return Ok(None);
+    };
+    let mut settings = kapi_encryption::Settings::new(path, reload);
+    settings.key_prefix = a.etcd_prefix.clone();
+    kapi_encryption::Encryption::load(settings).await.map(Some)
+}
+
 fn read(path: &PathBuf) -> Result<String, String> {
     std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))
 }
@@ -64,6 +79,7 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
         .map_err(|e| format!("--service-cluster-ip-range: {e}"))?;
     std::fs::create_dir_all(&a.data_dir)
         .map_err(|e| format!("creating {}: {e}", a.data_dir.display()))?;
+    let encryption = encryption(&a).await?;
     let slot = factory::open(storage_config(&a)).map_err(|e| e.to_string())?;
     slot.wait_ready(a.storage_ready_timeout).await?;
     if let Some(backend) = slot.current() {
@@ -170,6 +186,7 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
         resources: kapi_resources::registry::Settings {
             event_ttl: a.event_ttl,
         },
+        encryption,
     };
     let built = kapi::build(options, slot);
     let server = built.server.clone();

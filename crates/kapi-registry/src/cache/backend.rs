@@ -115,6 +115,10 @@ impl Backend for CachedBackend {
         self.backend().health().await
     }
 
+    async fn is_stale(&self, kv: &KeyValue) -> Result<bool> {
+        self.backend().is_stale(kv).await
+    }
+
     fn name(&self) -> &'static str {
         self.backend().name()
     }

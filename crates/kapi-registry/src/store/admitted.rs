@@ -76,7 +76,11 @@ impl Store {
                         return Ok((new, false));
                     }
                     let result = match decision {
-                        Decision::Unchanged => return Ok((old, false)),
+                        Decision::Unchanged => match self.rewrite_if_stale(&key, kv, &new).await {
+                            Ok(None) => return Ok((old, false)),
+                            Ok(Some(kv)) => Ok(kv),
+                            Err(e) => Err(e),
+                        },
                         Decision::Write(v) => {
                             let ttl = self.def.strategy.ttl();
                             let rev = kv.mod_revision;

@@ -28,6 +28,8 @@ pub struct ServeArgs {
     pub lease_reuse_duration: Duration,
     /// How long events live after each write (0: until deleted).
     pub event_ttl: Duration,
+    pub encryption_provider_config: Option<PathBuf>,
+    pub encryption_provider_config_automatic_reload: bool,
     pub storage_ready_timeout: Duration,
     pub service_cluster_ip_range: String,
     pub tls_cert_file: Option<PathBuf>,
@@ -95,6 +97,9 @@ impl ServeArgs {
                 i64::MAX,
             )? as u64),
             event_ttl: f.duration("event-ttl")?,
+            encryption_provider_config: f.opt_path("encryption-provider-config"),
+            encryption_provider_config_automatic_reload: f
+                .bool("encryption-provider-config-automatic-reload"),
             storage_ready_timeout: f.duration("storage-ready-timeout")?,
             service_cluster_ip_range: f.string("service-cluster-ip-range"),
             tls_cert_file: f.opt_path("tls-cert-file"),

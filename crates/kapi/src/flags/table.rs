@@ -207,8 +207,8 @@ strict-transport-security-directives||strings||generic|todo||HSTS directives to 
 default-watch-cache-size||int|100|etcd|noop|watch caches are sized automatically and this flag will be removed in a future version|Watch cache size of resources without their own setting.
 delete-collection-workers||int|1|etcd|todo||Workers a DeleteCollection call uses.
 enable-garbage-collector||bool|true|etcd|todo||Run the garbage collector (keep in step with kube-controller-manager's flag).
-encryption-provider-config||string||etcd|todo||File configuring how resources are encrypted at rest.
-encryption-provider-config-automatic-reload||bool|false|etcd|todo||Reload --encryption-provider-config when the file changes.
+encryption-provider-config||string||etcd|on||EncryptionConfiguration file: how each resource is encrypted at rest (aescbc, aesgcm, secretbox, KMS v2, identity).
+encryption-provider-config-automatic-reload||bool|false|etcd|on||Reload --encryption-provider-config when the file changes (checked every minute); KMS health is then one check, kms-providers.
 etcd-cafile||string||etcd|on||CA certificate that signs etcd's serving certificate.
 etcd-certfile||string||etcd|on||Client certificate for etcd.
 etcd-compaction-interval||duration|5m0s|etcd|on||How often old revisions are compacted; 0 turns compaction off.

@@ -30,6 +30,8 @@ mod crd_schema;
 mod crud;
 mod defaults;
 mod discovery;
+mod encryption;
+mod encryption_kms;
 mod errors;
 mod eviction;
 mod extension_server;
