@@ -73,6 +73,8 @@ pub struct ServerParts {
     /// The group-versions served elsewhere (the aggregator in front of this
     /// server in the chain), when there is one.
     pub remote: Option<Arc<dyn RemoteApis>>,
+    /// The way to kubelets and proxied addresses (`--kubelet-*`).
+    pub kubelet: Arc<kapi_kubelet::Connector>,
 }
 
 /// The resource table of the built-in API (every resource `kapi-resources`
@@ -109,6 +111,8 @@ pub struct Server {
     pub remote: Option<Arc<dyn RemoteApis>>,
     /// The admission chain.
     pub admission: Arc<kapi_admission::Chain>,
+    /// The connect subresources' way to kubelets and proxied addresses.
+    pub kubelet: Arc<kapi_kubelet::Connector>,
 }
 
 impl Server {
@@ -125,6 +129,7 @@ impl Server {
             allocations: rest_storage::Allocations::default(),
             remote: parts.remote,
             admission: parts.admission,
+            kubelet: parts.kubelet,
         })
     }
 

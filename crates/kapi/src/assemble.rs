@@ -29,6 +29,8 @@ pub struct Options {
     pub service_accounts: Issuer,
     /// The aggregator's front-proxy identity and what it publishes.
     pub aggregator: kapi_aggregator::Settings,
+    /// How kubelets and proxied addresses are reached (`--kubelet-*`).
+    pub kubelet: Arc<kapi_kubelet::Connector>,
 }
 
 impl Options {
@@ -41,6 +43,10 @@ impl Options {
             admission: Selection::default(),
             service_accounts: Issuer::ephemeral(),
             aggregator: kapi_aggregator::Settings::default(),
+            kubelet: Arc::new(
+                kapi_kubelet::Connector::new(kapi_kubelet::KubeletConfig::default())
+                    .expect("the default kubelet connection reads no files"),
+            ),
         }
     }
 }
@@ -74,6 +80,7 @@ pub fn build(options: Options, slot: BackendSlot) -> Built {
         admission,
         openapi,
         remote: Some(aggregator.clone() as Arc<dyn RemoteApis>),
+        kubelet: options.kubelet,
     });
     Built { server, aggregator }
 }

@@ -7,6 +7,7 @@ mod admit;
 mod apply;
 mod binding;
 mod chunked;
+mod connect;
 mod create;
 mod delete;
 mod eviction;
@@ -205,6 +206,12 @@ async fn handle(
             def.group_resource(),
             info.verb,
         ));
+    }
+    if !info.rest.is_empty() && !matches!(sub, Some(Subresource::Proxy { .. })) {
+        return Err(not_found());
+    }
+    if let Some(s) = sub.as_ref().filter(|s| connect::is_connect(s)) {
+        return connect::serve(srv, &entry, &info, s, parts, body).await;
     }
     let accept_header = parts.headers.get(axum::http::header::ACCEPT);
     let accept = negotiate::negotiate(
