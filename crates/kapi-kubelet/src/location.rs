@@ -178,24 +178,27 @@ fn first_container_port(pod: &Value) -> Option<u16> {
     })
 }
 
-/// A Service's proxy destination: a ready endpoint of the named or numbered port.
+/// A Service's proxy destination, as upstream's service `ResourceLocation`:
+/// a port number names the Service port with that number; a ready endpoint
+/// of an EndpointSlice of the Service with a port of that name, whose target
+/// is a pod that exists with that address, is picked at random.
 pub async fn service_proxy(apis: &Apis, ns: &str, id: &str) -> Result<Location, ApiError> {
     let (scheme, name, port) = split_scheme_name_port(id)
         .ok_or_else(|| ApiError::bad_request(format!("invalid service request {id:?}")))?;
-    let svc = get(apis, "services", Some(ns), name).await?;
-    let ports = svc.pointer("/spec/ports").and_then(Value::as_array).cloned().unwrap_or_default();
-    let pname = |p: &Value| p.get("name").and_then(Value::as_str).unwrap_or("").to_owned();
-    let by_name = ports.iter().find(|p| pname(p) == port);
-    let by_number = || ports.iter().find(|p| p.get("port").and_then(Value::as_i64).map(|n| n.to_string()).as_deref() == Some(port));
-    let Some(svc_port) = by_name.or_else(by_number) else {
-        return Err(ApiError::service_unavailable(format!(
-            "no service port {port:?} found for service {name:?}"
-        )));
-    };
-    let port_name = pname(svc_port);
-    let slices = endpoint_slices(apis, ns, name).await?;
+    let mut port_name = port.to_owned();
+    if let Ok(number) = port.parse::<i64>() {
+        let svc = get(apis, "services", Some(ns), name).await?;
+        let ports = svc.pointer("/spec/ports").and_then(Value::as_array).cloned().unwrap_or_default();
+        let found = ports.iter().find(|p| p.get("port").and_then(Value::as_i64) == Some(number));
+        let Some(found) = found else {
+            return Err(ApiError::service_unavailable(format!(
+                "no service port {number} found for service {name:?}"
+            )));
+        };
+        port_name = found.get("name").and_then(Value::as_str).unwrap_or("").to_owned();
+    }
     let mut ready = Vec::new();
-    for s in &slices {
+    for s in endpoint_slices(apis, ns, name).await? {
         let Some(p) = s
             .get("ports")
             .and_then(Value::as_array)
@@ -209,18 +212,39 @@ pub async fn service_proxy(apis: &Apis, ns: &str, id: &str) -> Result<Location, 
         for ep in s.get("endpoints").and_then(Value::as_array).into_iter().flatten() {
             let is_ready = ep.pointer("/conditions/ready").and_then(Value::as_bool).unwrap_or(true);
             if let (true, Some(addr)) = (is_ready, ep.pointer("/addresses/0").and_then(Value::as_str)) {
-                ready.push((addr.to_owned(), p));
+                ready.push((addr.to_owned(), p, ep.get("targetRef").cloned()));
             }
         }
     }
-    if ready.is_empty() {
-        return Err(ApiError::service_unavailable(format!(
-            "no endpoints available for service {name:?}"
-        )));
+    while !ready.is_empty() {
+        let (host, port, target) = ready.swap_remove(pick(ready.len()));
+        if !is_valid_target(apis, ns, &host, target.as_ref()).await {
+            continue;
+        }
+        check_proxyable(&host)?;
+        return Ok(Location { https: scheme == "https", host, port: u16::try_from(port).ok(), kubelet: false });
     }
-    let (host, port) = ready.swap_remove(pick(ready.len()));
-    check_proxyable(&host)?;
-    Ok(Location { https: scheme == "https", host, port: u16::try_from(port).ok(), kubelet: false })
+    Err(ApiError::service_unavailable(format!(
+        "no endpoints available for service {id:?}"
+    )))
+}
+
+/// Upstream's `isValidAddress`: the endpoint names a pod that exists and has
+/// the endpoint's address.
+async fn is_valid_target(apis: &Apis, ns: &str, addr: &str, target: Option<&Value>) -> bool {
+    let Some(t) = target.filter(|t| t.get("kind").and_then(Value::as_str) == Some("Pod")) else {
+        return false;
+    };
+    let pod_ns = t.get("namespace").and_then(Value::as_str).unwrap_or(ns);
+    let Some(name) = t.get("name").and_then(Value::as_str) else {
+        return false;
+    };
+    let Ok(pod) = get(apis, "pods", Some(pod_ns), name).await else {
+        return false;
+    };
+    let ips = pod.pointer("/status/podIPs").and_then(Value::as_array).into_iter().flatten();
+    pod.pointer("/status/podIP").and_then(Value::as_str) == Some(addr)
+        || ips.filter_map(|i| i.get("ip").and_then(Value::as_str)).any(|i| i == addr)
 }
 
 /// A pseudo-random index (upstream picks endpoints at random too).
