@@ -76,7 +76,7 @@ connect_checks() {
   check "$v logs bad container" "container nope is not valid for pod shell" "$k" -n "$ns" logs shell -c nope
   check "$v exec" "^hello from exec$" "$k" -n "$ns" exec shell -- echo hello from exec
   check "$v exec stdin" "^piped through cat$" sh -c "echo piped through cat | $k -n $ns exec -i shell -- cat"
-  check "$v exec exit code" "command terminated with exit code 3.*rc=3" sh -c "$k -n $ns exec shell -- sh -c 'exit 3' 2>&1; echo rc=\$?"
+  check "$v exec exit code" "command terminated with exit code 3.*rc=3" sh -c "{ $k -n $ns exec shell -- sh -c 'exit 3' 2>&1; echo rc=\$?; } | tr '\n' ' '"
   check "$v exec tty" "tty-out" "$k" -n "$ns" exec -t shell -- echo tty-out
   check "$v exec stderr" "^to-stderr$" sh -c "$k -n $ns exec shell -- sh -c 'echo to-stderr >&2' 2>&1 >/dev/null"
   check "$v attach" "attached to app.*hi-attach" sh -c "echo hi-attach | $k -n $ns attach -i shell 2>&1 | tr '\n' ' '"

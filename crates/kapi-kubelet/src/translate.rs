@@ -19,6 +19,8 @@ use futures::{SinkExt, StreamExt};
 use hyper_util::rt::TokioIo;
 use kapi_machinery::status::ApiError;
 use tokio::sync::mpsc;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::Message;
 
 use crate::forward;
@@ -78,6 +80,12 @@ pub async fn spdy_upgrade(t: &Transport, loc: &Location, path: &str, protocol: &
     Ok(Session::start(TokioIo::new(upgraded), false).0)
 }
 
+/// A normal closure: Go's WebSocket client reports any other close
+/// (including one without a code) as an error of the stream it was reading.
+fn normal_close() -> Message {
+    Message::Close(Some(CloseFrame { code: CloseCode::Normal, reason: "".into() }))
+}
+
 fn failure(message: &str) -> Vec<u8> {
     let status = serde_json::json!({
         "metadata": {},
@@ -128,7 +136,7 @@ async fn run(t: Arc<Transport>, loc: Location, path: String, streams: Streams, s
         Ok(s) => s,
         Err(msg) => {
             let _ = sink.send(Message::binary(failure(&msg))).await;
-            let _ = sink.close().await;
+            let _ = sink.send(normal_close()).await;
             return;
         }
     };
@@ -136,7 +144,7 @@ async fn run(t: Arc<Transport>, loc: Location, path: String, streams: Streams, s
         Ok(o) => o,
         Err(msg) => {
             let _ = sink.send(Message::binary(failure(&msg))).await;
-            let _ = sink.close().await;
+            let _ = sink.send(normal_close()).await;
             session.shutdown().await;
             return;
         }
@@ -166,7 +174,7 @@ async fn run(t: Arc<Transport>, loc: Location, path: String, streams: Streams, s
     if !status.is_empty() {
         let _ = tx.send(Message::binary(ws::frame(ws::ERROR, &status))).await;
     }
-    let _ = tx.send(Message::Close(None)).await;
+    let _ = tx.send(normal_close()).await;
     drop(tx);
     let _ = writer.await;
     input.abort();

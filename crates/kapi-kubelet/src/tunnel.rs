@@ -17,6 +17,8 @@ use futures::{SinkExt, StreamExt};
 use hyper_util::rt::TokioIo;
 use kapi_machinery::status::{ApiError, Reason};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::Message;
 
 use crate::forward;
@@ -76,7 +78,8 @@ async fn pipe(socket: ws::Socket, backend: TokioIo<hyper::upgrade::Upgraded>) {
                 }
             }
         }
-        let _ = sink.close().await;
+        let close = CloseFrame { code: CloseCode::Normal, reason: "".into() };
+        let _ = sink.send(Message::Close(Some(close))).await;
     };
     tokio::select! {
         _ = up => {}
