@@ -149,9 +149,16 @@ mod tests {
 
     #[test]
     fn proxy_paths_keep_what_follows_the_subresource() {
-        let i = p(Method::GET, "/api/v1/namespaces/ns/pods/https:web:8443/proxy/a/b/", "");
+        let i = p(
+            Method::GET,
+            "/api/v1/namespaces/ns/pods/https:web:8443/proxy/a/b/",
+            "",
+        );
         assert_eq!(i.name.as_deref(), Some("https:web:8443"));
-        assert_eq!((i.subresource.as_deref(), i.rest.as_str()), (Some("proxy"), "/a/b/"));
+        assert_eq!(
+            (i.subresource.as_deref(), i.rest.as_str()),
+            (Some("proxy"), "/a/b/")
+        );
         let i = p(Method::POST, "/api/v1/nodes/n1/proxy/metrics", "");
         assert_eq!((i.verb, i.rest.as_str()), ("create", "/metrics"));
         let i = p(Method::GET, "/api/v1/nodes/n1/proxy/", "");

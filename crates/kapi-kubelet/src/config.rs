@@ -17,8 +17,13 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 /// The address types tried, in order, when none is configured.
-pub const DEFAULT_ADDRESS_TYPES: &[&str] =
-    &["Hostname", "InternalDNS", "InternalIP", "ExternalDNS", "ExternalIP"];
+pub const DEFAULT_ADDRESS_TYPES: &[&str] = &[
+    "Hostname",
+    "InternalDNS",
+    "InternalIP",
+    "ExternalDNS",
+    "ExternalIP",
+];
 
 /// The kubelet port when the node does not publish one.
 pub const DEFAULT_KUBELET_PORT: u16 = 10250;
@@ -54,7 +59,10 @@ impl Default for KubeletConfig {
             client_certificate: None,
             client_key: None,
             certificate_authority: None,
-            preferred_address_types: DEFAULT_ADDRESS_TYPES.iter().map(|s| s.to_string()).collect(),
+            preferred_address_types: DEFAULT_ADDRESS_TYPES
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
             timeout: Duration::from_secs(5),
             dialer: Arc::new(TcpDialer),
         }

@@ -18,8 +18,8 @@ use crate::config::KubeletConfig;
 use crate::forward::{self, is_upgrade};
 use crate::location::{self, Location};
 use crate::options::{self, LogOptions, Params, StreamKind};
-use crate::transport::Transport;
 use crate::translate::{self, Streams};
+use crate::transport::Transport;
 use crate::{tunnel, ws};
 
 /// How much of a kubelet's error body is read into the Status (upstream's
@@ -29,6 +29,17 @@ const MAX_ERROR_BODY: usize = 50_000;
 /// The connection side of the server: built once from the kubelet flags.
 pub struct Connector {
     transport: Arc<Transport>,
+}
+
+/// What a `proxy` request names: `prefix` is the URL path up to and
+/// including `/proxy`, `rest` what follows it.
+#[derive(Debug, Clone, Copy)]
+pub struct ProxyTarget<'a> {
+    pub kind: ProxyKind,
+    pub namespace: &'a str,
+    pub id: &'a str,
+    pub prefix: &'a str,
+    pub rest: &'a str,
 }
 
 /// Which `proxy` subresource.
@@ -41,7 +52,9 @@ pub enum ProxyKind {
 
 impl Connector {
     pub fn new(config: KubeletConfig) -> Result<Connector, String> {
-        Ok(Connector { transport: Arc::new(Transport::new(config)?) })
+        Ok(Connector {
+            transport: Arc::new(Transport::new(config)?),
+        })
     }
 
     fn preferred(&self) -> &[String] {
@@ -49,7 +62,13 @@ impl Connector {
     }
 
     /// `GET pods/<name>/log`.
-    pub async fn log(&self, apis: &Apis, ns: &str, name: &str, query: Option<&str>) -> Result<Response<Body>, ApiError> {
+    pub async fn log(
+        &self,
+        apis: &Apis,
+        ns: &str,
+        name: &str,
+        query: Option<&str>,
+    ) -> Result<Response<Body>, ApiError> {
         let pod = location::get(apis, "pods", Some(ns), name).await?;
         let opts = LogOptions::parse(&Params::parse(query), name)?;
         let container = options::container(&pod, opts.container.as_deref())?;
@@ -59,9 +78,15 @@ impl Connector {
         let mut loc = location::kubelet(apis, self.preferred(), node).await?;
         loc.kubelet = !opts.insecure_skip_tls_verify_backend;
         let path = opts.kubelet_path(ns, name, &container);
-        let url = format!("https://{}{path}", crate::transport::authority(&loc.host, loc.port_or_default()));
+        let url = format!(
+            "https://{}{path}",
+            crate::transport::authority(&loc.host, loc.port_or_default())
+        );
         let mut h = axum::http::HeaderMap::new();
-        if let Ok(v) = HeaderValue::from_str(&crate::transport::authority(&loc.host, loc.port_or_default())) {
+        if let Ok(v) = HeaderValue::from_str(&crate::transport::authority(
+            &loc.host,
+            loc.port_or_default(),
+        )) {
             h.insert(header::HOST, v);
         }
         let req = forward::request(Method::GET, &path, h, Body::empty())?;
@@ -76,7 +101,14 @@ impl Connector {
     }
 
     /// `pods/<name>/exec`, `attach` and `portforward`.
-    pub async fn stream(&self, apis: &Apis, kind: StreamKind, ns: &str, name: &str, req: Request<Body>) -> Result<Response<Body>, ApiError> {
+    pub async fn stream(
+        &self,
+        apis: &Apis,
+        kind: StreamKind,
+        ns: &str,
+        name: &str,
+        req: Request<Body>,
+    ) -> Result<Response<Body>, ApiError> {
         let pod = location::get(apis, "pods", Some(ns), name).await?;
         let p = Params::parse(req.uri().query());
         let container = match kind {
@@ -84,7 +116,9 @@ impl Connector {
             _ => options::container(&pod, p.get("container"))?,
         };
         let Some(node) = node_name(&pod) else {
-            return Err(ApiError::bad_request(format!("pod {name} does not have a host assigned")));
+            return Err(ApiError::bad_request(format!(
+                "pod {name} does not have a host assigned"
+            )));
         };
         let loc = location::kubelet(apis, self.preferred(), node).await?;
         let path = options::stream_path(kind, &p, ns, name, &container)?;
@@ -109,20 +143,26 @@ impl Connector {
         forward::upgrade(&t, &loc, &path, req, timeout).await
     }
 
-    /// `pods|services|nodes/<id>/proxy[/<rest>]`: `prefix` is the URL path up
-    /// to and including `/proxy`, `rest` what follows it.
+    /// `pods|services|nodes/<id>/proxy[/<rest>]`.
     pub async fn proxy(
         &self,
         apis: &Apis,
-        kind: ProxyKind,
-        ns: &str,
-        id: &str,
-        prefix: &str,
-        rest: &str,
+        target: &ProxyTarget<'_>,
         req: Request<Body>,
     ) -> Result<Response<Body>, ApiError> {
+        let ProxyTarget {
+            kind,
+            namespace: ns,
+            id,
+            prefix,
+            rest,
+        } = *target;
         if rest.is_empty() {
-            let q = req.uri().query().map(|q| format!("?{q}")).unwrap_or_default();
+            let q = req
+                .uri()
+                .query()
+                .map(|q| format!("?{q}"))
+                .unwrap_or_default();
             let mut resp = Response::new(Body::empty());
             *resp.status_mut() = StatusCode::MOVED_PERMANENTLY;
             if let Ok(v) = HeaderValue::from_str(&format!("{prefix}/{q}")) {
@@ -146,7 +186,15 @@ impl Connector {
         let mut h = forward::outgoing_headers(&parts.headers, &loc, false);
         let forwarded = [
             ("x-forwarded-uri", format!("{prefix}{rest}")),
-            ("x-forwarded-host", parts.headers.get(header::HOST).and_then(|v| v.to_str().ok()).unwrap_or("").to_owned()),
+            (
+                "x-forwarded-host",
+                parts
+                    .headers
+                    .get(header::HOST)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("")
+                    .to_owned(),
+            ),
             ("x-forwarded-proto", "https".to_owned()),
         ];
         for (k, v) in forwarded {
@@ -157,7 +205,9 @@ impl Connector {
         let out = forward::request(parts.method, &path_and_query, h, body)?;
         let resp = forward::send(&self.transport, &loc, out, None)
             .await
-            .map_err(|e| ApiError::service_unavailable(format!("error trying to reach service: {e}")))?;
+            .map_err(|e| {
+                ApiError::service_unavailable(format!("error trying to reach service: {e}"))
+            })?;
         if resp.status().is_redirection() && resp.headers().contains_key(header::LOCATION) {
             let msg = "the backend attempted to redirect this request, which is not permitted";
             return Ok(forward::plain(StatusCode::BAD_GATEWAY, msg));
@@ -167,19 +217,28 @@ impl Connector {
 }
 
 fn node_name(pod: &Value) -> Option<&str> {
-    pod.pointer("/spec/nodeName").and_then(Value::as_str).filter(|n| !n.is_empty())
+    pod.pointer("/spec/nodeName")
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty())
 }
 
 fn text_response(body: Body) -> Response<Body> {
     let mut resp = Response::new(body);
-    resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+    resp.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
     resp
 }
 
 /// Upstream's `NewGenericServerResponse` for a kubelet's non-2xx answer.
-async fn generic_response_error(resp: hyper::Response<hyper::body::Incoming>, resource: &str, name: &str) -> ApiError {
+async fn generic_response_error(
+    resp: hyper::Response<hyper::body::Incoming>,
+    resource: &str,
+    name: &str,
+) -> ApiError {
     let code = resp.status().as_u16();
-    let body = Limited::new(resp.into_body(), MAX_ERROR_BODY).collect().await;
+    let body = Limited::new(resp.into_body(), MAX_ERROR_BODY)
+        .collect()
+        .await;
     let server_message = body
         .map(|b| String::from_utf8_lossy(&b.to_bytes()).into_owned())
         .unwrap_or_default();
@@ -199,7 +258,10 @@ async fn generic_response_error(resp: hyper::Response<hyper::body::Incoming>, re
     err.details = Some(Details {
         name: name.to_owned(),
         kind: resource.to_owned(),
-        causes: vec![Cause { message: server_message, ..Default::default() }],
+        causes: vec![Cause {
+            message: server_message,
+            ..Default::default()
+        }],
         ..Default::default()
     });
     err

@@ -37,7 +37,10 @@ pub fn is_upgrade(headers: &HeaderMap) -> bool {
         .get_all(header::CONNECTION)
         .iter()
         .filter_map(|v| v.to_str().ok())
-        .any(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case("upgrade")))
+        .any(|v| {
+            v.split(',')
+                .any(|t| t.trim().eq_ignore_ascii_case("upgrade"))
+        })
         && headers.contains_key(header::UPGRADE)
 }
 
@@ -47,7 +50,9 @@ pub fn outgoing_headers(from: &HeaderMap, loc: &Location, upgrade: bool) -> Head
     let mut h = from.clone();
     let drop: Vec<_> = h
         .keys()
-        .filter(|k| k.as_str().starts_with("impersonate-") || (!upgrade && HOP_BY_HOP.contains(&k.as_str())))
+        .filter(|k| {
+            k.as_str().starts_with("impersonate-") || (!upgrade && HOP_BY_HOP.contains(&k.as_str()))
+        })
         .cloned()
         .collect();
     for k in drop {
@@ -94,7 +99,9 @@ pub async fn send(
     req: hyper::Request<Body>,
     header_timeout: Option<std::time::Duration>,
 ) -> Result<hyper::Response<Incoming>, SendError> {
-    let io = t.connect(&loc.host, loc.port_or_default(), loc.https, loc.kubelet).await?;
+    let io = t
+        .connect(&loc.host, loc.port_or_default(), loc.https, loc.kubelet)
+        .await?;
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io))
         .await
         .map_err(|e| SendError::Http(e.to_string()))?;
@@ -105,14 +112,21 @@ pub async fn send(
     });
     let fut = sender.send_request(req);
     let resp = match header_timeout {
-        Some(d) => tokio::time::timeout(d, fut).await.map_err(|_| SendError::Timeout)?,
+        Some(d) => tokio::time::timeout(d, fut)
+            .await
+            .map_err(|_| SendError::Timeout)?,
         None => fut.await,
     };
     resp.map_err(|e| SendError::Http(e.to_string()))
 }
 
 /// Build the request to a destination.
-pub fn request(method: Method, path_and_query: &str, headers: HeaderMap, body: Body) -> Result<hyper::Request<Body>, ApiError> {
+pub fn request(
+    method: Method,
+    path_and_query: &str,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<hyper::Request<Body>, ApiError> {
     let mut req = hyper::Request::new(body);
     *req.method_mut() = method;
     *req.uri_mut() = path_and_query
@@ -145,9 +159,9 @@ pub async fn upgrade(
     let (parts, body) = req.into_parts();
     let headers = outgoing_headers(&parts.headers, loc, true);
     let out = request(parts.method, path_and_query, headers, body)?;
-    let mut resp = send(t, loc, out, header_timeout).await.map_err(|e| {
-        ApiError::new(500, Reason::Unknown, format!("error dialing backend: {e}"))
-    })?;
+    let mut resp = send(t, loc, out, header_timeout)
+        .await
+        .map_err(|e| ApiError::new(500, Reason::Unknown, format!("error dialing backend: {e}")))?;
     if resp.status() != StatusCode::SWITCHING_PROTOCOLS {
         return Ok(relay(resp));
     }
@@ -169,6 +183,9 @@ pub async fn upgrade(
 pub fn plain(code: StatusCode, msg: &str) -> Response<Body> {
     let mut resp = Response::new(Body::from(msg.to_owned()));
     *resp.status_mut() = code;
-    resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
     resp
 }

@@ -24,5 +24,5 @@ pub mod tunnel;
 pub mod ws;
 
 pub use config::{BoxIo, Dialer, KubeletConfig, TcpDialer};
-pub use connect::{Connector, ProxyKind};
+pub use connect::{Connector, ProxyKind, ProxyTarget};
 pub use options::StreamKind;

@@ -40,7 +40,11 @@ pub const ADDRESS_NOT_ALLOWED: &str = "address not allowed";
 /// Upstream's `IsProxyableIP`.
 pub fn check_proxyable(host: &str) -> Result<(), ApiError> {
     let refused = || ApiError::bad_request(ADDRESS_NOT_ALLOWED);
-    let ip: IpAddr = host.trim_start_matches('[').trim_end_matches(']').parse().map_err(|_| refused())?;
+    let ip: IpAddr = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse()
+        .map_err(|_| refused())?;
     let ok = match ip {
         IpAddr::V4(v4) => {
             !(v4.is_loopback()
@@ -78,7 +82,9 @@ pub async fn check_proxyable_hostname(host: &str) -> Result<(), ApiError> {
     if any {
         Ok(())
     } else {
-        Err(ApiError::bad_request(format!("no addresses for hostname {host}")))
+        Err(ApiError::bad_request(format!(
+            "no addresses for hostname {host}"
+        )))
     }
 }
 
@@ -94,7 +100,12 @@ pub fn split_scheme_name_port(id: &str) -> Option<(&str, &str, &str)> {
     (!name.is_empty() && matches!(scheme, "" | "http" | "https")).then_some((scheme, name, port))
 }
 
-pub(crate) async fn get(apis: &Apis, resource: &str, ns: Option<&str>, name: &str) -> Result<Value, ApiError> {
+pub(crate) async fn get(
+    apis: &Apis,
+    resource: &str,
+    ns: Option<&str>,
+    name: &str,
+) -> Result<Value, ApiError> {
     let entry = apis
         .lookup("", "v1", resource)
         .ok_or_else(|| ApiError::internal(format!("{resource} are not served")))?;
@@ -111,7 +122,12 @@ pub async fn kubelet(apis: &Apis, preferred: &[String], name: &str) -> Result<Lo
         .and_then(|p| u16::try_from(p).ok())
         .filter(|p| *p > 0)
         .unwrap_or(DEFAULT_KUBELET_PORT);
-    Ok(Location { https: true, host, port: Some(port), kubelet: true })
+    Ok(Location {
+        https: true,
+        host,
+        port: Some(port),
+        kubelet: true,
+    })
 }
 
 /// Upstream's `GetPreferredNodeAddress`.
@@ -128,7 +144,9 @@ fn preferred_address(node: &Value, preferred: &[String]) -> Result<String, ApiEr
             return Ok((*a).to_owned());
         }
         if t == "Hostname" {
-            let label = node.pointer("/metadata/labels/kubernetes.io~1hostname").and_then(Value::as_str);
+            let label = node
+                .pointer("/metadata/labels/kubernetes.io~1hostname")
+                .and_then(Value::as_str);
             if let Some(h) = label.filter(|h| !h.is_empty()) {
                 return Ok(h.to_owned());
             }
@@ -151,8 +169,15 @@ pub async fn node_proxy(apis: &Apis, preferred: &[String], id: &str) -> Result<L
     if port.is_empty() || port == kport {
         return Ok(kubelet);
     }
-    let port = port.parse().map_err(|_| ApiError::bad_request(format!("invalid node request {id:?}")))?;
-    Ok(Location { https: scheme == "https", host: kubelet.host, port: Some(port), kubelet: false })
+    let port = port
+        .parse()
+        .map_err(|_| ApiError::bad_request(format!("invalid node request {id:?}")))?;
+    Ok(Location {
+        https: scheme == "https",
+        host: kubelet.host,
+        port: Some(port),
+        kubelet: false,
+    })
 }
 
 /// A pod's proxy destination (`pods/<[scheme:]name[:port]>/proxy`).
@@ -163,11 +188,22 @@ pub async fn pod_proxy(apis: &Apis, ns: &str, id: &str) -> Result<Location, ApiE
     let port = if port.is_empty() {
         first_container_port(&pod)
     } else {
-        Some(port.parse().map_err(|_| ApiError::bad_request(format!("invalid pod request {id:?}")))?)
+        Some(
+            port.parse()
+                .map_err(|_| ApiError::bad_request(format!("invalid pod request {id:?}")))?,
+        )
     };
-    let ip = pod.pointer("/status/podIP").and_then(Value::as_str).unwrap_or("");
+    let ip = pod
+        .pointer("/status/podIP")
+        .and_then(Value::as_str)
+        .unwrap_or("");
     check_proxyable(ip)?;
-    Ok(Location { https: scheme == "https", host: ip.to_owned(), port, kubelet: false })
+    Ok(Location {
+        https: scheme == "https",
+        host: ip.to_owned(),
+        port,
+        kubelet: false,
+    })
 }
 
 fn first_container_port(pod: &Value) -> Option<u16> {
@@ -188,14 +224,24 @@ pub async fn service_proxy(apis: &Apis, ns: &str, id: &str) -> Result<Location, 
     let mut port_name = port.to_owned();
     if let Ok(number) = port.parse::<i64>() {
         let svc = get(apis, "services", Some(ns), name).await?;
-        let ports = svc.pointer("/spec/ports").and_then(Value::as_array).cloned().unwrap_or_default();
-        let found = ports.iter().find(|p| p.get("port").and_then(Value::as_i64) == Some(number));
+        let ports = svc
+            .pointer("/spec/ports")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let found = ports
+            .iter()
+            .find(|p| p.get("port").and_then(Value::as_i64) == Some(number));
         let Some(found) = found else {
             return Err(ApiError::service_unavailable(format!(
                 "no service port {number} found for service {name:?}"
             )));
         };
-        port_name = found.get("name").and_then(Value::as_str).unwrap_or("").to_owned();
+        port_name = found
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
     }
     let mut ready = Vec::new();
     for s in endpoint_slices(apis, ns, name).await? {
@@ -209,9 +255,19 @@ pub async fn service_proxy(apis: &Apis, ns: &str, id: &str) -> Result<Location, 
         else {
             continue;
         };
-        for ep in s.get("endpoints").and_then(Value::as_array).into_iter().flatten() {
-            let is_ready = ep.pointer("/conditions/ready").and_then(Value::as_bool).unwrap_or(true);
-            if let (true, Some(addr)) = (is_ready, ep.pointer("/addresses/0").and_then(Value::as_str)) {
+        for ep in s
+            .get("endpoints")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let is_ready = ep
+                .pointer("/conditions/ready")
+                .and_then(Value::as_bool)
+                .unwrap_or(true);
+            if let (true, Some(addr)) =
+                (is_ready, ep.pointer("/addresses/0").and_then(Value::as_str))
+            {
                 ready.push((addr.to_owned(), p, ep.get("targetRef").cloned()));
             }
         }
@@ -222,7 +278,12 @@ pub async fn service_proxy(apis: &Apis, ns: &str, id: &str) -> Result<Location, 
             continue;
         }
         check_proxyable(&host)?;
-        return Ok(Location { https: scheme == "https", host, port: u16::try_from(port).ok(), kubelet: false });
+        return Ok(Location {
+            https: scheme == "https",
+            host,
+            port: u16::try_from(port).ok(),
+            kubelet: false,
+        });
     }
     Err(ApiError::service_unavailable(format!(
         "no endpoints available for service {id:?}"
@@ -242,9 +303,15 @@ async fn is_valid_target(apis: &Apis, ns: &str, addr: &str, target: Option<&Valu
     let Ok(pod) = get(apis, "pods", Some(pod_ns), name).await else {
         return false;
     };
-    let ips = pod.pointer("/status/podIPs").and_then(Value::as_array).into_iter().flatten();
+    let ips = pod
+        .pointer("/status/podIPs")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten();
     pod.pointer("/status/podIP").and_then(Value::as_str) == Some(addr)
-        || ips.filter_map(|i| i.get("ip").and_then(Value::as_str)).any(|i| i == addr)
+        || ips
+            .filter_map(|i| i.get("ip").and_then(Value::as_str))
+            .any(|i| i == addr)
 }
 
 /// A pseudo-random index (upstream picks endpoints at random too).
@@ -262,7 +329,10 @@ async fn endpoint_slices(apis: &Apis, ns: &str, svc: &str) -> Result<Vec<Value>,
     };
     let label = kapi_machinery::labels::parse(&format!("kubernetes.io/service-name={svc}"))
         .map_err(|e| ApiError::bad_request(e.to_string()))?;
-    let opts = ListOptions { label, ..Default::default() };
+    let opts = ListOptions {
+        label,
+        ..Default::default()
+    };
     Ok(entry.store.list(Some(ns), &opts).await?.items)
 }
 

@@ -13,16 +13,26 @@ pub struct Params(Vec<(String, String)>);
 
 impl Params {
     pub fn parse(query: Option<&str>) -> Params {
-        let pairs = form_urlencoded::parse(query.unwrap_or("").as_bytes()).into_owned().collect();
+        let pairs = form_urlencoded::parse(query.unwrap_or("").as_bytes())
+            .into_owned()
+            .collect();
         Params(pairs)
     }
 
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.0.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+        self.0
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
     }
 
     pub fn all(&self, key: &str) -> Vec<&str> {
-        self.0.iter().filter(|(k, _)| k == key).map(|(_, v)| v.as_str()).collect()
+        self.0
+            .iter()
+            .filter(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+            .collect()
     }
 
     /// A boolean as Go's `strconv.ParseBool` (what the parameter codec uses).
@@ -41,7 +51,9 @@ impl Params {
         self.get(key)
             .map(|v| {
                 v.parse().map_err(|_| {
-                    ApiError::bad_request(format!("strconv.ParseInt: parsing {v:?}: invalid syntax"))
+                    ApiError::bad_request(format!(
+                        "strconv.ParseInt: parsing {v:?}: invalid syntax"
+                    ))
                 })
             })
             .transpose()
@@ -51,7 +63,10 @@ impl Params {
 /// The container a request names, or the pod's only one, as upstream's
 /// `validateContainer`.
 pub fn container(pod: &Value, asked: Option<&str>) -> Result<String, ApiError> {
-    let name = pod.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+    let name = pod
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
     let names = |field: &str| -> Vec<String> {
         pod.pointer(&format!("/spec/{field}"))
             .and_then(Value::as_array)
@@ -64,10 +79,17 @@ pub fn container(pod: &Value, asked: Option<&str>) -> Result<String, ApiError> {
     match asked.filter(|c| !c.is_empty()) {
         Some(c) => {
             let (init, ephemeral) = (names("initContainers"), names("ephemeralContainers"));
-            if containers.iter().chain(&init).chain(&ephemeral).any(|n| n == c) {
+            if containers
+                .iter()
+                .chain(&init)
+                .chain(&ephemeral)
+                .any(|n| n == c)
+            {
                 Ok(c.to_owned())
             } else {
-                Err(ApiError::bad_request(format!("container {c} is not valid for pod {name}")))
+                Err(ApiError::bad_request(format!(
+                    "container {c} is not valid for pod {name}"
+                )))
             }
         }
         None if containers.len() == 1 => Ok(containers[0].clone()),
@@ -81,7 +103,10 @@ pub fn container(pod: &Value, asked: Option<&str>) -> Result<String, ApiError> {
             );
             let init = names("initContainers");
             if !init.is_empty() {
-                msg.push_str(&format!(" or one of the init containers: [{}]", init.join(" ")));
+                msg.push_str(&format!(
+                    " or one of the init containers: [{}]",
+                    init.join(" ")
+                ));
             }
             Err(ApiError::bad_request(msg))
         }
@@ -110,7 +135,10 @@ impl LogOptions {
             previous: p.flag("previous")?,
             timestamps: p.flag("timestamps")?,
             since_seconds: p.int("sinceSeconds")?,
-            since_time: p.get("sinceTime").filter(|s| !s.is_empty()).map(str::to_owned),
+            since_time: p
+                .get("sinceTime")
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned),
             tail_lines: p.int("tailLines")?,
             limit_bytes: p.int("limitBytes")?,
             insecure_skip_tls_verify_backend: p.flag("insecureSkipTLSVerifyBackend")?,
@@ -147,7 +175,11 @@ impl LogOptions {
         if errs.is_empty() {
             return Ok(());
         }
-        Err(ApiError::invalid(GroupKind::new("", "PodLogOptions"), pod_name, &errs))
+        Err(ApiError::invalid(
+            GroupKind::new("", "PodLogOptions"),
+            pod_name,
+            &errs,
+        ))
     }
 
     /// `/containerLogs/<ns>/<pod>/<container>?...` on the kubelet.
@@ -186,7 +218,8 @@ impl LogOptions {
 /// A time in RFC 3339 form (what `metav1.Time` accepts in a query).
 fn chrono_like_rfc3339(s: &str) -> Option<()> {
     let b = s.as_bytes();
-    let digits = |r: std::ops::Range<usize>| b.get(r).is_some_and(|d| d.iter().all(u8::is_ascii_digit));
+    let digits =
+        |r: std::ops::Range<usize>| b.get(r).is_some_and(|d| d.iter().all(u8::is_ascii_digit));
     let ok = b.len() >= 20
         && digits(0..4)
         && b[4] == b'-'
@@ -205,7 +238,9 @@ fn chrono_like_rfc3339(s: &str) -> Option<()> {
 fn esc(s: &str) -> String {
     s.bytes()
         .map(|b| match b {
-            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
             _ => format!("%{b:02X}"),
         })
         .collect()
@@ -221,14 +256,22 @@ pub enum StreamKind {
 
 /// The kubelet path and query of an exec, attach or port-forward, from the
 /// client's query; `container` is already validated.
-pub fn stream_path(kind: StreamKind, p: &Params, ns: &str, pod: &str, container: &str) -> Result<String, ApiError> {
+pub fn stream_path(
+    kind: StreamKind,
+    p: &Params,
+    ns: &str,
+    pod: &str,
+    container: &str,
+) -> Result<String, ApiError> {
     let mut q = form_urlencoded::Serializer::new(String::new());
     let base = match kind {
         StreamKind::PortForward => {
             for port in p.all("ports") {
                 for one in port.split(',').map(str::trim).filter(|s| !s.is_empty()) {
                     let n: u16 = one.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
-                        ApiError::bad_request(format!("invalid port {one:?}: must be between 1 and 65535"))
+                        ApiError::bad_request(format!(
+                            "invalid port {one:?}: must be between 1 and 65535"
+                        ))
                     })?;
                     q.append_pair("port", &n.to_string());
                 }
@@ -236,11 +279,23 @@ pub fn stream_path(kind: StreamKind, p: &Params, ns: &str, pod: &str, container:
             format!("/portForward/{}/{}", esc(ns), esc(pod))
         }
         StreamKind::Exec | StreamKind::Attach => {
-            let (stdin, stdout, stderr, tty) = (p.flag("stdin")?, p.flag("stdout")?, p.flag("stderr")?, p.flag("tty")?);
+            let (stdin, stdout, stderr, tty) = (
+                p.flag("stdin")?,
+                p.flag("stdout")?,
+                p.flag("stderr")?,
+                p.flag("tty")?,
+            );
             if !stdin && !stdout && !stderr {
-                return Err(ApiError::bad_request("you must specify at least 1 of stdin, stdout, stderr"));
+                return Err(ApiError::bad_request(
+                    "you must specify at least 1 of stdin, stdout, stderr",
+                ));
             }
-            for (on, k) in [(stdin, "input"), (stdout, "output"), (stderr, "error"), (tty, "tty")] {
+            for (on, k) in [
+                (stdin, "input"),
+                (stdout, "output"),
+                (stderr, "error"),
+                (tty, "tty"),
+            ] {
                 if on {
                     q.append_pair(k, "1");
                 }
@@ -260,7 +315,11 @@ pub fn stream_path(kind: StreamKind, p: &Params, ns: &str, pod: &str, container:
         }
     };
     let q = q.finish();
-    Ok(if q.is_empty() { base } else { format!("{base}?{q}") })
+    Ok(if q.is_empty() {
+        base
+    } else {
+        format!("{base}?{q}")
+    })
 }
 
 #[cfg(test)]

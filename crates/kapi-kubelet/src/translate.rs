@@ -57,14 +57,22 @@ pub fn translate(
 }
 
 /// The SPDY upgrade to the kubelet.
-pub async fn spdy_upgrade(t: &Transport, loc: &Location, path: &str, protocol: &str) -> Result<Session, String> {
+pub async fn spdy_upgrade(
+    t: &Transport,
+    loc: &Location,
+    path: &str,
+    protocol: &str,
+) -> Result<Session, String> {
     let mut h = HeaderMap::new();
     h.insert(header::CONNECTION, HeaderValue::from_static("Upgrade"));
     h.insert(header::UPGRADE, HeaderValue::from_static("SPDY/3.1"));
     let proto = HeaderValue::from_str(protocol).map_err(|e| e.to_string())?;
     h.insert("x-stream-protocol-version", proto);
     let host = crate::transport::authority(&loc.host, loc.port_or_default());
-    h.insert(header::HOST, HeaderValue::from_str(&host).map_err(|e| e.to_string())?);
+    h.insert(
+        header::HOST,
+        HeaderValue::from_str(&host).map_err(|e| e.to_string())?,
+    );
     let req = forward::request(Method::POST, path, h, Body::empty()).map_err(|e| e.message)?;
     let timeout = Some(t.config.timeout);
     let mut resp = forward::send(t, loc, req, timeout)
@@ -72,18 +80,34 @@ pub async fn spdy_upgrade(t: &Transport, loc: &Location, path: &str, protocol: &
         .map_err(|e| format!("error dialing backend: {e}"))?;
     if resp.status() != hyper::StatusCode::SWITCHING_PROTOCOLS {
         let status = resp.status();
-        let body = http_body_util::BodyExt::collect(resp.into_body()).await.map(|b| b.to_bytes());
-        let text = body.map(|b| String::from_utf8_lossy(&b).trim().to_owned()).unwrap_or_default();
-        return Err(format!("unable to upgrade connection: {}", if text.is_empty() { status.to_string() } else { text }));
+        let body = http_body_util::BodyExt::collect(resp.into_body())
+            .await
+            .map(|b| b.to_bytes());
+        let text = body
+            .map(|b| String::from_utf8_lossy(&b).trim().to_owned())
+            .unwrap_or_default();
+        return Err(format!(
+            "unable to upgrade connection: {}",
+            if text.is_empty() {
+                status.to_string()
+            } else {
+                text
+            }
+        ));
     }
-    let upgraded = hyper::upgrade::on(&mut resp).await.map_err(|e| e.to_string())?;
+    let upgraded = hyper::upgrade::on(&mut resp)
+        .await
+        .map_err(|e| e.to_string())?;
     Ok(Session::start(TokioIo::new(upgraded), false).0)
 }
 
 /// A normal closure: Go's WebSocket client reports any other close
 /// (including one without a code) as an error of the stream it was reading.
 fn normal_close() -> Message {
-    Message::Close(Some(CloseFrame { code: CloseCode::Normal, reason: "".into() }))
+    Message::Close(Some(CloseFrame {
+        code: CloseCode::Normal,
+        reason: "".into(),
+    }))
 }
 
 fn failure(message: &str) -> Vec<u8> {
@@ -159,7 +183,12 @@ async fn run(t: Arc<Transport>, loc: Location, path: String, streams: Streams, s
         }
         let _ = sink.close().await;
     });
-    let input = tokio::spawn(client_input(source, opened.stdin, opened.resize, session.clone()));
+    let input = tokio::spawn(client_input(
+        source,
+        opened.stdin,
+        opened.resize,
+        session.clone(),
+    ));
     let out = relay(opened.stdout, ws::STDOUT, tx.clone());
     let err = relay(opened.stderr, ws::STDERR, tx.clone());
     let mut error = opened.error;
@@ -172,7 +201,9 @@ async fn run(t: Arc<Transport>, loc: Location, path: String, streams: Streams, s
     };
     let (_, _, status) = tokio::join!(out, err, status);
     if !status.is_empty() {
-        let _ = tx.send(Message::binary(ws::frame(ws::ERROR, &status))).await;
+        let _ = tx
+            .send(Message::binary(ws::frame(ws::ERROR, &status)))
+            .await;
     }
     let _ = tx.send(normal_close()).await;
     drop(tx);
@@ -184,7 +215,11 @@ async fn run(t: Arc<Transport>, loc: Location, path: String, streams: Streams, s
 async fn relay(stream: Option<Stream>, channel: u8, tx: mpsc::Sender<Message>) {
     let Some(mut stream) = stream else { return };
     while let Some(chunk) = stream.recv().await {
-        if tx.send(Message::binary(ws::frame(channel, &chunk))).await.is_err() {
+        if tx
+            .send(Message::binary(ws::frame(channel, &chunk)))
+            .await
+            .is_err()
+        {
             return;
         }
     }

@@ -51,11 +51,17 @@ impl Transport {
         let identity = match (&config.client_certificate, &config.client_key) {
             (Some(c), Some(k)) => Some((read_certs(c)?, read_key(k)?)),
             (None, None) => None,
-            _ => return Err("--kubelet-client-certificate and --kubelet-client-key go together".into()),
+            _ => {
+                return Err(
+                    "--kubelet-client-certificate and --kubelet-client-key go together".into(),
+                )
+            }
         };
         let identity2 = identity.as_ref().map(|(c, k)| (c.clone(), k.clone_key()));
         let tls = match identity2 {
-            Some((certs, key)) => builder.with_client_auth_cert(certs, key).map_err(|e| e.to_string())?,
+            Some((certs, key)) => builder
+                .with_client_auth_cert(certs, key)
+                .map_err(|e| e.to_string())?,
             None => builder.with_no_client_auth(),
         };
         let insecure = rustls::ClientConfig::builder_with_provider(provider.clone())
@@ -64,15 +70,27 @@ impl Transport {
             .dangerous()
             .with_custom_certificate_verifier(Arc::new(NoVerify(provider)));
         let tls_insecure = match identity {
-            Some((certs, key)) => insecure.with_client_auth_cert(certs, key).map_err(|e| e.to_string())?,
+            Some((certs, key)) => insecure
+                .with_client_auth_cert(certs, key)
+                .map_err(|e| e.to_string())?,
             None => insecure.with_no_client_auth(),
         };
-        Ok(Transport { config, tls: Arc::new(tls), tls_insecure: Arc::new(tls_insecure) })
+        Ok(Transport {
+            config,
+            tls: Arc::new(tls),
+            tls_insecure: Arc::new(tls_insecure),
+        })
     }
 
     /// Open a connection to `host:port`, TLS when `https`; `kubelet` picks the
     /// kubelet TLS settings (verified against the CA) over the proxy ones.
-    pub async fn connect(&self, host: &str, port: u16, https: bool, kubelet: bool) -> Result<BoxIo, DialError> {
+    pub async fn connect(
+        &self,
+        host: &str,
+        port: u16,
+        https: bool,
+        kubelet: bool,
+    ) -> Result<BoxIo, DialError> {
         let addr = authority(host, port);
         let dial = self.config.dialer.dial(host, port);
         let tcp = match tokio::time::timeout(self.config.timeout, dial).await {
@@ -83,9 +101,17 @@ impl Transport {
         if !https {
             return Ok(tcp);
         }
-        let cfg = if kubelet { self.tls.clone() } else { self.tls_insecure.clone() };
-        let name = ServerName::try_from(host.trim_start_matches('[').trim_end_matches(']').to_owned())
-            .map_err(|e| DialError::Tls(std::io::Error::other(e)))?;
+        let cfg = if kubelet {
+            self.tls.clone()
+        } else {
+            self.tls_insecure.clone()
+        };
+        let name = ServerName::try_from(
+            host.trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_owned(),
+        )
+        .map_err(|e| DialError::Tls(std::io::Error::other(e)))?;
         let connector = tokio_rustls::TlsConnector::from(cfg);
         let tls = tokio::time::timeout(self.config.timeout, connector.connect(name, tcp))
             .await
@@ -143,7 +169,12 @@ impl ServerCertVerifier for NoVerify {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
     }
 
     fn verify_tls13_signature(
@@ -152,7 +183,12 @@ impl ServerCertVerifier for NoVerify {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {

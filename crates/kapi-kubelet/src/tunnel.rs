@@ -26,14 +26,27 @@ use crate::location::Location;
 use crate::transport::Transport;
 use crate::ws;
 
-pub async fn tunnel(t: Arc<Transport>, loc: Location, path: String, mut req: Request<Body>) -> Result<Response<Body>, ApiError> {
+pub async fn tunnel(
+    t: Arc<Transport>,
+    loc: Location,
+    path: String,
+    mut req: Request<Body>,
+) -> Result<Response<Body>, ApiError> {
     let mut h = forward::outgoing_headers(req.headers(), &loc, false);
-    for k in [header::SEC_WEBSOCKET_KEY, header::SEC_WEBSOCKET_PROTOCOL, header::SEC_WEBSOCKET_VERSION, header::SEC_WEBSOCKET_EXTENSIONS] {
+    for k in [
+        header::SEC_WEBSOCKET_KEY,
+        header::SEC_WEBSOCKET_PROTOCOL,
+        header::SEC_WEBSOCKET_VERSION,
+        header::SEC_WEBSOCKET_EXTENSIONS,
+    ] {
         h.remove(k);
     }
     h.insert(header::CONNECTION, HeaderValue::from_static("Upgrade"));
     h.insert(header::UPGRADE, HeaderValue::from_static("SPDY/3.1"));
-    h.insert("x-stream-protocol-version", HeaderValue::from_static("portforward.k8s.io"));
+    h.insert(
+        "x-stream-protocol-version",
+        HeaderValue::from_static("portforward.k8s.io"),
+    );
     let out = forward::request(Method::POST, &path, h, Body::empty())?;
     let timeout = Some(t.config.timeout);
     let mut resp = forward::send(&t, &loc, out, timeout)
@@ -78,7 +91,10 @@ async fn pipe(socket: ws::Socket, backend: TokioIo<hyper::upgrade::Upgraded>) {
                 }
             }
         }
-        let close = CloseFrame { code: CloseCode::Normal, reason: "".into() };
+        let close = CloseFrame {
+            code: CloseCode::Normal,
+            reason: "".into(),
+        };
         let _ = sink.send(Message::Close(Some(close))).await;
     };
     tokio::select! {

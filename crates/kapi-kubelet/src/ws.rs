@@ -54,7 +54,13 @@ pub fn wants(h: &HeaderMap, protocol: &str) -> bool {
 pub fn accept(
     req: &mut Request<Body>,
     protocol: &str,
-) -> Result<(Response<Body>, impl std::future::Future<Output = Option<Socket>>), String> {
+) -> Result<
+    (
+        Response<Body>,
+        impl std::future::Future<Output = Option<Socket>>,
+    ),
+    String,
+> {
     let key = req
         .headers()
         .get(header::SEC_WEBSOCKET_KEY)

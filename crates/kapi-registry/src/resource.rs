@@ -89,7 +89,9 @@ pub enum Subresource {
     PortForward,
     /// `proxy` (pods, services, nodes): HTTP proxied to the object's
     /// address; `kind` names the options kind (`PodProxyOptions`, ...).
-    Proxy { kind: &'static str },
+    Proxy {
+        kind: &'static str,
+    },
 }
 
 impl Subresource {

@@ -127,7 +127,12 @@ fn need(body: &Bytes, n: usize) -> Result<(), FrameError> {
     Ok(())
 }
 
-fn control(kind: u16, flags: u8, mut body: Bytes, codec: &mut HeaderCodec) -> Result<Frame, FrameError> {
+fn control(
+    kind: u16,
+    flags: u8,
+    mut body: Bytes,
+    codec: &mut HeaderCodec,
+) -> Result<Frame, FrameError> {
     let fin = flags & FLAG_FIN != 0;
     let id = |b: &mut Bytes| b.get_u32() & 0x7fff_ffff;
     Ok(match kind {
@@ -151,9 +156,17 @@ fn control(kind: u16, flags: u8, mut body: Bytes, codec: &mut HeaderCodec) -> Re
             let stream = id(&mut body);
             let headers = codec.decode(&body)?;
             if kind == SYN_REPLY {
-                Frame::SynReply { stream, fin, headers }
+                Frame::SynReply {
+                    stream,
+                    fin,
+                    headers,
+                }
             } else {
-                Frame::Headers { stream, fin, headers }
+                Frame::Headers {
+                    stream,
+                    fin,
+                    headers,
+                }
             }
         }
         RST_STREAM => {
@@ -221,17 +234,37 @@ pub fn write(frame: &Frame, out: &mut BytesMut, codec: &mut HeaderCodec) -> Resu
             body.put_u8(priority << 5);
             body.put_u8(0);
             body.put_slice(&codec.encode(headers)?);
-            let flags = u8::from(*fin) | if *unidirectional { FLAG_UNIDIRECTIONAL } else { 0 };
+            let flags = u8::from(*fin)
+                | if *unidirectional {
+                    FLAG_UNIDIRECTIONAL
+                } else {
+                    0
+                };
             put_control(out, SYN_STREAM, flags, &body);
         }
-        Frame::SynReply { stream, fin, headers } | Frame::Headers { stream, fin, headers } => {
-            let kind = if matches!(frame, Frame::SynReply { .. }) { SYN_REPLY } else { HEADERS };
+        Frame::SynReply {
+            stream,
+            fin,
+            headers,
+        }
+        | Frame::Headers {
+            stream,
+            fin,
+            headers,
+        } => {
+            let kind = if matches!(frame, Frame::SynReply { .. }) {
+                SYN_REPLY
+            } else {
+                HEADERS
+            };
             let mut body = BytesMut::new();
             body.put_u32(*stream);
             body.put_slice(&codec.encode(headers)?);
             put_control(out, kind, u8::from(*fin), &body);
         }
-        Frame::RstStream { stream, status } => put_control(out, RST_STREAM, 0, &two(*stream, *status)),
+        Frame::RstStream { stream, status } => {
+            put_control(out, RST_STREAM, 0, &two(*stream, *status))
+        }
         Frame::Settings(entries) => {
             let mut body = BytesMut::new();
             body.put_u32(entries.len() as u32);
@@ -242,8 +275,12 @@ pub fn write(frame: &Frame, out: &mut BytesMut, codec: &mut HeaderCodec) -> Resu
             put_control(out, SETTINGS, 0, &body);
         }
         Frame::Ping(id) => put_control(out, PING, 0, &id.to_be_bytes()),
-        Frame::GoAway { last_good, status } => put_control(out, GOAWAY, 0, &two(*last_good, *status)),
-        Frame::WindowUpdate { stream, delta } => put_control(out, WINDOW_UPDATE, 0, &two(*stream, *delta)),
+        Frame::GoAway { last_good, status } => {
+            put_control(out, GOAWAY, 0, &two(*last_good, *status))
+        }
+        Frame::WindowUpdate { stream, delta } => {
+            put_control(out, WINDOW_UPDATE, 0, &two(*stream, *delta))
+        }
         Frame::Unknown(_) => return Err(FrameError::Malformed("cannot write an unknown frame")),
     }
     Ok(())

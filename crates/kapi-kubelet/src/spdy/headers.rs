@@ -84,7 +84,9 @@ impl HeaderCodec {
         loop {
             out.reserve(1024);
             let before = self.inflate.total_in();
-            let res = self.inflate.decompress_vec(input, &mut out, FlushDecompress::Sync);
+            let res = self
+                .inflate
+                .decompress_vec(input, &mut out, FlushDecompress::Sync);
             input = &input[(self.inflate.total_in() - before) as usize..];
             match res {
                 Ok(Status::StreamEnd) => return Err(err("the peer ended its zlib stream".into())),

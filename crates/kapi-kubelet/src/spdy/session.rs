@@ -105,7 +105,10 @@ impl Session {
             if st.closed {
                 return Err(SessionError::Closed);
             }
-            let slot = Slot { data: Some(data_tx), reply: Some(reply_tx) };
+            let slot = Slot {
+                data: Some(data_tx),
+                reply: Some(reply_tx),
+            };
             st.streams.insert(id, slot);
         }
         let syn = Frame::SynStream {
@@ -118,7 +121,12 @@ impl Session {
         };
         self.out.send(syn).await.map_err(|_| SessionError::Closed)?;
         match tokio::time::timeout(REPLY_TIMEOUT, reply_rx).await {
-            Ok(Ok(Ok(_))) => Ok(Stream { id, headers, data: data_rx, out: self.out.clone() }),
+            Ok(Ok(Ok(_))) => Ok(Stream {
+                id,
+                headers,
+                data: data_rx,
+                out: self.out.clone(),
+            }),
             Ok(Ok(Err(e))) => Err(e),
             Ok(Err(_)) => Err(SessionError::Closed),
             Err(_) => Err(SessionError::ReplyTimeout(id)),
@@ -133,7 +141,13 @@ impl Session {
 
     /// Say GOAWAY and close the write side.
     pub async fn shutdown(&self) {
-        let _ = self.out.send(Frame::GoAway { last_good: 0, status: 0 }).await;
+        let _ = self
+            .out
+            .send(Frame::GoAway {
+                last_good: 0,
+                status: 0,
+            })
+            .await;
         let _ = self.out.send(Frame::Unknown(0)).await;
     }
 
@@ -172,16 +186,43 @@ impl Session {
     async fn on_frame(&self, frame: Frame, accept: &mpsc::Sender<Stream>) -> bool {
         match frame {
             Frame::Data { stream, fin, data } => self.deliver(stream, data, fin).await,
-            Frame::SynStream { stream, fin, headers, .. } => {
+            Frame::SynStream {
+                stream,
+                fin,
+                headers,
+                ..
+            } => {
                 let (tx, rx) = mpsc::channel(QUEUE);
-                let slot = Slot { data: (!fin).then_some(tx), reply: None };
-                self.state.lock().expect("spdy state").streams.insert(stream, slot);
-                let s = Stream { id: stream, headers, data: rx, out: self.out.clone() };
+                let slot = Slot {
+                    data: (!fin).then_some(tx),
+                    reply: None,
+                };
+                self.state
+                    .lock()
+                    .expect("spdy state")
+                    .streams
+                    .insert(stream, slot);
+                let s = Stream {
+                    id: stream,
+                    headers,
+                    data: rx,
+                    out: self.out.clone(),
+                };
                 if accept.send(s).await.is_err() {
-                    let _ = self.out.send(Frame::RstStream { stream, status: frame::RST_CANCEL }).await;
+                    let _ = self
+                        .out
+                        .send(Frame::RstStream {
+                            stream,
+                            status: frame::RST_CANCEL,
+                        })
+                        .await;
                 }
             }
-            Frame::SynReply { stream, fin, headers } => {
+            Frame::SynReply {
+                stream,
+                fin,
+                headers,
+            } => {
                 let reply = self.slot(stream, |s| s.reply.take()).flatten();
                 if let Some(r) = reply {
                     let _ = r.send(Ok(headers));
@@ -190,9 +231,16 @@ impl Session {
                     self.slot(stream, |s| s.data = None);
                 }
             }
-            Frame::Headers { stream, fin: true, .. } => self.deliver(stream, Bytes::new(), true).await,
+            Frame::Headers {
+                stream, fin: true, ..
+            } => self.deliver(stream, Bytes::new(), true).await,
             Frame::RstStream { stream, .. } => {
-                let slot = self.state.lock().expect("spdy state").streams.remove(&stream);
+                let slot = self
+                    .state
+                    .lock()
+                    .expect("spdy state")
+                    .streams
+                    .remove(&stream);
                 if let Some(Slot { reply: Some(r), .. }) = slot {
                     let _ = r.send(Err(SessionError::Reset(stream)));
                 }
@@ -207,11 +255,18 @@ impl Session {
     }
 
     fn slot<T>(&self, id: u32, f: impl FnOnce(&mut Slot) -> T) -> Option<T> {
-        self.state.lock().expect("spdy state").streams.get_mut(&id).map(f)
+        self.state
+            .lock()
+            .expect("spdy state")
+            .streams
+            .get_mut(&id)
+            .map(f)
     }
 
     async fn deliver(&self, stream: u32, data: Bytes, fin: bool) {
-        let tx = self.slot(stream, |s| if fin { s.data.take() } else { s.data.clone() }).flatten();
+        let tx = self
+            .slot(stream, |s| if fin { s.data.take() } else { s.data.clone() })
+            .flatten();
         if let (Some(tx), false) = (tx, data.is_empty()) {
             let _ = tx.send(data).await;
         }
@@ -231,7 +286,9 @@ async fn write_loop<W: AsyncWrite + Unpin>(mut wr: W, mut frames: mpsc::Receiver
         }
         // Batch whatever else is already queued into the same write.
         while let Ok(more) = frames.try_recv() {
-            if matches!(more, Frame::Unknown(_)) || frame::write(&more, &mut buf, &mut codec).is_err() {
+            if matches!(more, Frame::Unknown(_))
+                || frame::write(&more, &mut buf, &mut codec).is_err()
+            {
                 let _ = wr.write_all(&buf).await;
                 let _ = wr.shutdown().await;
                 return;
@@ -253,7 +310,11 @@ impl Stream {
 
     /// Accept a stream the peer opened.
     pub async fn reply(&self) -> Result<(), SessionError> {
-        let f = Frame::SynReply { stream: self.id, fin: false, headers: Vec::new() };
+        let f = Frame::SynReply {
+            stream: self.id,
+            fin: false,
+            headers: Vec::new(),
+        };
         self.out.send(f).await.map_err(|_| SessionError::Closed)
     }
 
@@ -268,7 +329,10 @@ impl Stream {
 
     /// A sender for this stream's outgoing direction, usable from another task.
     pub fn writer(&self) -> StreamWriter {
-        StreamWriter { id: self.id, out: self.out.clone() }
+        StreamWriter {
+            id: self.id,
+            out: self.out.clone(),
+        }
     }
 }
 
@@ -283,14 +347,22 @@ impl StreamWriter {
     pub async fn send(&self, mut data: Bytes) -> Result<(), SessionError> {
         while !data.is_empty() {
             let chunk = data.split_to(data.len().min(CHUNK));
-            let f = Frame::Data { stream: self.id, fin: false, data: chunk };
+            let f = Frame::Data {
+                stream: self.id,
+                fin: false,
+                data: chunk,
+            };
             self.out.send(f).await.map_err(|_| SessionError::Closed)?;
         }
         Ok(())
     }
 
     pub async fn finish(&self) -> Result<(), SessionError> {
-        let f = Frame::Data { stream: self.id, fin: true, data: Bytes::new() };
+        let f = Frame::Data {
+            stream: self.id,
+            fin: true,
+            data: Bytes::new(),
+        };
         self.out.send(f).await.map_err(|_| SessionError::Closed)
     }
 }

@@ -4,7 +4,10 @@
 use super::*;
 use crate::spdy::headers;
 
-fn pair() -> ((Session, mpsc::Receiver<Stream>), (Session, mpsc::Receiver<Stream>)) {
+fn pair() -> (
+    (Session, mpsc::Receiver<Stream>),
+    (Session, mpsc::Receiver<Stream>),
+) {
     let (a, b) = tokio::io::duplex(64 * 1024);
     (Session::start(a, false), Session::start(b, true))
 }
@@ -64,16 +67,29 @@ async fn a_reset_fails_the_open() {
         let mut codec = HeaderCodec::new();
         let mut buf = BytesMut::new();
         let id = loop {
-            if let Some(Frame::SynStream { stream, .. }) = frame::parse(&mut buf, &mut codec).unwrap() {
+            if let Some(Frame::SynStream { stream, .. }) =
+                frame::parse(&mut buf, &mut codec).unwrap()
+            {
                 break stream;
             }
             rd.read_buf(&mut buf).await.unwrap();
         };
         let mut out = BytesMut::new();
-        frame::write(&Frame::RstStream { stream: id, status: frame::RST_CANCEL }, &mut out, &mut codec).unwrap();
+        frame::write(
+            &Frame::RstStream {
+                stream: id,
+                status: frame::RST_CANCEL,
+            },
+            &mut out,
+            &mut codec,
+        )
+        .unwrap();
         wr.write_all(&out).await.unwrap();
         (rd, wr)
     });
-    assert!(matches!(client.open(vec![]).await, Err(SessionError::Reset(1))));
+    assert!(matches!(
+        client.open(vec![]).await,
+        Err(SessionError::Reset(1))
+    ));
     drop(peer.await.unwrap());
 }

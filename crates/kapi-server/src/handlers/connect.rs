@@ -11,12 +11,12 @@ use axum::extract::Request;
 use axum::http::request::Parts;
 use axum::response::Response;
 use kapi_admission::Target;
+use kapi_http::request::RequestInfo;
 use kapi_kubelet::options::Params;
-use kapi_kubelet::{ProxyKind, StreamKind};
+use kapi_kubelet::{ProxyKind, ProxyTarget, StreamKind};
 use kapi_machinery::status::ApiError;
 use kapi_registry::apis::Entry;
 use kapi_registry::Subresource;
-use kapi_http::request::RequestInfo;
 use serde_json::{json, Value};
 
 use crate::Server;
@@ -67,15 +67,33 @@ pub async fn serve(
                 _ => ProxyKind::Node,
             };
             let path = req.uri().path();
-            let prefix = path.strip_suffix(info.rest.as_str()).unwrap_or(path).to_owned();
-            let rest = info.rest.clone();
-            nodes.proxy(&srv.apis, kind, ns, name, &prefix, &rest, req).await
+            let prefix = path
+                .strip_suffix(info.rest.as_str())
+                .unwrap_or(path)
+                .to_owned();
+            let target = ProxyTarget {
+                kind,
+                namespace: ns,
+                id: name,
+                prefix: &prefix,
+                rest: &info.rest,
+            };
+            nodes.proxy(&srv.apis, &target, req).await
         }
-        _ => Err(ApiError::method_not_supported(entry.def.group_resource(), info.verb)),
+        _ => Err(ApiError::method_not_supported(
+            entry.def.group_resource(),
+            info.verb,
+        )),
     }
 }
 
-async fn admit(srv: &Server, entry: &Entry, info: &RequestInfo, parts: &Parts, options: Value) -> Result<(), ApiError> {
+async fn admit(
+    srv: &Server,
+    entry: &Entry,
+    info: &RequestInfo,
+    parts: &Parts,
+    options: Value,
+) -> Result<(), ApiError> {
     let user = parts.extensions.get::<kapi_auth::authn::UserInfo>();
     let audit = parts.extensions.get::<kapi_auth::audit::AuditHandle>();
     let target = Target {
@@ -111,7 +129,12 @@ fn options_object(sub: &Subresource, p: &Params, rest: &str) -> Value {
             }
         }
         Subresource::PortForward => {
-            let ports: Vec<i64> = p.all("ports").iter().flat_map(|v| v.split(',')).filter_map(|v| v.trim().parse().ok()).collect();
+            let ports: Vec<i64> = p
+                .all("ports")
+                .iter()
+                .flat_map(|v| v.split(','))
+                .filter_map(|v| v.trim().parse().ok())
+                .collect();
             if !ports.is_empty() {
                 o["ports"] = json!(ports);
             }

@@ -28,13 +28,21 @@ struct Opts {
 }
 
 /// The SPDY upgrade answer for `protocol`, or why not.
-pub fn spdy_upgrade(req: &Request<Incoming>, protocol: &str) -> Result<Response<Body>, Response<Body>> {
+pub fn spdy_upgrade(
+    req: &Request<Incoming>,
+    protocol: &str,
+) -> Result<Response<Body>, Response<Body>> {
     let h = req.headers();
     let is_spdy = h.get(hyper::header::UPGRADE).and_then(|v| v.to_str().ok()) == Some("SPDY/3.1");
     if !is_spdy {
         return Err(text(StatusCode::BAD_REQUEST, "Upgrade request required"));
     }
-    let offered = h.get_all("x-stream-protocol-version").iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(',')).any(|p| p.trim() == protocol);
+    let offered = h
+        .get_all("x-stream-protocol-version")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|p| p.trim() == protocol);
     if !offered {
         return Err(text(StatusCode::FORBIDDEN, format!("unable to upgrade: unable to negotiate protocol: client supports {:?}, server supports [{protocol}]", h.get("x-stream-protocol-version"))));
     }
@@ -57,8 +65,13 @@ pub async fn serve(shared: Arc<Shared>, mut req: Request<Incoming>) -> Response<
         stdout: on("output"),
         stderr: on("error") && !tty,
         tty,
-        command: q.iter().filter(|(k, _)| k == "command").map(|(_, v)| v.clone()).collect(),
-        attach: (parts.get(1).map(String::as_str) == Some("attach")).then(|| parts.last().cloned().unwrap_or_default()),
+        command: q
+            .iter()
+            .filter(|(k, _)| k == "command")
+            .map(|(_, v)| v.clone())
+            .collect(),
+        attach: (parts.get(1).map(String::as_str) == Some("attach"))
+            .then(|| parts.last().cloned().unwrap_or_default()),
     };
     let resp = match spdy_upgrade(&req, "v4.channel.k8s.io") {
         Ok(r) => r,
@@ -83,12 +96,20 @@ struct Streams {
 }
 
 async fn collect(mut incoming: tokio::sync::mpsc::Receiver<Stream>, o: &Opts) -> Option<Streams> {
-    let want = 1 + usize::from(o.stdin) + usize::from(o.stdout) + usize::from(o.stderr) + usize::from(o.tty);
+    let want = 1
+        + usize::from(o.stdin)
+        + usize::from(o.stdout)
+        + usize::from(o.stderr)
+        + usize::from(o.tty);
     let mut s = Streams::default();
     for _ in 0..want {
-        let st = tokio::time::timeout(Duration::from_secs(30), incoming.recv()).await.ok()??;
+        let st = tokio::time::timeout(Duration::from_secs(30), incoming.recv())
+            .await
+            .ok()??;
         st.reply().await.ok()?;
-        let kind = headers::get(&st.headers, "streamtype").unwrap_or("").to_owned();
+        let kind = headers::get(&st.headers, "streamtype")
+            .unwrap_or("")
+            .to_owned();
         let slot = match kind.as_str() {
             "error" => &mut s.error,
             "stdin" => &mut s.stdin,
@@ -102,7 +123,12 @@ async fn collect(mut incoming: tokio::sync::mpsc::Receiver<Stream>, o: &Opts) ->
     s.error.is_some().then_some(s)
 }
 
-async fn run(shared: Arc<Shared>, session: Session, incoming: tokio::sync::mpsc::Receiver<Stream>, o: Opts) {
+async fn run(
+    shared: Arc<Shared>,
+    session: Session,
+    incoming: tokio::sync::mpsc::Receiver<Stream>,
+    o: Opts,
+) {
     let Some(mut s) = collect(incoming, &o).await else {
         session.shutdown().await;
         return;
@@ -141,7 +167,9 @@ fn exit_status(code: i32) -> serde_json::Value {
 async fn attach(container: &str, s: &mut Streams) -> serde_json::Value {
     let out = s.stdout.as_ref().or(s.stderr.as_ref()).map(Stream::writer);
     if let Some(w) = &out {
-        let _ = w.send(Bytes::from(format!("attached to {container}\n"))).await;
+        let _ = w
+            .send(Bytes::from(format!("attached to {container}\n")))
+            .await;
     }
     if let Some(stdin) = s.stdin.as_mut() {
         while let Some(chunk) = stdin.recv().await {
@@ -172,7 +200,11 @@ async fn exec(shared: &Shared, o: &Opts, s: &mut Streams) -> serde_json::Value {
     let mut cmd = tokio::process::Command::new(prog);
     cmd.args(args)
         .current_dir(&shared.workdir)
-        .stdin(if o.stdin { Stdio::piped() } else { Stdio::null() })
+        .stdin(if o.stdin {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
@@ -193,7 +225,11 @@ async fn exec(shared: &Shared, o: &Opts, s: &mut Streams) -> serde_json::Value {
         });
     }
     let out_w = s.stdout.as_ref().map(Stream::writer);
-    let err_w = if o.tty { out_w.clone() } else { s.stderr.as_ref().map(Stream::writer) };
+    let err_w = if o.tty {
+        out_w.clone()
+    } else {
+        s.stderr.as_ref().map(Stream::writer)
+    };
     let out = pump(child.stdout.take().expect("piped"), out_w);
     let err = pump(child.stderr.take().expect("piped"), err_w);
     let (_, _, status) = tokio::join!(out, err, child.wait());

@@ -17,20 +17,33 @@ use super::{query, text, Body};
 
 pub async fn serve(req: &Request<Incoming>, container: &str) -> Response<Body> {
     let q = query(req);
-    let get = |k: &str| q.iter().rev().find(|(a, _)| a == k).map(|(_, v)| v.as_str());
-    match container.as_ref() {
+    let get = |k: &str| {
+        q.iter()
+            .rev()
+            .find(|(a, _)| a == k)
+            .map(|(_, v)| v.as_str())
+    };
+    match container {
         "hang" => std::future::pending().await,
         "missing" => return text(StatusCode::NOT_FOUND, "container not found (\"missing\")"),
         _ => {}
     }
-    let prefix = if get("previous") == Some("true") { "previous " } else { "" };
+    let prefix = if get("previous") == Some("true") {
+        "previous "
+    } else {
+        ""
+    };
     let stamps = get("timestamps") == Some("true");
     let cut = container == "cut";
     let container = container.to_owned();
     let line = std::sync::Arc::new(move |i: usize| {
         let ts = format!("2024-01-01T00:00:{i:02}Z");
         let body = format!("{prefix}{container} line {i}\n");
-        if stamps { format!("{ts} {body}") } else { body }
+        if stamps {
+            format!("{ts} {body}")
+        } else {
+            body
+        }
     });
     let mut first: Vec<usize> = (1..=5).collect();
     if let Some(since) = get("sinceTime") {
@@ -47,22 +60,25 @@ pub async fn serve(req: &Request<Incoming>, container: &str) -> Response<Body> {
     }
     let follow = get("follow") == Some("true") && limit.is_none();
     let line2 = line.clone();
-    let head = futures::stream::once(async move { Ok::<_, std::io::Error>(Frame::data(Bytes::from(text_now))) });
+    let head = futures::stream::once(async move {
+        Ok::<_, std::io::Error>(Frame::data(Bytes::from(text_now)))
+    });
     let more = futures::stream::unfold(6usize, move |i| {
         let line2 = line2.clone();
         async move {
-        if !follow && !cut || i > 45 {
-            return None;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        if cut && i > 6 {
-            return Some((Err(std::io::Error::other("kubelet went away")), 99));
-        }
-        Some((Ok(Frame::data(Bytes::from(line2(i)))), i + 1))
+            if !follow && !cut || i > 45 {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            if cut && i > 6 {
+                return Some((Err(std::io::Error::other("kubelet went away")), 99));
+            }
+            Some((Ok(Frame::data(Bytes::from(line2(i)))), i + 1))
         }
     });
     let body = BodyExt::boxed(StreamBody::new(head.chain(more)));
     let mut r = Response::new(body);
-    r.headers_mut().insert(hyper::header::CONTENT_TYPE, "text/plain".parse().unwrap());
+    r.headers_mut()
+        .insert(hyper::header::CONTENT_TYPE, "text/plain".parse().unwrap());
     r
 }

@@ -74,7 +74,9 @@ fn tls_config(o: &KubeletOptions) -> Result<rustls::ServerConfig, String> {
         Some(ca) => {
             let mut roots = rustls::RootCertStore::empty();
             for c in rustls_pemfile::certs(&mut ca.as_bytes()) {
-                roots.add(c.map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
+                roots
+                    .add(c.map_err(|e| e.to_string())?)
+                    .map_err(|e| e.to_string())?;
             }
             let v = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
                 .build()
@@ -83,13 +85,17 @@ fn tls_config(o: &KubeletOptions) -> Result<rustls::ServerConfig, String> {
         }
         None => builder.with_no_client_auth(),
     };
-    builder.with_single_cert(certs, key).map_err(|e| e.to_string())
+    builder
+        .with_single_cert(certs, key)
+        .map_err(|e| e.to_string())
 }
 
 /// Start a fake kubelet.
 pub async fn serve(o: KubeletOptions) -> Result<FakeKubelet, String> {
     let tls = tokio_rustls::TlsAcceptor::from(Arc::new(tls_config(&o)?));
-    let listener = tokio::net::TcpListener::bind(o.listen).await.map_err(|e| e.to_string())?;
+    let listener = tokio::net::TcpListener::bind(o.listen)
+        .await
+        .map_err(|e| e.to_string())?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     let shared = Arc::new(Shared { workdir: o.workdir });
     let (stop, mut stopped) = tokio::sync::oneshot::channel();
@@ -101,7 +107,9 @@ pub async fn serve(o: KubeletOptions) -> Result<FakeKubelet, String> {
             };
             let (tls, shared) = (tls.clone(), shared.clone());
             tokio::spawn(async move {
-                let Ok(stream) = tls.accept(tcp).await else { return };
+                let Ok(stream) = tls.accept(tcp).await else {
+                    return;
+                };
                 let svc = hyper::service::service_fn(move |req| route(shared.clone(), req));
                 let conn = hyper::server::conn::http1::Builder::new()
                     .serve_connection(TokioIo::new(stream), svc)
@@ -110,18 +118,30 @@ pub async fn serve(o: KubeletOptions) -> Result<FakeKubelet, String> {
             });
         }
     });
-    Ok(FakeKubelet { addr, stop: Some(stop) })
+    Ok(FakeKubelet {
+        addr,
+        stop: Some(stop),
+    })
 }
 
 pub(crate) fn text(code: StatusCode, body: impl Into<Bytes>) -> Response<Body> {
-    let mut r = Response::new(Full::new(body.into()).map_err(|never| match never {}).boxed());
+    let mut r = Response::new(
+        Full::new(body.into())
+            .map_err(|never| match never {})
+            .boxed(),
+    );
     *r.status_mut() = code;
-    r.headers_mut().insert(hyper::header::CONTENT_TYPE, "text/plain; charset=utf-8".parse().unwrap());
+    r.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        "text/plain; charset=utf-8".parse().unwrap(),
+    );
     r
 }
 
 pub(crate) fn query(req: &Request<Incoming>) -> Vec<(String, String)> {
-    form_urlencoded::parse(req.uri().query().unwrap_or("").as_bytes()).into_owned().collect()
+    form_urlencoded::parse(req.uri().query().unwrap_or("").as_bytes())
+        .into_owned()
+        .collect()
 }
 
 async fn route(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
@@ -134,7 +154,8 @@ async fn route(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<B
         ["healthz"] => text(StatusCode::OK, "ok"),
         ["redirect"] => {
             let mut r = text(StatusCode::FOUND, "");
-            r.headers_mut().insert(hyper::header::LOCATION, "/elsewhere".parse().unwrap());
+            r.headers_mut()
+                .insert(hyper::header::LOCATION, "/elsewhere".parse().unwrap());
             r
         }
         _ => text(StatusCode::OK, describe(&req)),
@@ -147,7 +168,11 @@ fn describe(req: &Request<Incoming>) -> String {
     let mut out = format!("{} {}\n", req.method(), req.uri());
     for (k, v) in req.headers() {
         let k = k.as_str();
-        if k.starts_with("x-forwarded") || k == "authorization" || k == "host" || k.starts_with("impersonate") {
+        if k.starts_with("x-forwarded")
+            || k == "authorization"
+            || k == "host"
+            || k.starts_with("impersonate")
+        {
             out.push_str(&format!("{k}: {}\n", v.to_str().unwrap_or("")));
         }
     }
@@ -158,7 +183,9 @@ fn describe(req: &Request<Incoming>) -> String {
 /// describes each request (method, path, query, forwarding headers), and
 /// answers `/redirect` with a redirect. Stops when the handle drops.
 pub async fn serve_pod_http(listen: SocketAddr) -> Result<FakeKubelet, String> {
-    let listener = tokio::net::TcpListener::bind(listen).await.map_err(|e| e.to_string())?;
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|e| e.to_string())?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     let (stop, mut stopped) = tokio::sync::oneshot::channel();
     tokio::spawn(async move {
@@ -172,7 +199,8 @@ pub async fn serve_pod_http(listen: SocketAddr) -> Result<FakeKubelet, String> {
                     let resp = match req.uri().path() {
                         "/redirect" => {
                             let mut r = text(StatusCode::FOUND, "");
-                            r.headers_mut().insert(hyper::header::LOCATION, "/elsewhere".parse().unwrap());
+                            r.headers_mut()
+                                .insert(hyper::header::LOCATION, "/elsewhere".parse().unwrap());
                             r
                         }
                         _ => text(StatusCode::OK, format!("pod: {}", describe(&req))),
@@ -185,5 +213,8 @@ pub async fn serve_pod_http(listen: SocketAddr) -> Result<FakeKubelet, String> {
             });
         }
     });
-    Ok(FakeKubelet { addr, stop: Some(stop) })
+    Ok(FakeKubelet {
+        addr,
+        stop: Some(stop),
+    })
 }

@@ -19,7 +19,11 @@ use super::exec::spdy_upgrade;
 use super::{query, text, Body};
 
 pub async fn serve(mut req: Request<Incoming>) -> Response<Body> {
-    let ws = req.headers().get(hyper::header::UPGRADE).and_then(|v| v.to_str().ok()) == Some("websocket");
+    let ws = req
+        .headers()
+        .get(hyper::header::UPGRADE)
+        .and_then(|v| v.to_str().ok())
+        == Some("websocket");
     if ws {
         return websocket(req);
     }
@@ -53,12 +57,24 @@ pub async fn serve(mut req: Request<Incoming>) -> Response<Body> {
 }
 
 fn websocket(mut req: Request<Incoming>) -> Response<Body> {
-    let ports: Vec<u16> = query(&req).into_iter().filter(|(k, _)| k == "port").filter_map(|(_, v)| v.parse().ok()).collect();
-    let offered = req.headers().get(hyper::header::SEC_WEBSOCKET_PROTOCOL).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let ports: Vec<u16> = query(&req)
+        .into_iter()
+        .filter(|(k, _)| k == "port")
+        .filter_map(|(_, v)| v.parse().ok())
+        .collect();
+    let offered = req
+        .headers()
+        .get(hyper::header::SEC_WEBSOCKET_PROTOCOL)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
     if !offered.split(',').any(|p| p.trim() == "v4.channel.k8s.io") || ports.is_empty() {
         return text(StatusCode::BAD_REQUEST, "unsupported port-forward request");
     }
-    let Some(key) = req.headers().get(hyper::header::SEC_WEBSOCKET_KEY).map(|k| derive_accept_key(k.as_bytes())) else {
+    let Some(key) = req
+        .headers()
+        .get(hyper::header::SEC_WEBSOCKET_KEY)
+        .map(|k| derive_accept_key(k.as_bytes()))
+    else {
         return text(StatusCode::BAD_REQUEST, "missing key");
     };
     let upgrade = hyper::upgrade::on(&mut req);
@@ -78,7 +94,8 @@ fn websocket(mut req: Request<Incoming>) -> Response<Body> {
         while let Some(Ok(msg)) = source.next().await {
             match msg {
                 Message::Binary(b) if b.first().is_some_and(|c| c % 2 == 0) && b.len() > 1 => {
-                    if sink.send(Message::binary(Bytes::copy_from_slice(&b))).await.is_err() {
+                    let echo = Message::binary(Bytes::copy_from_slice(&b));
+                    if sink.send(echo).await.is_err() {
                         return;
                     }
                 }
@@ -94,6 +111,9 @@ fn websocket(mut req: Request<Incoming>) -> Response<Body> {
     h.insert(hyper::header::CONNECTION, "Upgrade".parse().unwrap());
     h.insert(hyper::header::UPGRADE, "websocket".parse().unwrap());
     h.insert(hyper::header::SEC_WEBSOCKET_ACCEPT, key.parse().unwrap());
-    h.insert(hyper::header::SEC_WEBSOCKET_PROTOCOL, "v4.channel.k8s.io".parse().unwrap());
+    h.insert(
+        hyper::header::SEC_WEBSOCKET_PROTOCOL,
+        "v4.channel.k8s.io".parse().unwrap(),
+    );
     r
 }

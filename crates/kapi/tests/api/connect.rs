@@ -18,7 +18,11 @@ async fn discovery_lists_the_connect_subresources_with_upstream_verbs() {
     let env = connect_env::start(|_| {}).await;
     let (_, v) = env.s.get_json("/api/v1").await;
     let verbs = |name: &str| -> Value {
-        let r = v["resources"].as_array().unwrap().iter().find(|r| r["name"] == name);
+        let r = v["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == name);
         r.unwrap_or_else(|| panic!("{name} missing"))["verbs"].clone()
     };
     for sub in ["pods/exec", "pods/attach", "pods/portforward"] {
@@ -26,7 +30,11 @@ async fn discovery_lists_the_connect_subresources_with_upstream_verbs() {
     }
     assert_eq!(verbs("pods/log"), serde_json::json!(["get"]));
     for sub in ["pods/proxy", "services/proxy", "nodes/proxy"] {
-        assert_eq!(verbs(sub), serde_json::json!(["create", "delete", "get", "patch", "update"]), "{sub}");
+        assert_eq!(
+            verbs(sub),
+            serde_json::json!(["create", "delete", "get", "patch", "update"]),
+            "{sub}"
+        );
     }
 }
 
@@ -38,12 +46,26 @@ async fn logs_follow_the_options_and_stream() {
     let all = pods.logs("web", &LogParams::default()).await.unwrap();
     assert_eq!(all.lines().count(), 5);
     assert_eq!(all.lines().next(), Some("app line 1"));
-    let lp = LogParams { tail_lines: Some(2), timestamps: true, ..Default::default() };
+    let lp = LogParams {
+        tail_lines: Some(2),
+        timestamps: true,
+        ..Default::default()
+    };
     let tail = pods.logs("web", &lp).await.unwrap();
-    assert_eq!(tail, "2024-01-01T00:00:04Z app line 4\n2024-01-01T00:00:05Z app line 5\n");
-    let lp = LogParams { limit_bytes: Some(7), previous: true, ..Default::default() };
+    assert_eq!(
+        tail,
+        "2024-01-01T00:00:04Z app line 4\n2024-01-01T00:00:05Z app line 5\n"
+    );
+    let lp = LogParams {
+        limit_bytes: Some(7),
+        previous: true,
+        ..Default::default()
+    };
     assert_eq!(pods.logs("web", &lp).await.unwrap(), "previou");
-    let lp = LogParams { follow: true, ..Default::default() };
+    let lp = LogParams {
+        follow: true,
+        ..Default::default()
+    };
     let mut lines = pods.log_stream("web", &lp).await.unwrap().lines();
     let mut got = Vec::new();
     while got.len() < 8 {
@@ -62,16 +84,34 @@ async fn log_errors_read_as_upstream() {
     let pods: Api<Pod> = env.s.api("default");
     let e = api_error(pods.logs("two", &LogParams::default()).await);
     assert_eq!(e.code, 400);
-    assert_eq!(e.message, "a container name must be specified for pod two, choose one of: [a b]");
-    let lp = LogParams { container: Some("c".into()), ..Default::default() };
-    assert_eq!(api_error(pods.logs("two", &lp).await).message, "container c is not valid for pod two");
-    assert_eq!(pods.logs("pending", &LogParams::default()).await.unwrap(), "");
+    assert_eq!(
+        e.message,
+        "a container name must be specified for pod two, choose one of: [a b]"
+    );
+    let lp = LogParams {
+        container: Some("c".into()),
+        ..Default::default()
+    };
+    assert_eq!(
+        api_error(pods.logs("two", &lp).await).message,
+        "container c is not valid for pod two"
+    );
+    assert_eq!(
+        pods.logs("pending", &LogParams::default()).await.unwrap(),
+        ""
+    );
     let e = api_error(pods.logs("gone", &LogParams::default()).await);
     assert_eq!((e.code, e.reason.as_str()), (404, "NotFound"));
-    assert_eq!(e.message, "the server could not find the requested resource ( pods/log gone)");
+    assert_eq!(
+        e.message,
+        "the server could not find the requested resource ( pods/log gone)"
+    );
     let e = api_error(pods.logs("nope", &LogParams::default()).await);
     assert_eq!(e.message, "pods \"nope\" not found");
-    let (code, v) = env.s.get_json("/api/v1/namespaces/default/pods/two/log?container=a&tailLines=-1").await;
+    let (code, v) = env
+        .s
+        .get_json("/api/v1/namespaces/default/pods/two/log?container=a&tailLines=-1")
+        .await;
     assert_eq!(code, 422, "{v}");
 }
 
@@ -83,11 +123,22 @@ async fn a_kubelet_that_hangs_or_breaks_off_leaves_the_server_healthy() {
     .await;
     pod(&env.s, "bad", &["hang", "cut"], Some("n1")).await;
     let pods: Api<Pod> = env.s.api("default");
-    let lp = LogParams { container: Some("hang".into()), ..Default::default() };
+    let lp = LogParams {
+        container: Some("hang".into()),
+        ..Default::default()
+    };
     let e = api_error(pods.logs("bad", &lp).await);
     assert_eq!(e.code, 500);
-    assert!(e.message.contains("/containerLogs/default/bad/hang"), "{}", e.message);
-    let lp = LogParams { container: Some("cut".into()), follow: true, ..Default::default() };
+    assert!(
+        e.message.contains("/containerLogs/default/bad/hang"),
+        "{}",
+        e.message
+    );
+    let lp = LogParams {
+        container: Some("cut".into()),
+        follow: true,
+        ..Default::default()
+    };
     let mut lines = pods.log_stream("bad", &lp).await.unwrap().lines();
     let mut n = 0;
     while let Some(Ok(_)) = lines.next().await {
@@ -148,10 +199,24 @@ async fn streams_need_an_upgrade_a_scheduled_pod_and_permission() {
     let env = connect_env::start(|_| {}).await;
     pod(&env.s, "web", &["app"], Some("n1")).await;
     pod(&env.s, "pending", &["app"], None).await;
-    let (code, v) = env.s.send_json("POST", "/api/v1/namespaces/default/pods/web/exec?command=ls&stdout=true", Vec::new()).await;
-    assert_eq!((code, v["message"].as_str()), (400, Some("Upgrade request required")));
+    let (code, v) = env
+        .s
+        .send_json(
+            "POST",
+            "/api/v1/namespaces/default/pods/web/exec?command=ls&stdout=true",
+            Vec::new(),
+        )
+        .await;
+    assert_eq!(
+        (code, v["message"].as_str()),
+        (400, Some("Upgrade request required"))
+    );
     let pods: Api<Pod> = env.s.api("default");
-    let e = api_error(pods.exec("pending", ["ls"], &AttachParams::default()).await.map(|_| ()));
+    let e = api_error(
+        pods.exec("pending", ["ls"], &AttachParams::default())
+            .await
+            .map(|_| ()),
+    );
     assert_eq!(e.message, "pod pending does not have a host assigned");
     // alice may read pods but not exec into them.
     let role = serde_json::json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
@@ -160,25 +225,51 @@ async fn streams_need_an_upgrade_a_scheduled_pod_and_permission() {
         "metadata": {"name": "reader"}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "reader"},
         "subjects": [{"kind": "User", "name": "alice", "apiGroup": "rbac.authorization.k8s.io"}]});
     let base = "/apis/rbac.authorization.k8s.io/v1/namespaces/default";
-    assert_eq!(env.s.send_json("POST", &format!("{base}/roles"), role.to_string().into_bytes()).await.0, 201);
-    assert_eq!(env.s.send_json("POST", &format!("{base}/rolebindings"), bind.to_string().into_bytes()).await.0, 201);
+    assert_eq!(
+        env.s
+            .send_json(
+                "POST",
+                &format!("{base}/roles"),
+                role.to_string().into_bytes()
+            )
+            .await
+            .0,
+        201
+    );
+    assert_eq!(
+        env.s
+            .send_json(
+                "POST",
+                &format!("{base}/rolebindings"),
+                bind.to_string().into_bytes()
+            )
+            .await
+            .0,
+        201
+    );
     let alice: Api<Pod> = Api::namespaced(env.s.client_with_token("alice-token").await, "default");
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     assert!(alice.get("web").await.is_ok());
     assert!(alice.logs("web", &LogParams::default()).await.is_ok());
-    let e = api_error(alice.exec("web", ["ls"], &AttachParams::default()).await.map(|_| ()));
+    let e = api_error(
+        alice
+            .exec("web", ["ls"], &AttachParams::default())
+            .await
+            .map(|_| ()),
+    );
     assert_eq!(e.code, 403);
     assert_eq!(
         e.message,
         "pods \"web\" is forbidden: User \"alice\" cannot get resource \"pods/exec\" in API group \"\" in the namespace \"default\""
     );
     let alice_raw = env.s.client_with_token("alice-token").await;
-    let req = http::Request::post("/api/v1/namespaces/default/pods/web/exec?command=ls&stdout=true")
-        .header("connection", "Upgrade")
-        .header("upgrade", "SPDY/3.1")
-        .header("x-stream-protocol-version", "v4.channel.k8s.io")
-        .body(kube::client::Body::empty())
-        .unwrap();
+    let req =
+        http::Request::post("/api/v1/namespaces/default/pods/web/exec?command=ls&stdout=true")
+            .header("connection", "Upgrade")
+            .header("upgrade", "SPDY/3.1")
+            .header("x-stream-protocol-version", "v4.channel.k8s.io")
+            .body(kube::client::Body::empty())
+            .unwrap();
     let resp = alice_raw.send(req).await.unwrap();
     assert_eq!(resp.status(), 403);
 }

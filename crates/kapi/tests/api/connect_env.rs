@@ -26,13 +26,15 @@ impl Dialer for MapDialer {
         let Some(local) = self.0.get(&(host.to_owned(), port)) else {
             return Err(std::io::Error::from(std::io::ErrorKind::ConnectionRefused));
         };
-        Ok(Box::new(tokio::net::TcpStream::connect(("127.0.0.1", *local)).await?))
+        Ok(Box::new(
+            tokio::net::TcpStream::connect(("127.0.0.1", *local)).await?,
+        ))
     }
 }
 
 pub struct Env {
     pub s: TestServer,
-    pub workdir: tempfile::TempDir,
+    _workdir: tempfile::TempDir,
     _kubelet: FakeKubelet,
     _pod: FakeKubelet,
     _certs: tempfile::TempDir,
@@ -42,7 +44,9 @@ pub struct Env {
 pub async fn start(configure: impl FnOnce(&mut kapi::Options)) -> Env {
     let certs = tempfile::tempdir().unwrap();
     let pki = kapi_server::tls::load_or_generate(certs.path(), &[NODE_IP.to_owned()]).unwrap();
-    let (client_cert, client_key) = pki.issue_client_cert("kube-apiserver-kubelet-client", &[]).unwrap();
+    let (client_cert, client_key) = pki
+        .issue_client_cert("kube-apiserver-kubelet-client", &[])
+        .unwrap();
     let write = |name: &str, data: &str| {
         let p = certs.path().join(name);
         std::fs::write(&p, data).unwrap();
@@ -58,7 +62,9 @@ pub async fn start(configure: impl FnOnce(&mut kapi::Options)) -> Env {
     })
     .await
     .unwrap();
-    let pod = kubelet::serve_pod_http("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let pod = kubelet::serve_pod_http("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
     let mut routes = HashMap::new();
     routes.insert((NODE_IP.to_owned(), 10250), fake.addr.port());
     routes.insert((NODE_IP.to_owned(), 4194), pod.addr.port());
@@ -79,12 +85,20 @@ pub async fn start(configure: impl FnOnce(&mut kapi::Options)) -> Env {
     })
     .await;
     node(&s, "n1", NODE_IP).await;
-    Env { s, workdir, _kubelet: fake, _pod: pod, _certs: certs }
+    Env {
+        s,
+        _workdir: workdir,
+        _kubelet: fake,
+        _pod: pod,
+        _certs: certs,
+    }
 }
 
 pub async fn node(s: &TestServer, name: &str, ip: &str) {
     let body = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}});
-    let (code, _) = s.send_json("POST", "/api/v1/nodes", body.to_string().into_bytes()).await;
+    let (code, _) = s
+        .send_json("POST", "/api/v1/nodes", body.to_string().into_bytes())
+        .await;
     assert_eq!(code, 201);
     let status = json!({"status": {
         "addresses": [{"type": "InternalIP", "address": ip}, {"type": "ExternalIP", "address": "198.51.100.1"}],
@@ -108,9 +122,16 @@ pub async fn pod(s: &TestServer, name: &str, containers: &[&str], node: Option<&
         spec["nodeName"] = json!(n);
     }
     let body = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec});
-    let (code, v) = s.send_json("POST", "/api/v1/namespaces/default/pods", body.to_string().into_bytes()).await;
+    let (code, v) = s
+        .send_json(
+            "POST",
+            "/api/v1/namespaces/default/pods",
+            body.to_string().into_bytes(),
+        )
+        .await;
     assert_eq!(code, 201, "{v}");
-    let status = json!({"status": {"phase": "Running", "podIP": POD_IP, "podIPs": [{"ip": POD_IP}]}});
+    let status =
+        json!({"status": {"phase": "Running", "podIP": POD_IP, "podIPs": [{"ip": POD_IP}]}});
     let req = http::Request::patch(format!("/api/v1/namespaces/default/pods/{name}/status"))
         .header("content-type", "application/merge-patch+json")
         .body(status.to_string().into_bytes())
