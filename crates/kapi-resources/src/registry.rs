@@ -256,11 +256,23 @@ fn core_resources() -> Vec<Decl> {
                 Subresource::Eviction,
                 Subresource::Binding,
                 Subresource::EphemeralContainers,
+                Subresource::Log,
+                Subresource::Exec,
+                Subresource::Attach,
+                Subresource::PortForward,
+                Subresource::Proxy {
+                    kind: "PodProxyOptions",
+                },
             ]),
         Decl::new("", "services", "Service", Arc::new(ServiceStrategy))
             .short(&["svc"])
             .in_all()
-            .sub(status())
+            .sub(vec![
+                Subresource::Status,
+                Subresource::Proxy {
+                    kind: "ServiceProxyOptions",
+                },
+            ])
             .key("/services/specs"),
         Decl::new("", "endpoints", "Endpoints", Arc::new(EndpointsStrategy))
             .short(&["ep"])
@@ -283,7 +295,12 @@ fn core_resources() -> Vec<Decl> {
         Decl::new("", "nodes", "Node", Arc::new(NodeStrategy))
             .cluster_scoped()
             .short(&["no"])
-            .sub(status())
+            .sub(vec![
+                Subresource::Status,
+                Subresource::Proxy {
+                    kind: "NodeProxyOptions",
+                },
+            ])
             .key("/minions"),
         Decl::new(
             "",

@@ -35,8 +35,12 @@ fn resource_json(e: &Entry) -> Vec<Value> {
         let mut r = json!({"name": format!("{}/{}", d.resource, s.name()), "singularName": "",
                            "namespaced": d.namespaced, "kind": d.kind, "verbs": verbs});
         if let Some((group, version, kind)) = s.response_kind() {
-            r["group"] = json!(group);
-            r["version"] = json!(version);
+            // Upstream names the kind's group-version only when it is not
+            // the resource's own (pods/eviction: policy/v1; pods/exec: none).
+            if (group, version) != (d.group.as_str(), d.version.as_str()) {
+                r["group"] = json!(group);
+                r["version"] = json!(version);
+            }
             r["kind"] = json!(kind);
         }
         out.push(r);

@@ -50,6 +50,8 @@ pub struct ServerParts {
     pub remote: Option<Arc<dyn RemoteApis>>,
     /// Health checks of other parts (the KMS providers'), after the built-in ones.
     pub checks: Vec<crate::health::Check>,
+    /// The way to kubelets and proxied addresses (`--kubelet-*`).
+    pub kubelet: Arc<kapi_kubelet::Connector>,
 }
 
 /// The resource table of the built-in API (every resource `kapi-resources`
@@ -92,6 +94,8 @@ pub struct Server {
     pub admission: Arc<kapi_admission::Chain>,
     /// Health checks beyond the built-in ones (`health.rs`).
     pub checks: Vec<crate::health::Check>,
+    /// The connect subresources' way to kubelets and proxied addresses.
+    pub kubelet: Arc<kapi_kubelet::Connector>,
 }
 
 impl Server {
@@ -109,6 +113,7 @@ impl Server {
             remote: parts.remote,
             admission: parts.admission,
             checks: parts.checks,
+            kubelet: parts.kubelet,
         })
     }
 

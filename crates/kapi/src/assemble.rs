@@ -36,6 +36,8 @@ pub struct Options {
     pub resources: kapi_resources::registry::Settings,
     /// `--encryption-provider-config`, loaded ([`Encryption::load`]).
     pub encryption: Option<Arc<Encryption>>,
+    /// How kubelets and proxied addresses are reached (`--kubelet-*`).
+    pub kubelet: Arc<kapi_kubelet::Connector>,
 }
 
 impl Options {
@@ -50,6 +52,10 @@ impl Options {
             aggregator: kapi_aggregator::Settings::default(),
             resources: kapi_resources::registry::Settings::default(),
             encryption: None,
+            kubelet: Arc::new(
+                kapi_kubelet::Connector::new(kapi_kubelet::KubeletConfig::default())
+                    .expect("the default kubelet connection reads no files"),
+            ),
         }
     }
 }
@@ -91,6 +97,7 @@ pub fn build(options: Options, slot: BackendSlot) -> Built {
         openapi,
         remote: Some(aggregator.clone() as Arc<dyn RemoteApis>),
         checks,
+        kubelet: options.kubelet,
     });
     Built {
         server,

@@ -187,6 +187,7 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
             event_ttl: a.event_ttl,
         },
         encryption,
+        kubelet: Arc::new(kubelet_connector(&a)?),
     };
     let built = kapi::build(options, slot);
     let server = built.server.clone();
@@ -293,4 +294,17 @@ fn nonempty(items: &[String]) -> Vec<String> {
         .map(|s| s.trim().to_owned())
         .filter(|s| !s.is_empty())
         .collect()
+}
+
+/// The kubelet connection the `--kubelet-*` flags describe.
+fn kubelet_connector(a: &ServeArgs) -> Result<kapi_kubelet::Connector, String> {
+    let config = kapi_kubelet::KubeletConfig {
+        client_certificate: a.kubelet_client_certificate.clone(),
+        client_key: a.kubelet_client_key.clone(),
+        certificate_authority: a.kubelet_certificate_authority.clone(),
+        preferred_address_types: a.kubelet_preferred_address_types.clone(),
+        timeout: a.kubelet_timeout,
+        ..Default::default()
+    };
+    kapi_kubelet::Connector::new(config).map_err(|e| format!("kubelet client: {e}"))
 }

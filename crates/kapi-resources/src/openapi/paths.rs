@@ -364,6 +364,13 @@ fn patch(gv: &GroupVersion, scope: &str, kind: &str, sub: &str, what: &str, def:
 fn sub_ops(gv: &GroupVersion, t: &Target, scope: &str, sub: &Subresource) -> Vec<Op> {
     let kind = t.res.kind.as_str();
     let (tail, def, sub_gvk) = match sub {
+        // The connect subresources (log, exec, attach, portforward, proxy)
+        // have no operations in kapi's documents yet.
+        Subresource::Log
+        | Subresource::Exec
+        | Subresource::Attach
+        | Subresource::PortForward
+        | Subresource::Proxy { .. } => return Vec::new(),
         Subresource::Status => (
             "Status",
             t.def.as_str(),

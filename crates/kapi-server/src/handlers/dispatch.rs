@@ -69,6 +69,12 @@ async fn handle(
             info.verb,
         ));
     }
+    if !info.rest.is_empty() && !matches!(sub, Some(Subresource::Proxy { .. })) {
+        return Err(not_found());
+    }
+    if let Some(s) = sub.as_ref().filter(|s| super::connect::is_connect(s)) {
+        return super::connect::serve(srv, &entry, &info, s, parts, body).await;
+    }
     let accept_header = parts.headers.get(axum::http::header::ACCEPT);
     let accept = negotiate::negotiate(
         accept_header.and_then(|v| v.to_str().ok()),

@@ -8,6 +8,7 @@ mod apply;
 mod binding;
 mod chunked;
 mod componentstatus;
+mod connect;
 mod create;
 mod ctx;
 mod delete;

@@ -69,6 +69,11 @@ pub struct ServeArgs {
     pub audit_log_maxage: u32,
     pub audit_log_batch_buffer_size: usize,
     pub audit_log_batch_max_size: usize,
+    pub kubelet_client_certificate: Option<PathBuf>,
+    pub kubelet_client_key: Option<PathBuf>,
+    pub kubelet_certificate_authority: Option<PathBuf>,
+    pub kubelet_preferred_address_types: Vec<String>,
+    pub kubelet_timeout: Duration,
 }
 
 impl ServeArgs {
@@ -152,6 +157,11 @@ impl ServeArgs {
             audit_log_batch_buffer_size: f.int_in("audit-log-batch-buffer-size", 0, i64::MAX)?
                 as usize,
             audit_log_batch_max_size: f.int_in("audit-log-batch-max-size", 1, i64::MAX)? as usize,
+            kubelet_client_certificate: f.opt_path("kubelet-client-certificate"),
+            kubelet_client_key: f.opt_path("kubelet-client-key"),
+            kubelet_certificate_authority: f.opt_path("kubelet-certificate-authority"),
+            kubelet_preferred_address_types: f.list_nonempty("kubelet-preferred-address-types"),
+            kubelet_timeout: f.duration("kubelet-timeout")?,
         })
     }
 }

@@ -352,13 +352,13 @@ enable-aggregator-routing||bool|false|misc|todo||Proxy aggregated APIs to endpoi
 enable-logs-handler||bool|false|misc|noop|Log handler functionality is deprecated|Serve the server's log directory at /logs.
 endpoint-reconciler-type||string|lease|misc|on||Who keeps default/kubernetes endpoints: lease, none (master-count works as lease).
 event-ttl||duration|1h0m0s|misc|on||How long events are kept.
-kubelet-certificate-authority||string||misc|todo||CA of kubelet serving certificates.
-kubelet-client-certificate||string||misc|todo||Client certificate for kubelet connections.
-kubelet-client-key||string||misc|todo||Key of --kubelet-client-certificate.
+kubelet-certificate-authority||string||misc|on||CA of kubelet serving certificates.
+kubelet-client-certificate||string||misc|on||Client certificate for kubelet connections.
+kubelet-client-key||string||misc|on||Key of --kubelet-client-certificate.
 kubelet-port||uint|10250|misc|noop|kubelet-port is deprecated and will be removed.|Kubelet port.
-kubelet-preferred-address-types||strings|Hostname,InternalDNS,InternalIP,ExternalDNS,ExternalIP|misc|todo||Node address types tried, in order, to reach kubelets.
+kubelet-preferred-address-types||strings|Hostname,InternalDNS,InternalIP,ExternalDNS,ExternalIP|misc|on||Node address types tried, in order, to reach kubelets.
 kubelet-read-only-port||uint|10255|misc|noop|kubelet-read-only-port is deprecated and will be removed.|Kubelet read-only port.
-kubelet-timeout||duration|5s|misc|todo||Timeout of kubelet calls.
+kubelet-timeout||duration|5s|misc|on||Timeout of kubelet calls.
 kubernetes-service-node-port||int|0|misc|todo||Make the kubernetes service a NodePort service on this port (0: ClusterIP).
 max-connection-bytes-per-sec||int|0|misc|todo||Throttle each long-running connection to this many bytes a second (0: off).
 peer-advertise-ip||string||misc|todo||IP other API servers use to proxy requests here (version skew).
