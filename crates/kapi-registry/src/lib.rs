@@ -16,4 +16,4 @@ pub mod strategy;
 
 pub use resource::{Conversion, ResourceDef, Subresource, Verb};
 pub use store::Store;
-pub use strategy::{Column, DefaultStrategy, GcPolicy, Strategy};
+pub use strategy::{Column, DefaultStrategy, GcPolicy, StatusMetadata, Strategy};
