@@ -163,6 +163,7 @@ async fn create_if_absent(
     if let Some(ns) = ctx.namespace() {
         meta::set_str(&mut obj, "namespace", ns);
     }
+    let opts = &store.before_admission(&mut obj, None, opts, UpdateTarget::Main);
     adm.admit_create(&mut obj).await?;
     ctx.srv.storage_create(ctx, &mut obj, opts).await?;
     match store.create_admitted(obj, opts, Some(adm)).await {

@@ -1,10 +1,12 @@
-//! POST: decode, check identity against the URL, admit (mutating phase here,
-//! validating phase inside the store), create.
+//! POST: decode, check identity against the URL, default and record the
+//! manager's fields, admit (mutating phase here, validating phase inside the
+//! store), create.
 
 use axum::body::Body;
 use axum::http::StatusCode;
 use axum::response::Response;
 use kapi_machinery::status::ApiError;
+use kapi_registry::store::UpdateTarget;
 
 use super::admit::RequestAdmission;
 use super::{check_identity, read_body, Ctx};
@@ -30,6 +32,10 @@ pub async fn create(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {
     ctx.srv.prune_unknown(&ctx.entry.def, &mut obj);
     crate::fieldcheck::check_bytes(&ctx.entry.def, &obj)?;
     let adm = RequestAdmission::write(ctx, "CreateOptions", &opts);
+    let opts = ctx
+        .entry
+        .store
+        .before_admission(&mut obj, None, &opts, UpdateTarget::Main);
     adm.admit_create(&mut obj).await?;
     ctx.srv.storage_create(ctx, &mut obj, &opts).await?;
     let created = ctx
