@@ -8,8 +8,10 @@
 pub mod admission;
 pub mod apis;
 pub mod cache;
+pub mod hooks;
 pub mod managed;
 pub mod meta;
+pub mod ranges;
 pub mod resource;
 pub mod store;
 pub mod strategy;

@@ -1,12 +1,13 @@
 //! First-start objects, as kube-apiserver creates them: the namespaces `default`,
 //! `kube-system`, `kube-public`, `kube-node-lease`, and the `default/kubernetes`
-//! Service on the first address of the service range, the two system
+//! Service on the first address of the service range (and the service
+//! allocations repaired from the services that exist), the two system
 //! PriorityClasses, the flow-control configuration (`flowcontrol.rs`), and
 //! the bootstrap RBAC policy (`authz/policy.rs`).
 //! Idempotent: existing objects are left alone.
 
 use kapi_machinery::status::ApiError;
-use kapi_registry::store::options::WriteOptions;
+use kapi_registry::store::options::{ListOptions, WriteOptions};
 use kapi_resources::scheduling::{GROUP as SCHEDULING, SYSTEM_CLASSES};
 use serde_json::json;
 
@@ -27,6 +28,11 @@ pub async fn run(srv: &Server) -> Result<(), ApiError> {
         .expect("services served");
     let svc = kapi_controllers::kubernetes_service_object(&srv.controller_context());
     ignore_exists(services.store.create(svc, &WriteOptions::default()).await)?;
+    // What existing services hold (the kubernetes one too) is recorded in the
+    // allocations before anyone asks for an address.
+    let existing = services.store.list(None, &ListOptions::default()).await?;
+    srv.services.repair(&existing.items).await?;
+    srv.services.spawn_repair(services.store.clone());
     if let Some(classes) = srv.apis.lookup(SCHEDULING, "v1", "priorityclasses") {
         for class in SYSTEM_CLASSES {
             ignore_exists(

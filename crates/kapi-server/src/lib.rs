@@ -21,6 +21,7 @@ mod openapi_pb;
 mod remote;
 mod rest_storage;
 mod reviews;
+mod services;
 
 use std::sync::Arc;
 
@@ -42,7 +43,7 @@ use serde_json::Value;
 pub use filters::ChainOptions;
 pub use kapi_http::tls;
 pub use remote::RemoteApis;
-pub use rest_storage::Cidr;
+pub use services::Cidr;
 
 /// Where this server is reached and what it allocates from.
 #[derive(Debug, Clone)]
@@ -104,7 +105,8 @@ pub struct Server {
     pub authz: Arc<Authorization>,
     /// Signs and verifies service account tokens.
     pub service_accounts: Arc<Issuer>,
-    allocations: rest_storage::Allocations,
+    /// Services' ClusterIPs and node ports.
+    pub(crate) services: Arc<services::ServiceAllocator>,
     /// The group-versions served elsewhere (`RemoteApis`).
     pub remote: Option<Arc<dyn RemoteApis>>,
     /// The admission chain.
@@ -114,6 +116,12 @@ pub struct Server {
 impl Server {
     /// The server made of `parts`.
     pub fn new(parts: ServerParts) -> Arc<Server> {
+        let backend: Arc<dyn kapi_storage::Backend> = Arc::new(parts.slot.clone());
+        let services = Arc::new(services::ServiceAllocator::new(
+            backend,
+            parts.config.service_cidr,
+        ));
+        parts.apis.set_hooks("", "v1", "services", services.clone());
         Arc::new(Server {
             config: parts.config,
             schema: kapi_resources::patchmeta::BuiltinSchema::shared(),
@@ -122,7 +130,7 @@ impl Server {
             slot: parts.slot,
             authz: parts.authz,
             service_accounts: parts.service_accounts,
-            allocations: rest_storage::Allocations::default(),
+            services,
             remote: parts.remote,
             admission: parts.admission,
         })

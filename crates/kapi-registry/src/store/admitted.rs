@@ -58,6 +58,36 @@ impl Store {
         target: UpdateTarget,
         opts: &WriteOptions,
         create_if_missing: bool,
+        desired: F,
+        admission: &dyn WriteAdmission,
+    ) -> Result<Updated, ApiError>
+    where
+        F: FnMut(Option<&Value>) -> Result<Value, ApiError> + Send,
+    {
+        let out = self
+            .update_checked(
+                namespace,
+                name,
+                target,
+                opts,
+                create_if_missing,
+                desired,
+                admission,
+            )
+            .await;
+        let stored = out.as_ref().ok().filter(|_| !opts.dry_run);
+        admission.finished(stored.map(|(v, _)| v)).await;
+        out
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn update_checked<F>(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        target: UpdateTarget,
+        opts: &WriteOptions,
+        create_if_missing: bool,
         mut desired: F,
         admission: &dyn WriteAdmission,
     ) -> Result<Updated, ApiError>
@@ -103,6 +133,7 @@ impl Store {
                         Decision::Delete => {
                             match self.backend.delete(&key, Some(kv.mod_revision)).await {
                                 Ok(d) => {
+                                    self.removed(&new).await;
                                     let rv = d.revision.to_string();
                                     meta::set_str(&mut new, "resourceVersion", &rv);
                                     return Ok((new, false));
@@ -161,7 +192,11 @@ impl Store {
                     Err(e) => e,
                 },
                 Decision::Delete => match self.backend.delete(&key, Some(kv.mod_revision)).await {
-                    Ok(d) => return Ok(DeleteOutcome::Deleted(self.decode(&d.prev)?)),
+                    Ok(d) => {
+                        let gone = self.decode(&d.prev)?;
+                        self.removed(&gone).await;
+                        return Ok(DeleteOutcome::Deleted(gone));
+                    }
                     Err(e) => e,
                 },
             };

@@ -31,6 +31,20 @@ impl Store {
         opts: &WriteOptions,
         admission: Option<&dyn WriteAdmission>,
     ) -> Result<Value, ApiError> {
+        let out = self.create_checked(input, opts, admission).await;
+        if let Some(a) = admission {
+            let stored = out.as_ref().ok().filter(|_| !opts.dry_run);
+            a.finished(stored).await;
+        }
+        out
+    }
+
+    async fn create_checked(
+        &self,
+        input: Value,
+        opts: &WriteOptions,
+        admission: Option<&dyn WriteAdmission>,
+    ) -> Result<Value, ApiError> {
         let generated =
             input.is_object() && meta::meta_str(&input, "name").is_none_or(str::is_empty);
         let mut last_name = String::new();

@@ -48,7 +48,11 @@ impl Store {
         let planned = result;
         match outcome {
             Ok(_) if opts.dry_run => Ok(planned.expect("decided")),
-            Ok(Outcome::Deleted { prev, .. }) => Ok(DeleteOutcome::Deleted(self.decode(&prev)?)),
+            Ok(Outcome::Deleted { prev, .. }) => {
+                let gone = self.decode(&prev)?;
+                self.removed(&gone).await;
+                Ok(DeleteOutcome::Deleted(gone))
+            }
             Ok(Outcome::Written(kv)) => Ok(DeleteOutcome::Pending(self.decode(&kv)?)),
             Ok(Outcome::Unchanged(Some(kv))) => Ok(DeleteOutcome::Pending(self.decode(&kv)?)),
             Ok(Outcome::Unchanged(None)) => Err(self.not_found(name)),

@@ -46,6 +46,8 @@ pub struct Store {
     root: TypeRef,
     /// The watch cache reads and watches go through, once installed.
     cache: Option<crate::cache::CachedBackend>,
+    /// What the resource's storage does beyond the store (`crate::hooks`).
+    hooks: Option<Arc<dyn crate::hooks::StoreHooks>>,
 }
 
 impl Store {
@@ -56,6 +58,20 @@ impl Store {
             schema: Arc::new(NoSchema),
             root: TypeRef::UNKNOWN,
             cache: None,
+            hooks: None,
+        }
+    }
+
+    /// Call `hooks` around this store's writes.
+    pub fn with_hooks(mut self, hooks: Arc<dyn crate::hooks::StoreHooks>) -> Self {
+        self.hooks = Some(hooks);
+        self
+    }
+
+    /// Tell the hooks `obj` is gone from storage.
+    pub(crate) async fn removed(&self, obj: &Value) {
+        if let Some(h) = &self.hooks {
+            h.deleted(obj).await;
         }
     }
 

@@ -106,6 +106,7 @@ impl Store {
             Ok(Outcome::Unchanged(None)) => Err(self.not_found(name)),
             Ok(Outcome::Deleted { revision, .. }) => {
                 let mut gone = last_new.expect("decided");
+                self.removed(&gone).await;
                 meta::set_str(&mut gone, "resourceVersion", &revision.to_string());
                 Ok((gone, false))
             }

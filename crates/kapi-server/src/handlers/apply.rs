@@ -165,7 +165,7 @@ async fn create_if_absent(
     }
     let opts = &store.before_admission(&mut obj, None, opts, UpdateTarget::Main);
     adm.admit_create(&mut obj).await?;
-    ctx.srv.storage_create(ctx, &mut obj, opts).await?;
+    ctx.srv.storage_create(ctx, &mut obj, opts, adm).await?;
     match store.create_admitted(obj, opts, Some(adm)).await {
         Ok(out) => Ok(Some(out)),
         Err(e) if e.is_already_exists() => Ok(None),

@@ -37,7 +37,7 @@ pub async fn create(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {
         .store
         .before_admission(&mut obj, None, &opts, UpdateTarget::Main);
     adm.admit_create(&mut obj).await?;
-    ctx.srv.storage_create(ctx, &mut obj, &opts).await?;
+    ctx.srv.storage_create(ctx, &mut obj, &opts, &adm).await?;
     let created = ctx
         .entry
         .store

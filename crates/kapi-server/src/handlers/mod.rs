@@ -3,7 +3,7 @@
 //! (`ResourceDef::verbs` and its subresources — the same declaration discovery
 //! reads), and hands over to the verb's handler, one per file.
 
-mod admit;
+pub(crate) mod admit;
 mod apply;
 mod binding;
 mod chunked;

@@ -51,6 +51,7 @@ mod rbac_escalation;
 mod reviews;
 mod sa_tokens;
 mod scheduling_node_storage;
+mod service_allocation;
 mod smoke;
 mod status_metadata;
 mod subres_create;
