@@ -18,6 +18,7 @@ pub mod handlers;
 pub mod health;
 mod openapi;
 mod openapi_pb;
+mod patchview;
 mod remote;
 mod rest_storage;
 mod reviews;

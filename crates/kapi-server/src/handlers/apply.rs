@@ -67,7 +67,7 @@ pub async fn apply(ctx: &Ctx, body: Body, status: bool) -> Result<Response, ApiE
     let mut opts = ctx.write_options()?;
     opts.managed_fields_set = true;
     let bytes = read_body(body).await?;
-    let patch = negotiate::decode_yaml(&bytes)
+    let (patch, dups) = negotiate::decode_yaml_checked(&bytes)
         .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {}", e.message)))?;
     if !patch.is_object() {
         return Err(ApiError::bad_request(
@@ -77,8 +77,7 @@ pub async fn apply(ctx: &Ctx, body: Body, status: bool) -> Result<Response, ApiE
     // Unknown fields are not a fieldValidation matter for apply: the typed
     // conversion of the configuration rejects them (500, "field not declared in
     // schema"), as upstream.
-    crate::fieldcheck::mode(ctx)?;
-    let warnings: Vec<String> = Vec::new();
+    let warnings = crate::fieldcheck::check_apply_yaml(ctx, &dups)?;
     let target = if status {
         ctx.update_target()
     } else {

@@ -19,7 +19,8 @@ pub async fn create(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {
         return Err(err);
     }
     let bytes = read_body(body).await?;
-    let mut obj = negotiate::decode_object_body(&ctx.entry.def, ctx.content_type(), &bytes)?;
+    let (mut obj, dups) =
+        negotiate::decode_object_body_checked(&ctx.entry.def, ctx.content_type(), &bytes)?;
     check_identity(ctx, &mut obj, false)?;
     if crate::reviews::is_review(ctx) {
         return crate::reviews::create(ctx, obj).await;
@@ -28,7 +29,7 @@ pub async fn create(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {
         return super::binding::bind_legacy(ctx, obj).await;
     }
     let opts = ctx.write_options()?;
-    let warnings = ctx.srv.check_fields(ctx, &obj)?;
+    let warnings = ctx.srv.check_fields(ctx, &obj, &dups, &bytes)?;
     ctx.srv.prune_unknown(&ctx.entry.def, &mut obj);
     crate::fieldcheck::check_bytes(&ctx.entry.def, &obj)?;
     let adm = RequestAdmission::write(ctx, "CreateOptions", &opts);

@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use super::admit::RequestAdmission;
 use super::{read_body, Ctx};
+use crate::fieldcheck::PatchSeen;
 use kapi_http::negotiate;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,7 +66,13 @@ pub async fn patch(ctx: &Ctx, body: Body, status: bool) -> Result<Response, ApiE
     }
     super::apply::check_no_force(ctx)?;
     let bytes = read_body(body).await?;
-    let patch = negotiate::decode_json(&bytes)?;
+    let (patch, dups) = negotiate::decode_json_checked(&bytes)?;
+    let seen = PatchSeen {
+        body: &patch,
+        dups: &dups,
+        strategic: kind == PatchType::Strategic,
+    };
+    let mut warnings = Vec::new();
     let opts = ctx.write_options()?;
     let target = ctx.update_target();
     let def = ctx.entry.def.clone();
@@ -89,6 +96,7 @@ pub async fn patch(ctx: &Ctx, body: Body, status: bool) -> Result<Response, ApiE
             |current| {
                 let current = current.expect("patch never creates");
                 let mut patched = apply(kind, current, &patch, &srv, &def)?;
+                warnings = srv.check_patch_fields(ctx, &seen, &patched)?;
                 srv.prune_unknown(&def, &mut patched);
                 // As upstream: a patched object that does not decode is invalid.
                 if let Some(e) = crate::fieldcheck::bad_bytes(&def, &patched) {
@@ -108,6 +116,7 @@ pub async fn patch(ctx: &Ctx, body: Body, status: bool) -> Result<Response, ApiE
         )
         .await?;
     let mut resp = super::get::respond_object(ctx, StatusCode::OK, &out)?;
+    crate::fieldcheck::add_warnings(&mut resp, &warnings);
     crate::fieldcheck::add_warnings(&mut resp, &adm.warnings());
     Ok(resp)
 }

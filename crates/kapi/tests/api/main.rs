@@ -54,6 +54,7 @@ mod scheduling_node_storage;
 mod service_allocation;
 mod smoke;
 mod status_metadata;
+mod strict_decoding;
 mod subres_create;
 mod subres_scale;
 mod subresources;
