@@ -74,28 +74,67 @@ pub fn decode_object_body_checked(
     content_type: Option<&str>,
     body: &[u8],
 ) -> Result<(Value, Duplicates), ApiError> {
-    match media_of(content_type).as_str() {
+    let unrecognized = |e: String| {
+        ApiError::bad_request(format!(
+            "the object provided is unrecognized (must be of type {}): {e} ({})",
+            def.kind,
+            kapi_machinery::gojson::summarize(body)
+        ))
+    };
+    let (value, dups) = match media_of(content_type).as_str() {
         "application/json" | "" => {
             check_depth(body)?;
-            let (v, d) = crate::strict::json(body).map_err(|e| json_error(&e))?;
-            Ok((v, Duplicates::Json(d)))
+            let (v, d) = crate::strict::json(body).map_err(|e| {
+                let go = kapi_machinery::gojson::syntax_error(&e, body);
+                unrecognized(format!("couldn't get version/kind; json parse error: {go}"))
+            })?;
+            (v, Duplicates::Json(d))
         }
         "application/yaml" => {
             check_depth(body)?;
-            let (v, d) = crate::strict::yaml(yaml_text(body)?).map_err(|e| yaml_error(&e))?;
-            Ok((v, Duplicates::Yaml(d)))
+            let (v, d) = crate::strict::yaml(yaml_text(body)?)
+                .map_err(|e| unrecognized(go_yaml_error(&e)))?;
+            (v, Duplicates::Yaml(d))
         }
-        _ => Ok((
-            decode_object_body(def, content_type, body)?,
-            Duplicates::NONE,
-        )),
+        _ => {
+            return Ok((
+                decode_object_body(def, content_type, body)?,
+                Duplicates::NONE,
+            ))
+        }
+    };
+    if !value.is_object() {
+        let go = kapi_machinery::gojson::type_error(&value, kapi_machinery::gojson::KIND_FINDER);
+        return Err(unrecognized(format!(
+            "couldn't get version/kind; json parse error: {go}"
+        )));
     }
+    Ok((value, dups))
 }
 
-/// A JSON body (a patch) with the keys it repeats.
-pub fn decode_json_checked(body: &[u8]) -> Result<(Value, Vec<crate::strict::JsonDup>), ApiError> {
+/// A YAML syntax error as go-yaml words it (`yaml: line 1: <what>`); the
+/// description is the parser's own.
+fn go_yaml_error(e: &serde_saphyr::Error) -> String {
+    let text = e.to_string();
+    let first = text.lines().next().unwrap_or("");
+    let line = first
+        .split_once("line ")
+        .and_then(|(_, rest)| rest.split(|c: char| !c.is_ascii_digit()).next())
+        .unwrap_or("0");
+    let what = first.rsplit_once(": ").map_or(first, |(_, w)| w);
+    format!("yaml: line {line}: {what}")
+}
+
+/// A patch body (JSON, merge or strategic merge patch) with the keys it
+/// repeats; what does not parse is upstream's `error decoding patch`.
+pub fn decode_patch(body: &[u8]) -> Result<(Value, Vec<crate::strict::JsonDup>), ApiError> {
     check_depth(body)?;
-    crate::strict::json(body).map_err(|e| json_error(&e))
+    crate::strict::json(body).map_err(|e| {
+        ApiError::bad_request(format!(
+            "error decoding patch: {}",
+            kapi_machinery::gojson::syntax_error(&e, body)
+        ))
+    })
 }
 
 /// A YAML body (an apply configuration) with the keys it repeats.

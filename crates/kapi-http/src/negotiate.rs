@@ -54,11 +54,42 @@ const SUPPORTED_JSON_ONLY: &[&str] = &[
     "application/json;as=Table;v=v1;g=meta.k8s.io",
 ];
 
+const SUPPORTED_NO_TABLE: &[&str] = &[
+    "application/json",
+    "application/yaml",
+    "application/vnd.kubernetes.protobuf",
+];
+
+const SUPPORTED_JSON_ONLY_NO_TABLE: &[&str] = &["application/json", "application/yaml"];
+
 /// Pick the first acceptable media type from `Accept`; `protobuf` says whether
 /// the resource has a protobuf form.
 pub fn negotiate(accept: Option<&str>, protobuf: bool) -> Result<Accept, ApiError> {
+    negotiate_for(accept, protobuf, true)
+}
+
+/// [`negotiate`] for a path that may have no `Table` form: upstream's
+/// create-only resources and subresources (reviews, bindings, evictions,
+/// tokens) have no table converter, so `as=Table` is not acceptable there.
+pub fn negotiate_for(
+    accept: Option<&str>,
+    protobuf: bool,
+    table: bool,
+) -> Result<Accept, ApiError> {
+    let picked = pick(accept, protobuf, table);
+    picked.ok_or_else(|| {
+        ApiError::not_acceptable_types(match (protobuf, table) {
+            (true, true) => SUPPORTED,
+            (false, true) => SUPPORTED_JSON_ONLY,
+            (true, false) => SUPPORTED_NO_TABLE,
+            (false, false) => SUPPORTED_JSON_ONLY_NO_TABLE,
+        })
+    })
+}
+
+fn pick(accept: Option<&str>, protobuf: bool, table: bool) -> Option<Accept> {
     let Some(accept) = accept.map(str::trim).filter(|a| !a.is_empty()) else {
-        return Ok(Accept::JSON);
+        return Some(Accept::JSON);
     };
     for item in accept.split(',') {
         let mut parts = item.split(';').map(str::trim);
@@ -98,13 +129,12 @@ pub fn negotiate(accept: Option<&str>, protobuf: bool) -> Result<Accept, ApiErro
         {
             continue;
         }
-        return Ok(Accept { format, view });
+        if view == View::Table && !table {
+            continue;
+        }
+        return Some(Accept { format, view });
     }
-    Err(ApiError::not_acceptable_types(if protobuf {
-        SUPPORTED
-    } else {
-        SUPPORTED_JSON_ONLY
-    }))
+    None
 }
 
 /// Whether the resource is served as protobuf: declared so (never a custom

@@ -171,6 +171,20 @@ pub trait Strategy: Send + Sync + 'static {
             .collect()
     }
 
+    /// How a field selector on a field this resource does not select on is
+    /// refused: in the words of the kind's field label conversion function
+    /// upstream (kinds with selectable fields of their own), or of the
+    /// default one (metadata only).
+    fn field_label_error(&self, label: &str) -> String {
+        if self.selectable_field_names().is_empty() {
+            format!(
+                "\"{label}\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
+            )
+        } else {
+            format!("field label not supported: {label}")
+        }
+    }
+
     /// Selectable fields the watch cache keeps an index of (upstream's cacher
     /// `Indexers`: pods by `spec.nodeName`), so `field=value` lists visit only
     /// the objects with that value.

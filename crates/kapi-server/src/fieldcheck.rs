@@ -24,14 +24,13 @@ pub enum Mode {
     Strict,
 }
 
+/// The request's `fieldValidation` (already validated with the write's
+/// options, `Ctx::write_options`).
 pub fn mode(ctx: &Ctx) -> Result<Mode, ApiError> {
     match ctx.query.get("fieldValidation") {
-        None | Some("") | Some("Warn") => Ok(Mode::Warn),
         Some("Ignore") => Ok(Mode::Ignore),
         Some("Strict") => Ok(Mode::Strict),
-        Some(other) => Err(ApiError::bad_request(format!(
-            "fieldValidation: Unsupported value: \"{other}\": supported values: \"Ignore\", \"Strict\", \"Warn\""
-        ))),
+        _ => Ok(Mode::Warn),
     }
 }
 
@@ -168,14 +167,48 @@ impl Server {
         if mode == Mode::Warn {
             return Ok(found.iter().flat_map(Finding::warnings).collect());
         }
-        let value = if patch.strategic {
-            crate::patchview::go_map(patch.body)
-        } else {
-            crate::patchview::merged_json(patched, patch.body)
+        Err(patch.invalid(patched, strict_list(&found)))
+    }
+
+    /// A value of the patched object its Go type cannot hold, as upstream's
+    /// decoders refuse it (`kapi_resources::gotypes`): 422 on the field
+    /// `patch`, in `encoding/json`'s words for JSON and merge patches, in the
+    /// unstructured converter's for strategic merge patches.
+    pub fn check_patch_types(
+        &self,
+        ctx: &Ctx,
+        patch: &PatchSeen<'_>,
+        patched: &Value,
+    ) -> Result<(), ApiError> {
+        let def = &ctx.entry.def;
+        let Some(root) = kapi_resources::patchmeta::root_type(&def.group, &def.version, &def.kind)
+        else {
+            return Ok(());
         };
-        let path = kapi_machinery::validation::FieldPath::new("patch");
-        let e = kapi_machinery::validation::FieldError::invalid(&path, value, strict_list(&found));
-        Err(ApiError::invalid(GroupKind::new("", ""), "", &vec![e]))
+        match kapi_resources::gotypes::type_mismatch(&root.0, patched) {
+            None => Ok(()),
+            Some(m) if patch.strategic => Err(patch.invalid(patched, m.unstructured())),
+            Some(m) => Err(patch.invalid(patched, m.json())),
+        }
+    }
+}
+
+/// A value of a built-in object its Go type cannot hold, as upstream's
+/// decoder refuses a request body with one: 400 `<Kind> in version "v1"
+/// cannot be handled as a <Kind>: json: cannot unmarshal ...`.
+pub fn check_types(def: &kapi_registry::ResourceDef, obj: &Value) -> Result<(), ApiError> {
+    let Some(root) = kapi_resources::patchmeta::root_type(&def.group, &def.version, &def.kind)
+    else {
+        return Ok(());
+    };
+    match kapi_resources::gotypes::type_mismatch(&root.0, obj) {
+        None => Ok(()),
+        Some(m) => Err(ApiError::bad_request(format!(
+            "{kind} in version \"{v}\" cannot be handled as a {kind}: {}",
+            m.json(),
+            kind = def.kind,
+            v = def.version,
+        ))),
     }
 }
 
@@ -201,6 +234,22 @@ pub struct PatchSeen<'a> {
     pub body: &'a Value,
     pub dups: &'a [JsonDup],
     pub strategic: bool,
+}
+
+impl PatchSeen<'_> {
+    /// Upstream's 422 for a patch whose result does not decode: the field
+    /// `patch`, valued as upstream prints the patch (strategic merge
+    /// patches) or the object it made (JSON and merge patches).
+    fn invalid(&self, patched: &Value, detail: String) -> ApiError {
+        let value = if self.strategic {
+            crate::patchview::go_map(self.body)
+        } else {
+            crate::patchview::merged_json(patched, self.body)
+        };
+        let path = kapi_machinery::validation::FieldPath::new("patch");
+        let e = kapi_machinery::validation::FieldError::invalid(&path, value, detail);
+        ApiError::invalid(GroupKind::new("", ""), "", &vec![e])
+    }
 }
 
 pub fn add_warnings(resp: &mut Response, warnings: &[String]) {

@@ -145,6 +145,11 @@ impl Strategy for CustomStrategy {
         self.selectable.clone()
     }
 
+    /// Upstream's custom resource handler words every refusal alike.
+    fn field_label_error(&self, label: &str) -> String {
+        format!("field label not supported: {label}")
+    }
+
     fn field_value(&self, obj: &Value, field: &str) -> Option<String> {
         let path = JsonPath::parse(&format!(".{field}")).ok()?;
         path.find(obj).into_iter().next().map(|v| match v {

@@ -45,8 +45,10 @@ impl Store {
         opts: &WriteOptions,
         admission: Option<&dyn WriteAdmission>,
     ) -> Result<Value, ApiError> {
-        let generated =
-            input.is_object() && meta::meta_str(&input, "name").is_none_or(str::is_empty);
+        // A name is generated only from a `generateName`; neither is invalid.
+        let generated = input.is_object()
+            && meta::meta_str(&input, "name").is_none_or(str::is_empty)
+            && meta::meta_str(&input, "generateName").is_some_and(|g| !g.is_empty());
         let mut last_name = String::new();
         for _ in 0..GENERATE_NAME_ATTEMPTS {
             let mut obj = input.clone();

@@ -66,13 +66,14 @@ impl Store {
         obj: &Value,
         pre: &Preconditions,
     ) -> Result<(), ApiError> {
-        let gr = self.def.group_resource();
+        // Upstream's `rest.BeforeDelete` names the kind, not the resource.
+        let gr = kapi_machinery::status::GroupResource::new(&self.def.group, &self.def.kind);
         let name = meta::name(obj);
         if let Some(uid) = &pre.uid {
             let actual = meta::uid(obj).unwrap_or("");
             if uid != actual {
                 let msg = format!(
-                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {actual}"
+                    "the UID in the precondition ({uid}) does not match the UID in record ({actual}). The object might have been deleted and then recreated"
                 );
                 return Err(ApiError::conflict(gr, name, msg));
             }
@@ -81,7 +82,7 @@ impl Store {
             let actual = meta::resource_version(obj).unwrap_or("");
             if rv != actual {
                 let msg = format!(
-                    "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in meta: {actual}"
+                    "the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record ({actual}). The object might have been modified"
                 );
                 return Err(ApiError::conflict(gr, name, msg));
             }

@@ -198,8 +198,9 @@ impl Store {
         }
         if let (Some(new_uid), Some(old_uid)) = (meta::uid(new), meta::uid(old)) {
             if new_uid != old_uid {
+                let key = self.def.key(meta::namespace(old), name);
                 let msg = format!(
-                    "Precondition failed: UID in precondition: {new_uid}, UID in object meta: {old_uid}"
+                    "StorageError: invalid object, Code: 4, Key: /registry{key}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: {new_uid}, UID in object meta: {old_uid}"
                 );
                 return Err(ApiError::conflict(self.def.group_resource(), name, msg));
             }

@@ -50,6 +50,7 @@ async fn the_event_count_bounds_the_window_whatever_the_age() {
 fn node_indexer() -> Indexer {
     Indexer {
         fields: vec!["spec.nodeName".into()],
+        key: 0,
         attrs: Box::new(|kv: &KeyValue| {
             let node = std::str::from_utf8(&kv.value).ok()?.strip_prefix("node:")?;
             let fields = BTreeMap::from([("spec.nodeName".to_owned(), node.to_owned())]);

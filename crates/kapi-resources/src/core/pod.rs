@@ -30,6 +30,9 @@ const SELECTABLE: &[&str] = &[
     "spec.hostNetwork",
     "status.phase",
     "status.podIP",
+    // Accepted by upstream's field label conversion but not in its field set:
+    // selects as the empty string.
+    "status.podIPs",
     "status.nominatedNodeName",
 ];
 
@@ -122,6 +125,7 @@ impl Strategy for PodStrategy {
         let value = match field {
             "spec.hostNetwork" => bool_at(obj, "/spec/hostNetwork").to_string(),
             "status.podIP" => pod_ip(obj).to_string(),
+            "status.podIPs" => String::new(),
             _ if SELECTABLE.contains(&field) => {
                 str_at(obj, &format!("/{}", field.replace('.', "/"))).to_string()
             }

@@ -178,7 +178,8 @@ fn field_values() {
     assert_eq!(get("status.podIP"), "10.0.0.1");
     assert_eq!(get("status.nominatedNodeName"), "n2");
     assert_eq!(s.field_value(&pod(), "status.phase").unwrap(), "");
-    assert_eq!(s.selectable_fields().len(), 8);
+    assert_eq!(get("status.podIPs"), "");
+    assert_eq!(s.selectable_fields().len(), 9);
 }
 
 #[test]

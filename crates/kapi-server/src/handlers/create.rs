@@ -29,6 +29,7 @@ pub async fn create(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {
         return super::binding::bind_legacy(ctx, obj).await;
     }
     let opts = ctx.write_options()?;
+    crate::fieldcheck::check_types(&ctx.entry.def, &obj)?;
     let warnings = ctx.srv.check_fields(ctx, &obj, &dups, &bytes)?;
     ctx.srv.prune_unknown(&ctx.entry.def, &mut obj);
     crate::fieldcheck::check_bytes(&ctx.entry.def, &obj)?;

@@ -11,6 +11,7 @@ mod create;
 mod delete;
 mod eviction;
 pub(crate) mod get;
+mod identity;
 mod json_fast;
 pub(crate) mod list;
 mod patch;
@@ -65,16 +66,50 @@ impl Ctx {
         self.info.name.as_deref().unwrap_or("")
     }
 
+    /// The write's options, validated as upstream validates its
+    /// `CreateOptions` / `UpdateOptions` / `PatchOptions`: every bad one in
+    /// one 422 on the options kind.
     pub fn write_options(&self) -> Result<WriteOptions, ApiError> {
+        use kapi_machinery::validation::{FieldError, FieldPath};
+        let mut errs = Vec::new();
         let manager = match self.query.non_empty("fieldManager") {
             Some(m) => {
-                check_field_manager(m, self.info.verb)?;
+                errs.extend(field_manager_errors(m));
                 m.to_owned()
             }
             None => self.user_agent_manager(),
         };
+        let dry_run = match self.query.get("dryRun") {
+            None | Some("") => false,
+            Some("All") => true,
+            Some(other) => {
+                let path = FieldPath::new("dryRun");
+                errs.push(FieldError::not_supported(
+                    &path,
+                    serde_json::json!([other]),
+                    &["All"],
+                ));
+                false
+            }
+        };
+        if let Some(v) = self.query.get("fieldValidation") {
+            if !matches!(v, "" | "Ignore" | "Strict" | "Warn") {
+                let path = FieldPath::new("fieldValidation");
+                let valid = ["", "Ignore", "Strict", "Warn"];
+                errs.push(FieldError::not_supported(&path, v, &valid));
+            }
+        }
+        if !errs.is_empty() {
+            let kind = match self.info.verb {
+                "create" => "CreateOptions",
+                "update" => "UpdateOptions",
+                _ => "PatchOptions",
+            };
+            let gk = kapi_machinery::status::GroupKind::new("meta.k8s.io", kind);
+            return Err(ApiError::invalid(gk, "", &errs));
+        }
         Ok(WriteOptions {
-            dry_run: dry_run(&self.query)?,
+            dry_run,
             field_manager: Some(manager),
             managed_fields_set: false,
         })
@@ -120,8 +155,8 @@ impl Ctx {
 }
 
 /// `?fieldManager=` as upstream's `ValidateFieldManager`: at most 128 bytes,
-/// printable characters only; 422 on the verb's options kind.
-fn check_field_manager(m: &str, verb: &str) -> Result<(), ApiError> {
+/// printable characters only.
+fn field_manager_errors(m: &str) -> Vec<kapi_machinery::validation::FieldError> {
     use kapi_machinery::validation::{FieldError, FieldPath};
     let path = FieldPath::new("fieldManager");
     let mut errs = Vec::new();
@@ -134,16 +169,7 @@ fn check_field_manager(m: &str, verb: &str) -> Result<(), ApiError> {
             errs.push(FieldError::invalid(&path, m, detail));
         }
     }
-    if errs.is_empty() {
-        return Ok(());
-    }
-    let kind = match verb {
-        "create" => "CreateOptions",
-        "update" => "UpdateOptions",
-        _ => "PatchOptions",
-    };
-    let gk = kapi_machinery::status::GroupKind::new("meta.k8s.io", kind);
-    Err(ApiError::invalid(gk, "", &errs))
+    errs
 }
 
 pub fn dry_run(q: &Query) -> Result<bool, ApiError> {
@@ -164,12 +190,56 @@ pub async fn dispatch(State(srv): State<Arc<Server>>, req: Request) -> Response 
         .get(axum::http::header::ACCEPT)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    let Some(info) = request::parse(&parts.method, parts.uri.path(), &query) else {
+    // As upstream's router, a trailing slash names the same thing.
+    let path = match parts.uri.path() {
+        "/" => "/",
+        p => p.strip_suffix('/').unwrap_or(p),
+    };
+    let Some(info) = request::parse(&parts.method, path, &query) else {
+        if !srv.owns_path(path) {
+            return plain_not_found();
+        }
         return negotiate::error_response_for(&not_found(), accept.as_deref());
     };
+    let served = srv.apis.lookup(&info.group, &info.version, &info.resource);
+    if served.is_none() && !srv.owns_path(path) {
+        return plain_not_found();
+    }
     match handle(srv, info, query, parts, body).await {
         Ok(resp) => resp,
         Err(e) => negotiate::error_response_for(&e, accept.as_deref()),
+    }
+}
+
+/// What a path no server of the chain handles gets: Go's plain `404 page
+/// not found`, not a Status.
+pub(crate) fn plain_not_found() -> Response {
+    let mut resp = Response::new(Body::from("404 page not found\n"));
+    *resp.status_mut() = axum::http::StatusCode::NOT_FOUND;
+    resp.headers_mut().insert(
+        axum::http::header::CONTENT_TYPE,
+        axum::http::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    resp.headers_mut().insert(
+        "x-content-type-options",
+        axum::http::HeaderValue::from_static("nosniff"),
+    );
+    resp
+}
+
+impl Server {
+    /// Whether a path belongs to an API this server answers for (and so gets
+    /// a Status when nothing is found there): everything under `/api`, and
+    /// `/apis/<group>/...` of a group it serves.
+    fn owns_path(&self, path: &str) -> bool {
+        if path == "/api" || path.starts_with("/api/") {
+            return true;
+        }
+        let Some(rest) = path.strip_prefix("/apis/") else {
+            return false;
+        };
+        let group = rest.split('/').next().unwrap_or("");
+        self.apis.groups().iter().any(|g| g.name == group)
     }
 }
 
@@ -196,20 +266,18 @@ async fn handle(
         Some(s) => Some(def.subresource(s).cloned().ok_or_else(not_found)?),
     };
     let verb = parse_verb(info.verb)?;
-    let allowed = match &sub {
-        None => def.supports(verb),
-        Some(s) => s.verbs().contains(&verb),
-    };
-    if !allowed {
-        return Err(ApiError::method_not_supported(
-            def.group_resource(),
-            info.verb,
-        ));
-    }
+    check_route(def, sub.as_ref(), info.name.is_some(), verb)?;
     let accept_header = parts.headers.get(axum::http::header::ACCEPT);
-    let accept = negotiate::negotiate(
+    // Only readable paths have a table form (upstream's create-only
+    // resources and subresources have no table converter).
+    let table = match &sub {
+        Some(s) => s.verbs().contains(&Verb::Get),
+        None => def.supports(Verb::Get) || def.supports(Verb::List),
+    };
+    let accept = negotiate::negotiate_for(
         accept_header.and_then(|v| v.to_str().ok()),
         negotiate::protobuf_kind(def),
+        table,
     )?;
     let ctx = Ctx {
         srv,
@@ -287,6 +355,53 @@ async fn serve(
     }
 }
 
+/// Whether the URL's path and method have a route, as upstream installs
+/// them (`installer.go`): the collection path takes list, watch, create and
+/// deletecollection, the object path get, update, patch and delete, a
+/// subresource path its own verbs. A path with no route at all is 404,
+/// another method on a path with routes 405.
+fn check_route(
+    def: &kapi_registry::ResourceDef,
+    sub: Option<&kapi_registry::Subresource>,
+    named: bool,
+    verb: Verb,
+) -> Result<(), ApiError> {
+    const COLLECTION: &[Verb] = &[
+        Verb::List,
+        Verb::Watch,
+        Verb::Create,
+        Verb::DeleteCollection,
+    ];
+    const OBJECT: &[Verb] = &[
+        Verb::Get,
+        Verb::Update,
+        Verb::Patch,
+        Verb::Delete,
+        Verb::Watch,
+    ];
+    let (on_path, supported): (&[Verb], bool) = match sub {
+        Some(s) => (&[], s.verbs().contains(&verb)),
+        None if named => (OBJECT, def.supports(verb)),
+        None => (COLLECTION, def.supports(verb)),
+    };
+    let routes_here = |v: &Verb| sub.is_some() || (on_path.contains(v) && def.supports(*v));
+    if supported && (sub.is_some() || on_path.contains(&verb)) {
+        return Ok(());
+    }
+    let any_route = sub.is_some() || def.verbs.iter().any(routes_here);
+    let mut err = if any_route {
+        ApiError::new(
+            405,
+            kapi_machinery::status::Reason::MethodNotAllowed,
+            "the server does not allow this method on the requested resource",
+        )
+    } else {
+        not_found()
+    };
+    err.details = Some(Default::default());
+    Err(err)
+}
+
 fn parse_verb(v: &str) -> Result<Verb, ApiError> {
     Ok(match v {
         "get" => Verb::Get,
@@ -324,47 +439,4 @@ pub fn check_namespace(ctx: &Ctx, obj: &mut Value) -> Result<(), ApiError> {
     }
 }
 
-/// Check a body's `apiVersion`, `kind`, namespace and name against the URL,
-/// filling what the client left out.
-pub fn check_identity(ctx: &Ctx, obj: &mut Value, name_from_url: bool) -> Result<(), ApiError> {
-    let def = &ctx.entry.def;
-    let Some(root) = obj.as_object_mut() else {
-        return Err(ApiError::bad_request(
-            "the body of the request must be a JSON object",
-        ));
-    };
-    let expected_av = def.api_version();
-    match root.get("apiVersion").and_then(Value::as_str) {
-        Some(av) if av != expected_av => {
-            return Err(ApiError::bad_request(format!(
-                "the API version in the data ({av}) does not match the expected API version ({expected_av})"
-            )))
-        }
-        _ => {}
-    }
-    match root.get("kind").and_then(Value::as_str) {
-        Some(k) if k != def.kind => {
-            return Err(ApiError::bad_request(format!(
-                "the kind in the data ({k}) does not match the expected kind ({})",
-                def.kind
-            )))
-        }
-        _ => {}
-    }
-    check_namespace(ctx, obj)?;
-    let meta = kapi_registry::meta::meta_mut(obj);
-    if name_from_url {
-        let url_name = ctx.name();
-        match meta.get("name").and_then(Value::as_str) {
-            Some(n) if n != url_name => {
-                return Err(ApiError::bad_request(format!(
-                    "the name of the object ({n}) does not match the name on the URL ({url_name})"
-                )))
-            }
-            _ => {
-                meta.insert("name".into(), url_name.into());
-            }
-        }
-    }
-    Ok(())
-}
+pub use identity::check_identity;

@@ -32,6 +32,7 @@ pub async fn update_target(
         negotiate::decode_object_body_checked(&ctx.entry.def, ctx.content_type(), &bytes)?;
     check_identity(ctx, &mut obj, true)?;
     let opts = ctx.write_options()?;
+    crate::fieldcheck::check_types(&ctx.entry.def, &obj)?;
     let warnings = ctx.srv.check_fields(ctx, &obj, &dups, &bytes)?;
     ctx.srv.prune_unknown(&ctx.entry.def, &mut obj);
     crate::fieldcheck::check_bytes(&ctx.entry.def, &obj)?;
