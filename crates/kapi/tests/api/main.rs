@@ -44,6 +44,7 @@ mod lists;
 mod masters;
 mod metrics;
 mod nodeauthz;
+mod openapi_fidelity;
 mod patch;
 mod podsubs;
 mod protobuf;
