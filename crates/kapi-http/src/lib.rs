@@ -18,9 +18,11 @@
 //! Where to look next: `kapi-auth` (who may), `kapi-server` (the handlers).
 
 pub mod body;
+pub mod decode;
 pub mod limits;
 pub mod metrics;
 pub mod negotiate;
 pub mod request;
+pub mod strict;
 pub mod tls;
 pub mod user;

@@ -110,11 +110,13 @@ impl Query {
 
 /// The answer for a URL that names nothing this server serves.
 pub fn not_found() -> kapi_machinery::status::ApiError {
-    kapi_machinery::status::ApiError::new(
+    let mut e = kapi_machinery::status::ApiError::new(
         404,
         kapi_machinery::status::Reason::NotFound,
         "the server could not find the requested resource",
-    )
+    );
+    e.details = Some(Default::default());
+    e
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ pub mod core;
 pub mod discovery;
 pub mod events;
 pub mod flowcontrol;
+pub mod gotypes;
 mod group_registry;
 pub mod networking;
 pub mod node;

@@ -20,13 +20,15 @@ pub mod handlers;
 pub mod health;
 mod openapi;
 mod openapi_pb;
+mod patchview;
 mod remote;
 mod rest_storage;
 mod router;
 mod server;
+mod services;
 
 pub use filters::ChainOptions;
 pub use kapi_http::tls;
 pub use remote::RemoteApis;
-pub use rest_storage::Cidr;
 pub use server::{builtin_apis, Server, ServerConfig, ServerParts};
+pub use services::Cidr;

@@ -17,7 +17,7 @@ use kapi_storage::slot::BackendSlot;
 use serde_json::Value;
 
 use crate::remote::RemoteApis;
-use crate::rest_storage::{Allocations, Cidr};
+use crate::services::{Cidr, ServiceAllocator};
 
 /// Where this server is reached and what it allocates from.
 #[derive(Debug, Clone)]
@@ -87,7 +87,8 @@ pub struct Server {
     pub authz: Arc<Authorization>,
     /// Signs and verifies service account tokens.
     pub service_accounts: Arc<Issuer>,
-    pub(crate) allocations: Allocations,
+    /// Services' ClusterIPs and node ports.
+    pub(crate) services: Arc<ServiceAllocator>,
     /// The group-versions served elsewhere (`RemoteApis`).
     pub remote: Option<Arc<dyn RemoteApis>>,
     /// The admission chain.
@@ -101,6 +102,9 @@ pub struct Server {
 impl Server {
     /// The server made of `parts`.
     pub fn new(parts: ServerParts) -> Arc<Server> {
+        let backend: Arc<dyn kapi_storage::Backend> = Arc::new(parts.slot.clone());
+        let services = Arc::new(ServiceAllocator::new(backend, parts.config.service_cidr));
+        parts.apis.set_hooks("", "v1", "services", services.clone());
         Arc::new(Server {
             config: parts.config,
             schema: kapi_resources::patchmeta::BuiltinSchema::shared(),
@@ -109,12 +113,29 @@ impl Server {
             slot: parts.slot,
             authz: parts.authz,
             service_accounts: parts.service_accounts,
-            allocations: Allocations::default(),
+            services,
             remote: parts.remote,
             admission: parts.admission,
             checks: parts.checks,
             kubelet: parts.kubelet,
         })
+    }
+
+    /// Record in the service allocations what the existing services hold
+    /// (the `kubernetes` Service too, so run it once that exists), then keep
+    /// repairing them in the background, as upstream's repair controllers.
+    pub async fn repair_services(&self) -> Result<(), ApiError> {
+        let services = self
+            .apis
+            .lookup("", "v1", "services")
+            .expect("services served");
+        let existing = services
+            .store
+            .list(None, &kapi_registry::store::options::ListOptions::default())
+            .await?;
+        self.services.repair(&existing.items).await?;
+        self.services.spawn_repair(services.store.clone());
+        Ok(())
     }
 
     /// The OpenAPI documents of what is served now.

@@ -161,6 +161,7 @@ impl Built {
             kubernetes_service_ip: server.config.service_cidr.nth(1).to_string(),
         });
         kapi_controllers::bootstrap(&cx).await?;
+        server.repair_services().await?;
         kapi_controllers::spawn(&cx, controllers);
         kapi_aggregator::spawn(&self.aggregator);
         if let Some(encryption) = &self.encryption {

@@ -20,6 +20,7 @@ use serde_json::Value;
 use super::options::WriteOptions;
 use super::Store;
 use crate::meta;
+use crate::strategy::StatusMetadata;
 
 /// Which part of the object an update may change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,6 +129,7 @@ impl Store {
                 Ok(Outcome::Unchanged(None)) => Err(self.not_found(name)),
                 Ok(Outcome::Deleted { revision, .. }) => {
                     let mut gone = last_new.expect("decided");
+                    self.removed(&gone).await;
                     meta::set_str(&mut gone, "resourceVersion", &revision.to_string());
                     Ok((gone, false))
                 }
@@ -177,9 +179,13 @@ impl Store {
         }
         self.check_preconditions(&new, old)?;
         match target {
-            // Only status changes; managedFields travel along for the field
-            // manager (which reads the live ones anyway unless apply set them).
-            UpdateTarget::Status => new = keep_only(new, old, "/status"),
+            // Status and what the strategy keeps of the client's metadata
+            // change; managedFields travel along for the field manager (which
+            // reads the live ones anyway unless apply set them).
+            UpdateTarget::Status => {
+                let kept = self.def.strategy.status_metadata();
+                new = status_view(keep_only(new.clone(), old, "/status"), &new, old, kept)
+            }
             UpdateTarget::EphemeralContainers => {
                 new = keep_only(new, old, "/spec/ephemeralContainers")
             }
@@ -242,8 +248,9 @@ impl Store {
         }
         if let (Some(new_uid), Some(old_uid)) = (meta::uid(new), meta::uid(old)) {
             if new_uid != old_uid {
+                let key = self.def.key(meta::namespace(old), name);
                 let msg = format!(
-                    "Precondition failed: UID in precondition: {new_uid}, UID in object meta: {old_uid}"
+                    "StorageError: invalid object, Code: 4, Key: /registry{key}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: {new_uid}, UID in object meta: {old_uid}"
                 );
                 return Err(ApiError::conflict(self.def.group_resource(), name, msg));
             }
@@ -324,6 +331,31 @@ fn approval_view(client: Value, old: &Value) -> Value {
         };
     }
     out
+}
+
+/// A status write's object: `only_status` (the stored object with the client's
+/// status) with the client's metadata as `kept` allows.
+fn status_view(mut only_status: Value, client: &Value, old: &Value, kept: StatusMetadata) -> Value {
+    let StatusMetadata::ClientExcept(stored) = kept else {
+        return only_status;
+    };
+    let mut m = client
+        .get("metadata")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let old_meta = meta::meta(old);
+    for f in stored {
+        match old_meta.and_then(|o| o.get(*f)) {
+            Some(v) => m.insert((*f).into(), v.clone()),
+            None => m.remove(*f),
+        };
+    }
+    only_status
+        .as_object_mut()
+        .expect("stored objects are objects")
+        .insert("metadata".into(), Value::Object(m));
+    only_status
 }
 
 /// Fields of `metadata` only the server sets.

@@ -77,6 +77,7 @@ async fn an_idle_window_shrinks_back_after_a_burst() {
 fn node_indexer() -> Indexer {
     Indexer {
         fields: vec!["spec.nodeName".into()],
+        key: 0,
         attrs: Box::new(|kv: &KeyValue| {
             let node = std::str::from_utf8(&kv.value).ok()?.strip_prefix("node:")?;
             let fields = BTreeMap::from([("spec.nodeName".to_owned(), node.to_owned())]);

@@ -179,10 +179,48 @@ const IMMUTABLE: [&str; 14] = [
     "reportingInstance",
 ];
 
+/// The fields upstream's `events.k8s.io/v1` field label conversion accepts.
+const SELECTABLE: &[&str] = &[
+    "reason",
+    "reportingController",
+    "regarding.kind",
+    "regarding.namespace",
+    "regarding.name",
+    "regarding.uid",
+    "regarding.apiVersion",
+    "regarding.resourceVersion",
+    "regarding.fieldPath",
+    "type",
+];
+
 impl Strategy for EventsV1Strategy {
     /// Stored as core events, with the same TTL.
     fn ttl(&self) -> Option<std::time::Duration> {
         self.core.ttl()
+    }
+
+    fn selectable_fields(&self) -> &'static [&'static str] {
+        SELECTABLE
+    }
+
+    /// The value of an `events.k8s.io` field from the object as stored (core
+    /// names) or as served (this group's names), as upstream maps this
+    /// group's labels onto the core event's field set.
+    fn field_value(&self, obj: &Value, field: &str) -> Option<String> {
+        if !SELECTABLE.contains(&field) {
+            return None;
+        }
+        let served = format!("/{}", field.replace('.', "/"));
+        let stored = match field {
+            "reportingController" => "/reportingComponent".to_owned(),
+            f => format!(
+                "/{}",
+                f.replacen("regarding", "involvedObject", 1)
+                    .replace('.', "/")
+            ),
+        };
+        let value = obj.pointer(&served).or_else(|| obj.pointer(&stored));
+        Some(value.and_then(Value::as_str).unwrap_or("").to_owned())
     }
 
     fn validate(&self, obj: &Value) -> ErrorList {

@@ -40,16 +40,50 @@ impl Ctx {
         self.info.name.as_deref().unwrap_or("")
     }
 
+    /// The write's options, validated as upstream validates its
+    /// `CreateOptions` / `UpdateOptions` / `PatchOptions`: every bad one in
+    /// one 422 on the options kind.
     pub fn write_options(&self) -> Result<WriteOptions, ApiError> {
+        use kapi_machinery::validation::{FieldError, FieldPath};
+        let mut errs = Vec::new();
         let manager = match self.query.non_empty("fieldManager") {
             Some(m) => {
-                check_field_manager(m, self.info.verb)?;
+                errs.extend(field_manager_errors(m));
                 m.to_owned()
             }
             None => self.user_agent_manager(),
         };
+        let dry_run = match self.query.get("dryRun") {
+            None | Some("") => false,
+            Some("All") => true,
+            Some(other) => {
+                let path = FieldPath::new("dryRun");
+                errs.push(FieldError::not_supported(
+                    &path,
+                    serde_json::json!([other]),
+                    &["All"],
+                ));
+                false
+            }
+        };
+        if let Some(v) = self.query.get("fieldValidation") {
+            if !matches!(v, "" | "Ignore" | "Strict" | "Warn") {
+                let path = FieldPath::new("fieldValidation");
+                let valid = ["", "Ignore", "Strict", "Warn"];
+                errs.push(FieldError::not_supported(&path, v, &valid));
+            }
+        }
+        if !errs.is_empty() {
+            let kind = match self.info.verb {
+                "create" => "CreateOptions",
+                "update" => "UpdateOptions",
+                _ => "PatchOptions",
+            };
+            let gk = kapi_machinery::status::GroupKind::new("meta.k8s.io", kind);
+            return Err(ApiError::invalid(gk, "", &errs));
+        }
         Ok(WriteOptions {
-            dry_run: dry_run(&self.query)?,
+            dry_run,
             field_manager: Some(manager),
             managed_fields_set: false,
         })
@@ -95,8 +129,8 @@ impl Ctx {
 }
 
 /// `?fieldManager=` as upstream's `ValidateFieldManager`: at most 128 bytes,
-/// printable characters only; 422 on the verb's options kind.
-fn check_field_manager(m: &str, verb: &str) -> Result<(), ApiError> {
+/// printable characters only.
+fn field_manager_errors(m: &str) -> Vec<kapi_machinery::validation::FieldError> {
     use kapi_machinery::validation::{FieldError, FieldPath};
     let path = FieldPath::new("fieldManager");
     let mut errs = Vec::new();
@@ -109,16 +143,7 @@ fn check_field_manager(m: &str, verb: &str) -> Result<(), ApiError> {
             errs.push(FieldError::invalid(&path, m, detail));
         }
     }
-    if errs.is_empty() {
-        return Ok(());
-    }
-    let kind = match verb {
-        "create" => "CreateOptions",
-        "update" => "UpdateOptions",
-        _ => "PatchOptions",
-    };
-    let gk = kapi_machinery::status::GroupKind::new("meta.k8s.io", kind);
-    Err(ApiError::invalid(gk, "", &errs))
+    errs
 }
 
 pub fn dry_run(q: &Query) -> Result<bool, ApiError> {
@@ -146,49 +171,4 @@ pub fn check_namespace(ctx: &Ctx, obj: &mut Value) -> Result<(), ApiError> {
             Ok(())
         }
     }
-}
-
-/// Check a body's `apiVersion`, `kind`, namespace and name against the URL,
-/// filling what the client left out.
-pub fn check_identity(ctx: &Ctx, obj: &mut Value, name_from_url: bool) -> Result<(), ApiError> {
-    let def = &ctx.entry.def;
-    let Some(root) = obj.as_object_mut() else {
-        return Err(ApiError::bad_request(
-            "the body of the request must be a JSON object",
-        ));
-    };
-    let expected_av = def.api_version();
-    match root.get("apiVersion").and_then(Value::as_str) {
-        Some(av) if av != expected_av => {
-            return Err(ApiError::bad_request(format!(
-                "the API version in the data ({av}) does not match the expected API version ({expected_av})"
-            )))
-        }
-        _ => {}
-    }
-    match root.get("kind").and_then(Value::as_str) {
-        Some(k) if k != def.kind => {
-            return Err(ApiError::bad_request(format!(
-                "the kind in the data ({k}) does not match the expected kind ({})",
-                def.kind
-            )))
-        }
-        _ => {}
-    }
-    check_namespace(ctx, obj)?;
-    let meta = kapi_registry::meta::meta_mut(obj);
-    if name_from_url {
-        let url_name = ctx.name();
-        match meta.get("name").and_then(Value::as_str) {
-            Some(n) if n != url_name => {
-                return Err(ApiError::bad_request(format!(
-                    "the name of the object ({n}) does not match the name on the URL ({url_name})"
-                )))
-            }
-            _ => {
-                meta.insert("name".into(), url_name.into());
-            }
-        }
-    }
-    Ok(())
 }

@@ -27,12 +27,56 @@ pub async fn dispatch(State(srv): State<Arc<Server>>, req: Request) -> Response 
         .get(axum::http::header::ACCEPT)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    let Some(info) = request::parse(&parts.method, parts.uri.path(), &query) else {
+    // As upstream's router, a trailing slash names the same thing.
+    let path = match parts.uri.path() {
+        "/" => "/",
+        p => p.strip_suffix('/').unwrap_or(p),
+    };
+    let Some(info) = request::parse(&parts.method, path, &query) else {
+        if !srv.owns_path(path) {
+            return plain_not_found();
+        }
         return negotiate::error_response_for(&not_found(), accept.as_deref());
     };
+    let served = srv.apis.lookup(&info.group, &info.version, &info.resource);
+    if served.is_none() && !srv.owns_path(path) {
+        return plain_not_found();
+    }
     match handle(srv, info, query, parts, body).await {
         Ok(resp) => resp,
         Err(e) => negotiate::error_response_for(&e, accept.as_deref()),
+    }
+}
+
+/// What a path no server of the chain handles gets: Go's plain `404 page
+/// not found`, not a Status.
+pub(crate) fn plain_not_found() -> Response {
+    let mut resp = Response::new(Body::from("404 page not found\n"));
+    *resp.status_mut() = axum::http::StatusCode::NOT_FOUND;
+    resp.headers_mut().insert(
+        axum::http::header::CONTENT_TYPE,
+        axum::http::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    resp.headers_mut().insert(
+        "x-content-type-options",
+        axum::http::HeaderValue::from_static("nosniff"),
+    );
+    resp
+}
+
+impl Server {
+    /// Whether a path belongs to an API this server answers for (and so gets
+    /// a Status when nothing is found there): everything under `/api`, and
+    /// `/apis/<group>/...` of a group it serves.
+    fn owns_path(&self, path: &str) -> bool {
+        if path == "/api" || path.starts_with("/api/") {
+            return true;
+        }
+        let Some(rest) = path.strip_prefix("/apis/") else {
+            return false;
+        };
+        let group = rest.split('/').next().unwrap_or("");
+        self.apis.groups().iter().any(|g| g.name == group)
     }
 }
 
@@ -59,16 +103,7 @@ async fn handle(
         Some(s) => Some(def.subresource(s).cloned().ok_or_else(not_found)?),
     };
     let verb = parse_verb(info.verb)?;
-    let allowed = match &sub {
-        None => def.supports(verb),
-        Some(s) => s.verbs().contains(&verb),
-    };
-    if !allowed {
-        return Err(ApiError::method_not_supported(
-            def.group_resource(),
-            info.verb,
-        ));
-    }
+    check_route(def, sub.as_ref(), info.name.is_some(), verb)?;
     if !info.rest.is_empty() && !matches!(sub, Some(Subresource::Proxy { .. })) {
         return Err(not_found());
     }
@@ -76,9 +111,16 @@ async fn handle(
         return super::connect::serve(srv, &entry, &info, s, parts, body).await;
     }
     let accept_header = parts.headers.get(axum::http::header::ACCEPT);
-    let accept = negotiate::negotiate(
+    // Only readable paths have a table form (upstream's create-only
+    // resources and subresources have no table converter).
+    let table = match &sub {
+        Some(s) => s.verbs().contains(&Verb::Get),
+        None => def.supports(Verb::Get) || def.supports(Verb::List),
+    };
+    let accept = negotiate::negotiate_for(
         accept_header.and_then(|v| v.to_str().ok()),
         negotiate::protobuf_kind(def),
+        table,
     )?;
     let ctx = Ctx {
         srv,
@@ -154,6 +196,53 @@ async fn serve(
             ctx.info.verb,
         )),
     }
+}
+
+/// Whether the URL's path and method have a route, as upstream installs
+/// them (`installer.go`): the collection path takes list, watch, create and
+/// deletecollection, the object path get, update, patch and delete, a
+/// subresource path its own verbs. A path with no route at all is 404,
+/// another method on a path with routes 405.
+fn check_route(
+    def: &kapi_registry::ResourceDef,
+    sub: Option<&kapi_registry::Subresource>,
+    named: bool,
+    verb: Verb,
+) -> Result<(), ApiError> {
+    const COLLECTION: &[Verb] = &[
+        Verb::List,
+        Verb::Watch,
+        Verb::Create,
+        Verb::DeleteCollection,
+    ];
+    const OBJECT: &[Verb] = &[
+        Verb::Get,
+        Verb::Update,
+        Verb::Patch,
+        Verb::Delete,
+        Verb::Watch,
+    ];
+    let (on_path, supported): (&[Verb], bool) = match sub {
+        Some(s) => (&[], s.verbs().contains(&verb)),
+        None if named => (OBJECT, def.supports(verb)),
+        None => (COLLECTION, def.supports(verb)),
+    };
+    let routes_here = |v: &Verb| sub.is_some() || (on_path.contains(v) && def.supports(*v));
+    if supported && (sub.is_some() || on_path.contains(&verb)) {
+        return Ok(());
+    }
+    let any_route = sub.is_some() || def.verbs.iter().any(routes_here);
+    let mut err = if any_route {
+        ApiError::new(
+            405,
+            kapi_machinery::status::Reason::MethodNotAllowed,
+            "the server does not allow this method on the requested resource",
+        )
+    } else {
+        not_found()
+    };
+    err.details = Some(Default::default());
+    Err(err)
 }
 
 fn parse_verb(v: &str) -> Result<Verb, ApiError> {

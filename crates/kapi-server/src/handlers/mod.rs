@@ -3,7 +3,7 @@
 //! (`ResourceDef::verbs` and its subresources — the same declaration discovery
 //! reads), and hands over to the verb's handler, one per file.
 
-mod admit;
+pub(crate) mod admit;
 mod apply;
 mod binding;
 mod chunked;
@@ -16,6 +16,7 @@ mod dispatch;
 mod eviction;
 pub mod fieldcheck;
 pub(crate) mod get;
+mod identity;
 mod json_fast;
 pub(crate) mod list;
 mod patch;
@@ -26,7 +27,9 @@ mod token;
 mod update;
 mod watch;
 
-pub use ctx::{check_identity, check_namespace, dry_run, Ctx};
+pub use ctx::{check_namespace, dry_run, Ctx};
 pub use dispatch::dispatch;
+pub(crate) use dispatch::plain_not_found;
+pub use identity::check_identity;
 pub use kapi_http::body::{read_body, MAX_BODY};
 pub use kapi_http::request::not_found;

@@ -32,23 +32,16 @@ pub async fn watch(ctx: Ctx) -> Result<Response, ApiError> {
         None | Some("") => None,
         Some(v) => Some(matches!(v, "true" | "1")),
     };
-    let timeout = match ctx.query.non_empty("timeoutSeconds") {
-        // An int64 in upstream's ListOptions: what does not parse is a bad request.
-        Some(t) => match t.parse::<i64>() {
-            Ok(secs) => Duration::from_secs(secs.max(0) as u64),
-            Err(e) => {
-                return Err(ApiError::bad_request(format!(
-                    "timeoutSeconds: invalid value {t:?}: {e}"
-                )))
-            }
-        },
+    // An int64 in upstream's ListOptions: what does not parse is a bad request.
+    let timeout = match super::list::int_param(&ctx.query, "timeoutSeconds")? {
+        Some(secs) => Duration::from_secs(secs.max(0) as u64),
         None => DEFAULT_TIMEOUT,
     };
     let opts = WatchOptions {
         label,
         field,
         resource_version: ctx.query.get("resourceVersion").map(str::to_owned),
-        rv_match: parse_rv_match(&ctx.query)?,
+        rv_match: parse_rv_match(&ctx.query, true)?,
         allow_bookmarks: ctx.query.flag("allowWatchBookmarks"),
         send_initial_events,
         encoded_json: ctx.accept.view == View::Object && ctx.accept.format == Format::Json,
