@@ -76,6 +76,10 @@ crd_suite() { # kubectl version namespace
   check "$v crd apply" "customresourcedefinition.apiextensions.k8s.io/$crd created" "$k" apply -f - <<<"$(crd_def)"
   check "$v crd established" "condition met" "$k" wait --for=condition=Established --timeout=10s "crd/$crd"
   check "$v cr create" "crontab.stable.example.com/nightly created" "$k" -n "$ns" apply -f - <<<"$(crontab_obj nightly 2)"
+  # A client-side apply of a change: the OpenAPI offers no strategic merge
+  # patch for custom resources, so kubectl sends one it accepts.
+  check "$v cr apply change" "crontab.stable.example.com/nightly configured" "$k" -n "$ns" apply -f - <<<"$(crontab_obj nightly 3)"
+  check "$v cr apply back" "crontab.stable.example.com/nightly configured" "$k" -n "$ns" apply -f - <<<"$(crontab_obj nightly 2)"
   check "$v cr columns" "NAME +SPEC +REPLICAS +AGE" "$k" -n "$ns" get crontabs
   check "$v cr row" "nightly +0 3 \* \* \* +2 +[0-9]+s" "$k" -n "$ns" get crontabs
   check "$v cr short name" "nightly" "$k" -n "$ns" get ct

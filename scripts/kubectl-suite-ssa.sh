@@ -33,6 +33,10 @@ csa_cm() { # namespace value
   echo "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"csa-cm\",\"namespace\":\"$1\"},\"data\":{\"k\":\"$2\"}}"
 }
 
+ssa_pod() { # namespace label-value
+  echo "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"csa-pod\",\"namespace\":\"$1\",\"labels\":{\"a\":\"$2\"}},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"nginx\"}]}}"
+}
+
 ssa_suite() { # kubectl version namespace
   local k=$1 v=$2 ns=$3
   check "$v ssa create" "deployment.apps/ssa-web serverside-applied" "$k" apply --server-side -f - <<<"$(ssa_manifest "$ns" 2 "{a: '1', b: '2'}")"
@@ -53,6 +57,14 @@ ssa_suite() { # kubectl version namespace
   check "$v csa to ssa value" "^v2$" "$k" -n "$ns" get cm csa-cm -o "jsonpath={.data.k}"
   check "$v ssa to csa" "configmap/csa-cm configured" "$k" apply -f - <<<"$(csa_cm "$ns" v3)"
   check "$v ssa to csa value" "^v3$" "$k" -n "$ns" get cm csa-cm -o "jsonpath={.data.k}"
+  # A pod's admission-added fields (service account volume, priority, ...) stay
+  # out of the creating manager's set, so the migration to server-side apply
+  # does not hand them to kubectl, and the next apply leaves them alone.
+  check "$v csa pod" "pod/csa-pod created" "$k" apply -f - <<<"$(ssa_pod "$ns" one)"
+  check "$v csa pod to ssa" "pod/csa-pod serverside-applied" "$k" apply --server-side -f - <<<"$(ssa_pod "$ns" one)"
+  check "$v ssa pod again" "pod/csa-pod serverside-applied" "$k" apply --server-side -f - <<<"$(ssa_pod "$ns" two)"
+  check "$v ssa pod label" "^two$" "$k" -n "$ns" get pod csa-pod -o "jsonpath={.metadata.labels.a}"
+  check "$v ssa pod delete" "deleted" "$k" -n "$ns" delete pod csa-pod
   check "$v ssa delete" "deleted" "$k" -n "$ns" delete deploy ssa-web
   check "$v ssa missing key" "failed to create typed patch object \\($ns/ssa-bad; apps/v1, Kind=Deployment\\): \\.spec\\.template\\.spec\\.containers: element 0: associative list with keys has an element that omits key field \"name\"" "$k" apply --server-side -f - <<<"$(ssa_deploy "$ns" 1 | sed 's/name: ssa-web, namespace/name: ssa-bad, namespace/; s/{name: nginx, image/{image/')"
   check "$v ssa csa create entry" '"f:strategy":\{"f:rollingUpdate":\{".":\{\},"f:maxSurge":\{\},"f:maxUnavailable":\{\}\},"f:type":\{\}\},"f:template":\{"f:metadata":\{"f:labels":\{".":\{\}' "$k" -n "$ns" get deploy web -o 'jsonpath={.metadata.managedFields[?(@.manager=="kubectl-client-side-apply")].fieldsV1}'

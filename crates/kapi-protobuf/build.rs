@@ -13,6 +13,9 @@
 //! Nothing of either source is copied into the project: the table is rebuilt
 //! from the pinned dependency versions on every clean build.
 
+#[path = "build_list_docs.rs"]
+mod list_docs;
+
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -40,6 +43,7 @@ struct Message {
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=build_list_docs.rs");
     println!("cargo:rerun-if-env-changed=KAPI_K8S_PB_SRC");
     println!("cargo:rerun-if-env-changed=KAPI_K8S_OPENAPI_SRC");
     let pb_src = locate("KAPI_K8S_PB_SRC", K8S_PB);
@@ -47,6 +51,7 @@ fn main() {
 
     let mut messages = Vec::new();
     let mut groups: HashMap<Vec<String>, (String, String)> = HashMap::new();
+    let mut list_rows = Vec::new();
     for file in rust_files(&pb_src) {
         let rel = file.strip_prefix(&pb_src).expect("under src");
         let module: Vec<String> = rel
@@ -58,6 +63,7 @@ fn main() {
         }
         let text = std::fs::read_to_string(&file).expect("read k8s-pb source");
         parse_module(&module, &text, &mut messages, &mut groups);
+        list_docs::rows(&module, &text, &mut list_rows);
     }
     // Aggregated discovery's documents are top-level objects of a group that
     // has no resource, so nothing in k8s-pb names the group: say it here.
@@ -71,6 +77,8 @@ fn main() {
     let out = generate(&messages, &groups, &names);
     let dest = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR")).join("descriptors.rs");
     std::fs::write(dest, out).expect("write descriptors.rs");
+    let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
+    list_docs::write(&list_rows, &out_dir.join("list_docs.rs"));
 }
 
 /// The unpacked source (`src/`) of `crate_dir`, from an override variable or

@@ -236,11 +236,16 @@ impl Plugin for Always {
     fn handles(&self, _op: Operation) -> bool {
         true
     }
+    // Upstream's AlwaysDeny refuses in both phases (so in the mutating one,
+    // before any validating plugin).
     fn mutating(&self) -> bool {
-        false
+        !self.0
     }
     fn validating(&self) -> bool {
         !self.0
+    }
+    async fn admit(&self, a: &mut Attributes) -> Result<(), ApiError> {
+        Err(a.forbidden("admission control is denying all modifications"))
     }
     async fn validate(&self, a: &Attributes) -> Result<(), ApiError> {
         Err(a.forbidden("admission control is denying all modifications"))
@@ -265,6 +270,47 @@ mod tests {
         let mut ordered = d.names().to_vec();
         ordered.sort_by_key(|n| ORDER.iter().position(|o| o == n));
         assert_eq!(ordered, d.names());
+    }
+
+    /// Every implemented plugin works in upstream's phases (`Admit` and/or
+    /// `Validate`) on the operations upstream's `admission.NewHandler` lists
+    /// (Priority's delete, a no-op upstream, left out).
+    #[test]
+    fn plugins_have_upstreams_phases_and_operations() {
+        use Operation::{Connect, Create, Delete, Update};
+        type Row = (&'static str, bool, bool, &'static [Operation]);
+        let all: &[Operation] = &[Create, Update, Delete, Connect];
+        let upstream: &[Row] = &[
+            ("AlwaysDeny", true, true, all),
+            ("NamespaceLifecycle", true, false, &[Create, Update, Delete]),
+            ("LimitRanger", true, true, &[Create, Update]),
+            ("ServiceAccount", true, true, &[Create]),
+            ("PodSecurity", false, true, &[Create, Update]),
+            ("Priority", true, true, &[Create, Update]),
+            ("DefaultTolerationSeconds", true, false, &[Create, Update]),
+            ("DefaultStorageClass", true, false, &[Create]),
+            ("ResourceQuota", false, true, &[Create, Update]),
+            ("MutatingAdmissionWebhook", true, false, all),
+            ("ValidatingAdmissionPolicy", false, true, all),
+            ("ValidatingAdmissionWebhook", false, true, all),
+        ];
+        let cx = Context {
+            apis: Arc::new(Apis::default()),
+            authz: Arc::new(kapi_auth::authz::AlwaysAllow),
+        };
+        for name in IMPLEMENTED.iter().filter(|n| **n != "AlwaysAdmit") {
+            let row = upstream.iter().find(|r| r.0 == *name);
+            let (_, mutating, validating, ops) = row.unwrap_or_else(|| panic!("{name}: no row"));
+            let p = build(name, &cx).expect("implemented");
+            assert_eq!(
+                (p.mutating(), p.validating()),
+                (*mutating, *validating),
+                "{name}"
+            );
+            for op in [Create, Update, Delete, Connect] {
+                assert_eq!(p.handles(op), ops.contains(&op), "{name} {op:?}");
+            }
+        }
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //! created or changed in a namespace that does not exist (404 on the
 //! namespace), nothing is created in one being terminated (403 with the
 //! `NamespaceTerminating` cause), and the immortal namespaces (`default`,
-//! `kube-system`, `kube-public`) may not be deleted.
+//! `kube-system`, `kube-public`) may not be deleted. As upstream's, it works
+//! in the mutating phase only (so a create into a missing namespace is 404
+//! before any other plugin looks at it).
 
 use async_trait::async_trait;
 use kapi_machinery::status::{ApiError, Cause, GroupResource};
@@ -32,17 +34,19 @@ impl Plugin for Lifecycle {
     fn name(&self) -> &'static str {
         "NamespaceLifecycle"
     }
-    fn handles(&self, _op: Operation) -> bool {
-        true
+    fn handles(&self, op: Operation) -> bool {
+        op != Operation::Connect
     }
+    // Upstream's plugin is a mutating one only: it runs in the mutating
+    // phase, before ServiceAccount and the webhooks, and not again after them.
     fn mutating(&self) -> bool {
-        false
+        true
     }
     fn validating(&self) -> bool {
-        true
+        false
     }
 
-    async fn validate(&self, a: &Attributes) -> Result<(), ApiError> {
+    async fn admit(&self, a: &mut Attributes) -> Result<(), ApiError> {
         let cx = &self.cx;
         if a.operation == Operation::Delete
             && is_namespace(a)
@@ -84,7 +88,7 @@ impl Plugin for Lifecycle {
             if let Some(d) = err.details.as_mut() {
                 d.causes.push(Cause {
                     reason: "NamespaceTerminating".into(),
-                    message: msg,
+                    message: format!("namespace {} is being terminated", a.namespace),
                     field: "metadata.namespace".into(),
                 });
             }

@@ -116,6 +116,22 @@ impl RequestAdmission {
         RequestAdmission::base(chain, t, Operation::Delete, opts.dry_run, options)
     }
 
+    /// Both phases of a connect (`pods/exec`, `attach`, `portforward`, the
+    /// `proxy` subresources), as upstream's connect handler runs them: the
+    /// object is the request's options object (`PodExecOptions`, ...), there
+    /// are no options and no old object.
+    pub async fn connect(chain: Arc<Chain>, t: &Target<'_>, object: Value) -> Result<(), ApiError> {
+        let op = Operation::Connect;
+        if !chain.mutates(op) && !chain.validates(op) {
+            return Ok(());
+        }
+        let adm = RequestAdmission::base(chain, t, op, false, Value::Null);
+        let mut a = adm.base.clone();
+        a.object = Some(object);
+        adm.chain.admit(&mut a).await?;
+        adm.chain.validate(&a).await
+    }
+
     /// Whether the request is a dry run.
     pub fn dry_run(&self) -> bool {
         self.base.dry_run

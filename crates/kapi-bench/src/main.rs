@@ -3,7 +3,8 @@
 //! operation as a table (and JSON with `--json`), plus — given the server's
 //! PIDs — their peak RSS and CPU seconds from `/proc` while the scenario ran.
 //!
-//! Scenarios (`scenarios.rs`): create, get, list, update, watch (its watchers
+//! Scenarios (`scenarios.rs`): create, get, list, update, churn (`churn.rs`:
+//! RSS and disk over time under updates of a few objects), watch (its watchers
 //! run in child processes, one per 250 unless `--procs N` says otherwise,
 //! `watchers.rs`), mixed, scale. Watches and whole LISTs are read lean
 //! (`lean.rs`) when the kubeconfig has a client certificate and
@@ -12,6 +13,7 @@
 //! allows (watches stay JSON). `codec` (`codec.rs`) times the protobuf codec
 //! against JSON in this process, without a server.
 
+mod churn;
 mod client;
 mod codec;
 mod lean;
@@ -104,6 +106,27 @@ enum Scenario {
         seconds: u64,
         #[arg(long, default_value_t = 16)]
         concurrency: usize,
+    },
+    /// `objects` ConfigMaps updated without pause by as many clients, with the
+    /// server's RSS (`--pid`) and its data directories' size (`--dir`)
+    /// sampled over time, during the writes and `after` seconds beyond.
+    Churn {
+        #[arg(long, default_value_t = 8)]
+        objects: usize,
+        #[arg(long, default_value_t = 2048)]
+        size: usize,
+        #[arg(long, default_value_t = 600)]
+        seconds: u64,
+        #[arg(long, default_value_t = 60)]
+        after: u64,
+        #[arg(long, default_value_t = 10)]
+        sample: u64,
+        /// Total writes per second at most (0: no cap).
+        #[arg(long, default_value_t = 0.0)]
+        rate: f64,
+        /// A data directory whose size is sampled (repeatable).
+        #[arg(long)]
+        dir: Vec<PathBuf>,
     },
     /// W watchers on the namespace while creates go on at `rate` per second.
     Watch {
@@ -243,6 +266,29 @@ async fn run(args: Args) -> Result<(), String> {
             "update",
             scenarios::update(&api, prefix, hot, Duration::from_secs(seconds), concurrency).await,
         ),
+        Scenario::Churn {
+            objects,
+            size,
+            seconds,
+            after,
+            sample,
+            rate,
+            dir,
+        } => {
+            let plan = churn::ChurnPlan {
+                objects,
+                size,
+                duration: Duration::from_secs(seconds),
+                after: Duration::from_secs(after),
+                sample: Duration::from_secs(sample.max(1)),
+                rate,
+                pids: args.pid.clone(),
+                dirs: dir,
+            };
+            let (samples, timeline) = churn::run(&api, prefix, &plan).await?;
+            extra = timeline;
+            ("churn", vec![samples])
+        }
         Scenario::Watch {
             watchers,
             rate,

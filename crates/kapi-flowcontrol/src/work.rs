@@ -127,6 +127,7 @@ mod tests {
             resource: resource.into(),
             name: None,
             subresource: None,
+            rest: String::new(),
             verb: "list",
         }
     }

@@ -23,9 +23,11 @@
 pub mod body;
 pub mod cors;
 pub mod lifecycle;
+pub mod decode;
 pub mod limits;
 pub mod metrics;
 pub mod negotiate;
 pub mod request;
+pub mod strict;
 pub mod tls;
 pub mod user;

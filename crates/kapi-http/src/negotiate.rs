@@ -54,11 +54,42 @@ const SUPPORTED_JSON_ONLY: &[&str] = &[
     "application/json;as=Table;v=v1;g=meta.k8s.io",
 ];
 
+const SUPPORTED_NO_TABLE: &[&str] = &[
+    "application/json",
+    "application/yaml",
+    "application/vnd.kubernetes.protobuf",
+];
+
+const SUPPORTED_JSON_ONLY_NO_TABLE: &[&str] = &["application/json", "application/yaml"];
+
 /// Pick the first acceptable media type from `Accept`; `protobuf` says whether
 /// the resource has a protobuf form.
 pub fn negotiate(accept: Option<&str>, protobuf: bool) -> Result<Accept, ApiError> {
+    negotiate_for(accept, protobuf, true)
+}
+
+/// [`negotiate`] for a path that may have no `Table` form: upstream's
+/// create-only resources and subresources (reviews, bindings, evictions,
+/// tokens) have no table converter, so `as=Table` is not acceptable there.
+pub fn negotiate_for(
+    accept: Option<&str>,
+    protobuf: bool,
+    table: bool,
+) -> Result<Accept, ApiError> {
+    let picked = pick(accept, protobuf, table);
+    picked.ok_or_else(|| {
+        ApiError::not_acceptable_types(match (protobuf, table) {
+            (true, true) => SUPPORTED,
+            (false, true) => SUPPORTED_JSON_ONLY,
+            (true, false) => SUPPORTED_NO_TABLE,
+            (false, false) => SUPPORTED_JSON_ONLY_NO_TABLE,
+        })
+    })
+}
+
+fn pick(accept: Option<&str>, protobuf: bool, table: bool) -> Option<Accept> {
     let Some(accept) = accept.map(str::trim).filter(|a| !a.is_empty()) else {
-        return Ok(Accept::JSON);
+        return Some(Accept::JSON);
     };
     for item in accept.split(',') {
         let mut parts = item.split(';').map(str::trim);
@@ -98,13 +129,12 @@ pub fn negotiate(accept: Option<&str>, protobuf: bool) -> Result<Accept, ApiErro
         {
             continue;
         }
-        return Ok(Accept { format, view });
+        if view == View::Table && !table {
+            continue;
+        }
+        return Some(Accept { format, view });
     }
-    Err(ApiError::not_acceptable_types(if protobuf {
-        SUPPORTED
-    } else {
-        SUPPORTED_JSON_ONLY
-    }))
+    None
 }
 
 /// Whether the resource is served as protobuf: declared so (never a custom
@@ -176,6 +206,8 @@ fn error_response_as(err: &ApiError, format: Format) -> Response {
     }
     resp
 }
+
+pub use crate::decode::*;
 
 /// `includeObject` for tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -249,114 +281,6 @@ pub fn table(
         "columnDefinitions": columns,
         "rows": rows,
     })
-}
-
-/// Decode a request body as JSON, YAML or protobuf, by content type.
-pub fn decode_body(content_type: Option<&str>, body: &[u8]) -> Result<Value, ApiError> {
-    let media = content_type
-        .and_then(|c| c.split(';').next())
-        .map(|m| m.trim().to_ascii_lowercase())
-        .unwrap_or_else(|| "application/json".into());
-    match media.as_str() {
-        "application/json" | "" => decode_json(body),
-        "application/yaml" => decode_yaml(body),
-        "application/vnd.kubernetes.protobuf" => decode_protobuf(body),
-        _ => Err(ApiError::unsupported_media_type(&[
-            "application/json",
-            "application/yaml",
-            "application/vnd.kubernetes.protobuf",
-        ])),
-    }
-}
-
-/// A request body holding an object of `def`'s resource: as [`decode_body`], but
-/// protobuf only where the resource is served as protobuf — upstream's custom
-/// resource handler accepts JSON and YAML bodies only (415 otherwise).
-pub fn decode_object_body(
-    def: &ResourceDef,
-    content_type: Option<&str>,
-    body: &[u8],
-) -> Result<Value, ApiError> {
-    let is_protobuf = content_type
-        .and_then(|c| c.split(';').next())
-        .is_some_and(|m| {
-            m.trim()
-                .eq_ignore_ascii_case("application/vnd.kubernetes.protobuf")
-        });
-    if is_protobuf && !protobuf_kind(def) {
-        return Err(ApiError::unsupported_media_type(&[
-            "application/json",
-            "application/yaml",
-        ]));
-    }
-    decode_body(content_type, body)
-}
-
-/// An enveloped protobuf body, typed by its envelope; a wrong kind for the URL
-/// is caught later by the same identity check JSON bodies get.
-pub fn decode_protobuf(body: &[u8]) -> Result<Value, ApiError> {
-    kapi_protobuf::decode_object(body, None).map_err(|e| {
-        let msg = match e {
-            kapi_protobuf::Error::Magic => format!(
-                "provided data does not appear to be a protobuf message, expected prefix {:?}",
-                kapi_protobuf::MAGIC
-            ),
-            other => other.to_string(),
-        };
-        ApiError::bad_request(msg)
-    })
-}
-
-/// JSON nested deeper than this is rejected (as upstream's decoder limits depth).
-const MAX_DEPTH: usize = 100;
-
-pub fn decode_json(body: &[u8]) -> Result<Value, ApiError> {
-    check_depth(body)?;
-    serde_json::from_slice(body).map_err(|e| {
-        ApiError::bad_request(format!(
-            "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml: {e}"
-        ))
-    })
-}
-
-pub fn decode_yaml(body: &[u8]) -> Result<Value, ApiError> {
-    check_depth(body)?;
-    let text = std::str::from_utf8(body)
-        .map_err(|_| ApiError::bad_request("the body of the request is not valid UTF-8"))?;
-    serde_saphyr::from_str::<Value>(text)
-        .map_err(|e| ApiError::bad_request(format!("error converting YAML to JSON: {e}")))
-}
-
-/// Reject absurd nesting before parsing, so a hostile body cannot exhaust the stack.
-fn check_depth(body: &[u8]) -> Result<(), ApiError> {
-    let mut depth = 0usize;
-    let mut in_string = false;
-    let mut escaped = false;
-    for &b in body {
-        if in_string {
-            match (escaped, b) {
-                (true, _) => escaped = false,
-                (false, b'\\') => escaped = true,
-                (false, b'"') => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'{' | b'[' => {
-                depth += 1;
-                if depth > MAX_DEPTH {
-                    return Err(ApiError::bad_request(format!(
-                        "the body of the request is nested deeper than {MAX_DEPTH} levels"
-                    )));
-                }
-            }
-            b'}' | b']' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -15,6 +15,9 @@ pub struct RequestInfo {
     pub resource: String,
     pub name: Option<String>,
     pub subresource: Option<String>,
+    /// What follows the subresource (`pods/p/proxy/<rest>`), with its
+    /// leading `/`; empty when nothing does. Only `proxy` serves such paths.
+    pub rest: String,
     pub verb: &'static str,
 }
 
@@ -47,9 +50,17 @@ pub fn parse(method: &Method, path: &str, query: &Query) -> Option<RequestInfo> 
     let (resource, name, sub) = match rest.as_slice() {
         [r] => (*r, None, None),
         [r, n] => (*r, Some(*n), None),
-        [r, n, s] => (*r, Some(*n), Some(*s)),
+        [r, n, s, ..] => (*r, Some(*n), Some(*s)),
         _ => return None,
     };
+    if rest.len() > 3 {
+        info.rest = format!("/{}", rest[3..].join("/"));
+        if path.ends_with('/') {
+            info.rest.push('/');
+        }
+    } else if rest.len() == 3 && path.ends_with('/') {
+        info.rest = "/".to_owned();
+    }
     if resource.is_empty() {
         return None;
     }
@@ -99,11 +110,13 @@ impl Query {
 
 /// The answer for a URL that names nothing this server serves.
 pub fn not_found() -> kapi_machinery::status::ApiError {
-    kapi_machinery::status::ApiError::new(
+    let mut e = kapi_machinery::status::ApiError::new(
         404,
         kapi_machinery::status::Reason::NotFound,
         "the server could not find the requested resource",
-    )
+    );
+    e.details = Some(Default::default());
+    e
 }
 
 #[cfg(test)]
@@ -134,5 +147,25 @@ mod tests {
         let i = p(Method::DELETE, "/api/v1/namespaces/a/configmaps", "");
         assert_eq!(i.verb, "deletecollection");
         assert!(parse(&Method::GET, "/apis/apps", &Query::default()).is_none());
+    }
+
+    #[test]
+    fn proxy_paths_keep_what_follows_the_subresource() {
+        let i = p(
+            Method::GET,
+            "/api/v1/namespaces/ns/pods/https:web:8443/proxy/a/b/",
+            "",
+        );
+        assert_eq!(i.name.as_deref(), Some("https:web:8443"));
+        assert_eq!(
+            (i.subresource.as_deref(), i.rest.as_str()),
+            (Some("proxy"), "/a/b/")
+        );
+        let i = p(Method::POST, "/api/v1/nodes/n1/proxy/metrics", "");
+        assert_eq!((i.verb, i.rest.as_str()), ("create", "/metrics"));
+        let i = p(Method::GET, "/api/v1/nodes/n1/proxy/", "");
+        assert_eq!(i.rest, "/");
+        let i = p(Method::GET, "/api/v1/nodes/n1/proxy", "");
+        assert_eq!(i.rest, "");
     }
 }

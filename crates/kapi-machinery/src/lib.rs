@@ -10,6 +10,7 @@ pub mod apply;
 pub mod cel;
 pub mod fieldpath;
 pub mod fields;
+pub mod gojson;
 pub mod labels;
 pub mod quantity;
 pub mod schema;

@@ -18,6 +18,7 @@
 
 mod decode;
 mod encode;
+pub mod list_docs;
 mod parts;
 mod schema;
 mod special;

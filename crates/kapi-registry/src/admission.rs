@@ -18,6 +18,9 @@
 //!   as upstream's `ValidateObjectFunc` in `Storage.Delete`: an object changed
 //!   between two attempts is admitted again as it is then.
 //!
+//! - creates and updates: [`WriteAdmission::finished`] once the write is over,
+//!   with what was stored, whatever the outcome.
+//!
 //! `old` is `None` for a create (also a PUT or apply that creates).
 
 use async_trait::async_trait;
@@ -35,4 +38,9 @@ pub trait WriteAdmission: Send + Sync {
     async fn admit_delete(&self, _old: &Value) -> Result<(), ApiError> {
         Ok(())
     }
+    /// The create or update is over: `stored` is what it wrote, `None` when
+    /// it wrote nothing (it failed, or was a dry run). What the request set
+    /// aside for the object and the object no longer holds goes back (a
+    /// Service's ClusterIP and node ports).
+    async fn finished(&self, _stored: Option<&Value>) {}
 }

@@ -210,6 +210,32 @@ impl Apis {
         st.by_gvr.insert(gvr, entry);
     }
 
+    /// Make `group/version/resource`'s store call `hooks` (`crate::hooks`);
+    /// for the server's assembly, before anyone holds the entry.
+    pub fn set_hooks(
+        &self,
+        group: &str,
+        version: &str,
+        resource: &str,
+        hooks: Arc<dyn crate::hooks::StoreHooks>,
+    ) {
+        let gvr = (group.to_owned(), version.to_owned(), resource.to_owned());
+        let mut st = self.state.write().expect("apis lock");
+        let Some(old) = st.by_gvr.get(&gvr).cloned() else {
+            return;
+        };
+        let entry = Arc::new(Entry {
+            store: old.store.clone().with_hooks(hooks),
+            def: old.def.clone(),
+        });
+        for e in st.order.iter_mut() {
+            if Arc::ptr_eq(e, &old) {
+                *e = entry.clone();
+            }
+        }
+        st.by_gvr.insert(gvr, entry);
+    }
+
     /// Stop serving a resource (a custom resource whose definition changed or went).
     pub fn remove(&self, group: &str, version: &str, resource: &str) -> Option<Arc<Entry>> {
         let gvr = (group.to_owned(), version.to_owned(), resource.to_owned());

@@ -11,12 +11,14 @@
 pub mod admission;
 pub mod apis;
 pub mod cache;
+pub mod hooks;
 pub mod managed;
 pub mod meta;
+pub mod ranges;
 pub mod resource;
 pub mod store;
 pub mod strategy;
 
 pub use resource::{Conversion, ResourceDef, Subresource, Verb};
 pub use store::Store;
-pub use strategy::{Column, DefaultStrategy, GcPolicy, Strategy};
+pub use strategy::{Column, DefaultStrategy, GcPolicy, StatusMetadata, Strategy};

@@ -80,6 +80,18 @@ pub enum Subresource {
     /// `token` (serviceaccounts): create an authentication.k8s.io/v1
     /// TokenRequest, answered with a signed token for the account.
     Token,
+    /// `log` (pods): the container's log, streamed from the kubelet.
+    Log,
+    /// `exec`, `attach`, `portforward` (pods): a stream upgrade proxied to
+    /// the kubelet (`kapi-kubelet`).
+    Exec,
+    Attach,
+    PortForward,
+    /// `proxy` (pods, services, nodes): HTTP proxied to the object's
+    /// address; `kind` names the options kind (`PodProxyOptions`, ...).
+    Proxy {
+        kind: &'static str,
+    },
 }
 
 impl Subresource {
@@ -93,6 +105,11 @@ impl Subresource {
             Subresource::Binding => "binding",
             Subresource::EphemeralContainers => "ephemeralcontainers",
             Subresource::Token => "token",
+            Subresource::Log => "log",
+            Subresource::Exec => "exec",
+            Subresource::Attach => "attach",
+            Subresource::PortForward => "portforward",
+            Subresource::Proxy { .. } => "proxy",
         }
     }
 
@@ -100,6 +117,17 @@ impl Subresource {
         match self {
             Subresource::Finalize => &[Verb::Update],
             Subresource::Eviction | Subresource::Binding | Subresource::Token => &[Verb::Create],
+            Subresource::Log => &[Verb::Get],
+            Subresource::Exec | Subresource::Attach | Subresource::PortForward => {
+                &[Verb::Create, Verb::Get]
+            }
+            Subresource::Proxy { .. } => &[
+                Verb::Create,
+                Verb::Delete,
+                Verb::Get,
+                Verb::Patch,
+                Verb::Update,
+            ],
             _ => &[Verb::Get, Verb::Patch, Verb::Update],
         }
     }
@@ -111,7 +139,12 @@ impl Subresource {
             Subresource::Status
             | Subresource::Finalize
             | Subresource::Approval
-            | Subresource::EphemeralContainers => None,
+            | Subresource::EphemeralContainers
+            | Subresource::Log => None,
+            Subresource::Exec => Some(("", "v1", "PodExecOptions")),
+            Subresource::Attach => Some(("", "v1", "PodAttachOptions")),
+            Subresource::PortForward => Some(("", "v1", "PodPortForwardOptions")),
+            Subresource::Proxy { kind } => Some(("", "v1", kind)),
             Subresource::Scale { .. } => Some(("autoscaling", "v1", "Scale")),
             Subresource::Eviction => Some(("policy", "v1", "Eviction")),
             Subresource::Binding => Some(("", "v1", "Binding")),

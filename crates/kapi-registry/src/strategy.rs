@@ -83,6 +83,24 @@ pub enum GcPolicy {
     Unsupported,
 }
 
+/// What a write through the `status` subresource takes from the client's
+/// metadata (upstream: each kind's status strategy `PrepareForUpdate`). Every
+/// other part of the object but `status` stays as stored either way, and the
+/// fields only the server sets (uid, creationTimestamp, ...) are the store's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatusMetadata {
+    /// The client's metadata, but for these fields, which stay as stored
+    /// (most built-in kinds: none; deployments: `labels`; pods: `ownerReferences`).
+    ClientExcept(&'static [&'static str]),
+    /// The stored metadata, but for `managedFields` (custom resources, flow
+    /// control objects).
+    Stored,
+}
+
+/// The fields upstream's `metav1.ResetObjectMetaForStatus` keeps as stored
+/// (besides deletionTimestamp and generation, which no update changes).
+pub const RESET_FOR_STATUS: &[&str] = &["labels", "annotations", "finalizers", "ownerReferences"];
+
 pub trait Strategy: Send + Sync + 'static {
     /// Upstream defaulting; runs on every create and update (and patch result).
     fn default(&self, _obj: &mut Value) {}
@@ -98,6 +116,11 @@ pub trait Strategy: Send + Sync + 'static {
     /// Carry over or fill fields on update of a subresource (`status`,
     /// `approval`), after the store kept only what that subresource may change.
     fn prepare_for_subresource_update(&self, _sub: &str, _new: &mut Value, _old: &Value) {}
+
+    /// What a `status` write keeps of the client's metadata.
+    fn status_metadata(&self) -> StatusMetadata {
+        StatusMetadata::ClientExcept(&[])
+    }
 
     /// Validation of an update through a subresource.
     fn validate_subresource_update(&self, _sub: &str, new: &Value, old: &Value) -> ErrorList {
@@ -146,6 +169,20 @@ pub trait Strategy: Send + Sync + 'static {
             .iter()
             .map(|f| (*f).to_owned())
             .collect()
+    }
+
+    /// How a field selector on a field this resource does not select on is
+    /// refused: in the words of the kind's field label conversion function
+    /// upstream (kinds with selectable fields of their own), or of the
+    /// default one (metadata only).
+    fn field_label_error(&self, label: &str) -> String {
+        if self.selectable_field_names().is_empty() {
+            format!(
+                "\"{label}\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
+            )
+        } else {
+            format!("field label not supported: {label}")
+        }
     }
 
     /// Selectable fields the watch cache keeps an index of (upstream's cacher
@@ -219,6 +256,14 @@ pub trait Strategy: Send + Sync + 'static {
     /// The `Warning` every response for this resource carries (a deprecated
     /// custom resource version).
     fn deprecation_warning(&self) -> Option<String> {
+        None
+    }
+
+    /// How long an object lives after each create or update (upstream's TTL
+    /// function of a registry store: events get `--event-ttl`); the store
+    /// writes it with that TTL and the backend deletes it when it runs out.
+    /// `None`: objects live until deleted.
+    fn ttl(&self) -> Option<std::time::Duration> {
         None
     }
 }

@@ -17,6 +17,7 @@ pub mod discovery;
 pub mod enablement;
 pub mod events;
 pub mod flowcontrol;
+pub mod gotypes;
 mod group_registry;
 pub mod networking;
 pub mod node;

@@ -177,6 +177,38 @@ impl Decl {
 }
 
 /// Every built-in resource of this milestone: the core group, then `apps/v1`.
+/// What of the built-in API the flags set.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// `--event-ttl`: how long events live after each write (zero: until
+    /// deleted).
+    pub event_ttl: std::time::Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            event_ttl: crate::core::event::DEFAULT_EVENT_TTL,
+        }
+    }
+}
+
+/// The built-in resources as `settings` make them.
+pub fn builtin_resources_with(settings: &Settings) -> Vec<ResourceDef> {
+    let mut defs = builtin_resources();
+    for def in &mut defs {
+        match (def.group.as_str(), def.resource.as_str()) {
+            ("", "events") => def.strategy = Arc::new(EventStrategy::new(settings.event_ttl)),
+            ("events.k8s.io", "events") => {
+                let core = EventStrategy::new(settings.event_ttl);
+                def.strategy = Arc::new(EventsV1Strategy::new(core));
+            }
+            _ => {}
+        }
+    }
+    defs
+}
+
 pub fn builtin_resources() -> Vec<ResourceDef> {
     core_resources()
         .into_iter()
@@ -224,16 +256,34 @@ fn core_resources() -> Vec<Decl> {
                 Subresource::Eviction,
                 Subresource::Binding,
                 Subresource::EphemeralContainers,
+                Subresource::Log,
+                Subresource::Exec,
+                Subresource::Attach,
+                Subresource::PortForward,
+                Subresource::Proxy {
+                    kind: "PodProxyOptions",
+                },
             ]),
         Decl::new("", "services", "Service", Arc::new(ServiceStrategy))
             .short(&["svc"])
             .in_all()
-            .sub(status())
+            .sub(vec![
+                Subresource::Status,
+                Subresource::Proxy {
+                    kind: "ServiceProxyOptions",
+                },
+            ])
             .key("/services/specs"),
         Decl::new("", "endpoints", "Endpoints", Arc::new(EndpointsStrategy))
             .short(&["ep"])
             .key("/services/endpoints"),
-        Decl::new("", "events", "Event", Arc::new(EventStrategy)).short(&["ev"]),
+        Decl::new(
+            "",
+            "events",
+            "Event",
+            Arc::new(EventStrategy::new(crate::core::event::DEFAULT_EVENT_TTL)),
+        )
+        .short(&["ev"]),
         Decl::new(
             "",
             "serviceaccounts",
@@ -245,7 +295,12 @@ fn core_resources() -> Vec<Decl> {
         Decl::new("", "nodes", "Node", Arc::new(NodeStrategy))
             .cluster_scoped()
             .short(&["no"])
-            .sub(status())
+            .sub(vec![
+                Subresource::Status,
+                Subresource::Proxy {
+                    kind: "NodeProxyOptions",
+                },
+            ])
             .key("/minions"),
         Decl::new(
             "",
@@ -412,7 +467,9 @@ fn converted_resources() -> Vec<Decl> {
             "events.k8s.io",
             "events",
             "Event",
-            Arc::new(EventsV1Strategy),
+            Arc::new(EventsV1Strategy::new(EventStrategy::new(
+                crate::core::event::DEFAULT_EVENT_TTL,
+            ))),
         )
         .short(&["ev"])
         .converted("v1", Arc::new(EventsConversion)),

@@ -10,18 +10,17 @@ use kapi_registry::store::options::WriteOptions;
 use kapi_resources::scheduling::{GROUP as SCHEDULING, SYSTEM_CLASSES};
 use serde_json::json;
 
-use crate::Server;
+use kapi_registry::apis::Apis;
 
-pub async fn run(srv: &Server) -> Result<(), ApiError> {
-    let namespaces = srv
-        .apis
+pub async fn run(apis: &Apis) -> Result<(), ApiError> {
+    let namespaces = apis
         .lookup("", "v1", "namespaces")
         .expect("namespaces served");
     for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
         let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
         ignore_exists(namespaces.store.create(obj, &WriteOptions::default()).await)?;
     }
-    if let Some(classes) = srv.apis.lookup(SCHEDULING, "v1", "priorityclasses") {
+    if let Some(classes) = apis.lookup(SCHEDULING, "v1", "priorityclasses") {
         for class in SYSTEM_CLASSES {
             ignore_exists(
                 classes
@@ -31,19 +30,19 @@ pub async fn run(srv: &Server) -> Result<(), ApiError> {
             )?;
         }
     }
-    flow_control(srv).await?;
-    kapi_auth::authz::policy::ensure(&srv.apis).await?;
+    flow_control(apis).await?;
+    kapi_auth::authz::policy::ensure(apis).await?;
     Ok(())
 }
 
 /// The APF bootstrap configuration, then each FlowSchema's `Dangling`
 /// condition (whether its priority level exists), as upstream's config
 /// controller reports it.
-async fn flow_control(srv: &Server) -> Result<(), ApiError> {
+async fn flow_control(apis: &Apis) -> Result<(), ApiError> {
     use kapi_resources::flowcontrol::{bootstrap, GROUP};
     let (Some(levels), Some(schemas)) = (
-        srv.apis.lookup(GROUP, "v1", "prioritylevelconfigurations"),
-        srv.apis.lookup(GROUP, "v1", "flowschemas"),
+        apis.lookup(GROUP, "v1", "prioritylevelconfigurations"),
+        apis.lookup(GROUP, "v1", "flowschemas"),
     ) else {
         return Ok(());
     };

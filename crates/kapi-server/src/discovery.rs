@@ -12,7 +12,7 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
 use serde_json::{json, Value};
 
-use crate::Server;
+use crate::server::Server;
 use kapi_http::negotiate::{self, error_response, Format};
 use kapi_registry::apis::Entry;
 
@@ -29,19 +29,54 @@ fn resource_json(e: &Entry) -> Vec<Value> {
     if !d.categories.is_empty() {
         main["categories"] = json!(d.categories);
     }
+    if let Some(hash) = storage_version_hash(d) {
+        main["storageVersionHash"] = json!(hash);
+    }
     let mut out = vec![main];
     for s in &d.subresources {
         let verbs: Vec<&str> = s.verbs().iter().map(|v| v.as_str()).collect();
         let mut r = json!({"name": format!("{}/{}", d.resource, s.name()), "singularName": "",
                            "namespaced": d.namespaced, "kind": d.kind, "verbs": verbs});
         if let Some((group, version, kind)) = s.response_kind() {
-            r["group"] = json!(group);
-            r["version"] = json!(version);
+            // Upstream names the kind's group-version only when it is not
+            // the resource's own (pods/eviction: policy/v1; pods/exec: none).
+            if (group, version) != (d.group.as_str(), d.version.as_str()) {
+                r["group"] = json!(group);
+                r["version"] = json!(version);
+            }
             r["kind"] = json!(kind);
         }
         out.push(r);
     }
     out
+}
+
+/// Upstream's `storageVersionHash`: the first 8 bytes of the SHA-256 of
+/// `<group>/<version>/<kind>` of the version the objects are stored at,
+/// base64. Resources without storage of their own (reviews, bindings,
+/// componentstatuses) have none.
+fn storage_version_hash(d: &kapi_registry::ResourceDef) -> Option<String> {
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    let virtual_ = !d.supports(kapi_registry::Verb::Get)
+        || (d.group.is_empty() && d.resource == "componentstatuses");
+    if virtual_ {
+        return None;
+    }
+    let stored = match (d.group.as_str(), d.resource.as_str()) {
+        // Still stored at their beta versions upstream.
+        ("apiextensions.k8s.io", "customresourcedefinitions") => {
+            "apiextensions.k8s.io/v1beta1".to_owned()
+        }
+        ("discovery.k8s.io", "endpointslices") => "discovery.k8s.io/v1beta1".to_owned(),
+        _ => match &d.conversion {
+            Some(c) => c.storage_api_version().to_owned(),
+            None => d.api_version(),
+        },
+    };
+    let (group, version) = stored.rsplit_once('/').unwrap_or(("", &stored));
+    let digest = sha2::Sha256::digest(format!("{group}/{version}/{}", d.kind));
+    Some(base64::engine::general_purpose::STANDARD.encode(&digest[..8]))
 }
 
 fn resource_list(srv: &Server, group: &str, version: &str) -> Option<Value> {
@@ -241,7 +276,8 @@ pub async fn group(
             body["apiVersion"] = json!("v1");
             legacy(&headers, &body)
         }
-        None => error_response(&kapi_http::request::not_found()),
+        // No server of the chain serves the group: Go's plain 404.
+        None => crate::handlers::plain_not_found(),
     }
 }
 
@@ -259,6 +295,9 @@ pub async fn group_version(
 ) -> Response {
     match resource_list(&srv, &group, &version) {
         Some(body) => legacy(&headers, &body),
-        None => error_response(&kapi_http::request::not_found()),
+        None if srv.apis.groups().iter().any(|g| g.name == group) => {
+            error_response(&kapi_http::request::not_found())
+        }
+        None => crate::handlers::plain_not_found(),
     }
 }

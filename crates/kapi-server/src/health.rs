@@ -4,7 +4,9 @@
 //! `etcd-readiness` (`--etcd-readycheck-timeout`) and `shutdown`, which fails
 //! from the moment termination starts (`kapi_http::lifecycle`, handed over by
 //! the lifecycle filter). `/livez` leaves storage out: a storage outage makes
-//! the server unready, not dead (restarting it would not help).
+//! the server unready, not dead (restarting it would not help). Checks of other parts
+//! ([`Check`], e.g. the KMS providers' `kms-providers`) follow the built-in
+//! ones on the endpoints they name.
 
 use std::sync::Arc;
 
@@ -13,9 +15,10 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use kapi_http::lifecycle::Lifecycle;
+use futures::future::BoxFuture;
 use serde_json::json;
 
-use crate::Server;
+use crate::server::Server;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Endpoint {
@@ -33,13 +36,33 @@ impl Endpoint {
         }
     }
 
-    fn checks(self) -> &'static [&'static str] {
+    fn builtin(self) -> &'static [&'static str] {
         match self {
             Endpoint::Livez => &["ping", "log"],
             Endpoint::Healthz => &["ping", "log", "etcd"],
             Endpoint::Readyz => &["ping", "log", "etcd", "etcd-readiness", "shutdown"],
         }
     }
+
+    /// The checks of this endpoint, in the order they are reported.
+    fn checks(self, srv: &Server) -> Vec<&str> {
+        let extra = srv.checks.iter().filter(|c| c.endpoints.contains(&self));
+        self.builtin()
+            .iter()
+            .copied()
+            .chain(extra.map(|c| c.name.as_str()))
+            .collect()
+    }
+}
+
+/// A named health check another part of the server contributes.
+#[derive(Clone)]
+pub struct Check {
+    pub name: String,
+    /// Where it is served (upstream serves KMS checks on `/healthz` and
+    /// `/readyz` only).
+    pub endpoints: Vec<Endpoint>,
+    pub run: Arc<dyn Fn() -> BoxFuture<'static, Result<(), String>> + Send + Sync>,
 }
 
 /// The lifecycle of the server, when the lifecycle filter runs.
@@ -52,7 +75,10 @@ async fn run_check(srv: &Server, name: &str, shutdown: &Shutdown) -> Result<(), 
         "shutdown" if shutdown.as_ref().is_some_and(|lc| lc.is_initiated()) => {
             Err("process is shutting down".into())
         }
-        _ => Ok(()),
+        _ => match srv.checks.iter().find(|c| c.name == name) {
+            Some(check) => (check.run)().await,
+            None => Ok(()),
+        },
     }
 }
 
@@ -80,8 +106,8 @@ pub async fn all(srv: Arc<Server>, ep: Endpoint, query: Option<String>, lc: Shut
         .collect();
     let mut lines = String::new();
     let mut failed = false;
-    for name in ep.checks() {
-        if excluded.contains(name) {
+    for name in ep.checks(&srv) {
+        if excluded.contains(&name) {
             lines.push_str(&format!("[+]{name} excluded: ok\n"));
             continue;
         }
@@ -106,7 +132,7 @@ pub async fn all(srv: Arc<Server>, ep: Endpoint, query: Option<String>, lc: Shut
 }
 
 pub async fn one(srv: Arc<Server>, ep: Endpoint, check: String, lc: Shutdown) -> Response {
-    if !ep.checks().contains(&check.as_str()) {
+    if !ep.checks(&srv).contains(&check.as_str()) {
         return text(StatusCode::NOT_FOUND, "404 page not found\n".into());
     }
     match run_check(&srv, &check, &lc).await {

@@ -15,7 +15,7 @@ use axum::extract::{Path, Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::Response;
 
-use crate::Server;
+use crate::server::Server;
 use kapi_http::negotiate::{self, error_response, Format};
 
 /// The media types of the protobuf form (upstream's current and deprecated).

@@ -9,12 +9,20 @@
 //! - a list is consistent at one revision and may be paged with `continue_from`;
 //! - a watch delivers every change after its start revision, in revision order,
 //!   with the previous value, and fails with [`StorageError::Compacted`] when the
-//!   start revision has been compacted away.
+//!   start revision has been compacted away;
+//! - a key written with a TTL disappears once it expires, as etcd's leases: by a
+//!   delete at a new revision that watchers see with the previous value. A write
+//!   with a TTL sets the key's expiry anew; a write without one leaves the key
+//!   with none (etcd detaches a key from its lease on a put without a lease).
+//!   Expiry is not exact: etcd keeps a key up to its lease's end (a lease may be
+//!   shared by writes a little apart, see `etcd_lease.rs`) plus the time its
+//!   lessor takes to notice.
 //!
 //! Where to look next: `embedded/` and `etcd.rs` implement this trait,
 //! `update.rs` builds the retry loop on top of it, `slot.rs` hands it out.
 
 use std::pin::Pin;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -151,11 +159,33 @@ pub trait Backend: Send + Sync + 'static {
     async fn count(&self, prefix: &str) -> Result<i64>;
 
     /// Create `key`; fails with `AlreadyExists` when it exists. Returns the new revision.
-    async fn create(&self, key: &str, value: Bytes) -> Result<KeyValue>;
+    async fn create(&self, key: &str, value: Bytes) -> Result<KeyValue> {
+        self.create_with_ttl(key, value, None).await
+    }
+
+    /// [`Backend::create`], the key expiring `ttl` after the write when given.
+    async fn create_with_ttl(
+        &self,
+        key: &str,
+        value: Bytes,
+        ttl: Option<Duration>,
+    ) -> Result<KeyValue>;
 
     /// Replace `key` if its mod revision is `expected`; `Conflict` otherwise,
-    /// `NotFound` when it does not exist.
-    async fn update(&self, key: &str, value: Bytes, expected: Revision) -> Result<KeyValue>;
+    /// `NotFound` when it does not exist. The key keeps no expiry.
+    async fn update(&self, key: &str, value: Bytes, expected: Revision) -> Result<KeyValue> {
+        self.update_with_ttl(key, value, expected, None).await
+    }
+
+    /// [`Backend::update`], the key expiring `ttl` after the write when given
+    /// (and never, whatever it had before, when not).
+    async fn update_with_ttl(
+        &self,
+        key: &str,
+        value: Bytes,
+        expected: Revision,
+        ttl: Option<Duration>,
+    ) -> Result<KeyValue>;
 
     /// Delete `key`, if `expected` is given only when its mod revision matches.
     async fn delete(&self, key: &str, expected: Option<Revision>) -> Result<Deleted>;
@@ -171,6 +201,16 @@ pub trait Backend: Send + Sync + 'static {
 
     /// A cheap round trip proving the backend answers.
     async fn health(&self) -> Result<()>;
+
+    /// Whether `kv`, as this backend returned it, is kept in a form the
+    /// backend no longer writes (encrypted with a key that is no longer the
+    /// writing one: upstream's *stale* read), so that an update which changes
+    /// nothing must still rewrite it — how a key rotation reaches every
+    /// object. Plain backends keep nothing stale.
+    async fn is_stale(&self, kv: &KeyValue) -> Result<bool> {
+        let _ = kv;
+        Ok(false)
+    }
 
     /// A short name for logs and health checks.
     fn name(&self) -> &'static str;

@@ -5,23 +5,26 @@
 //! `create_revision` / `mod_revision`, whose else-branch reads the current value so
 //! a conflict carries it back (no second round trip). Watches ask for previous
 //! values and request progress every `progress_interval`, so an idle watch still
-//! learns the current revision. Compaction is etcd's own.
+//! learns the current revision. Compaction is etcd's own. A write with a TTL
+//! attaches the key to an etcd lease (`etcd_lease.rs`), one shared by writes
+//! with the same TTL a little apart; a write without one detaches it.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
 use etcd_client::{
-    Client, Compare, CompareOp, ConnectOptions, EventType, GetOptions, Txn, TxnOp, TxnOpResponse,
+    Client, Compare, CompareOp, ConnectOptions, GetOptions, PutOptions, Txn, TxnOp, TxnOpResponse,
     TxnResponse, WatchOptions,
 };
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
 use crate::backend::{
-    Backend, Deleted, Event, EventKind, KeyValue, ListOptions, ListPage, Result, Revision,
-    StorageError, WatchMessage, WatchStream,
+    Backend, Deleted, KeyValue, ListOptions, ListPage, Result, Revision, StorageError, WatchStream,
 };
+use crate::etcd_lease::LeaseManager;
 
 /// How to reach etcd.
 #[derive(Debug, Clone)]
@@ -34,6 +37,9 @@ pub struct EtcdConfig {
     pub key_file: Option<String>,
     pub request_timeout: Duration,
     pub progress_interval: Duration,
+    /// How long a lease granted for a TTL is reused by later writes with the
+    /// same TTL (upstream `--lease-reuse-duration-seconds`).
+    pub lease_reuse: Duration,
 }
 
 impl EtcdConfig {
@@ -46,6 +52,7 @@ impl EtcdConfig {
             key_file: None,
             request_timeout: Duration::from_secs(10),
             progress_interval: Duration::from_secs(5),
+            lease_reuse: Duration::from_secs(60),
         }
     }
 }
@@ -54,7 +61,8 @@ impl EtcdConfig {
 pub struct EtcdBackend {
     client: Client,
     prefix: String,
-    progress_interval: Duration,
+    pub(crate) progress_interval: Duration,
+    leases: Arc<LeaseManager>,
 }
 
 /// How often a request is sent when the connection to the member the balanced
@@ -70,7 +78,7 @@ fn never_sent(e: &etcd_client::Error) -> bool {
     text.contains("tcp connect error") || text.contains("error trying to connect")
 }
 
-fn map_err(e: etcd_client::Error) -> StorageError {
+pub(crate) fn map_err(e: etcd_client::Error) -> StorageError {
     let text = e.to_string();
     if text.contains("required revision has been compacted") {
         return StorageError::Compacted {
@@ -120,24 +128,33 @@ impl EtcdBackend {
             client,
             prefix: cfg.prefix.trim_end_matches('/').to_owned(),
             progress_interval: cfg.progress_interval,
+            leases: Arc::new(LeaseManager::new(cfg.lease_reuse)),
         };
         backend.current_revision().await?;
         Ok(backend)
     }
 
+    pub(crate) fn client(&self) -> &Client {
+        &self.client
+    }
+
+    pub(crate) fn leases(&self) -> &LeaseManager {
+        &self.leases
+    }
+
     /// A KV client that accepts responses as large as kube-apiserver does
     /// (a LIST of many large objects easily exceeds gRPC's 4 MiB default).
-    fn kv(&self) -> etcd_client::KvClient {
+    pub(crate) fn kv(&self) -> etcd_client::KvClient {
         self.client
             .kv_client()
             .max_decoding_message_size(i32::MAX as usize)
     }
 
-    fn full(&self, key: &str) -> String {
+    pub(crate) fn full(&self, key: &str) -> String {
         format!("{}{key}", self.prefix)
     }
 
-    fn convert(&self, kv: &etcd_client::KeyValue) -> KeyValue {
+    pub(crate) fn convert(&self, kv: &etcd_client::KeyValue) -> KeyValue {
         let key = String::from_utf8_lossy(kv.key());
         KeyValue {
             key: key.strip_prefix(&self.prefix).unwrap_or(&key).to_owned(),
@@ -169,6 +186,35 @@ impl EtcdBackend {
         }
     }
 
+    /// The options of a put: attached to a lease for `ttl`, or to none.
+    async fn put_options(&self, ttl: Option<Duration>) -> Result<Option<PutOptions>> {
+        match ttl {
+            Some(ttl) => {
+                let id = self.leases.lease(&self.client, ttl).await?;
+                Ok(Some(PutOptions::new().with_lease(id)))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// Run a write transaction built with a lease for `ttl`; when etcd no
+    /// longer knows the reused lease (revoked, or expired early), once more
+    /// with a new one.
+    async fn txn_with_ttl(
+        &self,
+        ttl: Option<Duration>,
+        build: impl Fn(Option<PutOptions>) -> Txn,
+    ) -> Result<TxnResponse> {
+        let first = self.txn(build(self.put_options(ttl).await?)).await;
+        match (first, ttl) {
+            (Err(e), Some(ttl)) if e.to_string().contains("lease not found") => {
+                self.leases.forget(ttl);
+                self.txn(build(self.put_options(Some(ttl)).await?)).await
+            }
+            (r, _) => r,
+        }
+    }
+
     /// The value the else-branch `get` of a failed transaction read.
     fn current_from(&self, resp: &TxnResponse) -> Option<KeyValue> {
         resp.op_responses().into_iter().find_map(|r| match r {
@@ -194,7 +240,7 @@ impl EtcdBackend {
 }
 
 /// The first key after every key that starts with `prefix`.
-fn prefix_end(prefix: &str) -> Vec<u8> {
+pub(crate) fn prefix_end(prefix: &str) -> Vec<u8> {
     let mut end = prefix.as_bytes().to_vec();
     while let Some(last) = end.pop() {
         if last < 0xff {
@@ -253,12 +299,19 @@ impl Backend for EtcdBackend {
         Ok(resp.count())
     }
 
-    async fn create(&self, key: &str, value: Bytes) -> Result<KeyValue> {
+    async fn create_with_ttl(
+        &self,
+        key: &str,
+        value: Bytes,
+        ttl: Option<Duration>,
+    ) -> Result<KeyValue> {
         let full = self.full(key);
-        let txn = Txn::new()
-            .when([Compare::create_revision(full.clone(), CompareOp::Equal, 0)])
-            .and_then([TxnOp::put(full, value.to_vec(), None)]);
-        let resp = self.txn(txn).await?;
+        let build = |opts: Option<PutOptions>| {
+            Txn::new()
+                .when([Compare::create_revision(full.clone(), CompareOp::Equal, 0)])
+                .and_then([TxnOp::put(full.clone(), value.to_vec(), opts)])
+        };
+        let resp = self.txn_with_ttl(ttl, build).await?;
         if !resp.succeeded() {
             return Err(StorageError::AlreadyExists { key: key.into() });
         }
@@ -272,20 +325,28 @@ impl Backend for EtcdBackend {
         })
     }
 
-    async fn update(&self, key: &str, value: Bytes, expected: Revision) -> Result<KeyValue> {
+    async fn update_with_ttl(
+        &self,
+        key: &str,
+        value: Bytes,
+        expected: Revision,
+        ttl: Option<Duration>,
+    ) -> Result<KeyValue> {
         let full = self.full(key);
-        let txn = Txn::new()
-            .when([Compare::mod_revision(
-                full.clone(),
-                CompareOp::Equal,
-                expected,
-            )])
-            .and_then([
-                TxnOp::put(full.clone(), value.to_vec(), None),
-                TxnOp::get(full.clone(), None),
-            ])
-            .or_else([TxnOp::get(full, None)]);
-        let resp = self.txn(txn).await?;
+        let build = |opts: Option<PutOptions>| {
+            Txn::new()
+                .when([Compare::mod_revision(
+                    full.clone(),
+                    CompareOp::Equal,
+                    expected,
+                )])
+                .and_then([
+                    TxnOp::put(full.clone(), value.to_vec(), opts),
+                    TxnOp::get(full.clone(), None),
+                ])
+                .or_else([TxnOp::get(full.clone(), None)])
+        };
+        let resp = self.txn_with_ttl(ttl, build).await?;
         if !resp.succeeded() {
             return Err(self.cas_failure(key, &resp));
         }
@@ -336,7 +397,7 @@ impl Backend for EtcdBackend {
             .await
             .map_err(map_err)?;
         let (tx, rx) = mpsc::channel(256);
-        let pump = WatchPump {
+        let pump = crate::etcd_watch::WatchPump {
             backend: self.clone(),
             requested: after + 1,
             tx,
@@ -373,76 +434,5 @@ impl Backend for EtcdBackend {
 
     fn name(&self) -> &'static str {
         "etcd"
-    }
-}
-
-/// Moves one etcd watch into a channel, translating responses, and asks etcd
-/// for progress when the watch is idle.
-struct WatchPump {
-    backend: EtcdBackend,
-    requested: Revision,
-    tx: mpsc::Sender<Result<WatchMessage>>,
-}
-
-impl WatchPump {
-    async fn run(self, mut stream: etcd_client::WatchStream) {
-        let mut ticker = tokio::time::interval(self.backend.progress_interval);
-        ticker.tick().await;
-        loop {
-            let msg = tokio::select! {
-                m = stream.message() => m,
-                _ = ticker.tick() => {
-                    if stream.request_progress().await.is_err() { return; }
-                    continue;
-                }
-                _ = self.tx.closed() => return,
-            };
-            let out = match msg {
-                Ok(Some(resp)) => match self.translate(&resp) {
-                    Some(out) => out,
-                    None => continue,
-                },
-                Ok(None) => Err(StorageError::Unavailable("etcd: watch closed".into())),
-                Err(e) => Err(map_err(e)),
-            };
-            let last = out.is_err();
-            if self.tx.send(out).await.is_err() || last {
-                return;
-            }
-        }
-    }
-
-    fn translate(&self, resp: &etcd_client::WatchResponse) -> Option<Result<WatchMessage>> {
-        if resp.canceled() {
-            if resp.compact_revision() > 0 {
-                return Some(Err(StorageError::Compacted {
-                    requested: self.requested,
-                    compacted: resp.compact_revision(),
-                }));
-            }
-            let reason = format!("etcd: watch canceled: {}", resp.cancel_reason());
-            return Some(Err(StorageError::Unavailable(reason)));
-        }
-        if resp.created() && resp.events().is_empty() {
-            return None;
-        }
-        if resp.events().is_empty() {
-            let rev = resp.header().map_or(0, |h| h.revision());
-            return Some(Ok(WatchMessage::Progress(rev)));
-        }
-        let events = resp
-            .events()
-            .iter()
-            .filter_map(|e| {
-                let kv = self.backend.convert(e.kv()?);
-                let prev = e.prev_kv().map(|p| self.backend.convert(p));
-                let kind = match e.event_type() {
-                    EventType::Put => EventKind::Put,
-                    EventType::Delete => EventKind::Delete,
-                };
-                Some(Event { kind, kv, prev })
-            })
-            .collect();
-        Some(Ok(WatchMessage::Events(events)))
     }
 }

@@ -10,7 +10,10 @@ mod backend;
 pub mod compactor;
 pub mod embedded;
 pub mod etcd;
+mod etcd_lease;
+mod etcd_watch;
 pub mod factory;
+pub mod migrate;
 pub mod slot;
 mod update;
 
@@ -18,4 +21,4 @@ pub use backend::{
     Backend, Deleted, Event, EventKind, KeyValue, ListOptions, ListPage, Result, Revision,
     StorageError, WatchMessage, WatchStream,
 };
-pub use update::{guaranteed_update, Decision, Outcome, UpdateError};
+pub use update::{guaranteed_update, guaranteed_update_with_ttl, Decision, Outcome, UpdateError};

@@ -74,6 +74,33 @@ impl BackendSlot {
         slot
     }
 
+    /// A slot holding `layer` of this slot's backend (a decorator such as
+    /// encryption at rest): at once when this one is connected, else as soon
+    /// as it connects; until then its errors and health report this one's.
+    pub fn layered<F>(&self, layer: F) -> Self
+    where
+        F: FnOnce(Arc<dyn Backend>) -> Arc<dyn Backend> + Send + 'static,
+    {
+        let outer = Self::empty(self.inner.target.clone());
+        if let Some(backend) = self.current() {
+            outer.publish(layer(backend));
+            return outer;
+        }
+        let (below, above) = (self.clone(), outer.clone());
+        tokio::spawn(async move {
+            let mut ready = below.inner.ready.subscribe();
+            loop {
+                if let Some(backend) = below.current() {
+                    return above.publish(layer(backend));
+                }
+                let last = below.inner.last_error.lock().expect("lock").clone();
+                *above.inner.last_error.lock().expect("lock") = last;
+                let _ = tokio::time::timeout(Duration::from_secs(1), ready.changed()).await;
+            }
+        });
+        outer
+    }
+
     fn publish(&self, backend: Arc<dyn Backend>) {
         *self.inner.current.write().expect("slot lock") = Some(backend);
         self.inner.ready.send_replace(true);
@@ -139,11 +166,24 @@ impl Backend for BackendSlot {
     async fn count(&self, prefix: &str) -> Result<i64> {
         self.backend()?.count(prefix).await
     }
-    async fn create(&self, key: &str, value: Bytes) -> Result<KeyValue> {
-        self.backend()?.create(key, value).await
+    async fn create_with_ttl(
+        &self,
+        key: &str,
+        value: Bytes,
+        ttl: Option<Duration>,
+    ) -> Result<KeyValue> {
+        self.backend()?.create_with_ttl(key, value, ttl).await
     }
-    async fn update(&self, key: &str, value: Bytes, expected: Revision) -> Result<KeyValue> {
-        self.backend()?.update(key, value, expected).await
+    async fn update_with_ttl(
+        &self,
+        key: &str,
+        value: Bytes,
+        expected: Revision,
+        ttl: Option<Duration>,
+    ) -> Result<KeyValue> {
+        self.backend()?
+            .update_with_ttl(key, value, expected, ttl)
+            .await
     }
     async fn delete(&self, key: &str, expected: Option<Revision>) -> Result<Deleted> {
         self.backend()?.delete(key, expected).await
@@ -159,6 +199,9 @@ impl Backend for BackendSlot {
     }
     async fn health(&self) -> Result<()> {
         self.backend()?.health().await
+    }
+    async fn is_stale(&self, kv: &KeyValue) -> Result<bool> {
+        self.backend()?.is_stale(kv).await
     }
     fn name(&self) -> &'static str {
         self.current().map_or("unconnected", |b| b.name())

@@ -4,6 +4,10 @@
 //! [`Decision`]: write new bytes, delete, or leave the key alone. On a conflict the
 //! loop retries with the value the backend reported, so a lost update is impossible:
 //! every write is conditional on the revision the decision was made from.
+//! [`guaranteed_update_with_ttl`] writes with a TTL (creates and updates alike,
+//! as upstream's TTL function for events), refreshing the key's expiry.
+
+use std::time::Duration;
 
 use bytes::Bytes;
 
@@ -41,6 +45,16 @@ const MAX_ATTEMPTS: usize = 1000;
 pub async fn guaranteed_update<E>(
     backend: &dyn Backend,
     key: &str,
+    decide: impl FnMut(Option<&KeyValue>) -> Result<Decision, E> + Send,
+) -> Result<Outcome, UpdateError<E>> {
+    guaranteed_update_with_ttl(backend, key, None, decide).await
+}
+
+/// [`guaranteed_update`], every write expiring `ttl` after it when given.
+pub async fn guaranteed_update_with_ttl<E>(
+    backend: &dyn Backend,
+    key: &str,
+    ttl: Option<Duration>,
     mut decide: impl FnMut(Option<&KeyValue>) -> Result<Decision, E> + Send,
 ) -> Result<Outcome, UpdateError<E>> {
     let mut current = backend.get(key, None).await?;
@@ -49,9 +63,12 @@ pub async fn guaranteed_update<E>(
         let attempt =
             match (decision, &current) {
                 (Decision::Unchanged, _) => return Ok(Outcome::Unchanged(current)),
-                (Decision::Write(v), None) => backend.create(key, v).await.map(Outcome::Written),
+                (Decision::Write(v), None) => backend
+                    .create_with_ttl(key, v, ttl)
+                    .await
+                    .map(Outcome::Written),
                 (Decision::Write(v), Some(kv)) => backend
-                    .update(key, v, kv.mod_revision)
+                    .update_with_ttl(key, v, kv.mod_revision, ttl)
                     .await
                     .map(Outcome::Written),
                 (Decision::Delete, None) => return Ok(Outcome::Unchanged(None)),

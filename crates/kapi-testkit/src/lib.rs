@@ -1,10 +1,13 @@
 //! Fixtures for tests: real etcd servers started on free loopback ports, and
-//! which member of a cluster leads ([`Etcd::is_leader`]).
+//! which member of a cluster leads ([`Etcd::is_leader`]); a fake kubelet
+//! ([`kubelet`]).
 //!
 //! Each [`Etcd`] is a Debian `etcd` process in its own temporary data directory,
 //! killed when the value is dropped. A watchdog shell kills it too if the test
 //! process dies without dropping it (a panic in another thread, SIGKILL), so no
 //! etcd outlives its test run.
+
+pub mod kubelet;
 
 use std::net::TcpListener;
 use std::path::PathBuf;

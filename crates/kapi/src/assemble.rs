@@ -1,6 +1,7 @@
 //! Putting a server together: every part built from the parts below it, in
-//! one place, from one complete [`Options`] — the resource table over the
-//! storage, then authorization over the table, then the admission plugins
+//! one place, from one complete [`Options`] — the storage with encryption at
+//! rest when configured (below the watch cache: only the backend holds
+//! ciphertext), the resource table over it, then authorization over the table, then the admission plugins
 //! reading both, the aggregator in front, then the core server made of them
 //! all ([`build`]); then the servers and controllers are started
 //! ([`Built::start`]). `kapi serve` and the
@@ -13,8 +14,10 @@ use kapi_admission_plugins::Selection;
 use kapi_aggregator::Aggregator;
 use kapi_auth::authn::serviceaccount::Issuer;
 use kapi_auth::authz::{Authorization, Authorizer, Mode};
+use kapi_encryption::{EncryptedBackend, Encryption, KeyMap};
 use kapi_machinery::status::ApiError;
 use kapi_resources::openapi::{OpenApi, Published};
+use kapi_server::health::{Check, Endpoint};
 use kapi_server::{ChainOptions, RemoteApis, Server, ServerConfig, ServerParts};
 use kapi_storage::slot::BackendSlot;
 
@@ -33,6 +36,12 @@ pub struct Options {
     pub chain: ChainOptions,
     /// How the resource table stores and serves the built-in resources.
     pub storage: kapi_registry::apis::StorageOptions,
+    /// What of the built-in resources the flags set (`--event-ttl`).
+    pub resources: kapi_resources::registry::Settings,
+    /// `--encryption-provider-config`, loaded ([`Encryption::load`]).
+    pub encryption: Option<Arc<Encryption>>,
+    /// How kubelets and proxied addresses are reached (`--kubelet-*`).
+    pub kubelet: Arc<kapi_kubelet::Connector>,
 }
 
 impl Options {
@@ -47,6 +56,12 @@ impl Options {
             aggregator: kapi_aggregator::Settings::default(),
             chain: ChainOptions::default(),
             storage: kapi_registry::apis::StorageOptions::default(),
+            resources: kapi_resources::registry::Settings::default(),
+            encryption: None,
+            kubelet: Arc::new(
+                kapi_kubelet::Connector::new(kapi_kubelet::KubeletConfig::default())
+                    .expect("the default kubelet connection reads no files"),
+            ),
         }
     }
 }
@@ -60,11 +75,18 @@ pub struct Built {
     pub aggregator: Arc<Aggregator>,
     /// The filter settings [`Built::router`] builds the chain with.
     pub chain: ChainOptions,
+    /// Encryption at rest, whose file is watched once started (automatic reload).
+    pub encryption: Option<Arc<Encryption>>,
 }
 
 /// The servers `options` describe, serving the built-in API over `slot`.
 pub fn build(options: Options, slot: BackendSlot) -> Built {
-    let apis = kapi_server::builtin_apis_with(&slot, &options.storage);
+    let slot = match &options.encryption {
+        Some(enc) => encrypted(&slot, enc.clone()),
+        None => slot,
+    };
+    let checks = encryption_checks(options.encryption.as_ref());
+    let apis = kapi_server::builtin_apis(&slot, &options.resources, &options.storage);
     let authz = Arc::new(Authorization::new(&options.authorization_modes, &apis));
     let plugins = kapi_admission_plugins::Context {
         apis: apis.clone(),
@@ -82,12 +104,46 @@ pub fn build(options: Options, slot: BackendSlot) -> Built {
         admission,
         openapi,
         remote: Some(aggregator.clone() as Arc<dyn RemoteApis>),
+        checks,
+        kubelet: options.kubelet,
     });
     Built {
         server,
         aggregator,
         chain: options.chain,
+        encryption: options.encryption,
     }
+}
+
+/// `slot` with values encrypted as `encryption` says, for the keys of every
+/// built-in resource and of custom resources.
+fn encrypted(slot: &BackendSlot, encryption: Arc<Encryption>) -> BackendSlot {
+    let mut keys = KeyMap::default();
+    let definitions = kapi_apiextensions::crd::definitions_resource();
+    for def in kapi_resources::registry::builtin_resources()
+        .iter()
+        .chain([&definitions])
+    {
+        keys.resource(&def.list_prefix(None), &def.group, &def.resource);
+    }
+    keys.tree(kapi_apiextensions::crd::CUSTOM_PREFIX);
+    slot.layered(move |backend| Arc::new(EncryptedBackend::new(backend, encryption, keys)))
+}
+
+/// The `kms-providers` check on `/healthz` and `/readyz`, when upstream has it.
+fn encryption_checks(encryption: Option<&Arc<Encryption>>) -> Vec<Check> {
+    let Some((enc, name)) = encryption.and_then(|e| Some((e.clone(), e.health_check_name()?)))
+    else {
+        return Vec::new();
+    };
+    vec![Check {
+        name: name.to_owned(),
+        endpoints: vec![Endpoint::Healthz, Endpoint::Readyz],
+        run: Arc::new(move || {
+            let enc = enc.clone();
+            Box::pin(async move { enc.check().await })
+        }),
+    }]
 }
 
 impl Built {
@@ -123,8 +179,12 @@ impl Built {
             kubernetes_service_ip: server.config.service_cidr.nth(1).to_string(),
         });
         kapi_controllers::bootstrap(&cx).await?;
+        server.repair_services().await?;
         kapi_controllers::spawn(&cx, controllers);
         kapi_aggregator::spawn(&self.aggregator);
+        if let Some(encryption) = &self.encryption {
+            encryption.spawn_reload();
+        }
         Ok(())
     }
 }
@@ -134,7 +194,7 @@ impl Built {
 pub fn runtime_config_off(
     pairs: &[(String, String)],
 ) -> Result<Vec<(String, String, String)>, String> {
-    let defs = kapi_server::builtin_defs();
+    let defs = kapi_server::builtin_defs(&Default::default());
     let rc = kapi_resources::enablement::RuntimeConfig::parse(pairs, &defs)?;
     for key in &rc.unknown {
         tracing::warn!("--runtime-config {key}: kapi does not serve this group-version; ignored");

@@ -2,7 +2,8 @@
 //! `kube-apiserver` (a symlink or a copy) — `kube-apiserver [flags]`, the same
 //! server with kube-apiserver's command line (`flags/`). Wiring of storage →
 //! servers (`kapi::assemble`) → TLS listener is in `serve.rs`; logging setup
-//! in `logging.rs`.
+//! in `logging.rs`. The store's tools: `kapi snapshot save|restore`
+//! (`snapshot.rs`) and `kapi migrate` (`migrate.rs`).
 //!
 //! Invariant: a bad command line prints one `Error: …` line to stderr and exits
 //! 1, as upstream; `--help` and `--version` print to stdout and exit 0.
@@ -10,14 +11,19 @@
 mod certdir;
 mod flags;
 mod logging;
+mod migrate;
 mod serve;
 mod serving;
 mod storage;
+mod snapshot;
 
 use std::path::Path;
 
 const USAGE: &str = "kapi: a Kubernetes API server\n\n\
 Usage:\n  kapi serve [flags]   run the API server (kapi serve --help lists the flags)\n  \
+kapi snapshot save FILE --data-dir DIR      back up the embedded store (also while it serves)\n  \
+kapi snapshot restore FILE --data-dir DIR   make a new data directory from a backup\n  \
+kapi migrate --from DIR|URLS --to DIR|URLS  copy every key between a data directory and etcd\n  \
 kapi --version       print the version\n\n\
 Invoked as kube-apiserver (a symlink or a copy named so), kapi takes kube-apiserver's flags.\n";
 
@@ -33,6 +39,8 @@ fn main() {
     }
     let code = match argv.get(1).map(String::as_str) {
         Some("serve") => serve_command("kapi serve", &argv[2..], false),
+        Some("snapshot") => snapshot::main(&argv[2..]),
+        Some("migrate") => migrate::main(&argv[2..]),
         Some("--version" | "-V" | "version") => {
             println!("kapi {}", env!("CARGO_PKG_VERSION"));
             0

@@ -57,6 +57,21 @@ fn server_config(a: &ServeArgs, advertise: &str, port: u16, service_cidr: Cidr) 
     config
 }
 
+/// `--encryption-provider-config`, loaded (a bad file stops the start with
+/// upstream's message); KMS plugins are asked for their first DEK here.
+async fn encryption(a: &ServeArgs) -> Result<Option<Arc<kapi_encryption::Encryption>>, String> {
+    let reload = a.encryption_provider_config_automatic_reload;
+    let Some(path) = &a.encryption_provider_config else {
+        if reload {
+            return Err("--encryption-provider-config-automatic-reload must be set with --encryption-provider-config".into());
+        }
+        return Ok(None);
+    };
+    let mut settings = kapi_encryption::Settings::new(path, reload);
+    settings.key_prefix = a.etcd_prefix.clone();
+    kapi_encryption::Encryption::load(settings).await.map(Some)
+}
+
 fn read(path: &PathBuf) -> Result<String, String> {
     std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))
 }
@@ -79,6 +94,7 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
         .map_err(|e| format!("--service-cluster-ip-range: {e}"))?;
     std::fs::create_dir_all(&a.data_dir)
         .map_err(|e| format!("creating {}: {e}", a.data_dir.display()))?;
+    let encryption = encryption(&a).await?;
     let slot = crate::storage::open_main(&a).await?;
     let storage = crate::storage::options(&a).await?;
 
@@ -183,6 +199,11 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
         },
         chain,
         storage,
+        resources: kapi_resources::registry::Settings {
+            event_ttl: a.event_ttl,
+        },
+        encryption,
+        kubelet: Arc::new(kubelet_connector(&a)?),
     };
     let built = kapi::build(options, slot);
     let server = built.server.clone();
@@ -287,4 +308,17 @@ fn nonempty(items: &[String]) -> Vec<String> {
         .map(|s| s.trim().to_owned())
         .filter(|s| !s.is_empty())
         .collect()
+}
+
+/// The kubelet connection the `--kubelet-*` flags describe.
+fn kubelet_connector(a: &ServeArgs) -> Result<kapi_kubelet::Connector, String> {
+    let config = kapi_kubelet::KubeletConfig {
+        client_certificate: a.kubelet_client_certificate.clone(),
+        client_key: a.kubelet_client_key.clone(),
+        certificate_authority: a.kubelet_certificate_authority.clone(),
+        preferred_address_types: a.kubelet_preferred_address_types.clone(),
+        timeout: a.kubelet_timeout,
+        ..Default::default()
+    };
+    kapi_kubelet::Connector::new(config).map_err(|e| format!("kubelet client: {e}"))
 }

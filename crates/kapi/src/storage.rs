@@ -22,6 +22,7 @@ fn etcd_config(a: &ServeArgs, servers: Vec<String>) -> StorageConfig {
     cfg.ca_file = a.etcd_cafile.clone();
     cfg.cert_file = a.etcd_certfile.clone();
     cfg.key_file = a.etcd_keyfile.clone();
+    cfg.lease_reuse = a.lease_reuse_duration;
     StorageConfig::Etcd(cfg)
 }
 

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use kapi_machinery::validation::ErrorList;
-use kapi_registry::Strategy;
+use kapi_registry::{StatusMetadata, Strategy};
 use serde_json::{json, Value};
 
 use super::jsonpath::JsonPath;
@@ -112,6 +112,12 @@ impl CustomStrategy {
 }
 
 impl Strategy for CustomStrategy {
+    /// Status writes keep the stored metadata (upstream's custom resource
+    /// status strategy).
+    fn status_metadata(&self) -> StatusMetadata {
+        StatusMetadata::Stored
+    }
+
     fn default(&self, obj: &mut Value) {
         if let Some(schema) = &self.schema {
             schema.prune(obj);
@@ -137,6 +143,11 @@ impl Strategy for CustomStrategy {
 
     fn selectable_field_names(&self) -> Vec<String> {
         self.selectable.clone()
+    }
+
+    /// Upstream's custom resource handler words every refusal alike.
+    fn field_label_error(&self, label: &str) -> String {
+        format!("field label not supported: {label}")
     }
 
     fn field_value(&self, obj: &Value, field: &str) -> Option<String> {

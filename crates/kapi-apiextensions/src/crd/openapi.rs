@@ -1,10 +1,10 @@
 //! A custom resource version's OpenAPI definition, as upstream's
 //! `controller/openapi/builder`: the version's schema with `apiVersion`, `kind`
 //! and `metadata` (a `$ref` to ObjectMeta) filled in and the
-//! `x-kubernetes-group-version-kind` extension, in swagger 2.0 form (the
-//! keywords swagger 2.0 lacks — `nullable`, `oneOf`, `anyOf`, `not` — are
-//! dropped, as upstream's v2 conversion does), so `kubectl explain` and
-//! client-side validation see the kind.
+//! `x-kubernetes-group-version-kind` extension, whole (as OpenAPI v3
+//! publishes it; the v2 document makes its own form of it,
+//! `kapi_resources::openapi`), so `kubectl explain` and client-side
+//! validation see the kind.
 
 use serde_json::{json, Map, Value};
 
@@ -14,7 +14,7 @@ const KIND_DOC: &str = "Kind is a string value representing the REST resource th
 
 /// The definition of `group/version` `kind` with schema `schema`.
 pub fn definition(schema: &Value, group: &str, version: &str, kind: &str) -> Value {
-    let mut def = swagger2(schema);
+    let mut def = schema.clone();
     if !def.is_object() {
         def = json!({});
     }
@@ -42,32 +42,4 @@ pub fn definition(schema: &Value, group: &str, version: &str, kind: &str) -> Val
         json!([{"group": group, "kind": kind, "version": version}]),
     );
     def
-}
-
-fn swagger2(schema: &Value) -> Value {
-    match schema {
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .filter(|(k, _)| {
-                    !matches!(k.as_str(), "nullable" | "oneOf" | "anyOf" | "not" | "allOf")
-                })
-                .map(|(k, v)| {
-                    let v = match k.as_str() {
-                        // Maps of schemas: recurse into each.
-                        "properties" | "definitions" | "patternProperties" => match v {
-                            Value::Object(m) => Value::Object(
-                                m.iter().map(|(n, s)| (n.clone(), swagger2(s))).collect(),
-                            ),
-                            other => other.clone(),
-                        },
-                        "items" | "additionalProperties" => swagger2(v),
-                        // Examples and defaults are data, not schemas.
-                        _ => v.clone(),
-                    };
-                    (k.clone(), v)
-                })
-                .collect(),
-        ),
-        other => other.clone(),
-    }
 }

@@ -5,6 +5,8 @@
 //! cache. Whatever the cache cannot answer (not filled yet, a revision outside
 //! the window) goes to the backend, so the trait's contract holds either way.
 
+use std::time::Duration;
+
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures::StreamExt;
@@ -46,12 +48,25 @@ impl Backend for CachedBackend {
         self.backend().count(prefix).await
     }
 
-    async fn create(&self, key: &str, value: Bytes) -> Result<KeyValue> {
-        self.backend().create(key, value).await
+    async fn create_with_ttl(
+        &self,
+        key: &str,
+        value: Bytes,
+        ttl: Option<Duration>,
+    ) -> Result<KeyValue> {
+        self.backend().create_with_ttl(key, value, ttl).await
     }
 
-    async fn update(&self, key: &str, value: Bytes, expected: Revision) -> Result<KeyValue> {
-        self.backend().update(key, value, expected).await
+    async fn update_with_ttl(
+        &self,
+        key: &str,
+        value: Bytes,
+        expected: Revision,
+        ttl: Option<Duration>,
+    ) -> Result<KeyValue> {
+        self.backend()
+            .update_with_ttl(key, value, expected, ttl)
+            .await
     }
 
     async fn delete(&self, key: &str, expected: Option<Revision>) -> Result<Deleted> {
@@ -98,6 +113,10 @@ impl Backend for CachedBackend {
 
     async fn health(&self) -> Result<()> {
         self.backend().health().await
+    }
+
+    async fn is_stale(&self, kv: &KeyValue) -> Result<bool> {
+        self.backend().is_stale(kv).await
     }
 
     fn name(&self) -> &'static str {

@@ -22,6 +22,8 @@ use super::object::{Attrs, CachedObject};
 /// it is computed once per object and shared).
 pub struct Indexer {
     pub fields: Vec<String>,
+    /// The key of `attrs`' sets in the cached objects.
+    pub key: super::object::AttrsKey,
     #[allow(clippy::type_complexity)]
     pub attrs: Box<dyn Fn(&KeyValue) -> Option<Attrs> + Send + Sync>,
 }
@@ -35,12 +37,17 @@ impl std::fmt::Debug for Indexer {
 }
 
 impl Indexer {
-    fn values<'a>(&'a self, obj: &'a CachedObject) -> impl Iterator<Item = (&'a str, &'a str)> {
-        let attrs = obj.attrs(|kv| (self.attrs)(kv));
-        self.fields.iter().filter_map(move |f| {
-            let v = attrs?.fields.get(f)?;
-            Some((f.as_str(), v))
-        })
+    fn values<'a>(&'a self, obj: &CachedObject) -> Vec<(&'a str, String)> {
+        obj.with_attrs(
+            self.key,
+            |kv| (self.attrs)(kv),
+            |attrs| {
+                self.fields
+                    .iter()
+                    .filter_map(|f| Some((f.as_str(), attrs?.fields.get(f)?.to_owned())))
+                    .collect()
+            },
+        )
     }
 }
 
@@ -97,10 +104,10 @@ impl FieldIndex {
             let Some(values) = self.map.get_mut(field) else {
                 continue;
             };
-            if let Some(keys) = values.get_mut(value) {
+            if let Some(keys) = values.get_mut(&value) {
                 keys.remove(&obj.kv.key);
                 if keys.is_empty() {
-                    values.remove(value);
+                    values.remove(&value);
                 }
             }
         }

@@ -72,10 +72,25 @@ impl FromIterator<(String, String)> for Set {
     }
 }
 
+/// Which reader's attribute sets: resources on one prefix whose field sets
+/// differ (core and events.k8s.io events) compute different sets from one
+/// object ([`attrs_key`]).
+pub type AttrsKey = u64;
+
+/// The key of the attribute sets of `group`'s `kind` with these selectable
+/// fields.
+pub fn attrs_key(group: &str, kind: &str, fields: &[String]) -> AttrsKey {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (group, kind, fields).hash(&mut h);
+    h.finish()
+}
+
 #[derive(Debug)]
 pub struct CachedObject {
     pub kv: KeyValue,
-    attrs: OnceLock<Option<Attrs>>,
+    /// The attribute sets of the first reader to ask, under its key.
+    attrs: OnceLock<(AttrsKey, Option<Attrs>)>,
     metadata_at: OnceLock<Option<usize>>,
     encoded: Encoded,
 }
@@ -90,10 +105,28 @@ impl CachedObject {
         })
     }
 
-    /// The object's attributes, computed by `compute` on first use. `None` when the
-    /// value cannot be decoded (such an object matches no selector).
-    pub fn attrs(&self, compute: impl FnOnce(&KeyValue) -> Option<Attrs>) -> Option<&Attrs> {
-        self.attrs.get_or_init(|| compute(&self.kv)).as_ref()
+    /// `f` of the object's attributes as the reader of key `key` computes
+    /// them with `compute`: kept for the first reader's key, computed afresh
+    /// for another's. `None` when the value cannot be decoded (such an object
+    /// matches no selector).
+    pub fn with_attrs<R>(
+        &self,
+        key: AttrsKey,
+        compute: impl FnOnce(&KeyValue) -> Option<Attrs>,
+        f: impl FnOnce(Option<&Attrs>) -> R,
+    ) -> R {
+        let mut compute = Some(compute);
+        let (k, attrs) = self.attrs.get_or_init(|| {
+            let c = compute.take().expect("unused");
+            (key, c(&self.kv))
+        });
+        if *k == key {
+            return f(attrs.as_ref());
+        }
+        let c = compute
+            .take()
+            .expect("unused when another key holds the memo");
+        f(c(&self.kv).as_ref())
     }
 
     /// The object in encoding `form` (at its `mod_revision`), computed by

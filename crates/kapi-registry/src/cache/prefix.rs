@@ -206,17 +206,7 @@ impl PrefixCache {
             st.history.push_back(ev.clone());
             cached.push(ev);
         }
-        let w = self.window;
-        while st.history.len() > w.min_events
-            && (st.history.len() > w.max_events
-                || st
-                    .history
-                    .front()
-                    .is_some_and(|e| now.duration_since(e.recorded()) > w.fresh))
-        {
-            let gone = st.history.pop_front().expect("non-empty");
-            st.oldest = gone.revision();
-        }
+        st.trim(self.window, now);
         st.revision = st.revision.max(revision);
         if !cached.is_empty() {
             st.dispatch(&cached);
@@ -236,10 +226,13 @@ impl PrefixCache {
     }
 
     /// Tell every watcher the revision the cache has reached (the watch decides
-    /// whether that becomes a bookmark for its client).
+    /// whether that becomes a bookmark for its client), and let go of events
+    /// that aged out of the window while no new ones came (after a burst, the
+    /// window shrinks back to `min_events` instead of holding the burst).
     pub fn tick(&self) {
         let mut st = self.state.write().expect("cache lock");
         if st.ready {
+            st.trim(self.window, Instant::now());
             let revision = st.revision;
             st.notify(CacheMessage::Tick(revision));
         }
@@ -391,6 +384,24 @@ impl PrefixCache {
 type Entries<'a> = Box<dyn Iterator<Item = (&'a str, Option<&'a Arc<CachedObject>>)> + 'a>;
 
 impl State {
+    /// Drop events beyond the window: over `max_events`, or older than
+    /// `fresh`, never below `min_events`.
+    fn trim(&mut self, w: Window, now: Instant) {
+        while self.history.len() > w.min_events
+            && (self.history.len() > w.max_events
+                || self
+                    .history
+                    .front()
+                    .is_some_and(|e| now.duration_since(e.recorded()) > w.fresh))
+        {
+            let gone = self.history.pop_front().expect("non-empty");
+            self.oldest = gone.revision();
+        }
+        if self.history.capacity() > 4096 && self.history.len() < self.history.capacity() / 4 {
+            self.history.shrink_to_fit();
+        }
+    }
+
     /// Every current object under `prefix` (`end` its end key), kept in the memo
     /// for the readers after this one; `None` for fewer than [`MEMO_MIN`]. Only
     /// for a reader that saw nothing under the prefix change since its revision,

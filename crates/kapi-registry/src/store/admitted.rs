@@ -1,9 +1,11 @@
 //! Update with admission: the compare-and-swap loop of `update.rs`, written
 //! out here because the request's admission (`crate::admission`) is async and
 //! runs inside the loop, as upstream's `GuaranteedUpdate` runs the admission
-//! functions: mutating admission on the object the update or patch produced,
+//! functions: defaulting and `managedFields` on the object the update or
+//! patch produced, then mutating admission, then the strategy, then
 //! validating admission on the finished object, again on every retry after a
-//! conflicting write. Deletes likewise: the delete's admission runs on the
+//! conflicting write ([`Store::before_admission`] is that first step, which
+//! creates take in the handler). Deletes likewise: the delete's admission runs on the
 //! object as stored in each attempt, before the delete is decided.
 
 use kapi_machinery::status::ApiError;
@@ -21,12 +23,65 @@ use crate::meta;
 const MAX_ATTEMPTS: usize = 1000;
 
 impl Store {
+    /// What upstream does to a write's object between decoding it and the
+    /// mutating admission: default it (upstream's decoder does), then record
+    /// the write in `managedFields` — so the writer owns what it sent and the
+    /// defaults, never what admission adds afterwards. `old` is the current
+    /// object (`None`: a create). Returns the options the rest of the write
+    /// goes on with: managedFields are then kept as recorded.
+    pub fn before_admission(
+        &self,
+        obj: &mut Value,
+        old: Option<&Value>,
+        opts: &WriteOptions,
+        target: UpdateTarget,
+    ) -> WriteOptions {
+        self.def.strategy.default(obj);
+        if target != UpdateTarget::Binding && obj.is_object() {
+            self.set_managed_fields(obj, old, opts, target.subresource());
+        }
+        WriteOptions {
+            managed_fields_set: true,
+            ..opts.clone()
+        }
+    }
+
     /// [`Store::update_with`] with the request's admission: `desired` makes the
     /// object from the current one (synchronously), then `admission` mutates it
     /// and, once the strategy prepared and validated it, validates it.
     /// (`update_with`'s arguments plus the admission.)
     #[allow(clippy::too_many_arguments)]
     pub async fn update_admitted<F>(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        target: UpdateTarget,
+        opts: &WriteOptions,
+        create_if_missing: bool,
+        desired: F,
+        admission: &dyn WriteAdmission,
+    ) -> Result<Updated, ApiError>
+    where
+        F: FnMut(Option<&Value>) -> Result<Value, ApiError> + Send,
+    {
+        let out = self
+            .update_checked(
+                namespace,
+                name,
+                target,
+                opts,
+                create_if_missing,
+                desired,
+                admission,
+            )
+            .await;
+        let stored = out.as_ref().ok().filter(|_| !opts.dry_run);
+        admission.finished(stored.map(|(v, _)| v)).await;
+        out
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn update_checked<F>(
         &self,
         namespace: Option<&str>,
         name: &str,
@@ -47,15 +102,21 @@ impl Store {
                 None if !create_if_missing => return Err(self.not_found(name)),
                 None => {
                     let mut new = desired(None)?;
+                    let opts = self.before_admission(&mut new, None, opts, UpdateTarget::Main);
                     admission.mutate(&mut new, None).await?;
                     self.prepare_create(&mut new)?;
                     self.validate_create(&new)?;
-                    self.set_managed_fields(&mut new, None, opts, None);
+                    self.set_managed_fields(&mut new, None, &opts, None);
                     admission.validate(&new, None).await?;
                     if opts.dry_run {
                         return Ok((new, true));
                     }
-                    match self.backend.create(&key, self.encode(&new)?).await {
+                    let ttl = self.def.strategy.ttl();
+                    match self
+                        .backend
+                        .create_with_ttl(&key, self.encode(&new)?, ttl)
+                        .await
+                    {
                         Ok(kv) => return Ok((self.decode(&kv)?, true)),
                         Err(e) => e,
                     }
@@ -63,19 +124,29 @@ impl Store {
                 Some(kv) => {
                     let old = self.decode(kv)?;
                     let mut new = desired(Some(&old))?;
+                    let opts = self.before_admission(&mut new, Some(&old), opts, target);
                     admission.mutate(&mut new, Some(&old)).await?;
                     let new = self.prepare_update(new, &old, target)?;
                     admission.validate(&new, Some(&old)).await?;
-                    let (decision, mut new) = self.decide_update(new, &old, opts, target)?;
+                    let (decision, mut new) = self.decide_update(new, &old, &opts, target)?;
                     if opts.dry_run {
                         return Ok((new, false));
                     }
                     let result = match decision {
-                        Decision::Unchanged => return Ok((old, false)),
-                        Decision::Write(v) => self.backend.update(&key, v, kv.mod_revision).await,
+                        Decision::Unchanged => match self.rewrite_if_stale(&key, kv, &new).await {
+                            Ok(None) => return Ok((old, false)),
+                            Ok(Some(kv)) => Ok(kv),
+                            Err(e) => Err(e),
+                        },
+                        Decision::Write(v) => {
+                            let ttl = self.def.strategy.ttl();
+                            let rev = kv.mod_revision;
+                            self.backend.update_with_ttl(&key, v, rev, ttl).await
+                        }
                         Decision::Delete => {
                             match self.backend.delete(&key, Some(kv.mod_revision)).await {
                                 Ok(d) => {
+                                    self.removed(&new).await;
                                     let rv = d.revision.to_string();
                                     meta::set_str(&mut new, "resourceVersion", &rv);
                                     return Ok((new, false));
@@ -134,7 +205,11 @@ impl Store {
                     Err(e) => e,
                 },
                 Decision::Delete => match self.backend.delete(&key, Some(kv.mod_revision)).await {
-                    Ok(d) => return Ok(DeleteOutcome::Deleted(self.decode(&d.prev)?)),
+                    Ok(d) => {
+                        let gone = self.decode(&d.prev)?;
+                        self.removed(&gone).await;
+                        return Ok(DeleteOutcome::Deleted(gone));
+                    }
                     Err(e) => e,
                 },
             };

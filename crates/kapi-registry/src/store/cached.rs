@@ -53,6 +53,7 @@ impl Store {
             let def = self.def.clone();
             let indexer = Indexer {
                 fields: fields.iter().map(|f| (*f).to_owned()).collect(),
+                key: self.attrs_key,
                 attrs: Box::new(move |kv| attrs_of(&def, kv)),
             };
             cache.set_indexer(&prefix, indexer);
@@ -278,10 +279,16 @@ impl Store {
         if opts.label.is_empty() && opts.field.is_empty() {
             return true;
         }
-        obj.attrs(|kv| attrs_of(&self.def, kv)).is_some_and(|a| {
-            opts.label.matches_with(|k| a.labels.get(k))
-                && opts.field.matches(|f| a.fields.get(f).map(str::to_owned))
-        })
+        obj.with_attrs(
+            self.attrs_key,
+            |kv| attrs_of(&self.def, kv),
+            |a| {
+                a.is_some_and(|a| {
+                    opts.label.matches_with(|k| a.labels.get(k))
+                        && opts.field.matches(|f| a.fields.get(f).map(str::to_owned))
+                })
+            },
+        )
     }
 }
 

@@ -31,8 +31,24 @@ impl Store {
         opts: &WriteOptions,
         admission: Option<&dyn WriteAdmission>,
     ) -> Result<Value, ApiError> {
-        let generated =
-            input.is_object() && meta::meta_str(&input, "name").is_none_or(str::is_empty);
+        let out = self.create_checked(input, opts, admission).await;
+        if let Some(a) = admission {
+            let stored = out.as_ref().ok().filter(|_| !opts.dry_run);
+            a.finished(stored).await;
+        }
+        out
+    }
+
+    async fn create_checked(
+        &self,
+        input: Value,
+        opts: &WriteOptions,
+        admission: Option<&dyn WriteAdmission>,
+    ) -> Result<Value, ApiError> {
+        // A name is generated only from a `generateName`; neither is invalid.
+        let generated = input.is_object()
+            && meta::meta_str(&input, "name").is_none_or(str::is_empty)
+            && meta::meta_str(&input, "generateName").is_some_and(|g| !g.is_empty());
         let mut last_name = String::new();
         for _ in 0..GENERATE_NAME_ATTEMPTS {
             let mut obj = input.clone();
@@ -52,7 +68,12 @@ impl Store {
                 return Ok(obj);
             }
             let key = self.def.key(meta::namespace(&obj), meta::name(&obj));
-            match self.backend.create(&key, self.encode(&obj)?).await {
+            let ttl = self.def.strategy.ttl();
+            match self
+                .backend
+                .create_with_ttl(&key, self.encode(&obj)?, ttl)
+                .await
+            {
                 Ok(kv) => return self.decode(&kv),
                 Err(StorageError::AlreadyExists { .. }) if generated => {
                     last_name = meta::name(&obj).to_owned();

@@ -48,7 +48,11 @@ impl Store {
         let planned = result;
         match outcome {
             Ok(_) if opts.dry_run => Ok(planned.expect("decided")),
-            Ok(Outcome::Deleted { prev, .. }) => Ok(DeleteOutcome::Deleted(self.decode(&prev)?)),
+            Ok(Outcome::Deleted { prev, .. }) => {
+                let gone = self.decode(&prev)?;
+                self.removed(&gone).await;
+                Ok(DeleteOutcome::Deleted(gone))
+            }
             Ok(Outcome::Written(kv)) => Ok(DeleteOutcome::Pending(self.decode(&kv)?)),
             Ok(Outcome::Unchanged(Some(kv))) => Ok(DeleteOutcome::Pending(self.decode(&kv)?)),
             Ok(Outcome::Unchanged(None)) => Err(self.not_found(name)),
@@ -62,13 +66,14 @@ impl Store {
         obj: &Value,
         pre: &Preconditions,
     ) -> Result<(), ApiError> {
-        let gr = self.def.group_resource();
+        // Upstream's `rest.BeforeDelete` names the kind, not the resource.
+        let gr = kapi_machinery::status::GroupResource::new(&self.def.group, &self.def.kind);
         let name = meta::name(obj);
         if let Some(uid) = &pre.uid {
             let actual = meta::uid(obj).unwrap_or("");
             if uid != actual {
                 let msg = format!(
-                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {actual}"
+                    "the UID in the precondition ({uid}) does not match the UID in record ({actual}). The object might have been deleted and then recreated"
                 );
                 return Err(ApiError::conflict(gr, name, msg));
             }
@@ -77,7 +82,7 @@ impl Store {
             let actual = meta::resource_version(obj).unwrap_or("");
             if rv != actual {
                 let msg = format!(
-                    "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in meta: {actual}"
+                    "the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record ({actual}). The object might have been modified"
                 );
                 return Err(ApiError::conflict(gr, name, msg));
             }

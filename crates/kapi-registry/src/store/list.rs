@@ -29,16 +29,44 @@ pub(crate) fn encode_token(rv: i64, start: &str) -> String {
     base64::engine::general_purpose::STANDARD.encode(body.to_string())
 }
 
+/// A continue token, refused in upstream's words (`invalid continue token:
+/// continue key is not valid: ...`). Tokens are base64 (kapi's own, padded)
+/// or unpadded URL base64 (upstream's) of `{"v", "rv", "start"}`.
 pub(crate) fn decode_token(token: &str) -> Result<(i64, String), ApiError> {
-    let bad = || ApiError::bad_request(format!("continue key is not valid: {token}"));
-    let raw = base64::engine::general_purpose::STANDARD
-        .decode(token)
-        .map_err(|_| bad())?;
-    let v: Value = serde_json::from_slice(&raw).map_err(|_| bad())?;
-    let rv = v.get("rv").and_then(Value::as_i64).ok_or_else(bad)?;
-    let start = v.get("start").and_then(Value::as_str).ok_or_else(bad)?;
+    use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+    let bad = |why: String| {
+        ApiError::bad_request(format!(
+            "invalid continue token: continue key is not valid: {why}"
+        ))
+    };
+    let raw = match STANDARD.decode(token) {
+        Ok(raw) => raw,
+        Err(_) => URL_SAFE_NO_PAD.decode(token).map_err(|e| {
+            let at = match e {
+                base64::DecodeError::InvalidByte(at, _)
+                | base64::DecodeError::InvalidLastSymbol(at, _) => at,
+                _ => token.len(),
+            };
+            bad(format!("illegal base64 data at input byte {at}"))
+        })?,
+    };
+    let v: Value = serde_json::from_slice(&raw)
+        .map_err(|e| bad(kapi_machinery::gojson::syntax_error(&e, &raw)))?;
+    let wrong_version =
+        || bad("incorrect encoded start resourceVersion (version meta.k8s.io/v1 required)".into());
+    if v.get("v").and_then(Value::as_str) != Some("meta.k8s.io/v1") {
+        return Err(wrong_version());
+    }
+    let rv = v
+        .get("rv")
+        .and_then(Value::as_i64)
+        .ok_or_else(wrong_version)?;
+    let start = v
+        .get("start")
+        .and_then(Value::as_str)
+        .ok_or_else(wrong_version)?;
     if start.contains("..") || start.starts_with('/') {
-        return Err(bad());
+        return Err(bad("continue key must not contain path segments".into()));
     }
     Ok((rv, start.to_owned()))
 }
@@ -186,9 +214,15 @@ impl Store {
         let extra = self.def.strategy.selectable_field_names();
         let mut supported = vec!["metadata.name", "metadata.namespace"];
         supported.extend(extra.iter().map(String::as_str));
-        field
-            .validate_fields(&supported)
-            .map_err(|e| ApiError::bad_request(e.message().to_owned()))
+        let unknown = field
+            .requirements()
+            .find(|t| !supported.contains(&t.field.as_str()));
+        match unknown {
+            None => Ok(()),
+            Some(t) => Err(ApiError::bad_request(
+                self.def.strategy.field_label_error(&t.field),
+            )),
+        }
     }
 }
 

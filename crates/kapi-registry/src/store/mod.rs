@@ -49,17 +49,39 @@ pub struct Store {
     /// Deletes add and honour the garbage collector's finalizers
     /// (`--enable-garbage-collector`, on by default).
     garbage_collection: bool,
+    /// What the resource's storage does beyond the store (`crate::hooks`).
+    hooks: Option<Arc<dyn crate::hooks::StoreHooks>>,
+    /// The key of this resource's label and field sets in cached objects
+    /// (another resource on the same prefix may select on other fields).
+    attrs_key: crate::cache::AttrsKey,
 }
 
 impl Store {
     pub fn new(def: Arc<ResourceDef>, backend: Arc<dyn Backend>) -> Self {
+        let fields = def.strategy.selectable_field_names();
+        let attrs_key = crate::cache::attrs_key(&def.group, &def.kind, &fields);
         Store {
+            attrs_key,
             def,
             backend,
             schema: Arc::new(NoSchema),
             root: TypeRef::UNKNOWN,
             cache: None,
             garbage_collection: true,
+            hooks: None,
+        }
+    }
+
+    /// Call `hooks` around this store's writes.
+    pub fn with_hooks(mut self, hooks: Arc<dyn crate::hooks::StoreHooks>) -> Self {
+        self.hooks = Some(hooks);
+        self
+    }
+
+    /// Tell the hooks `obj` is gone from storage.
+    pub(crate) async fn removed(&self, obj: &Value) {
+        if let Some(h) = &self.hooks {
+            h.deleted(obj).await;
         }
     }
 
@@ -264,7 +286,14 @@ pub(crate) fn parse_rv(rv: &str) -> Result<i64, ApiError> {
     rv.parse::<i64>()
         .ok()
         .filter(|n| *n >= 0)
-        .ok_or_else(|| ApiError::bad_request(format!("invalid resource version: {rv:?}")))
+        .ok_or_else(|| {
+            // Upstream's storage refuses it with a plain error (500).
+            ApiError::new(
+                500,
+                kapi_machinery::status::Reason::Unknown,
+                format!("resourceVersion: Invalid value: {rv:?}: strconv.ParseUint: parsing {rv:?}: invalid syntax"),
+            )
+        })
 }
 
 use metadata_only::Picked;

@@ -3,18 +3,24 @@
 //! the current object). The store then carries over what clients may not change,
 //! checks optimistic concurrency, defaults, bumps `generation`, validates, and
 //! decides: write, delete (a deleting object lost its last finalizer), or nothing
-//! (no change).
+//! (no change) — unless the stored value is stale (`Backend::is_stale`: kept
+//! under an encryption key that no longer writes), which is written again even
+//! when nothing changed, as upstream's `GuaranteedUpdate` does, so replacing
+//! every object completes a key rotation.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use kapi_machinery::status::ApiError;
 use kapi_machinery::validation::{validate_object_meta_update, FieldPath};
-use kapi_storage::{guaranteed_update, Decision, KeyValue, Outcome, UpdateError};
+use kapi_storage::{
+    guaranteed_update_with_ttl, Decision, KeyValue, Outcome, StorageError, UpdateError,
+};
 use serde_json::Value;
 
 use super::options::WriteOptions;
 use super::Store;
 use crate::meta;
+use crate::strategy::StatusMetadata;
 
 /// Which part of the object an update may change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,6 +57,9 @@ impl UpdateTarget {
     }
 }
 
+/// Rewrites of a stale value tried before giving up (each lost to a concurrent write).
+const STALE_REWRITES: usize = 100;
+
 /// What the update produced: the object, and whether it was created.
 pub type Updated = (Value, bool);
 
@@ -72,45 +81,88 @@ impl Store {
         let key = self.def.key(namespace, name);
         let created = AtomicBool::new(false);
         let mut last_new: Option<Value> = None;
-        let decide = |kv: Option<&KeyValue>| -> Result<Decision, ApiError> {
-            let current = kv.map(|kv| self.decode(kv)).transpose()?;
-            let (decision, new) = match current {
-                None if !create_if_missing => return Err(self.not_found(name)),
-                None => {
-                    let mut new = desired(None)?;
-                    self.prepare_create(&mut new)?;
-                    self.validate_create(&new)?;
-                    self.set_managed_fields(&mut new, None, opts, None);
-                    created.store(true, Ordering::Relaxed);
-                    (Decision::Write(self.encode(&new)?), new)
+        // A stale value (kept under a key that no longer writes) is rewritten
+        // even when nothing changes; that write may conflict, then all again.
+        for _ in 0..STALE_REWRITES {
+            let decide = |kv: Option<&KeyValue>| -> Result<Decision, ApiError> {
+                let current = kv.map(|kv| self.decode(kv)).transpose()?;
+                let (decision, new) = match current {
+                    None if !create_if_missing => return Err(self.not_found(name)),
+                    None => {
+                        let mut new = desired(None)?;
+                        self.prepare_create(&mut new)?;
+                        self.validate_create(&new)?;
+                        self.set_managed_fields(&mut new, None, opts, None);
+                        created.store(true, Ordering::Relaxed);
+                        (Decision::Write(self.encode(&new)?), new)
+                    }
+                    Some(old) => {
+                        created.store(false, Ordering::Relaxed);
+                        let new = self.prepare_update(desired(Some(&old))?, &old, target)?;
+                        self.decide_update(new, &old, opts, target)?
+                    }
+                };
+                last_new = Some(new);
+                if opts.dry_run {
+                    return Ok(Decision::Unchanged);
                 }
-                Some(old) => {
-                    created.store(false, Ordering::Relaxed);
-                    let new = self.prepare_update(desired(Some(&old))?, &old, target)?;
-                    self.decide_update(new, &old, opts, target)?
-                }
+                Ok(decision)
             };
-            last_new = Some(new);
-            if opts.dry_run {
-                return Ok(Decision::Unchanged);
-            }
-            Ok(decision)
-        };
-        let outcome = guaranteed_update(self.backend.as_ref(), &key, decide).await;
-        let was_created = created.load(Ordering::Relaxed);
-        match outcome {
-            Ok(_) if opts.dry_run => Ok((last_new.expect("decided"), was_created)),
-            Ok(Outcome::Written(kv)) => Ok((self.decode(&kv)?, was_created)),
-            Ok(Outcome::Unchanged(Some(kv))) => Ok((self.decode(&kv)?, false)),
-            Ok(Outcome::Unchanged(None)) => Err(self.not_found(name)),
-            Ok(Outcome::Deleted { revision, .. }) => {
-                let mut gone = last_new.expect("decided");
-                meta::set_str(&mut gone, "resourceVersion", &revision.to_string());
-                Ok((gone, false))
-            }
-            Err(UpdateError::Rejected(e)) => Err(e),
-            Err(UpdateError::Storage(e)) => Err(self.storage_error(e, name)),
+            let ttl = self.def.strategy.ttl();
+            let outcome =
+                guaranteed_update_with_ttl(self.backend.as_ref(), &key, ttl, decide).await;
+            let was_created = created.load(Ordering::Relaxed);
+            return match outcome {
+                Ok(_) if opts.dry_run => Ok((last_new.expect("decided"), was_created)),
+                Ok(Outcome::Written(kv)) => Ok((self.decode(&kv)?, was_created)),
+                Ok(Outcome::Unchanged(Some(kv))) => {
+                    let new = last_new.as_ref().expect("decided");
+                    match self.rewrite_if_stale(&key, &kv, new).await {
+                        Ok(Some(kv)) => Ok((self.decode(&kv)?, false)),
+                        Ok(None) => Ok((self.decode(&kv)?, false)),
+                        Err(StorageError::Conflict { .. } | StorageError::NotFound { .. }) => {
+                            continue
+                        }
+                        Err(e) => Err(self.storage_error(e, name)),
+                    }
+                }
+                Ok(Outcome::Unchanged(None)) => Err(self.not_found(name)),
+                Ok(Outcome::Deleted { revision, .. }) => {
+                    let mut gone = last_new.expect("decided");
+                    self.removed(&gone).await;
+                    meta::set_str(&mut gone, "resourceVersion", &revision.to_string());
+                    Ok((gone, false))
+                }
+                Err(UpdateError::Rejected(e)) => Err(e),
+                Err(UpdateError::Storage(e)) => Err(self.storage_error(e, name)),
+            };
         }
+        Err(ApiError::internal(format!(
+            "too many conflicts rewriting {key:?}"
+        )))
+    }
+
+    /// Write `obj` over `kv` when the backend keeps `kv` stale (encrypted
+    /// with a key that no longer writes: upstream rewrites such a value on
+    /// any update, so replacing every object completes a key rotation);
+    /// `None` when it is not stale.
+    pub(super) async fn rewrite_if_stale(
+        &self,
+        key: &str,
+        kv: &KeyValue,
+        obj: &Value,
+    ) -> Result<Option<KeyValue>, StorageError> {
+        if !self.backend.is_stale(kv).await? {
+            return Ok(None);
+        }
+        let bytes = self
+            .encode(obj)
+            .map_err(|e| StorageError::Internal(e.to_string()))?;
+        let ttl = self.def.strategy.ttl();
+        self.backend
+            .update_with_ttl(key, bytes, kv.mod_revision, ttl)
+            .await
+            .map(Some)
     }
 
     /// Turn the client's object into the one to store, given the current one.
@@ -127,9 +179,13 @@ impl Store {
         }
         self.check_preconditions(&new, old)?;
         match target {
-            // Only status changes; managedFields travel along for the field
-            // manager (which reads the live ones anyway unless apply set them).
-            UpdateTarget::Status => new = keep_only(new, old, "/status"),
+            // Status and what the strategy keeps of the client's metadata
+            // change; managedFields travel along for the field manager (which
+            // reads the live ones anyway unless apply set them).
+            UpdateTarget::Status => {
+                let kept = self.def.strategy.status_metadata();
+                new = status_view(keep_only(new.clone(), old, "/status"), &new, old, kept)
+            }
             UpdateTarget::EphemeralContainers => {
                 new = keep_only(new, old, "/spec/ephemeralContainers")
             }
@@ -192,8 +248,9 @@ impl Store {
         }
         if let (Some(new_uid), Some(old_uid)) = (meta::uid(new), meta::uid(old)) {
             if new_uid != old_uid {
+                let key = self.def.key(meta::namespace(old), name);
                 let msg = format!(
-                    "Precondition failed: UID in precondition: {new_uid}, UID in object meta: {old_uid}"
+                    "StorageError: invalid object, Code: 4, Key: /registry{key}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: {new_uid}, UID in object meta: {old_uid}"
                 );
                 return Err(ApiError::conflict(self.def.group_resource(), name, msg));
             }
@@ -274,6 +331,31 @@ fn approval_view(client: Value, old: &Value) -> Value {
         };
     }
     out
+}
+
+/// A status write's object: `only_status` (the stored object with the client's
+/// status) with the client's metadata as `kept` allows.
+fn status_view(mut only_status: Value, client: &Value, old: &Value, kept: StatusMetadata) -> Value {
+    let StatusMetadata::ClientExcept(stored) = kept else {
+        return only_status;
+    };
+    let mut m = client
+        .get("metadata")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let old_meta = meta::meta(old);
+    for f in stored {
+        match old_meta.and_then(|o| o.get(*f)) {
+            Some(v) => m.insert((*f).into(), v.clone()),
+            None => m.remove(*f),
+        };
+    }
+    only_status
+        .as_object_mut()
+        .expect("stored objects are objects")
+        .insert("metadata".into(), Value::Object(m));
+    only_status
 }
 
 /// Fields of `metadata` only the server sets.

@@ -75,15 +75,30 @@ pub async fn cached(
 }
 
 pub async fn embedded_with(config: CacheConfig) -> Fixture {
+    embedded_store(config, |_| {}).await
+}
+
+async fn embedded_store(config: CacheConfig, tune: impl FnOnce(&mut EmbeddedConfig)) -> Fixture {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut cfg = EmbeddedConfig::new(dir.path());
     cfg.progress_interval = PROGRESS;
+    tune(&mut cfg);
     let backend = EmbeddedBackend::open(cfg).expect("open embedded");
     cached(Arc::new(backend), config, Box::new(dir)).await
 }
 
 pub async fn embedded() -> Fixture {
     embedded_with(CacheConfig::default()).await
+}
+
+/// The cache over an embedded store that keeps no history in memory (reads
+/// the cache passes down at old revisions go to the store's disk history).
+pub async fn embedded_cold() -> Fixture {
+    embedded_store(CacheConfig::default(), |cfg| {
+        cfg.memory_history_bytes = 0;
+        cfg.segment_bytes = 16 << 10;
+    })
+    .await
 }
 
 pub async fn etcd() -> Fixture {

@@ -2,7 +2,7 @@
 //! backends run, `kapi-storage/tests/storage/conformance.rs`) against the cache
 //! over each backend (`fixtures.rs`), plus the cache's own properties
 //! (`behaviour.rs`, `window.rs`, `memo.rs`) and the store's reads and watches through it
-//! (`store.rs`, `watch_stream.rs`).
+//! (`store.rs`, `watch_stream.rs`), and objects written with a TTL (`ttl.rs`).
 
 mod admitted;
 mod behaviour;
@@ -11,5 +11,6 @@ mod conformance;
 mod fixtures;
 mod memo;
 mod store;
+mod ttl;
 mod watch_stream;
 mod window;

@@ -1,5 +1,5 @@
 //! The cache's later additions: the history window kept by time as well as by
-//! count, field indexes that narrow a list and follow every change, and
+//! count (and shrinking back when idle), field indexes that narrow a list and follow every change, and
 //! prefixes added while the cache serves (custom resources).
 
 use std::collections::BTreeMap;
@@ -46,10 +46,38 @@ async fn the_event_count_bounds_the_window_whatever_the_age() {
     assert!(f.cache.watch_cached("/t/m/", last.mod_revision - 5).is_ok());
 }
 
+/// After a burst, an idle cache lets the burst's events go once they are older
+/// than the fresh duration (the once-a-second tick trims), down to `history`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_window_shrinks_back_after_a_burst() {
+    let config = CacheConfig {
+        history: 5,
+        history_fresh: Duration::from_millis(500),
+        ..Default::default()
+    };
+    let f = fixtures::embedded_with(config).await;
+    let (first, last) = f.create_keys("/t/i/", 20).await;
+    assert!(f.cache.watch_cached("/t/i/", first.mod_revision).is_ok());
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while f.cache.watch_cached("/t/i/", first.mod_revision).is_ok() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the burst is still kept"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(f.cache.watch_cached("/t/i/", last.mod_revision - 5).is_ok());
+    assert!(f
+        .cache
+        .watch_cached("/t/i/", last.mod_revision - 6)
+        .is_err());
+}
+
 /// Values are `node:<name>`; the "object" is indexed by that name.
 fn node_indexer() -> Indexer {
     Indexer {
         fields: vec!["spec.nodeName".into()],
+        key: 0,
         attrs: Box::new(|kv: &KeyValue| {
             let node = std::str::from_utf8(&kv.value).ok()?.strip_prefix("node:")?;
             let fields = BTreeMap::from([("spec.nodeName".to_owned(), node.to_owned())]);

@@ -6,7 +6,8 @@ use std::collections::BTreeSet;
 
 use kapi_machinery::cel::is_identifier;
 use kapi_machinery::validation::{ErrorList, FieldError, FieldPath};
-use kapi_registry::{Column, Strategy};
+use kapi_registry::strategy::RESET_FOR_STATUS;
+use kapi_registry::{Column, StatusMetadata, Strategy};
 use serde_json::{json, Value};
 
 use super::cel::{compile, Env};
@@ -67,6 +68,12 @@ fn named_expressions(obj: &Value, key: &str, path: &FieldPath, errs: &mut ErrorL
 }
 
 impl Strategy for PolicyStrategy {
+    /// Status writes keep the stored labels, annotations, finalizers and
+    /// owner references (upstream's `ResetObjectMetaForStatus`).
+    fn status_metadata(&self) -> StatusMetadata {
+        StatusMetadata::ClientExcept(RESET_FOR_STATUS)
+    }
+
     fn default(&self, obj: &mut Value) {
         let Some(spec) = child_obj(obj, "spec") else {
             return;

@@ -12,7 +12,8 @@ use kapi_machinery::validation::{
     is_dns1035_label, is_dns1123_subdomain, validate_path_segment_name, ErrorList, FieldError,
     FieldPath, ValidateNameFn,
 };
-use kapi_registry::{Column, Strategy};
+use kapi_registry::strategy::RESET_FOR_STATUS;
+use kapi_registry::{Column, StatusMetadata, Strategy};
 use serde_json::{json, Value};
 
 use crate::core::table::{age_cell, age_column, name_cell, name_column, string_column};
@@ -130,6 +131,12 @@ pub fn available_condition(obj: &Value) -> Option<&Value> {
 }
 
 impl Strategy for ApiServiceStrategy {
+    /// Status writes keep the stored labels, annotations, finalizers and
+    /// owner references (upstream's `ResetObjectMetaForStatus`).
+    fn status_metadata(&self) -> StatusMetadata {
+        StatusMetadata::ClientExcept(RESET_FOR_STATUS)
+    }
+
     fn validate(&self, obj: &Value) -> ErrorList {
         validate_spec(obj)
     }

@@ -5,7 +5,7 @@
 //! Where to look next: `mod.rs` for the shared workload rules.
 
 use kapi_machinery::validation::{ErrorList, FieldError, FieldPath};
-use kapi_registry::{Column, Strategy};
+use kapi_registry::{Column, StatusMetadata, Strategy};
 use serde_json::{json, Value};
 
 use super::{
@@ -21,6 +21,11 @@ use crate::core::util::{child_obj, i64_at, present, set_default, set_default_str
 pub struct DeploymentStrategy;
 
 impl Strategy for DeploymentStrategy {
+    /// Upstream's deployment status strategy keeps the stored labels.
+    fn status_metadata(&self) -> StatusMetadata {
+        StatusMetadata::ClientExcept(&["labels"])
+    }
+
     fn default(&self, obj: &mut Value) {
         crate::core::util::default_status(obj, json!({}));
         let Some(spec) = child_obj(obj, "spec") else {

@@ -17,7 +17,7 @@ use crate::core::table::{
     age_cell, age_column, int_column, name_cell, name_column, string_column, CONTAINERS_DOC,
     IMAGES_DOC,
 };
-use crate::core::util::{child_obj, i64_at, set_default};
+use crate::core::util::{child_obj, set_default};
 
 pub struct ReplicaSetStrategy;
 
@@ -60,14 +60,8 @@ impl Strategy for ReplicaSetStrategy {
         true
     }
 
-    fn selectable_fields(&self) -> &'static [&'static str] {
-        &["status.replicas"]
-    }
-
-    fn field_value(&self, obj: &Value, field: &str) -> Option<String> {
-        (field == "status.replicas")
-            .then(|| i64_at(obj, "/status/replicas").unwrap_or(0).to_string())
-    }
+    // No selectable fields beyond metadata: upstream's apps/v1 has no field
+    // label conversion for ReplicaSets, so `status.replicas` is refused.
 
     fn columns(&self) -> Vec<Column> {
         vec![

@@ -386,6 +386,11 @@ impl Strategy for JobStrategy {
         &["status.successful"]
     }
 
+    /// Upstream's Job field label conversion has words of its own.
+    fn field_label_error(&self, label: &str) -> String {
+        format!("field label \"{label}\" not supported for Job")
+    }
+
     fn field_value(&self, obj: &Value, field: &str) -> Option<String> {
         (field == "status.successful")
             .then(|| i64_at(obj, "/status/succeeded").unwrap_or(0).to_string())

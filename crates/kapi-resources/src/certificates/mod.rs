@@ -79,6 +79,10 @@ pub fn condition_summary(obj: &Value) -> String {
 }
 
 impl Strategy for CertificateSigningRequestStrategy {
+    fn selectable_fields(&self) -> &'static [&'static str] {
+        &["spec.signerName"]
+    }
+
     /// Upstream `SetDefaults_CertificateSigningRequestCondition`.
     fn default(&self, obj: &mut Value) {
         if let Some(status) = obj.get_mut("status") {

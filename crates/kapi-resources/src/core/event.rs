@@ -1,9 +1,13 @@
 //! core/v1 Events: upstream's legacy event validation (namespace must match the
 //! involved object; new-style events need reportingComponent, reportingInstance,
 //! action and reason), create-on-update, the involvedObject / reason / source / type
-//! field selectors, and the `LAST SEEN TYPE REASON OBJECT MESSAGE` table.
+//! field selectors, the `LAST SEEN TYPE REASON OBJECT MESSAGE` table, and the
+//! TTL every event is written with (`--event-ttl`, one hour by default, as
+//! upstream: set on create and on every update).
 //!
 //! Where to look next: `table.rs` for the time columns.
+
+use std::time::Duration;
 
 use kapi_machinery::validation::{
     is_dns1123_subdomain, is_qualified_name, ErrorList, FieldError, FieldPath,
@@ -14,7 +18,28 @@ use serde_json::{json, Value};
 use super::table::{since, string_column, NAME_DOC};
 use super::util::{i64_at, present, str_at};
 
-pub struct EventStrategy;
+/// Events: the strategy, with how long each write lives (`--event-ttl`;
+/// `None` keeps events until deleted). Upstream counts whole seconds.
+pub struct EventStrategy {
+    ttl: Option<Duration>,
+}
+
+/// kube-apiserver's default `--event-ttl`.
+pub const DEFAULT_EVENT_TTL: Duration = Duration::from_secs(3600);
+
+impl EventStrategy {
+    /// Events living `ttl` after each write (a zero TTL: until deleted).
+    pub fn new(ttl: Duration) -> EventStrategy {
+        let secs = ttl.as_secs();
+        EventStrategy {
+            ttl: (secs > 0).then(|| Duration::from_secs(secs)),
+        }
+    }
+
+    pub fn ttl(&self) -> Option<Duration> {
+        self.ttl
+    }
+}
 
 const SELECTABLE: &[&str] = &[
     "involvedObject.kind",
@@ -51,6 +76,10 @@ pub fn core_zero_fields(obj: &mut Value) {
 impl Strategy for EventStrategy {
     fn default(&self, obj: &mut Value) {
         core_zero_fields(obj);
+    }
+
+    fn ttl(&self) -> Option<Duration> {
+        self.ttl
     }
 
     /// Events take no part in garbage collection, as upstream.
@@ -235,10 +264,12 @@ mod tests {
 
     #[test]
     fn namespace_must_match_involved_object() {
-        assert!(EventStrategy.validate(&event()).is_empty());
+        assert!(EventStrategy::new(crate::core::event::DEFAULT_EVENT_TTL)
+            .validate(&event())
+            .is_empty());
         let mut e = event();
         e["involvedObject"]["namespace"] = json!("other");
-        let errs: Vec<String> = EventStrategy
+        let errs: Vec<String> = EventStrategy::new(crate::core::event::DEFAULT_EVENT_TTL)
             .validate(&e)
             .iter()
             .map(ToString::to_string)
@@ -246,7 +277,7 @@ mod tests {
         assert_eq!(errs, vec!["involvedObject.namespace: Invalid value: \"other\": does not match event.namespace"]);
         e["involvedObject"]["namespace"] = json!("default");
         e["eventTime"] = json!("2020-01-01T00:00:00.000000Z");
-        let errs: Vec<String> = EventStrategy
+        let errs: Vec<String> = EventStrategy::new(crate::core::event::DEFAULT_EVENT_TTL)
             .validate(&e)
             .iter()
             .map(ToString::to_string)
@@ -276,7 +307,9 @@ mod tests {
         ];
         for (field, want) in expect {
             assert_eq!(
-                EventStrategy.field_value(&e, field).unwrap(),
+                EventStrategy::new(crate::core::event::DEFAULT_EVENT_TTL)
+                    .field_value(&e, field)
+                    .unwrap(),
                 want,
                 "{field}"
             );
@@ -284,13 +317,23 @@ mod tests {
         let mut e2 = event();
         e2["source"] = json!({});
         e2["reportingComponent"] = json!("ctrl");
-        assert_eq!(EventStrategy.field_value(&e2, "source").unwrap(), "ctrl");
+        assert_eq!(
+            EventStrategy::new(crate::core::event::DEFAULT_EVENT_TTL)
+                .field_value(&e2, "source")
+                .unwrap(),
+            "ctrl"
+        );
     }
 
     #[test]
     fn table_cells() {
-        let cells = EventStrategy.cells(&event());
-        assert_eq!(cells.len(), EventStrategy.columns().len());
+        let cells = EventStrategy::new(crate::core::event::DEFAULT_EVENT_TTL).cells(&event());
+        assert_eq!(
+            cells.len(),
+            EventStrategy::new(crate::core::event::DEFAULT_EVENT_TTL)
+                .columns()
+                .len()
+        );
         assert_eq!(cells[1], "Normal");
         assert_eq!(cells[2], "Pulled");
         assert_eq!(cells[3], "pod/p");

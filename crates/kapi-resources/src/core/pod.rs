@@ -11,16 +11,14 @@
 //! `pod_table.rs` for `kubectl get pods` columns.
 
 use kapi_machinery::validation::{ErrorList, FieldError, FieldPath};
-use kapi_registry::{Column, Strategy};
+use kapi_registry::{Column, StatusMetadata, Strategy};
 use serde_json::{json, Map, Value};
 
 use super::pod_ephemeral;
 use super::podspec::{default_host_network_ports, default_pod_spec};
 use super::podspec_validation::validate_pod_spec;
 use super::quantity::quantity_value;
-use super::util::{
-    arr_at, bool_at, child_obj, for_each_item, i64_at, set_default, set_default_str, str_at,
-};
+use super::util::{arr_at, bool_at, child_obj, for_each_item, i64_at, set_default, str_at};
 
 pub struct PodStrategy;
 
@@ -32,37 +30,38 @@ const SELECTABLE: &[&str] = &[
     "spec.hostNetwork",
     "status.phase",
     "status.podIP",
+    // Accepted by upstream's field label conversion but not in its field set:
+    // selects as the empty string.
+    "status.podIPs",
     "status.nominatedNodeName",
 ];
 
 const UPDATE_FORBIDDEN: &str = "pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)";
 
 impl Strategy for PodStrategy {
+    /// Upstream's pod status strategy keeps the stored owner references (old
+    /// kubelets corrupted them).
+    fn status_metadata(&self) -> StatusMetadata {
+        StatusMetadata::ClientExcept(&["ownerReferences"])
+    }
+
     fn default(&self, obj: &mut Value) {
         let Some(spec) = child_obj(obj, "spec") else {
             return;
         };
-        // ServiceAccount and Priority admission, which upstream enables by default.
-        if str_at(spec, "/serviceAccount").is_empty() {
-            set_default_str(spec, "serviceAccountName", "default");
-        }
+        // `serviceAccountName`, `priority`, `preemptionPolicy` and the
+        // default tolerations are admission's (ServiceAccount, Priority,
+        // DefaultTolerationSeconds), not defaults: a disabled plugin leaves
+        // them out, and the creating manager never owns them.
         default_pod_spec(spec);
         default_host_network_ports(spec);
         default_requests_from_limits(spec);
         set_default(spec, "enableServiceLinks", json!(true));
-        let priority = match str_at(spec, "/priorityClassName") {
-            "system-node-critical" => 2_000_001_000,
-            "system-cluster-critical" => 2_000_000_000,
-            _ => 0,
-        };
-        set_default(spec, "priority", json!(priority));
-        set_default_str(spec, "preemptionPolicy", "PreemptLowerPriority");
     }
 
     fn prepare_for_create(&self, obj: &mut Value) {
         if let Some(spec) = child_obj(obj, "spec") {
             default_requests_from_limits(spec);
-            add_default_tolerations(spec);
         }
         let qos = qos_class(obj.get("spec").unwrap_or(&Value::Null));
         if let Some(map) = obj.as_object_mut() {
@@ -126,6 +125,7 @@ impl Strategy for PodStrategy {
         let value = match field {
             "spec.hostNetwork" => bool_at(obj, "/spec/hostNetwork").to_string(),
             "status.podIP" => pod_ip(obj).to_string(),
+            "status.podIPs" => String::new(),
             _ if SELECTABLE.contains(&field) => {
                 str_at(obj, &format!("/{}", field.replace('.', "/"))).to_string()
             }
@@ -177,30 +177,6 @@ fn default_requests_from_limits(spec: &mut Value) {
                 set_default(requests, &name, limit);
             }
         });
-    }
-}
-
-/// Upstream `DefaultTolerationSeconds` admission: tolerate not-ready / unreachable
-/// nodes for 300s unless the pod already tolerates those taints.
-fn add_default_tolerations(spec: &mut Value) {
-    for key in [
-        "node.kubernetes.io/not-ready",
-        "node.kubernetes.io/unreachable",
-    ] {
-        let tolerated = arr_at(spec, "/tolerations").iter().any(|t| {
-            let key_matches = str_at(t, "/key") == key
-                || (str_at(t, "/key").is_empty() && str_at(t, "/operator") == "Exists");
-            key_matches && matches!(str_at(t, "/effect"), "" | "NoExecute")
-        });
-        if tolerated {
-            continue;
-        }
-        set_default(spec, "tolerations", json!([]));
-        if let Some(list) = spec["tolerations"].as_array_mut() {
-            list.push(json!({
-                "key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300
-            }));
-        }
     }
 }
 

@@ -22,20 +22,25 @@ fn messages(errs: &ErrorList) -> Vec<String> {
 }
 
 #[test]
-fn defaults_include_admission_defaults() {
+fn defaults_leave_admissions_fields_alone() {
     let p = defaulted();
     let spec = &p["spec"];
     assert_eq!(spec["restartPolicy"], "Always");
     assert_eq!(spec["enableServiceLinks"], true);
-    assert_eq!(spec["serviceAccountName"], "default");
-    assert_eq!(spec["serviceAccount"], "default");
-    assert_eq!(spec["priority"], 0);
-    assert_eq!(spec["preemptionPolicy"], "PreemptLowerPriority");
     assert_eq!(spec["containers"][0]["imagePullPolicy"], "IfNotPresent");
+    // ServiceAccount, Priority and DefaultTolerationSeconds admission set these.
+    for f in [
+        "serviceAccountName",
+        "serviceAccount",
+        "priority",
+        "preemptionPolicy",
+    ] {
+        assert!(spec.get(f).is_none(), "{f}");
+    }
 }
 
 #[test]
-fn create_sets_pending_status_qos_and_tolerations() {
+fn create_sets_pending_status_and_qos() {
     let mut p = defaulted();
     p["status"] = json!({"phase": "Running"});
     PodStrategy.prepare_for_create(&mut p);
@@ -43,12 +48,7 @@ fn create_sets_pending_status_qos_and_tolerations() {
         p["status"],
         json!({"phase": "Pending", "qosClass": "BestEffort"})
     );
-    let tolerations = p["spec"]["tolerations"].as_array().unwrap();
-    assert_eq!(tolerations.len(), 2);
-    assert_eq!(tolerations[0]["key"], "node.kubernetes.io/not-ready");
-    assert_eq!(tolerations[1]["tolerationSeconds"], 300);
-    PodStrategy.prepare_for_create(&mut p);
-    assert_eq!(p["spec"]["tolerations"].as_array().unwrap().len(), 2);
+    assert!(p["spec"].get("tolerations").is_none());
 }
 
 #[test]
@@ -172,13 +172,14 @@ fn field_values() {
     assert_eq!(get("spec.nodeName"), "n1");
     assert_eq!(get("spec.restartPolicy"), "Always");
     assert_eq!(get("spec.schedulerName"), "default-scheduler");
-    assert_eq!(get("spec.serviceAccountName"), "default");
+    assert_eq!(get("spec.serviceAccountName"), "");
     assert_eq!(get("spec.hostNetwork"), "false");
     assert_eq!(get("status.phase"), "Running");
     assert_eq!(get("status.podIP"), "10.0.0.1");
     assert_eq!(get("status.nominatedNodeName"), "n2");
     assert_eq!(s.field_value(&pod(), "status.phase").unwrap(), "");
-    assert_eq!(s.selectable_fields().len(), 8);
+    assert_eq!(get("status.podIPs"), "");
+    assert_eq!(s.selectable_fields().len(), 9);
 }
 
 #[test]

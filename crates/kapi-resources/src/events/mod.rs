@@ -96,9 +96,16 @@ fn to_core(obj: &Value) -> Value {
     rename(obj.clone(), false, "v1")
 }
 
-pub struct EventsV1Strategy;
+/// `events.k8s.io/v1` events, stored as core events with the same TTL.
+pub struct EventsV1Strategy {
+    core: EventStrategy,
+}
 
 impl EventsV1Strategy {
+    pub fn new(core: EventStrategy) -> EventsV1Strategy {
+        EventsV1Strategy { core }
+    }
+
     /// Upstream's strict checks for events written through `events.k8s.io/v1`, on
     /// the core form (so paths name core fields: `count`, `source`, ...).
     fn strict(core: &Value) -> ErrorList {
@@ -172,7 +179,50 @@ const IMMUTABLE: [&str; 14] = [
     "reportingInstance",
 ];
 
+/// The fields upstream's `events.k8s.io/v1` field label conversion accepts.
+const SELECTABLE: &[&str] = &[
+    "reason",
+    "reportingController",
+    "regarding.kind",
+    "regarding.namespace",
+    "regarding.name",
+    "regarding.uid",
+    "regarding.apiVersion",
+    "regarding.resourceVersion",
+    "regarding.fieldPath",
+    "type",
+];
+
 impl Strategy for EventsV1Strategy {
+    /// Stored as core events, with the same TTL.
+    fn ttl(&self) -> Option<std::time::Duration> {
+        self.core.ttl()
+    }
+
+    fn selectable_fields(&self) -> &'static [&'static str] {
+        SELECTABLE
+    }
+
+    /// The value of an `events.k8s.io` field from the object as stored (core
+    /// names) or as served (this group's names), as upstream maps this
+    /// group's labels onto the core event's field set.
+    fn field_value(&self, obj: &Value, field: &str) -> Option<String> {
+        if !SELECTABLE.contains(&field) {
+            return None;
+        }
+        let served = format!("/{}", field.replace('.', "/"));
+        let stored = match field {
+            "reportingController" => "/reportingComponent".to_owned(),
+            f => format!(
+                "/{}",
+                f.replacen("regarding", "involvedObject", 1)
+                    .replace('.', "/")
+            ),
+        };
+        let value = obj.pointer(&served).or_else(|| obj.pointer(&stored));
+        Some(value.and_then(Value::as_str).unwrap_or("").to_owned())
+    }
+
     fn validate(&self, obj: &Value) -> ErrorList {
         let core = to_core(obj);
         let mut errs = legacy_errors(&core, "reportingController");
@@ -211,11 +261,11 @@ impl Strategy for EventsV1Strategy {
     }
 
     fn columns(&self) -> Vec<Column> {
-        EventStrategy.columns()
+        self.core.columns()
     }
 
     fn cells(&self, obj: &Value) -> Vec<Value> {
-        EventStrategy.cells(&to_core(obj))
+        self.core.cells(&to_core(obj))
     }
 }
 
@@ -262,20 +312,24 @@ mod tests {
     #[test]
     fn strict_rules() {
         assert!(
-            EventsV1Strategy.validate(&event()).is_empty(),
+            EventsV1Strategy::new(EventStrategy::new(crate::core::event::DEFAULT_EVENT_TTL))
+                .validate(&event())
+                .is_empty(),
             "{:?}",
-            EventsV1Strategy.validate(&event())
+            EventsV1Strategy::new(EventStrategy::new(crate::core::event::DEFAULT_EVENT_TTL))
+                .validate(&event())
         );
         let mut bad = event();
         bad.as_object_mut().unwrap().remove("eventTime");
         bad["type"] = json!("Odd");
         bad["deprecatedCount"] = json!(2);
         bad["regarding"]["namespace"] = json!("");
-        let got: Vec<String> = EventsV1Strategy
-            .validate(&bad)
-            .iter()
-            .map(ToString::to_string)
-            .collect();
+        let got: Vec<String> =
+            EventsV1Strategy::new(EventStrategy::new(crate::core::event::DEFAULT_EVENT_TTL))
+                .validate(&bad)
+                .iter()
+                .map(ToString::to_string)
+                .collect();
         assert_eq!(
             got,
             vec![
@@ -288,11 +342,12 @@ mod tests {
         no_controller["reportingController"] = json!("");
         no_controller["metadata"]["namespace"] = json!("other");
         no_controller["regarding"]["namespace"] = json!("");
-        let got: Vec<String> = EventsV1Strategy
-            .validate(&no_controller)
-            .iter()
-            .map(ToString::to_string)
-            .collect();
+        let got: Vec<String> =
+            EventsV1Strategy::new(EventStrategy::new(crate::core::event::DEFAULT_EVENT_TTL))
+                .validate(&no_controller)
+                .iter()
+                .map(ToString::to_string)
+                .collect();
         assert_eq!(
             got[0],
             "involvedObject.namespace: Invalid value: \"\": does not match event.namespace"
@@ -306,11 +361,12 @@ mod tests {
         let mut new = event();
         new["note"] = json!("changed");
         new["series"] = json!({"count": 1});
-        let got: Vec<String> = EventsV1Strategy
-            .validate_update(&new, &old)
-            .iter()
-            .map(ToString::to_string)
-            .collect();
+        let got: Vec<String> =
+            EventsV1Strategy::new(EventStrategy::new(crate::core::event::DEFAULT_EVENT_TTL))
+                .validate_update(&new, &old)
+                .iter()
+                .map(ToString::to_string)
+                .collect();
         assert_eq!(
             got,
             vec![

@@ -9,7 +9,7 @@
 pub mod bootstrap;
 
 use kapi_machinery::validation::{is_dns1123_subdomain, ErrorList, FieldError, FieldPath};
-use kapi_registry::{Column, Strategy};
+use kapi_registry::{Column, StatusMetadata, Strategy};
 use serde_json::{json, Value};
 
 use crate::core::podspec_validation::validate_enum;
@@ -133,6 +133,12 @@ fn validate_rules(rules: &Value, path: &FieldPath) -> ErrorList {
 }
 
 impl Strategy for FlowSchemaStrategy {
+    /// Status writes keep the stored metadata (upstream's flow control
+    /// status strategies).
+    fn status_metadata(&self) -> StatusMetadata {
+        StatusMetadata::Stored
+    }
+
     fn default(&self, obj: &mut Value) {
         if let Some(spec) = child_obj(obj, "spec") {
             set_default(spec, "matchingPrecedence", json!(1000));
@@ -285,6 +291,12 @@ fn validate_limited(limited: &Value, path: &FieldPath) -> ErrorList {
 }
 
 impl Strategy for PriorityLevelConfigurationStrategy {
+    /// Status writes keep the stored metadata (upstream's flow control
+    /// status strategies).
+    fn status_metadata(&self) -> StatusMetadata {
+        StatusMetadata::Stored
+    }
+
     fn default(&self, obj: &mut Value) {
         let Some(spec) = child_obj(obj, "spec") else {
             return;

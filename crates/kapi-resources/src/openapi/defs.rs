@@ -56,7 +56,8 @@ fn generate() -> Defs {
         }
         if kind.listable {
             let list_kind = format!("{}List", kind.kind);
-            let list = list_def(&name, kind.group, kind.version, &list_kind);
+            let plural = format!("{}s", kind.kind.to_lowercase());
+            let list = list_def(&name, kind.group, kind.version, &list_kind, &plural);
             defs.insert(format!("{name}List"), list);
         }
     }
@@ -108,28 +109,52 @@ fn scalar_forms(defs: &mut Defs) {
     }
 }
 
-/// The `<Kind>List` definition for objects of definition `item_def`.
-pub fn list_def(item_def: &str, group: &str, version: &str, list_kind: &str) -> Value {
+/// The `<Kind>List` definition for objects of definition `item_def`, worded
+/// as upstream's: a built-in list's documentation comes from its Go type
+/// (`kapi_protobuf::list_docs`); a custom resource's list is described as
+/// upstream's custom resource OpenAPI builder does, with the resource's
+/// `plural`.
+pub fn list_def(
+    item_def: &str,
+    group: &str,
+    version: &str,
+    list_kind: &str,
+    plural: &str,
+) -> Value {
     let kind = list_kind.strip_suffix("List").unwrap_or(list_kind);
-    json!({
-        "description": format!("{list_kind} is a list of {kind} objects."),
+    let docs = kapi_protobuf::list_docs::list_docs(&format!("{item_def}List"));
+    let (kind_doc, items_doc, meta_doc) = match docs {
+        Some(d) => (d.kind.to_owned(), d.items.to_owned(), d.metadata.to_owned()),
+        None => (
+            format!("{list_kind} is a list of {kind}"),
+            format!("List of {plural}. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md"),
+            "Standard list metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds".to_owned(),
+        ),
+    };
+    let mut items = json!({"type": "array", "items": {"$ref": format!("{REF_PREFIX}{item_def}")}});
+    if !items_doc.is_empty() {
+        items["description"] = json!(items_doc);
+    }
+    let mut metadata = json!({"$ref": format!("{REF_PREFIX}{LIST_META}")});
+    if !meta_doc.is_empty() {
+        metadata["description"] = json!(meta_doc);
+    }
+    let mut def = json!({
+        "description": kind_doc,
         "type": "object",
         "required": ["items"],
         "properties": {
             "apiVersion": {"description": API_VERSION_DOC, "type": "string"},
-            "items": {
-                "description": format!("List of {kind} objects."),
-                "type": "array",
-                "items": {"$ref": format!("{REF_PREFIX}{item_def}")},
-            },
+            "items": items,
             "kind": {"description": KIND_DOC, "type": "string"},
-            "metadata": {
-                "$ref": format!("{REF_PREFIX}{LIST_META}"),
-                "description": "Standard list metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
-            },
+            "metadata": metadata,
         },
         GVK: [gvk(group, version, list_kind)],
-    })
+    });
+    if def["description"] == "" {
+        def.as_object_mut().expect("object").remove("description");
+    }
+    def
 }
 
 /// A schema for a kind without a built-in type: any object with standard metadata.

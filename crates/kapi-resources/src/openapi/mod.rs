@@ -19,6 +19,7 @@
 //! (`Arc`), so serving them costs a clone of a pointer.
 //! Where to look next: `kapi-server` (the HTTP handlers), `patchmeta.rs`.
 
+mod custom_v2;
 pub mod defs;
 pub mod kinds;
 pub mod params;
@@ -230,8 +231,15 @@ impl Rendered {
         }
         let all_paths: Map<String, Value> = docs.into_iter().flat_map(|(_, p)| p).collect();
         let names = defs::closure(all_paths.values(), &extra);
+        // Custom resources' definitions in their v2 form (`custom_v2.rs`).
+        let mut extra_v2 = extra.clone();
+        for (name, def) in extra_v2.iter_mut() {
+            if custom.contains_key(name) {
+                *def = custom_v2::definition(def);
+            }
+        }
         let sources = Sources {
-            extra: &extra,
+            extra: &extra_v2,
             base: &base,
         };
         let v2 = Doc::new(&swagger(all_paths, &names, sources));
@@ -243,10 +251,12 @@ impl Rendered {
 /// (recorded in `extra`).
 fn target<'a>(r: &'a ResourceDef, extra: &mut Defs, custom: &Defs) -> Target<'a> {
     let (group, version) = (r.group.as_str(), r.version.as_str());
+    let mut is_custom = false;
     let def = match kinds::find(group, version, &r.kind) {
         Some(entry) => entry.def_name(),
         None => {
             let name = defs::generic_name(group, version, &r.kind);
+            is_custom = custom.contains_key(&name);
             let def = custom
                 .get(&name)
                 .cloned()
@@ -261,13 +271,14 @@ fn target<'a>(r: &'a ResourceDef, extra: &mut Defs, custom: &Defs) -> Target<'a>
     };
     let base = defs::base();
     if !base.contains_key(&list_def) && !extra.contains_key(&list_def) {
-        let list = defs::list_def(&def, group, version, &r.list_kind);
+        let list = defs::list_def(&def, group, version, &r.list_kind, &r.resource);
         extra.insert(list_def.clone(), list);
     }
     Target {
         res: r,
         def,
         list_def,
+        custom: is_custom,
     }
 }
 

@@ -106,6 +106,37 @@ pub struct Target<'a> {
     pub res: &'a ResourceDef,
     pub def: String,
     pub list_def: String,
+    /// A custom resource: upstream's custom resource handler takes and
+    /// gives JSON and YAML only, and no strategic merge patch.
+    pub custom: bool,
+}
+
+/// What custom resource endpoints consume and produce.
+const CUSTOM_MEDIA: &[&str] = &["application/json", "application/yaml"];
+const CUSTOM_PATCH_TYPES: &[&str] = &[
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/apply-patch+yaml",
+];
+
+/// The ops of a custom resource as upstream's builder writes them.
+fn customize(ops: Vec<Op>) -> Vec<Op> {
+    ops.into_iter()
+        .map(|mut op| {
+            op.produces = CUSTOM_MEDIA;
+            op.consumes = if op.action == "patch" {
+                CUSTOM_PATCH_TYPES
+            } else {
+                CUSTOM_MEDIA
+            };
+            if op.action == "list" {
+                op.description =
+                    op.description
+                        .replacen("list or watch objects", "list objects", 1);
+            }
+            op
+        })
+        .collect()
 }
 
 struct Op {
@@ -221,19 +252,20 @@ pub fn resource(out: &mut Map<String, Value>, gv: &GroupVersion, t: &Target) {
         p
     };
     let kind_gvk = gvk(&r.group, &r.version, &r.kind);
+    let media = |ops: Vec<Op>| if t.custom { customize(ops) } else { ops };
     insert(
         out,
         gv,
         coll.clone(),
         ns_params(),
-        collection_ops(gv, t, scope, &kind_gvk),
+        media(collection_ops(gv, t, scope, &kind_gvk)),
     );
     insert(
         out,
         gv,
         format!("{coll}/{{name}}"),
         with_name(ns_params()),
-        item_ops(gv, t, scope, &kind_gvk),
+        media(item_ops(gv, t, scope, &kind_gvk)),
     );
     for sub in &r.subresources {
         let path = format!("{coll}/{{name}}/{}", sub.name());
@@ -242,7 +274,7 @@ pub fn resource(out: &mut Map<String, Value>, gv: &GroupVersion, t: &Target) {
             gv,
             path,
             with_name(ns_params()),
-            sub_ops(gv, t, scope, sub),
+            media(sub_ops(gv, t, scope, sub)),
         );
     }
     watch_paths(out, gv, t, scope, &kind_gvk, ns_params(), name_param());
@@ -364,6 +396,13 @@ fn patch(gv: &GroupVersion, scope: &str, kind: &str, sub: &str, what: &str, def:
 fn sub_ops(gv: &GroupVersion, t: &Target, scope: &str, sub: &Subresource) -> Vec<Op> {
     let kind = t.res.kind.as_str();
     let (tail, def, sub_gvk) = match sub {
+        // The connect subresources (log, exec, attach, portforward, proxy)
+        // have no operations in kapi's documents yet.
+        Subresource::Log
+        | Subresource::Exec
+        | Subresource::Attach
+        | Subresource::PortForward
+        | Subresource::Proxy { .. } => return Vec::new(),
         Subresource::Status => (
             "Status",
             t.def.as_str(),

@@ -8,7 +8,8 @@ use kapi_machinery::validation::{
     is_dns1123_subdomain, name_is_dns_subdomain, validate_labels, ErrorList, FieldError, FieldPath,
     FIELD_IMMUTABLE_ERROR_MSG, IS_NEGATIVE_ERROR_MSG,
 };
-use kapi_registry::{Column, Strategy};
+use kapi_registry::strategy::RESET_FOR_STATUS;
+use kapi_registry::{Column, StatusMetadata, Strategy};
 use serde_json::{json, Value};
 
 use super::validate_csi_driver_name;
@@ -53,6 +54,12 @@ fn validate_status(obj: &Value) -> ErrorList {
 }
 
 impl Strategy for VolumeAttachmentStrategy {
+    /// Status writes keep the stored labels, annotations, finalizers and
+    /// owner references (upstream's `ResetObjectMetaForStatus`).
+    fn status_metadata(&self) -> StatusMetadata {
+        StatusMetadata::ClientExcept(RESET_FOR_STATUS)
+    }
+
     fn validate(&self, obj: &Value) -> ErrorList {
         let spec = FieldPath::new("spec");
         let mut errs =

@@ -1,9 +1,10 @@
 //! One request's admission as the handlers use it: the admission chain
 //! (`kapi_admission::RequestAdmission`) for the resource and user of this
-//! request, with what upstream's service REST storage does on updates —
-//! allocating the ClusterIPs and node ports a changed Service needs
-//! (`rest_storage.rs`) — before the mutating phase, inside the store's
-//! compare-and-swap loop.
+//! request, with what upstream's service REST storage does around a write of
+//! a Service (`services.rs`): a create takes its ClusterIP and node ports
+//! before the store, an update what it newly needs before the mutating
+//! phase, inside the store's compare-and-swap loop; once the write is over,
+//! what it took and does not hold goes back.
 
 use std::sync::Arc;
 
@@ -14,13 +15,13 @@ use kapi_registry::admission::WriteAdmission;
 use kapi_registry::store::options::{DeleteOptions, WriteOptions};
 use serde_json::Value;
 
-use super::Ctx;
-use crate::Server;
+use super::ctx::Ctx;
+use crate::services::{Held, Reserved, ServiceAllocator};
 
 pub struct RequestAdmission {
     inner: kapi_admission::RequestAdmission,
-    /// Set for writes of Services themselves: updates allocate first.
-    services: Option<Arc<Server>>,
+    /// Set for writes of Services themselves: what they take.
+    services: Option<(Arc<ServiceAllocator>, Reserved)>,
 }
 
 fn target(ctx: &Ctx) -> Target<'_> {
@@ -41,7 +42,7 @@ impl RequestAdmission {
             def.group.is_empty() && def.resource == "services" && ctx.info.subresource.is_none();
         RequestAdmission {
             inner,
-            services: services.then(|| ctx.srv.clone()),
+            services: services.then(|| (ctx.srv.services.clone(), Reserved::default())),
         }
     }
 
@@ -74,10 +75,27 @@ impl RequestAdmission {
             &target(ctx),
             obj,
             opts,
-            |obj| super::check_namespace(ctx, obj),
+            |obj| super::ctx::check_namespace(ctx, obj),
         )
         .await?;
         Ok(RequestAdmission::wrap(ctx, inner))
+    }
+
+    /// What a new Service takes (`services.rs`), before the store.
+    pub async fn allocate_create(&self, obj: &mut Value, dry_run: bool) -> Result<(), ApiError> {
+        let Some((alloc, reserved)) = &self.services else {
+            return Ok(());
+        };
+        let name = kapi_registry::meta::name(obj).to_owned();
+        let mut taken = Held::default();
+        let r = alloc.allocate_create(&name, obj, dry_run, &mut taken).await;
+        if r.is_err() {
+            // The store never sees this create: nothing else gives it back.
+            alloc.release(&taken).await;
+        } else {
+            reserved.record(taken, Held::default());
+        }
+        r
     }
 
     /// The create's mutating phase (the handler runs it before the store).
@@ -104,11 +122,23 @@ impl RequestAdmission {
 #[async_trait]
 impl WriteAdmission for RequestAdmission {
     async fn mutate(&self, obj: &mut Value, old: Option<&Value>) -> Result<(), ApiError> {
-        if let (Some(srv), Some(old)) = (&self.services, old) {
-            srv.allocate_service_update(obj, old, self.inner.dry_run())
-                .await?;
+        if let (Some((alloc, reserved)), Some(old)) = (&self.services, old) {
+            let name = kapi_registry::meta::name(old).to_owned();
+            let mut taken = Held::default();
+            let dry_run = self.inner.dry_run();
+            let r = alloc
+                .allocate_update(&name, obj, old, dry_run, &mut taken)
+                .await;
+            reserved.record(taken, alloc.held(old));
+            r?;
         }
         self.inner.mutate(obj, old).await
+    }
+
+    async fn finished(&self, stored: Option<&Value>) {
+        if let Some((alloc, reserved)) = &self.services {
+            alloc.release(&reserved.to_release(alloc, stored)).await;
+        }
     }
 
     async fn admit_delete(&self, old: &Value) -> Result<(), ApiError> {

@@ -20,7 +20,8 @@ use kapi_registry::store::UpdateTarget;
 use serde_json::Value;
 
 use super::admit::RequestAdmission;
-use super::{read_body, Ctx};
+use super::ctx::Ctx;
+use kapi_http::body::read_body;
 use kapi_http::negotiate;
 
 /// `?force=`: absent, `true` or `false`.
@@ -67,7 +68,7 @@ pub async fn apply(ctx: &Ctx, body: Body, status: bool) -> Result<Response, ApiE
     let mut opts = ctx.write_options()?;
     opts.managed_fields_set = true;
     let bytes = read_body(body).await?;
-    let patch = negotiate::decode_yaml(&bytes)
+    let (patch, dups) = negotiate::decode_yaml_checked(&bytes)
         .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {}", e.message)))?;
     if !patch.is_object() {
         return Err(ApiError::bad_request(
@@ -77,8 +78,7 @@ pub async fn apply(ctx: &Ctx, body: Body, status: bool) -> Result<Response, ApiE
     // Unknown fields are not a fieldValidation matter for apply: the typed
     // conversion of the configuration rejects them (500, "field not declared in
     // schema"), as upstream.
-    crate::fieldcheck::mode(ctx)?;
-    let warnings: Vec<String> = Vec::new();
+    let warnings = super::fieldcheck::check_apply_yaml(ctx, &dups)?;
     let target = if status {
         ctx.update_target()
     } else {
@@ -92,8 +92,8 @@ pub async fn apply(ctx: &Ctx, body: Body, status: bool) -> Result<Response, ApiE
     if !status {
         if let Some(out) = create_if_absent(ctx, &patch, &manager, force, &opts, &adm).await? {
             let mut resp = super::get::respond_object(ctx, StatusCode::CREATED, &out)?;
-            crate::fieldcheck::add_warnings(&mut resp, &warnings);
-            crate::fieldcheck::add_warnings(&mut resp, &adm.warnings());
+            super::fieldcheck::add_warnings(&mut resp, &warnings);
+            super::fieldcheck::add_warnings(&mut resp, &adm.warnings());
             return Ok(resp);
         }
     }
@@ -133,8 +133,8 @@ pub async fn apply(ctx: &Ctx, body: Body, status: bool) -> Result<Response, ApiE
         StatusCode::OK
     };
     let mut resp = super::get::respond_object(ctx, code, &out)?;
-    crate::fieldcheck::add_warnings(&mut resp, &warnings);
-    crate::fieldcheck::add_warnings(&mut resp, &adm.warnings());
+    super::fieldcheck::add_warnings(&mut resp, &warnings);
+    super::fieldcheck::add_warnings(&mut resp, &adm.warnings());
     Ok(resp)
 }
 
@@ -163,8 +163,9 @@ async fn create_if_absent(
     if let Some(ns) = ctx.namespace() {
         meta::set_str(&mut obj, "namespace", ns);
     }
+    let opts = &store.before_admission(&mut obj, None, opts, UpdateTarget::Main);
     adm.admit_create(&mut obj).await?;
-    ctx.srv.storage_create(ctx, &mut obj, opts).await?;
+    ctx.srv.storage_create(ctx, &mut obj, opts, adm).await?;
     match store.create_admitted(obj, opts, Some(adm)).await {
         Ok(out) => Ok(Some(out)),
         Err(e) if e.is_already_exists() => Ok(None),

@@ -22,8 +22,10 @@ use kapi_registry::store::UpdateTarget;
 use serde_json::{json, Map, Value};
 
 use super::admit::RequestAdmission;
-use super::{dry_run, not_found, read_body, Ctx};
+use super::ctx::{dry_run, Ctx};
+use kapi_http::body::read_body;
 use kapi_http::negotiate;
+use kapi_http::request::not_found;
 
 /// `pods/{name}/binding`: the name comes from the URL and must match the body's.
 pub async fn bind_subresource(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {
@@ -62,7 +64,7 @@ fn decode(ctx: &Ctx, bytes: &[u8]) -> Result<Value, ApiError> {
             )))
         }
     }
-    super::check_namespace(ctx, &mut binding)?;
+    super::ctx::check_namespace(ctx, &mut binding)?;
     Ok(binding)
 }
 

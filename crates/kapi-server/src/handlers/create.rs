@@ -1,13 +1,17 @@
-//! POST: decode, check identity against the URL, admit (mutating phase here,
-//! validating phase inside the store), create.
+//! POST: decode, check identity against the URL, default and record the
+//! manager's fields, admit (mutating phase here, validating phase inside the
+//! store), create.
 
 use axum::body::Body;
 use axum::http::StatusCode;
 use axum::response::Response;
 use kapi_machinery::status::ApiError;
+use kapi_registry::store::UpdateTarget;
 
 use super::admit::RequestAdmission;
-use super::{check_identity, read_body, Ctx};
+use super::ctx::Ctx;
+use super::identity::check_identity;
+use kapi_http::body::read_body;
 use kapi_http::negotiate;
 
 pub async fn create(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {
@@ -17,28 +21,34 @@ pub async fn create(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {
         return Err(err);
     }
     let bytes = read_body(body).await?;
-    let mut obj = negotiate::decode_object_body(&ctx.entry.def, ctx.content_type(), &bytes)?;
+    let (mut obj, dups) =
+        negotiate::decode_object_body_checked(&ctx.entry.def, ctx.content_type(), &bytes)?;
     check_identity(ctx, &mut obj, false)?;
-    if crate::reviews::is_review(ctx) {
-        return crate::reviews::create(ctx, obj).await;
+    if super::reviews::is_review(ctx) {
+        return super::reviews::create(ctx, obj).await;
     }
     if ctx.entry.def.group.is_empty() && ctx.entry.def.resource == "bindings" {
         return super::binding::bind_legacy(ctx, obj).await;
     }
     let opts = ctx.write_options()?;
-    let warnings = ctx.srv.check_fields(ctx, &obj)?;
+    super::fieldcheck::check_types(&ctx.entry.def, &obj)?;
+    let warnings = ctx.srv.check_fields(ctx, &obj, &dups, &bytes)?;
     ctx.srv.prune_unknown(&ctx.entry.def, &mut obj);
-    crate::fieldcheck::check_bytes(&ctx.entry.def, &obj)?;
+    super::fieldcheck::check_bytes(&ctx.entry.def, &obj)?;
     let adm = RequestAdmission::write(ctx, "CreateOptions", &opts);
+    let opts = ctx
+        .entry
+        .store
+        .before_admission(&mut obj, None, &opts, UpdateTarget::Main);
     adm.admit_create(&mut obj).await?;
-    ctx.srv.storage_create(ctx, &mut obj, &opts).await?;
+    ctx.srv.storage_create(ctx, &mut obj, &opts, &adm).await?;
     let created = ctx
         .entry
         .store
         .create_admitted(obj, &opts, Some(&adm))
         .await?;
     let mut resp = super::get::respond_object(ctx, StatusCode::CREATED, &created)?;
-    crate::fieldcheck::add_warnings(&mut resp, &warnings);
-    crate::fieldcheck::add_warnings(&mut resp, &adm.warnings());
+    super::fieldcheck::add_warnings(&mut resp, &warnings);
+    super::fieldcheck::add_warnings(&mut resp, &adm.warnings());
     Ok(resp)
 }

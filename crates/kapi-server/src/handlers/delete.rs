@@ -18,7 +18,8 @@ use kapi_registry::store::DeleteOutcome;
 use serde_json::{json, Value};
 
 use super::admit::RequestAdmission;
-use super::{dry_run, read_body, Ctx};
+use super::ctx::{dry_run, Ctx};
+use kapi_http::body::read_body;
 use kapi_http::negotiate;
 
 /// Resources whose DELETE returns the deleted object rather than a Status.
@@ -29,7 +30,7 @@ async fn delete_options(ctx: &Ctx, body: Body) -> Result<DeleteOptions, ApiError
     let from_body = if bytes.iter().all(u8::is_ascii_whitespace) {
         Value::Null
     } else {
-        negotiate::decode_body(ctx.content_type(), &bytes)?
+        decode_delete_options(ctx, &bytes)?
     };
     let q = &ctx.query;
     let str_opt = |key: &str| {
@@ -43,21 +44,16 @@ async fn delete_options(ctx: &Ctx, body: Body) -> Result<DeleteOptions, ApiError
         Some(g) => Some(g),
         None => match q.non_empty("gracePeriodSeconds") {
             Some(g) => Some(g.parse().map_err(|_| {
-                ApiError::bad_request(format!("invalid gracePeriodSeconds: {g:?}"))
+                ApiError::bad_request(format!("strconv.ParseInt: parsing {g:?}: invalid syntax"))
             })?),
             None => None,
         },
     };
-    let orphan_dependents =
-        match from_body.get("orphanDependents").and_then(Value::as_bool) {
-            Some(b) => Some(b),
-            None => match q.non_empty("orphanDependents") {
-                Some(b) => Some(b.parse().map_err(|_| {
-                    ApiError::bad_request(format!("invalid orphanDependents: {b:?}"))
-                })?),
-                None => None,
-            },
-        };
+    // As upstream's query decoding, a value that is no boolean is ignored.
+    let orphan_dependents = from_body
+        .get("orphanDependents")
+        .and_then(Value::as_bool)
+        .or_else(|| q.non_empty("orphanDependents").and_then(|b| b.parse().ok()));
     let policy = str_opt("propagationPolicy");
     let mut errs = Vec::new();
     let path = FieldPath::new("propagationPolicy");
@@ -100,6 +96,65 @@ async fn delete_options(ctx: &Ctx, body: Body) -> Result<DeleteOptions, ApiError
             resource_version: pre_str("resourceVersion"),
         },
     })
+}
+
+/// A `DeleteOptions` field, its Go type, and whether a JSON value fits it.
+type DeleteField = (&'static str, &'static str, fn(&Value) -> bool);
+
+/// A DELETE body, decoded as upstream decodes it into `DeleteOptions`: what
+/// it cannot decode is a plain 500 in the decoder's words.
+fn decode_delete_options(ctx: &Ctx, bytes: &[u8]) -> Result<Value, ApiError> {
+    use kapi_machinery::gojson;
+    let plain = |m: String| ApiError::new(500, kapi_machinery::status::Reason::Unknown, m);
+    let parse_error =
+        |e: String| plain(format!("couldn't get version/kind; json parse error: {e}"));
+    let json = ctx
+        .content_type()
+        .is_none_or(|c| c.trim_start().starts_with("application/json"));
+    let v = if json {
+        serde_json::from_slice(bytes).map_err(|e| parse_error(gojson::syntax_error(&e, bytes)))?
+    } else {
+        negotiate::decode_body(ctx.content_type(), bytes)?
+    };
+    if !v.is_object() {
+        return Err(parse_error(gojson::type_error(&v, gojson::KIND_FINDER)));
+    }
+    let kind = v
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or("DeleteOptions");
+    if kind != "DeleteOptions" {
+        let av = v
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("meta.k8s.io/v1");
+        return Err(plain(format!(
+            "no kind \"{kind}\" is registered for version \"{av}\" in scheme \"pkg/runtime/scheme.go:100\""
+        )));
+    }
+    let fields: [DeleteField; 5] = [
+        ("gracePeriodSeconds", "int64", |v| v.is_i64()),
+        ("orphanDependents", "bool", Value::is_boolean),
+        (
+            "propagationPolicy",
+            "v1.DeletionPropagation",
+            Value::is_string,
+        ),
+        ("dryRun", "[]string", Value::is_array),
+        ("preconditions", "v1.Preconditions", Value::is_object),
+    ];
+    for (field, go_type, fits) in fields {
+        if let Some(x) = v.get(field).filter(|x| !x.is_null() && !fits(x)) {
+            let found = gojson::type_error(x, "");
+            let found = found
+                .trim_start_matches("json: cannot unmarshal ")
+                .trim_end_matches(" into Go value of type ");
+            return Err(plain(format!(
+                "json: cannot unmarshal {found} into Go struct field DeleteOptions.{field} of type {go_type}"
+            )));
+        }
+    }
+    Ok(v)
 }
 
 pub async fn delete(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {

@@ -22,7 +22,8 @@ use kapi_registry::store::UpdateTarget;
 use serde_json::{json, Value};
 
 use super::admit::RequestAdmission;
-use super::{dry_run, read_body, Ctx};
+use super::ctx::{dry_run, Ctx};
+use kapi_http::body::read_body;
 use kapi_http::negotiate;
 
 const VIOLATION: &str = "Cannot evict pod as it would violate the pod's disruption budget.";

@@ -5,12 +5,12 @@ use axum::response::Response;
 use kapi_machinery::status::ApiError;
 use serde_json::Map;
 
-use super::Ctx;
+use super::ctx::Ctx;
 use kapi_http::negotiate::{self, IncludeObject, View};
 
 pub async fn get(ctx: &Ctx) -> Result<Response, ApiError> {
-    if crate::componentstatus::is_componentstatus(ctx) {
-        return crate::componentstatus::get(ctx).await;
+    if super::componentstatus::is_componentstatus(ctx) {
+        return super::componentstatus::get(ctx).await;
     }
     if let Some(resp) = super::json_fast::get_json(ctx).await? {
         return Ok(resp);

@@ -20,8 +20,8 @@ use kapi_registry::store::CachedList;
 use serde_json::{json, Map, Value};
 
 use super::chunked::Chunked;
+use super::ctx::Ctx;
 use super::list::list_options;
-use super::Ctx;
 use kapi_http::negotiate::{Format, View};
 
 /// Plain JSON objects whose stored bytes are what the client gets: not for a

@@ -8,7 +8,7 @@ use kapi_machinery::{fields, labels};
 use kapi_registry::store::options::{ListOptions, RvMatch};
 use serde_json::{json, Map, Value};
 
-use super::Ctx;
+use super::ctx::Ctx;
 use kapi_http::negotiate::{self, IncludeObject, View};
 use kapi_http::request::Query;
 
@@ -27,33 +27,89 @@ pub fn parse_selectors(
     Ok((label, field))
 }
 
-pub fn parse_rv_match(q: &Query) -> Result<RvMatch, ApiError> {
-    match q.get("resourceVersionMatch") {
-        None | Some("") => Ok(RvMatch::Unset),
-        Some("NotOlderThan") => Ok(RvMatch::NotOlderThan),
-        Some("Exact") => Ok(RvMatch::Exact),
-        Some(other) => Err(ApiError::bad_request(format!(
-            "resourceVersionMatch: Unsupported value: \"{other}\": supported values: \"Exact\", \"NotOlderThan\""
-        ))),
+/// `resourceVersionMatch`, validated with the rest of the list options as
+/// upstream's `ValidateListOptions` does (its watch rules for a watch): 422
+/// on `ListOptions.meta.k8s.io`.
+pub fn parse_rv_match(q: &Query, watch: bool) -> Result<RvMatch, ApiError> {
+    use kapi_machinery::validation::{FieldError, FieldPath};
+    let path = FieldPath::new("resourceVersionMatch");
+    let given = q.get("resourceVersionMatch").unwrap_or("");
+    let continues = !q.get("continue").unwrap_or("").is_empty();
+    let mut errs = Vec::new();
+    let m = match given {
+        "" => RvMatch::Unset,
+        "NotOlderThan" => RvMatch::NotOlderThan,
+        "Exact" if !watch => RvMatch::Exact,
+        _ => RvMatch::Unset,
+    };
+    if watch {
+        let initial = q.get("sendInitialEvents").is_some();
+        if initial && given != "NotOlderThan" {
+            let why = "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan";
+            errs.push(FieldError::forbidden(&path, why));
+        }
+        if !given.is_empty() {
+            if !initial {
+                let why = "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided";
+                errs.push(FieldError::forbidden(&path, why));
+            }
+            if given != "NotOlderThan" {
+                errs.push(FieldError::not_supported(&path, given, &["NotOlderThan"]));
+            }
+            if continues {
+                errs.push(FieldError::forbidden(
+                    &path,
+                    "resourceVersionMatch is forbidden when continue is provided",
+                ));
+            }
+        }
+    } else if !given.is_empty() {
+        if q.get("resourceVersion").unwrap_or("").is_empty() {
+            let why = "resourceVersionMatch is forbidden unless resourceVersion is provided";
+            errs.push(FieldError::forbidden(&path, why));
+        }
+        if continues {
+            errs.push(FieldError::forbidden(
+                &path,
+                "resourceVersionMatch is forbidden when continue is provided",
+            ));
+        }
+        if !matches!(given, "Exact" | "NotOlderThan") {
+            errs.push(FieldError::not_supported(
+                &path,
+                given,
+                &["Exact", "NotOlderThan", ""],
+            ));
+        }
     }
+    if !errs.is_empty() {
+        let gk = kapi_machinery::status::GroupKind::new("meta.k8s.io", "ListOptions");
+        return Err(ApiError::invalid(gk, "", &errs));
+    }
+    Ok(m)
+}
+
+/// An integer query parameter, refused as Go's `strconv.ParseInt` words it.
+pub fn int_param(q: &Query, name: &str) -> Result<Option<i64>, ApiError> {
+    q.non_empty(name)
+        .map(|v| {
+            v.parse::<i64>().map_err(|_| {
+                ApiError::bad_request(format!("strconv.ParseInt: parsing {v:?}: invalid syntax"))
+            })
+        })
+        .transpose()
 }
 
 pub fn list_options(ctx: &Ctx) -> Result<ListOptions, ApiError> {
+    let limit = int_param(&ctx.query, "limit")?.unwrap_or(0).max(0) as usize;
     let (label, field) = parse_selectors(ctx)?;
-    let limit = match ctx.query.non_empty("limit") {
-        None => 0,
-        Some(l) => l
-            .parse::<i64>()
-            .map_err(|_| ApiError::bad_request(format!("invalid limit: {l:?}")))?
-            .max(0) as usize,
-    };
     Ok(ListOptions {
         label,
         field,
         limit,
         continue_token: ctx.query.non_empty("continue").map(str::to_owned),
         resource_version: ctx.query.get("resourceVersion").map(str::to_owned),
-        rv_match: parse_rv_match(&ctx.query)?,
+        rv_match: parse_rv_match(&ctx.query, false)?,
     })
 }
 
@@ -62,8 +118,8 @@ pub fn list_options(ctx: &Ctx) -> Result<ListOptions, ApiError> {
 const CACHE_FILL_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 
 pub async fn list(ctx: &Ctx) -> Result<Response, ApiError> {
-    if crate::componentstatus::is_componentstatus(ctx) {
-        return crate::componentstatus::list(ctx).await;
+    if super::componentstatus::is_componentstatus(ctx) {
+        return super::componentstatus::list(ctx).await;
     }
     // Right after a start the watch cache may still be filling. A LIST waits
     // for it, as upstream's cacher blocks until it is ready: reading and

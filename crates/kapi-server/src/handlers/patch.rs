@@ -10,7 +10,9 @@ use kapi_machinery::status::{ApiError, Reason};
 use serde_json::Value;
 
 use super::admit::RequestAdmission;
-use super::{read_body, Ctx};
+use super::ctx::Ctx;
+use super::fieldcheck::PatchSeen;
+use kapi_http::body::read_body;
 use kapi_http::negotiate;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,7 +67,13 @@ pub async fn patch(ctx: &Ctx, body: Body, status: bool) -> Result<Response, ApiE
     }
     super::apply::check_no_force(ctx)?;
     let bytes = read_body(body).await?;
-    let patch = negotiate::decode_json(&bytes)?;
+    let (patch, dups) = negotiate::decode_patch(&bytes)?;
+    let seen = PatchSeen {
+        body: &patch,
+        dups: &dups,
+        strategic: kind == PatchType::Strategic,
+    };
+    let mut warnings = Vec::new();
     let opts = ctx.write_options()?;
     let target = ctx.update_target();
     let def = ctx.entry.def.clone();
@@ -89,9 +97,11 @@ pub async fn patch(ctx: &Ctx, body: Body, status: bool) -> Result<Response, ApiE
             |current| {
                 let current = current.expect("patch never creates");
                 let mut patched = apply(kind, current, &patch, &srv, &def)?;
+                srv.check_patch_types(ctx, &seen, &patched)?;
+                warnings = srv.check_patch_fields(ctx, &seen, &patched)?;
                 srv.prune_unknown(&def, &mut patched);
                 // As upstream: a patched object that does not decode is invalid.
-                if let Some(e) = crate::fieldcheck::bad_bytes(&def, &patched) {
+                if let Some(e) = super::fieldcheck::bad_bytes(&def, &patched) {
                     return Err(ApiError::new(
                         422,
                         Reason::Invalid,
@@ -108,7 +118,8 @@ pub async fn patch(ctx: &Ctx, body: Body, status: bool) -> Result<Response, ApiE
         )
         .await?;
     let mut resp = super::get::respond_object(ctx, StatusCode::OK, &out)?;
-    crate::fieldcheck::add_warnings(&mut resp, &adm.warnings());
+    super::fieldcheck::add_warnings(&mut resp, &warnings);
+    super::fieldcheck::add_warnings(&mut resp, &adm.warnings());
     Ok(resp)
 }
 
@@ -116,27 +127,34 @@ fn apply(
     kind: PatchType,
     current: &Value,
     patch: &Value,
-    srv: &crate::Server,
+    srv: &crate::server::Server,
     def: &kapi_registry::ResourceDef,
 ) -> Result<Value, ApiError> {
     match kind {
         PatchType::Json => {
             // As upstream: only a body that is not a list of objects is a bad
             // request; an unknown op or a malformed path fails when applied (422).
-            let well_formed = patch
-                .as_array()
-                .is_some_and(|ops| ops.iter().all(Value::is_object));
-            if !well_formed {
-                return Err(ApiError::bad_request(
-                    "invalid JSON patch: expected a list of operations",
-                ));
+            let ops = match patch {
+                Value::Array(ops) => ops,
+                other => {
+                    let go = kapi_machinery::gojson::type_error(other, "[]handlers.jsonPatchOp");
+                    return Err(ApiError::bad_request(format!("error decoding patch: {go}")));
+                }
+            };
+            if let Some(op) = ops.iter().find(|op| !op.is_object()) {
+                let go = kapi_machinery::gojson::type_error(op, "handlers.jsonPatchOp");
+                return Err(ApiError::bad_request(format!("error decoding patch: {go}")));
             }
+            // Upstream says no more than this about an operation that fails.
             let rejected = |e: &dyn std::fmt::Display| {
-                ApiError::new(
+                tracing::debug!(error = %e, "JSON patch failed");
+                let mut err = ApiError::new(
                     422,
                     Reason::Invalid,
-                    format!("the server rejected our request due to an error in our request: {e}"),
-                )
+                    "the server rejected our request due to an error in our request",
+                );
+                err.details = Some(Default::default());
+                err
             };
             let ops: json_patch::Patch =
                 serde_json::from_value(patch.clone()).map_err(|e| rejected(&e))?;
@@ -165,8 +183,22 @@ fn apply(
         PatchType::Strategic => {
             let root = srv.schema_root(def);
             kapi_machinery::strategic::apply(current, patch, srv.schema.as_ref(), &root)
-                .map_err(|e| ApiError::bad_request(e.to_string()))
+                .map_err(strategic_error)
         }
+    }
+}
+
+/// A strategic merge patch that cannot be applied, answered as upstream's
+/// `interpretStrategicMergePatchError`: malformed directives are bad
+/// requests, lists of lists unprocessable, anything else a plain 500.
+fn strategic_error(e: kapi_machinery::strategic::PatchError) -> ApiError {
+    use kapi_machinery::strategic::PatchError as E;
+    match e {
+        E::BadPrimitiveList | E::BadSetElementOrder | E::BadRetainKeys | E::NotAnObject { .. } => {
+            ApiError::bad_request(e.to_string())
+        }
+        E::ListOfLists => ApiError::new(422, Reason::Invalid, e.to_string()),
+        e => ApiError::new(500, Reason::Unknown, e.to_string()),
     }
 }
 

@@ -25,8 +25,8 @@ use kapi_storage::{KeyValue, Revision};
 use serde_json::{Map, Value};
 
 use super::chunked::Chunked;
+use super::ctx::Ctx;
 use super::list::list_options;
-use super::Ctx;
 use kapi_http::negotiate::{self, Format, View};
 
 /// What a protobuf client gets of each object.

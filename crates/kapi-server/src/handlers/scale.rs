@@ -20,7 +20,8 @@ use kapi_registry::{meta, Subresource, Verb};
 use serde_json::{json, Value};
 
 use super::admit::RequestAdmission;
-use super::{read_body, Ctx};
+use super::ctx::Ctx;
+use kapi_http::body::read_body;
 use kapi_http::negotiate;
 
 fn scale_view(obj: &Value, sub: &Subresource) -> Value {
@@ -100,7 +101,7 @@ pub async fn scale(
     let patch_kind = ctx.content_type().unwrap_or("").to_owned();
     let opts: WriteOptions = ctx.write_options()?;
     let Subresource::Scale { spec_replicas, .. } = sub else {
-        return Err(super::not_found());
+        return Err(kapi_http::request::not_found());
     };
     let inner = RequestAdmission::write(ctx, admission_options(verb), &opts);
     let adm = ScaleAdmission {
@@ -144,7 +145,7 @@ pub async fn scale(
         )
         .await?;
     let mut resp = negotiate::respond(StatusCode::OK, &scale_view(&out, sub), ctx.accept.format);
-    crate::fieldcheck::add_warnings(&mut resp, &inner.warnings());
+    super::fieldcheck::add_warnings(&mut resp, &inner.warnings());
     Ok(resp)
 }
 
@@ -156,7 +157,7 @@ fn check_scale_identity(ctx: &Ctx, scale: &mut Value) -> Result<(), ApiError> {
             "the body of the request must be a JSON object",
         ));
     }
-    super::check_namespace(ctx, scale)?;
+    super::ctx::check_namespace(ctx, scale)?;
     let m = meta::meta_mut(scale);
     match m.get("name").and_then(Value::as_str) {
         Some(n) if !n.is_empty() && n != ctx.name() => Err(ApiError::bad_request(format!(

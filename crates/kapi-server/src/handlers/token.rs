@@ -22,8 +22,9 @@ use kapi_machinery::validation::{FieldError, FieldPath};
 use serde_json::{json, Value};
 
 use super::admit::RequestAdmission;
-use super::{read_body, Ctx};
+use super::ctx::Ctx;
 use kapi_auth::authn::serviceaccount::{now, rfc3339, Binding};
+use kapi_http::body::read_body;
 use kapi_http::negotiate;
 
 const KIND: &str = "TokenRequest";
@@ -185,7 +186,7 @@ async fn bound_object(
         .srv
         .apis
         .lookup("", "v1", resource)
-        .ok_or_else(super::not_found)?;
+        .ok_or_else(kapi_http::request::not_found)?;
     let scope = (resource != "nodes").then_some(ns);
     let obj = entry.store.get(scope, &name, None).await?;
     let actual = obj

@@ -8,7 +8,9 @@ use kapi_machinery::status::ApiError;
 use kapi_registry::store::UpdateTarget;
 
 use super::admit::RequestAdmission;
-use super::{check_identity, read_body, Ctx};
+use super::ctx::Ctx;
+use super::identity::check_identity;
+use kapi_http::body::read_body;
 use kapi_http::negotiate;
 
 pub async fn update(ctx: &Ctx, body: Body, status: bool) -> Result<Response, ApiError> {
@@ -28,12 +30,14 @@ pub async fn update_target(
     target: UpdateTarget,
 ) -> Result<Response, ApiError> {
     let bytes = read_body(body).await?;
-    let mut obj = negotiate::decode_object_body(&ctx.entry.def, ctx.content_type(), &bytes)?;
+    let (mut obj, dups) =
+        negotiate::decode_object_body_checked(&ctx.entry.def, ctx.content_type(), &bytes)?;
     check_identity(ctx, &mut obj, true)?;
     let opts = ctx.write_options()?;
-    let warnings = ctx.srv.check_fields(ctx, &obj)?;
+    super::fieldcheck::check_types(&ctx.entry.def, &obj)?;
+    let warnings = ctx.srv.check_fields(ctx, &obj, &dups, &bytes)?;
     ctx.srv.prune_unknown(&ctx.entry.def, &mut obj);
-    crate::fieldcheck::check_bytes(&ctx.entry.def, &obj)?;
+    super::fieldcheck::check_bytes(&ctx.entry.def, &obj)?;
     let create = target == UpdateTarget::Main && ctx.entry.def.strategy.allow_create_on_update();
     let guard = kapi_auth::authz::escalation::Guard::prepare(
         &ctx.srv.authz,
@@ -66,7 +70,7 @@ pub async fn update_target(
         StatusCode::OK
     };
     let mut resp = super::get::respond_object(ctx, code, &out)?;
-    crate::fieldcheck::add_warnings(&mut resp, &warnings);
-    crate::fieldcheck::add_warnings(&mut resp, &adm.warnings());
+    super::fieldcheck::add_warnings(&mut resp, &warnings);
+    super::fieldcheck::add_warnings(&mut resp, &adm.warnings());
     Ok(resp)
 }

@@ -21,9 +21,9 @@ use kapi_registry::store::options::WatchOptions;
 use kapi_registry::store::{WatchEvent, WatchEventType};
 use serde_json::{json, Map};
 
+use super::ctx::Ctx;
 use super::list::{parse_rv_match, parse_selectors};
 use super::pb_fast::{self, PbView};
-use super::Ctx;
 use kapi_http::negotiate::{self, Format, IncludeObject, View};
 
 pub async fn watch(ctx: Ctx) -> Result<Response, ApiError> {
@@ -42,16 +42,9 @@ pub async fn watch(ctx: Ctx) -> Result<Response, ApiError> {
         let gk = kapi_machinery::status::GroupKind::new("meta.k8s.io", "ListOptions");
         return Err(ApiError::invalid(gk, "", &errs));
     }
-    let timeout = match ctx.query.non_empty("timeoutSeconds") {
-        // An int64 in upstream's ListOptions: what does not parse is a bad request.
-        Some(t) => match t.parse::<i64>() {
-            Ok(secs) => Duration::from_secs(secs.max(0) as u64),
-            Err(e) => {
-                return Err(ApiError::bad_request(format!(
-                    "timeoutSeconds: invalid value {t:?}: {e}"
-                )))
-            }
-        },
+    // An int64 in upstream's ListOptions: what does not parse is a bad request.
+    let timeout = match super::list::int_param(&ctx.query, "timeoutSeconds")? {
+        Some(secs) => Duration::from_secs(secs.max(0) as u64),
         None => ctx
             .srv
             .config
@@ -62,7 +55,7 @@ pub async fn watch(ctx: Ctx) -> Result<Response, ApiError> {
         label,
         field,
         resource_version: ctx.query.get("resourceVersion").map(str::to_owned),
-        rv_match: parse_rv_match(&ctx.query)?,
+        rv_match: parse_rv_match(&ctx.query, true)?,
         allow_bookmarks: ctx.query.flag("allowWatchBookmarks"),
         send_initial_events,
         encoded_json: ctx.accept.view == View::Object && ctx.accept.format == Format::Json,

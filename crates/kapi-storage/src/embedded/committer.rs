@@ -5,13 +5,17 @@
 //! the callers. A failed append or fsync fails the whole batch, and the WAL is cut
 //! back to where the batch began, so nothing unacknowledged is ever visible.
 //!
-//! Snapshots: when the WAL outgrows its bound (or a compaction asks), the
-//! committer takes the index's records, starts a new WAL at the next revision,
-//! and hands the records to a thread of their own that writes the snapshot and
-//! then removes the files it makes redundant; writes go on meanwhile (a 300k
-//! store's snapshot is about half a gigabyte). At most one snapshot is in
-//! flight. Until it is renamed into place, the older snapshot and WALs are all
-//! still there, so recovery never depends on a snapshot being written.
+//! Expiry: keys written with a TTL are deleted here when their time comes, as a
+//! batch of deletes like any other (so revisions stay gap-free and in order,
+//! and watchers see the deletes with the previous values). The thread sleeps
+//! until the earliest expiry at most.
+//!
+//! Compaction: a Compact record goes into the WAL first, then the index drops
+//! the history; when the WAL segments that become redundant outweigh the last
+//! snapshot, a new snapshot of the state at the compaction point is written on
+//! a thread of its own (`snapshot.rs`) while writes go on, and the segments and
+//! older snapshot are deleted once it is on disk. At most one snapshot is in
+//! flight. The WAL moves to a new segment once it passes `segment_bytes`.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -22,86 +26,55 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use bytes::Bytes;
 use tokio::sync::oneshot;
 
+use super::disk::Base;
 use super::index::Record;
-use super::wal;
-use super::Shared;
-use crate::backend::{Deleted, KeyValue, Result, Revision, StorageError};
+use super::ops::{decide, now_ms, op_key, Command, Op, Written};
+use super::{snapshot, wal, Shared};
+use crate::backend::{KeyValue, Result, Revision, StorageError};
 
 /// The most writes one fsync covers.
 const MAX_BATCH: usize = 4096;
 /// How often an idle committer looks whether a snapshot in flight is done.
 const SNAPSHOT_POLL: Duration = Duration::from_millis(50);
+/// How often an idle committer trims the hot window by age.
+const IDLE_TICK: Duration = Duration::from_secs(1);
 
-pub(crate) enum Op {
-    Create {
-        key: String,
-        value: Bytes,
-    },
-    Update {
-        key: String,
-        value: Bytes,
-        expected: Revision,
-    },
-    Delete {
-        key: String,
-        expected: Option<Revision>,
-    },
-}
-
-pub(crate) enum Written {
-    Put(KeyValue),
-    Deleted(Deleted),
-}
-
-pub(crate) enum Command {
-    Write(Op, oneshot::Sender<Result<Written>>),
-    Compact(Revision, oneshot::Sender<Result<()>>),
-}
+type Reply = Option<oneshot::Sender<Result<Written>>>;
 
 pub(crate) struct Committer {
     pub dir: PathBuf,
     pub shared: Arc<Shared>,
     pub wal: File,
     pub wal_len: u64,
-    /// Rotate (snapshot + new WAL) when the WAL grows past this.
-    pub snapshot_after_bytes: u64,
+    pub segment_bytes: u64,
     pub snapshotting: Option<Snapshotting>,
 }
 
 /// A snapshot being written on its own thread.
 pub(crate) struct Snapshotting {
-    thread: JoinHandle<std::io::Result<()>>,
+    thread: JoinHandle<std::io::Result<Base>>,
     /// The compaction that asked for it, answered once it is on disk.
-    reply: Option<oneshot::Sender<Result<()>>>,
+    reply: oneshot::Sender<Result<()>>,
 }
 
 impl Committer {
     pub fn run(mut self, rx: Receiver<Command>) {
         loop {
-            let first = if self.snapshotting.is_some() {
-                match rx.recv_timeout(SNAPSHOT_POLL) {
-                    Ok(cmd) => cmd,
-                    Err(RecvTimeoutError::Timeout) => {
-                        self.reap(false);
-                        continue;
-                    }
-                    Err(RecvTimeoutError::Disconnected) => break,
-                }
-            } else {
-                match rx.recv() {
-                    Ok(cmd) => cmd,
-                    Err(_) => break,
-                }
+            let first = match rx.recv_timeout(self.wait_time()) {
+                Ok(cmd) => Some(cmd),
+                Err(RecvTimeoutError::Timeout) => None,
+                Err(RecvTimeoutError::Disconnected) => break,
             };
+            self.expire_due();
             let mut writes = Vec::new();
             let mut compactions = Vec::new();
-            let mut next = Some(first);
+            let mut next = first;
+            let idle = next.is_none();
             while let Some(cmd) = next.take() {
                 match cmd {
-                    Command::Write(op, reply) => writes.push((op, reply)),
+                    Command::Write(op, reply) => writes.push((op, Some(reply))),
                     Command::Compact(rev, reply) => compactions.push((rev, reply)),
                 }
                 if writes.len() < MAX_BATCH {
@@ -115,8 +88,11 @@ impl Committer {
                 self.compact(rev, reply);
             }
             self.reap(false);
-            if self.wal_len > self.snapshot_after_bytes && self.snapshotting.is_none() {
-                self.rotate(None);
+            if idle {
+                self.shared.index.write().expect("index lock").trim_hot();
+            }
+            if self.wal_len > self.segment_bytes {
+                self.next_segment();
             }
         }
         // The store is closed: finish the snapshot in flight before the
@@ -124,10 +100,52 @@ impl Committer {
         self.reap(true);
     }
 
-    fn commit(&mut self, writes: Vec<(Op, oneshot::Sender<Result<Written>>)>) {
+    /// How long to wait for a command: until the next expiry, the next look
+    /// at a snapshot in flight, or the idle tick.
+    fn wait_time(&self) -> Duration {
+        let mut wait = IDLE_TICK;
+        if self.snapshotting.is_some() {
+            wait = wait.min(SNAPSHOT_POLL);
+        }
+        let next = self.shared.index.read().expect("index lock").next_expiry();
+        if let Some(at) = next {
+            let ms = (at - now_ms()).clamp(0, IDLE_TICK.as_millis() as i64);
+            wait = wait.min(Duration::from_millis(ms as u64));
+        }
+        wait
+    }
+
+    /// Delete the keys whose expiry has come, as one batch.
+    fn expire_due(&mut self) {
+        let due = {
+            let index = self.shared.index.read().expect("index lock");
+            index.due(now_ms(), MAX_BATCH)
+        };
+        if due.is_empty() {
+            return;
+        }
+        let ops = due
+            .into_iter()
+            .map(|(key, deadline)| {
+                let op = Op::Expire {
+                    key: key.to_string(),
+                    deadline,
+                };
+                (op, None)
+            })
+            .collect();
+        self.commit(ops);
+    }
+
+    fn commit(&mut self, writes: Vec<(Op, Reply)>) {
         let (records, results) = self.plan(writes.iter().map(|(op, _)| op));
         let results = match self.append(&records) {
-            Ok(()) => results,
+            Ok(offsets) => {
+                if let Err(e) = self.publish(records, offsets) {
+                    self.shared.poison(format!("applying a batch: {e}"));
+                }
+                results
+            }
             Err(e) => {
                 let err = StorageError::Unavailable(format!("write-ahead log: {e}"));
                 results
@@ -136,16 +154,35 @@ impl Committer {
                     .collect()
             }
         };
-        if results.iter().any(|r| r.is_ok()) {
-            let events: Vec<_> = {
-                let mut index = self.shared.index.write().expect("index lock");
-                records.into_iter().filter_map(|r| index.apply(r)).collect()
-            };
-            let _ = self.shared.events.send(Arc::new(events));
-        }
         for ((_, reply), result) in writes.into_iter().zip(results) {
-            let _ = reply.send(result);
+            if let Some(reply) = reply {
+                let _ = reply.send(result);
+            }
         }
+    }
+
+    /// Apply durable records to the index and wake the watchers. Every record
+    /// is applied even if noting where one is fails (a bug: then reading that
+    /// revision back from disk fails, and the store is poisoned).
+    fn publish(&self, records: Vec<Record>, offsets: Vec<u64>) -> std::io::Result<()> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        let mut noted = Ok(());
+        let events: Vec<_> = {
+            let mut index = self.shared.index.write().expect("index lock");
+            for (r, offset) in records.iter().zip(&offsets) {
+                if let Some(rev) = r.write_revision() {
+                    noted = noted.and(index.disk.record(rev, *offset));
+                }
+            }
+            records
+                .into_iter()
+                .filter_map(|r| index.apply(r, true))
+                .collect()
+        };
+        let _ = self.shared.events.send(Arc::new(events));
+        noted
     }
 
     /// Decide every write of the batch against the index and the batch so far.
@@ -159,38 +196,47 @@ impl Committer {
         let mut rev = index.revision;
         let mut records = Vec::new();
         let mut results = Vec::new();
+        let now = now_ms();
         for op in ops {
             let key = op_key(op);
-            let current = match overlay.get(key) {
-                Some(kv) => kv.clone(),
-                None => index.latest(key),
+            let current = match (overlay.get(key), op) {
+                (Some(_), Op::Expire { .. }) => None,
+                (Some(kv), _) => kv.clone(),
+                (None, Op::Expire { deadline, .. }) => index
+                    .latest_with_expiry(key)
+                    .filter(|(_, at)| at == deadline)
+                    .map(|(kv, _)| kv),
+                (None, _) => index.latest(key),
             };
-            let result = decide(op, current, rev + 1);
-            if let Ok((record, after, written)) = result {
-                rev += 1;
-                records.push(record);
-                overlay.insert(key, after);
-                results.push(Ok(written));
-            } else if let Err(e) = result {
-                results.push(Err(e));
+            match decide(op, current, rev + 1, now) {
+                Ok((record, after, written)) => {
+                    rev += 1;
+                    records.push(record);
+                    overlay.insert(key, after);
+                    results.push(Ok(written));
+                }
+                Err(e) => results.push(Err(e)),
             }
         }
         (records, results)
     }
 
-    fn append(&mut self, records: &[Record]) -> std::io::Result<()> {
+    /// Append and fsync the records; returns each one's offset in the segment.
+    fn append(&mut self, records: &[Record]) -> std::io::Result<Vec<u64>> {
         if records.is_empty() {
-            return Ok(());
+            return Ok(Vec::new());
         }
         let mut buf = Vec::new();
+        let mut offsets = Vec::with_capacity(records.len());
         for r in records {
+            offsets.push(self.wal_len + buf.len() as u64);
             wal::encode(r, &mut buf);
         }
         let result = self.wal.write_all(&buf).and_then(|_| self.wal.sync_data());
         match result {
             Ok(()) => {
                 self.wal_len += buf.len() as u64;
-                Ok(())
+                Ok(offsets)
             }
             Err(e) => {
                 // Cut back to the last durable frame; if even that fails the file's
@@ -208,51 +254,70 @@ impl Committer {
         }
     }
 
-    /// Compact the index, then snapshot it; `reply` is answered once the
-    /// snapshot is on disk (so the disk is bounded when compaction returns).
+    /// Record the compaction in the WAL, drop the history from the index, and
+    /// write a snapshot at `rev` when that frees more WAL than the last one
+    /// takes; `reply` is answered once the snapshot (if any) is on disk.
     fn compact(&mut self, rev: Revision, reply: oneshot::Sender<Result<()>>) {
-        let compacted = {
-            let mut index = self.shared.index.write().expect("index lock");
-            index.check_revision(rev).map(|()| index.compact(rev))
-        };
-        if let Err(e) = compacted {
+        // A snapshot in flight reads versions this compaction may drop: it is
+        // finished first (one at a time).
+        self.reap(true);
+        let checked = self
+            .shared
+            .index
+            .read()
+            .expect("index lock")
+            .check_revision(rev);
+        if let Err(e) = checked {
             let _ = reply.send(Err(e));
             return;
         }
-        // Rare: a snapshot still in flight is finished first (one at a time).
-        self.reap(true);
-        self.rotate(Some(reply));
-    }
-
-    /// Start a snapshot of the index at its revision: a new WAL from the next
-    /// revision on, the snapshot written (and older files removed) on a thread.
-    fn rotate(&mut self, reply: Option<oneshot::Sender<Result<()>>>) {
-        let (rev, records) = {
-            let index = self.shared.index.read().expect("index lock");
-            (index.revision, index.snapshot_records())
+        let marker = Record::Compact { revision: rev };
+        if let Err(e) = self.append(std::slice::from_ref(&marker)) {
+            let _ = reply.send(Err(StorageError::Unavailable(format!(
+                "write-ahead log: {e}"
+            ))));
+            return;
+        }
+        let worth = {
+            let mut index = self.shared.index.write().expect("index lock");
+            index.apply(marker, false);
+            index.disk.freeable(rev) > index.disk.base_bytes()
         };
-        let started = self.start_wal(rev + 1).and_then(|()| {
-            let dir = self.dir.clone();
-            std::thread::Builder::new()
-                .name("kapi-snapshot".into())
-                .spawn(move || write_and_prune(&dir, rev, &records))
-        });
+        if !worth {
+            let _ = reply.send(Ok(()));
+            return;
+        }
+        let (dir, shared) = (self.dir.clone(), self.shared.clone());
+        let started = std::thread::Builder::new()
+            .name("kapi-snapshot".into())
+            .spawn(move || snapshot::write(&dir, &shared, rev));
         match started {
             Ok(thread) => self.snapshotting = Some(Snapshotting { thread, reply }),
-            Err(e) => finish(reply, Err(e)),
+            Err(e) => finish(Some(reply), Err(e)),
         }
     }
 
-    /// Append from now on to a new WAL whose first record is `first`.
-    fn start_wal(&mut self, first: Revision) -> std::io::Result<()> {
-        let file = wal::open_append(&wal::wal_path(&self.dir, first))?;
-        wal::sync_dir(&self.dir)?;
-        self.wal_len = file.metadata()?.len();
-        self.wal = file;
-        Ok(())
+    /// Append from now on to a new segment starting at the next revision.
+    fn next_segment(&mut self) {
+        let first = self.shared.index.read().expect("index lock").revision + 1;
+        let path = wal::wal_path(&self.dir, first);
+        let opened = wal::open_append(&path).and_then(|file| {
+            wal::sync_dir(&self.dir)?;
+            let mut index = self.shared.index.write().expect("index lock");
+            index.disk.add_segment(first, path.clone())?;
+            Ok(file)
+        });
+        match opened {
+            Ok(file) => {
+                self.wal = file;
+                self.wal_len = 0;
+            }
+            Err(e) => tracing::warn!(error = %e, "embedded store: starting a WAL segment failed"),
+        }
     }
 
-    /// Collect the snapshot in flight if it is done (or, with `wait`, once it is).
+    /// Collect the snapshot in flight if it is done (or, with `wait`, once it
+    /// is): make it the base and delete the files it makes redundant.
     fn reap(&mut self, wait: bool) {
         let Some(s) = self
             .snapshotting
@@ -263,31 +328,35 @@ impl Committer {
         let result = s
             .thread
             .join()
-            .unwrap_or_else(|_| Err(std::io::Error::other("snapshot thread panicked")));
-        finish(s.reply, result);
+            .unwrap_or_else(|_| Err(std::io::Error::other("snapshot thread panicked")))
+            .and_then(|base| self.install(base));
+        finish(Some(s.reply), result);
+    }
+
+    fn install(&self, base: Base) -> std::io::Result<()> {
+        let at = base.revision;
+        let gone = {
+            let mut index = self.shared.index.write().expect("index lock");
+            index.disk.install_base(base)
+        };
+        for path in gone {
+            remove(&path)?;
+        }
+        for (rev, path) in wal::numbered(&self.dir, "snapshot-", ".snap")? {
+            if rev < at {
+                remove(&path)?;
+            }
+        }
+        wal::sync_dir(&self.dir)
     }
 }
 
-/// Write the snapshot at `rev`, then remove what it makes redundant: WALs that
-/// start at or before `rev` (every record in them is in the snapshot; the WAL
-/// being appended to starts after it) and older snapshots.
-fn write_and_prune(
-    dir: &std::path::Path,
-    rev: Revision,
-    records: &[Record],
-) -> std::io::Result<()> {
-    wal::write_snapshot(dir, rev, records)?;
-    for (first, path) in wal::numbered(dir, "wal-", ".log")? {
-        if first <= rev {
-            std::fs::remove_file(path)?;
-        }
+/// Remove a file that may be gone already.
+fn remove(path: &std::path::Path) -> std::io::Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
     }
-    for (at, path) in wal::numbered(dir, "snapshot-", ".snap")? {
-        if at < rev {
-            std::fs::remove_file(path)?;
-        }
-    }
-    wal::sync_dir(dir)
 }
 
 /// A snapshot's outcome: logged when it failed, and told to the compaction
@@ -298,72 +367,5 @@ fn finish(reply: Option<oneshot::Sender<Result<()>>>, result: std::io::Result<()
     }
     if let Some(reply) = reply {
         let _ = reply.send(result.map_err(|e| StorageError::Unavailable(format!("snapshot: {e}"))));
-    }
-}
-
-fn op_key(op: &Op) -> &str {
-    match op {
-        Op::Create { key, .. } | Op::Update { key, .. } | Op::Delete { key, .. } => key,
-    }
-}
-
-type Decided = (Record, Option<KeyValue>, Written);
-
-/// Check one write against the key's current value and build its record.
-fn decide(op: &Op, current: Option<KeyValue>, rev: Revision) -> Result<Decided> {
-    let put = |key: &str, value: &Bytes, create_revision, version| {
-        let kv = KeyValue {
-            key: key.to_owned(),
-            value: value.clone(),
-            create_revision,
-            mod_revision: rev,
-            version,
-        };
-        let record = Record::Put {
-            revision: rev,
-            create_revision,
-            version,
-            key: key.to_owned(),
-            value: value.clone(),
-        };
-        (record, Some(kv.clone()), Written::Put(kv))
-    };
-    match (op, current) {
-        (Op::Create { key, .. }, Some(_)) => Err(StorageError::AlreadyExists { key: key.clone() }),
-        (Op::Create { key, value }, None) => Ok(put(key, value, rev, 1)),
-        (Op::Update { key, .. } | Op::Delete { key, .. }, None) => {
-            Err(StorageError::NotFound { key: key.clone() })
-        }
-        (Op::Update { key, expected, .. }, Some(kv)) if kv.mod_revision != *expected => {
-            Err(conflict(key, kv))
-        }
-        (Op::Update { key, value, .. }, Some(kv)) => {
-            Ok(put(key, value, kv.create_revision, kv.version + 1))
-        }
-        (
-            Op::Delete {
-                key,
-                expected: Some(e),
-            },
-            Some(kv),
-        ) if kv.mod_revision != *e => Err(conflict(key, kv)),
-        (Op::Delete { key, .. }, Some(kv)) => {
-            let record = Record::Delete {
-                revision: rev,
-                key: key.clone(),
-            };
-            let deleted = Deleted {
-                prev: kv,
-                revision: rev,
-            };
-            Ok((record, None, Written::Deleted(deleted)))
-        }
-    }
-}
-
-fn conflict(key: &str, kv: KeyValue) -> StorageError {
-    StorageError::Conflict {
-        key: key.to_owned(),
-        current: Some(Box::new(kv)),
     }
 }

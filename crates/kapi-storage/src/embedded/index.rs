@@ -1,35 +1,34 @@
-//! The in-memory MVCC index: every retained version of every key, and the event
-//! log watches replay from.
+//! The in-memory MVCC index: every key's retained versions (`history.rs`), the
+//! recent events watches replay from, the expiry index, and where older
+//! values are on disk (`disk.rs`).
 //!
 //! Invariants:
-//! - `versions` of a key are in strictly increasing `mod_revision` order; a
-//!   tombstone (`value: None`) ends a generation of the key;
-//! - `log` holds exactly the events with revision in `(compacted, revision]`,
-//!   in revision order;
+//! - every event with revision in `(log_floor, revision]` is in `log`, in
+//!   revision order, and its version (and the one before it) is in memory; the
+//!   events in `(compacted, log_floor]` are read back from the WAL;
+//! - the hot window: `log` is trimmed from the front once its values pass
+//!   `hot.bytes` or its oldest entry is older than `hot.age`, and each trimmed
+//!   event's previous version moves to disk, so memory holds the live data
+//!   plus a bounded window of history, whatever the write rate;
 //! - nothing at or below `compacted` is readable, except the newest version of
-//!   each live key (which is the value as of any later revision).
+//!   each live key (which is the value as of any later revision);
+//! - `expiry` holds `(expires, key)` for exactly the keys whose newest version
+//!   has an expiry.
 //!
 //! The index is only mutated by the committer thread, after the records are
 //! durable in the write-ahead log (`wal.rs`), so a reader never sees a write that
-//! a crash could take back.
+//! a crash could take back. Readers that need a value on disk get a [`KvRef`]
+//! and read it after letting go of the lock (`reads.rs`).
 
-use std::collections::{BTreeMap, VecDeque};
-use std::ops::Bound;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
-use crate::backend::{
-    Event, EventKind, KeyValue, ListOptions, ListPage, Result, Revision, StorageError,
-};
-
-#[derive(Debug, Clone)]
-pub(crate) struct Version {
-    pub mod_revision: Revision,
-    pub create_revision: Revision,
-    pub version: i64,
-    /// `None` marks a delete.
-    pub value: Option<Bytes>,
-}
+use super::disk::Disk;
+use super::history::{KeyHistory, Version};
+use crate::backend::{Event, EventKind, KeyValue, Result, Revision, StorageError};
 
 /// A write as the write-ahead log records it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,6 +37,8 @@ pub(crate) enum Record {
         revision: Revision,
         create_revision: Revision,
         version: i64,
+        /// Unix time in milliseconds the key expires at; 0 for never.
+        expires: i64,
         key: String,
         value: Bytes,
     },
@@ -50,29 +51,66 @@ pub(crate) enum Record {
         revision: Revision,
         compacted: Revision,
     },
+    /// A compaction, in the WAL (a snapshot need not follow every one).
+    Compact {
+        revision: Revision,
+    },
 }
 
-#[derive(Debug, Default)]
+impl Record {
+    /// The revision a write record makes; `None` for the others.
+    pub fn write_revision(&self) -> Option<Revision> {
+        match self {
+            Record::Put { revision, .. } | Record::Delete { revision, .. } => Some(*revision),
+            Record::Meta { .. } | Record::Compact { .. } => None,
+        }
+    }
+}
+
+/// How much history stays in memory.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct HotWindow {
+    pub bytes: usize,
+    pub age: Duration,
+}
+
+/// What each write costs the hot window besides its value.
+const EVENT_OVERHEAD: usize = 96;
+
+struct LogEntry {
+    revision: Revision,
+    key: Arc<str>,
+    /// Seconds since the index was made.
+    at: u32,
+    bytes: usize,
+}
+
 pub(crate) struct Index {
-    keys: BTreeMap<String, Vec<Version>>,
-    log: VecDeque<Event>,
+    pub(super) keys: BTreeMap<Arc<str>, KeyHistory>,
+    log: VecDeque<LogEntry>,
+    pub(super) log_floor: Revision,
+    log_bytes: usize,
+    expiry: BTreeSet<(i64, Arc<str>)>,
+    pub disk: Disk,
     pub revision: Revision,
     pub compacted: Revision,
+    hot: HotWindow,
+    clock: Instant,
 }
 
 impl Index {
-    /// The newest live version of `key` at `at`.
-    fn version_at(&self, key: &str, at: Revision) -> Option<&Version> {
-        live_at(self.keys.get(key)?, at)
-    }
-
-    fn kv(key: &str, v: &Version) -> KeyValue {
-        KeyValue {
-            key: key.to_owned(),
-            value: v.value.clone().unwrap_or_default(),
-            create_revision: v.create_revision,
-            mod_revision: v.mod_revision,
-            version: v.version,
+    pub fn new(hot: HotWindow) -> Self {
+        Index {
+            keys: BTreeMap::new(),
+            log: VecDeque::new(),
+            log_floor: 0,
+            log_bytes: 0,
+            expiry: BTreeSet::new(),
+            disk: Disk::default(),
+            revision: 0,
+            compacted: 0,
+            hot,
+            clock: Instant::now(),
         }
     }
 
@@ -92,111 +130,70 @@ impl Index {
         Ok(())
     }
 
-    pub fn get(&self, key: &str, at: Option<Revision>) -> Result<Option<KeyValue>> {
-        let at = at.filter(|r| *r > 0).unwrap_or(self.revision);
-        self.check_revision(at)?;
-        Ok(self.version_at(key, at).map(|v| Self::kv(key, v)))
-    }
-
+    /// The newest live value of `key` (always in memory).
     pub fn latest(&self, key: &str) -> Option<KeyValue> {
-        self.version_at(key, self.revision)
-            .map(|v| Self::kv(key, v))
+        let v = self.keys.get(key)?.latest()?;
+        Some(kv(key, v))
     }
 
-    pub fn list(&self, prefix: &str, opts: &ListOptions) -> Result<ListPage> {
-        let at = opts.revision.filter(|r| *r > 0).unwrap_or(self.revision);
-        self.check_revision(at)?;
-        let start = match &opts.continue_from {
-            Some(k) if k.as_str() > prefix => k.clone(),
-            _ => prefix.to_owned(),
-        };
-        let live = self
-            .keys
-            .range::<String, _>((Bound::Included(start), Bound::Unbounded))
-            .take_while(|(k, _)| k.starts_with(prefix))
-            .filter_map(|(k, vs)| live_at(vs, at).map(|v| (k, v)));
-        let limit = if opts.limit == 0 {
-            usize::MAX
-        } else {
-            opts.limit
-        };
-        let mut kvs = Vec::new();
-        let mut remaining = 0i64;
-        for (k, v) in live {
-            if kvs.len() < limit {
-                kvs.push(Self::kv(k, v));
-            } else {
-                remaining += 1;
-                if opts.skip_count {
-                    break;
-                }
-            }
-        }
-        Ok(ListPage {
-            kvs,
-            revision: at,
-            more: remaining > 0,
-            remaining,
-        })
+    /// The newest live value of `key` and when it expires (0: never).
+    pub fn latest_with_expiry(&self, key: &str) -> Option<(KeyValue, i64)> {
+        let h = self.keys.get(key)?;
+        Some((kv(key, h.latest()?), h.expires))
     }
 
     pub fn count(&self, prefix: &str) -> i64 {
         self.keys
-            .range::<str, _>((Bound::Included(prefix), Bound::Unbounded))
+            .range::<str, _>((
+                std::ops::Bound::Included(prefix),
+                std::ops::Bound::Unbounded,
+            ))
             .take_while(|(k, _)| k.starts_with(prefix))
-            .filter(|(_, vs)| live_at(vs, self.revision).is_some())
+            .filter(|(_, h)| h.latest().is_some())
             .count() as i64
     }
 
-    /// Events with revision greater than `after`, at most `max`.
-    pub fn events_after(&self, after: Revision, max: usize) -> Result<Vec<Event>> {
-        if after < self.compacted {
-            return Err(StorageError::Compacted {
-                requested: after + 1,
-                compacted: self.compacted,
-            });
-        }
-        let first = self.log.front().map_or(self.revision + 1, |e| e.revision());
-        let skip = (after + 1 - first).max(0) as usize;
-        Ok(self.log.iter().skip(skip).take(max).cloned().collect())
+    pub fn key_count(&self) -> usize {
+        self.keys.len()
     }
 
-    /// Apply one durable record, returning the event it produced. Replaying a
-    /// snapshot goes through here too, so a delete of an unknown key is tolerated.
-    pub fn apply(&mut self, record: Record) -> Option<Event> {
-        let event = self.record(record)?;
-        if event.revision() > self.compacted {
-            self.log.push_back(event.clone());
+    pub fn memory_stats(&self) -> super::MemoryStats {
+        let (mut in_memory, mut on_disk) = (0, 0);
+        for h in self.keys.values() {
+            in_memory += h.mem.len();
+            on_disk += h.disk.len();
         }
-        Some(event)
-    }
-
-    /// [`Index::apply`] for recovery, where nobody takes the event: it is moved
-    /// into the log, not copied.
-    pub fn replay(&mut self, record: Record) {
-        if let Some(event) = self.record(record) {
-            if event.revision() > self.compacted {
-                self.log.push_back(event);
-            }
+        super::MemoryStats {
+            keys: self.keys.len(),
+            versions_in_memory: in_memory,
+            versions_on_disk: on_disk,
+            hot_events: self.log.len(),
+            hot_bytes: self.log_bytes,
         }
     }
 
-    /// Add the record's version to its key (one tree lookup) and build its event.
-    fn record(&mut self, record: Record) -> Option<Event> {
-        let current = self.revision;
-        let (event, revision) = match record {
+    /// Apply one durable record; with `want_event`, return the event it made
+    /// (the committer broadcasts it; recovery does not need it).
+    pub fn apply(&mut self, record: Record, want_event: bool) -> Option<Event> {
+        match record {
             Record::Meta {
                 revision,
                 compacted,
             } => {
                 self.revision = self.revision.max(revision);
                 self.compacted = self.compacted.max(compacted);
-                return None;
+                self.log_floor = self.log_floor.max(self.compacted);
+                None
+            }
+            Record::Compact { revision } => {
+                self.compact(revision);
+                None
             }
             Record::Put {
                 revision,
                 create_revision,
                 version,
+                expires,
                 key,
                 value,
             } => {
@@ -206,47 +203,102 @@ impl Index {
                     version,
                     value: Some(value),
                 };
-                let kv = Self::kv(&key, &v);
-                let versions = self.keys.entry(key).or_default();
-                let prev = live_at(versions, current).map(|p| Self::kv(&kv.key, p));
-                versions.push(v);
-                (
-                    Event {
-                        kind: EventKind::Put,
-                        kv,
-                        prev,
-                    },
-                    revision,
-                )
+                self.add(key, v, expires, want_event)
             }
             Record::Delete { revision, key } => {
-                let versions = self.keys.entry(key.clone()).or_default();
-                let prev = live_at(versions, current).map(|p| Self::kv(&key, p));
-                versions.push(Version {
+                let v = Version {
                     mod_revision: revision,
                     create_revision: 0,
                     version: 0,
                     value: None,
-                });
-                let kv = KeyValue {
-                    key,
-                    value: Bytes::new(),
-                    create_revision: 0,
-                    mod_revision: revision,
-                    version: 0,
                 };
-                (
-                    Event {
-                        kind: EventKind::Delete,
-                        kv,
-                        prev,
-                    },
-                    revision,
-                )
+                self.add(key, v, 0, want_event)
+            }
+        }
+    }
+
+    fn add(&mut self, key: String, v: Version, expires: i64, want_event: bool) -> Option<Event> {
+        let revision = v.mod_revision;
+        let (key, h) = match self.keys.get_key_value(key.as_str()) {
+            Some((k, _)) => {
+                let k = k.clone();
+                let h = self.keys.get_mut(&*k).expect("present");
+                (k, h)
+            }
+            None => {
+                let k: Arc<str> = key.into();
+                (k.clone(), self.keys.entry(k).or_default())
             }
         };
+        let event = want_event.then(|| {
+            let prev = h.latest().map(|p| kv(&key, p));
+            let kind = match v.value {
+                Some(_) => EventKind::Put,
+                None => EventKind::Delete,
+            };
+            Event {
+                kind,
+                kv: kv(&key, &v),
+                prev,
+            }
+        });
+        let bytes = v.value.as_ref().map_or(0, Bytes::len) + EVENT_OVERHEAD;
+        h.push(v);
+        if h.expires != 0 {
+            self.expiry.remove(&(h.expires, key.clone()));
+        }
+        h.expires = expires;
+        if expires != 0 {
+            self.expiry.insert((expires, key.clone()));
+        }
         self.revision = self.revision.max(revision);
-        Some(event)
+        if revision > self.log_floor {
+            self.log.push_back(LogEntry {
+                revision,
+                key,
+                at: self.clock.elapsed().as_secs() as u32,
+                bytes,
+            });
+            self.log_bytes += bytes;
+            self.trim_hot();
+        }
+        event
+    }
+
+    /// Move history out of memory until the hot window is within its bounds.
+    pub fn trim_hot(&mut self) {
+        let now = self.clock.elapsed().as_secs() as u32;
+        let age = self.hot.age.as_secs().min(u64::from(u32::MAX)) as u32;
+        while let Some(front) = self.log.front() {
+            let old = now.saturating_sub(front.at) > age;
+            if self.log_bytes <= self.hot.bytes && !old {
+                break;
+            }
+            let e = self.log.pop_front().expect("front");
+            self.log_bytes -= e.bytes;
+            self.log_floor = e.revision;
+            if let Some(h) = self.keys.get_mut(&*e.key) {
+                h.demote_before(e.revision);
+            }
+        }
+        if self.log.capacity() > 1024 && self.log.len() < self.log.capacity() / 4 {
+            self.log.shrink_to_fit();
+        }
+    }
+
+    /// Keys whose expiry is at or before `now_ms`, earliest first, at most `max`.
+    pub fn due(&self, now_ms: i64, max: usize) -> Vec<(Arc<str>, i64)> {
+        self.expiry
+            .iter()
+            .take_while(|(at, _)| *at <= now_ms)
+            .take(max)
+            .map(|(at, k)| (k.clone(), *at))
+            .collect()
+    }
+
+    /// The earliest expiry (Unix ms), if any key has one.
+    pub fn next_expiry(&self) -> Option<i64> {
+        self.expiry.first().map(|(at, _)| *at)
     }
 
     /// Drop history at and before `at`, keeping each live key's newest version.
@@ -255,59 +307,34 @@ impl Index {
         if at <= self.compacted {
             return;
         }
-        self.keys.retain(|_, versions| {
-            let idx = versions.partition_point(|v| v.mod_revision <= at);
-            let keep_from = match versions[..idx].last() {
-                Some(v) if v.value.is_some() => idx - 1,
-                _ => idx,
-            };
-            versions.drain(..keep_from);
-            !versions.is_empty()
-        });
-        while self.log.front().is_some_and(|e| e.revision() <= at) {
-            self.log.pop_front();
+        self.keys.retain(|_, h| h.compact(at));
+        while self.log.front().is_some_and(|e| e.revision <= at) {
+            let e = self.log.pop_front().expect("front");
+            self.log_bytes -= e.bytes;
         }
+        self.log_floor = self.log_floor.max(at);
         self.compacted = at;
     }
 
-    /// Every retained version as records in revision order, led by a `Meta`
-    /// record: replaying them into an empty index rebuilds this one.
-    pub fn snapshot_records(&self) -> Vec<Record> {
-        let mut all: Vec<(&String, &Version)> = self
-            .keys
+    /// The log entries after `after`, at most `max`: (revision, key).
+    pub(super) fn log_after(&self, after: Revision, max: usize) -> Vec<(Revision, Arc<str>)> {
+        let first = self.log.front().map_or(self.revision + 1, |e| e.revision);
+        let skip = (after + 1 - first).max(0) as usize;
+        self.log
             .iter()
-            .flat_map(|(k, vs)| vs.iter().map(move |v| (k, v)))
-            .collect();
-        all.sort_by_key(|(_, v)| v.mod_revision);
-        let meta = Record::Meta {
-            revision: self.revision,
-            compacted: self.compacted,
-        };
-        std::iter::once(meta)
-            .chain(all.into_iter().map(|(k, v)| match &v.value {
-                Some(value) => Record::Put {
-                    revision: v.mod_revision,
-                    create_revision: v.create_revision,
-                    version: v.version,
-                    key: k.clone(),
-                    value: value.clone(),
-                },
-                None => Record::Delete {
-                    revision: v.mod_revision,
-                    key: k.clone(),
-                },
-            }))
+            .skip(skip)
+            .take(max)
+            .map(|e| (e.revision, e.key.clone()))
             .collect()
-    }
-
-    pub fn key_count(&self) -> usize {
-        self.keys.len()
     }
 }
 
-/// The newest live version among `versions` (one key's, in order) at `at`.
-fn live_at(versions: &[Version], at: Revision) -> Option<&Version> {
-    let idx = versions.partition_point(|v| v.mod_revision <= at);
-    let v = versions[..idx].last()?;
-    v.value.as_ref().map(|_| v)
+pub(crate) fn kv(key: &str, v: &Version) -> KeyValue {
+    KeyValue {
+        key: key.to_owned(),
+        value: v.value.clone().unwrap_or_default(),
+        create_revision: v.create_revision,
+        mod_revision: v.mod_revision,
+        version: v.version,
+    }
 }

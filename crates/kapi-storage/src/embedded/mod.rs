@@ -1,18 +1,30 @@
 //! The embedded backend: an in-memory MVCC index made durable by a write-ahead log
-//! with group commit, and periodic snapshots that bound the log.
+//! with group commit, and snapshots at compaction points that bound the log.
 //!
-//! Reads take the index's read lock and never touch the disk. Writes go to the
-//! committer thread (`committer.rs`), which answers only after fsync. Watches
-//! (`watch.rs`) replay the index's event log, then follow the live broadcast.
-//! On-disk format and recovery: `wal.rs` and `docs/storage.md`.
+//! Memory holds the live data and a bounded window of recent history
+//! (`index.rs`); older history since the last compaction is read back from the
+//! WAL by revision (`disk.rs`), after the index's lock is let go (`reads.rs`).
+//! Reads of current values never touch the disk. Writes go to the committer
+//! thread (`committer.rs`), which answers only after fsync and also deletes
+//! keys whose TTL ran out. Watches (`watch.rs`) replay history, then follow the
+//! live broadcast. On-disk format and recovery: `wal.rs`, `recovery.rs`,
+//! `snapshot.rs` and `docs/storage.md`.
 
+mod backup;
 mod committer;
+mod disk;
+mod history;
 mod index;
+mod offline;
+mod ops;
+mod reads;
+mod recovery;
+mod snapshot;
 mod wal;
 mod watch;
 
 use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
@@ -25,8 +37,25 @@ use crate::backend::{
     Backend, Deleted, Event, KeyValue, ListOptions, ListPage, Result, Revision, StorageError,
     WatchStream,
 };
-use committer::{Command, Committer, Op, Written};
-use index::Index;
+use committer::Committer;
+use index::{HotWindow, Index};
+use ops::{Command, Op, Written};
+use reads::KvRef;
+
+pub use backup::{restore_snapshot, save_snapshot, verify_snapshot, BackupReport};
+pub use offline::{read_state, OfflineState};
+
+/// The record format, for writers of store files outside the store (the
+/// migration's directory target).
+pub(crate) mod frames {
+    pub(crate) use super::index::Record;
+    pub(crate) use super::wal::{encode, sync_dir, SNAPSHOT_TRAILER};
+}
+
+/// The wall clock as expiry times are kept: Unix time in milliseconds.
+pub fn unix_ms() -> i64 {
+    ops::now_ms()
+}
 
 /// Settings of the embedded backend.
 #[derive(Debug, Clone)]
@@ -34,8 +63,12 @@ pub struct EmbeddedConfig {
     pub dir: PathBuf,
     /// How often an idle watch reports progress.
     pub progress_interval: Duration,
-    /// Take a snapshot and start a new WAL once the WAL is this large.
-    pub snapshot_after_bytes: u64,
+    /// Start a new WAL segment once the current one is this large.
+    pub segment_bytes: u64,
+    /// History kept in memory: values of at most this many bytes...
+    pub memory_history_bytes: usize,
+    /// ...written at most this long ago. Older history is read from disk.
+    pub memory_history_age: Duration,
 }
 
 impl EmbeddedConfig {
@@ -43,7 +76,9 @@ impl EmbeddedConfig {
         EmbeddedConfig {
             dir: dir.into(),
             progress_interval: Duration::from_secs(5),
-            snapshot_after_bytes: 64 << 20,
+            segment_bytes: 64 << 20,
+            memory_history_bytes: 32 << 20,
+            memory_history_age: Duration::from_secs(75),
         }
     }
 }
@@ -110,7 +145,12 @@ impl EmbeddedBackend {
                 config.dir.display()
             ))
         })?;
-        let (index, wal_path) = recover(&config.dir).map_err(|e| io("recovering", e))?;
+        let hot = HotWindow {
+            bytes: config.memory_history_bytes,
+            age: config.memory_history_age,
+        };
+        let (index, wal_path) =
+            recovery::recover(&config.dir, hot).map_err(|e| io("recovering", e))?;
         let wal = wal::open_append(&wal_path).map_err(|e| io("opening WAL in", e))?;
         let wal_len = wal.metadata().map_err(|e| io("reading", e))?.len();
         wal::sync_dir(&config.dir).map_err(|e| io("syncing", e))?;
@@ -126,7 +166,7 @@ impl EmbeddedBackend {
             shared: shared.clone(),
             wal,
             wal_len,
-            snapshot_after_bytes: config.snapshot_after_bytes,
+            segment_bytes: config.segment_bytes,
             snapshotting: None,
         };
         let (tx, rx) = mpsc::channel();
@@ -157,76 +197,84 @@ impl EmbeddedBackend {
     pub fn key_count(&self) -> usize {
         self.shared.index.read().expect("index lock").key_count()
     }
+
+    /// When `key` expires (Unix ms), if it is live and has an expiry.
+    pub fn expiry(&self, key: &str) -> Option<i64> {
+        let index = self.shared.index.read().expect("index lock");
+        index
+            .latest_with_expiry(key)
+            .map(|(_, at)| at)
+            .filter(|at| *at != 0)
+    }
+
+    /// What the index holds in memory and what it reads from disk.
+    pub fn memory_stats(&self) -> MemoryStats {
+        self.shared.index.read().expect("index lock").memory_stats()
+    }
 }
 
-/// Rebuild the index from the newest snapshot and the WALs; returns the WAL to append to.
-fn recover(dir: &Path) -> std::io::Result<(Index, PathBuf)> {
-    let mut index = wal::replay_latest_snapshot(dir, |index: &mut Index, r| {
-        index.replay(r);
-    })?
-    .unwrap_or_default();
-    let wals = wal::numbered(dir, "wal-", ".log")?;
-    let last = wals.len().saturating_sub(1);
-    for (i, (_, path)) in wals.iter().enumerate() {
-        let (valid, size) = wal::replay_file(path, |r| {
-            if record_revision(&r) > index.revision {
-                index.replay(r);
-            }
-        })?;
-        if valid < size {
-            if i != last {
-                return Err(std::io::Error::other(format!(
-                    "corrupt frame at byte {valid} of {}",
-                    path.display()
-                )));
-            }
-            tracing::warn!(file = %path.display(), at = valid, "cutting torn WAL tail");
-            let f = std::fs::OpenOptions::new().write(true).open(path)?;
-            f.set_len(valid)?;
-            f.sync_all()?;
-        }
-    }
-    let wal_path = match wals.last() {
-        Some((_, p)) => p.clone(),
-        None => wal::wal_path(dir, index.revision + 1),
-    };
-    Ok((index, wal_path))
+/// The index's holdings, for tests and benchmarks ([`EmbeddedBackend::memory_stats`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryStats {
+    /// Keys live or with retained history.
+    pub keys: usize,
+    /// Versions whose value is in memory: the newest of each key, and the
+    /// history in the hot window.
+    pub versions_in_memory: usize,
+    /// Versions whose value is read from disk when asked for.
+    pub versions_on_disk: usize,
+    /// Writes in the hot window, and what they weigh (values plus a fixed
+    /// overhead per write).
+    pub hot_events: usize,
+    pub hot_bytes: usize,
 }
 
-fn record_revision(r: &index::Record) -> Revision {
-    match r {
-        index::Record::Put { revision, .. }
-        | index::Record::Delete { revision, .. }
-        | index::Record::Meta { revision, .. } => *revision,
-    }
+/// Values that moved to disk, read once the index's lock is let go.
+fn resolve(refs: Vec<KvRef>) -> Result<Vec<KeyValue>> {
+    refs.into_iter().map(KvRef::resolve).collect()
 }
 
 #[async_trait]
 impl Backend for EmbeddedBackend {
     async fn get(&self, key: &str, revision: Option<Revision>) -> Result<Option<KeyValue>> {
-        self.shared
+        let found = self
+            .shared
             .index
             .read()
             .expect("index lock")
-            .get(key, revision)
+            .get(key, revision)?;
+        found.map(KvRef::resolve).transpose()
     }
 
     async fn list(&self, prefix: &str, opts: ListOptions) -> Result<ListPage> {
-        self.shared
+        let page = self
+            .shared
             .index
             .read()
             .expect("index lock")
-            .list(prefix, &opts)
+            .list(prefix, &opts)?;
+        Ok(ListPage {
+            kvs: resolve(page.kvs)?,
+            revision: page.revision,
+            more: page.more,
+            remaining: page.remaining,
+        })
     }
 
     async fn count(&self, prefix: &str) -> Result<i64> {
         Ok(self.shared.index.read().expect("index lock").count(prefix))
     }
 
-    async fn create(&self, key: &str, value: Bytes) -> Result<KeyValue> {
+    async fn create_with_ttl(
+        &self,
+        key: &str,
+        value: Bytes,
+        ttl: Option<Duration>,
+    ) -> Result<KeyValue> {
         let op = Op::Create {
             key: key.to_owned(),
             value,
+            ttl,
         };
         match self.write(op).await? {
             Written::Put(kv) => Ok(kv),
@@ -234,11 +282,18 @@ impl Backend for EmbeddedBackend {
         }
     }
 
-    async fn update(&self, key: &str, value: Bytes, expected: Revision) -> Result<KeyValue> {
+    async fn update_with_ttl(
+        &self,
+        key: &str,
+        value: Bytes,
+        expected: Revision,
+        ttl: Option<Duration>,
+    ) -> Result<KeyValue> {
         let op = Op::Update {
             key: key.to_owned(),
             value,
             expected,
+            ttl,
         };
         match self.write(op).await? {
             Written::Put(kv) => Ok(kv),

@@ -6,13 +6,19 @@
 //! - `1` Put: revision i64, create_revision i64, version i64, key, value
 //! - `2` Delete: revision i64, key
 //! - `3` Meta: revision i64, compacted i64 (first frame of a snapshot)
+//! - `4` Put with expiry: revision i64, create_revision i64, version i64,
+//!   expires i64 (Unix time in milliseconds), key, value
+//! - `5` Compact: revision i64 (history at and before it is gone)
 //!
 //! Files in the data directory (see `docs/storage.md`):
 //! - `wal-<first revision, 20 digits>.log`: frames appended and fsynced by the
-//!   committer before any write is acknowledged or made visible;
-//! - `snapshot-<revision, 20 digits>.snap`: the whole index, written to a temp
-//!   file, fsynced, renamed; a snapshot ends with a frame-less 8-byte trailer
-//!   `KAPIEND\0` so a half-written one is never taken for whole.
+//!   committer before any write is acknowledged or made visible; every write
+//!   has one frame and the WAL segments since the last snapshot are also where
+//!   history lives (`disk.rs` reads it back by revision);
+//! - `snapshot-<revision, 20 digits>.snap`: the state at a compaction point
+//!   (`snapshot.rs`), written to a temp file, fsynced, renamed; a snapshot ends
+//!   with a frame-less 8-byte trailer `KAPIEND\0` so a half-written one is never
+//!   taken for whole.
 //!
 //! Recovery: load the newest complete snapshot, then replay every WAL frame with a
 //! revision above it. A torn frame at the tail of the newest WAL (a crash during
@@ -27,9 +33,9 @@ use bytes::Bytes;
 use super::index::Record;
 use crate::backend::Revision;
 
-const SNAPSHOT_TRAILER: &[u8; 8] = b"KAPIEND\0";
+pub(crate) const SNAPSHOT_TRAILER: &[u8; 8] = b"KAPIEND\0";
 /// Upper bound of one frame; larger lengths can only come from corruption.
-const MAX_FRAME: usize = 1 << 30;
+pub(crate) const MAX_FRAME: usize = 1 << 30;
 
 pub(crate) fn encode(record: &Record, out: &mut Vec<u8>) {
     let start = out.len();
@@ -39,12 +45,16 @@ pub(crate) fn encode(record: &Record, out: &mut Vec<u8>) {
             revision,
             create_revision,
             version,
+            expires,
             key,
             value,
         } => {
-            out.push(1);
+            out.push(if *expires == 0 { 1 } else { 4 });
             for n in [revision, create_revision, version] {
                 out.extend_from_slice(&n.to_le_bytes());
+            }
+            if *expires != 0 {
+                out.extend_from_slice(&expires.to_le_bytes());
             }
             put_bytes(out, key.as_bytes());
             put_bytes(out, value);
@@ -61,6 +71,10 @@ pub(crate) fn encode(record: &Record, out: &mut Vec<u8>) {
             out.push(3);
             out.extend_from_slice(&revision.to_le_bytes());
             out.extend_from_slice(&compacted.to_le_bytes());
+        }
+        Record::Compact { revision } => {
+            out.push(5);
+            out.extend_from_slice(&revision.to_le_bytes());
         }
     }
     let payload_len = (out.len() - start - 8) as u32;
@@ -97,13 +111,14 @@ impl Cursor<'_> {
     }
 }
 
-fn decode_payload(payload: &[u8]) -> Option<Record> {
+pub(crate) fn decode_payload(payload: &[u8]) -> Option<Record> {
     let mut c = Cursor(payload);
     let record = match c.take(1)?[0] {
-        1 => Record::Put {
+        tag @ (1 | 4) => Record::Put {
             revision: c.i64()?,
             create_revision: c.i64()?,
             version: c.i64()?,
+            expires: if tag == 4 { c.i64()?.max(1) } else { 0 },
             key: c.string()?,
             value: Bytes::copy_from_slice(c.bytes()?),
         },
@@ -115,6 +130,7 @@ fn decode_payload(payload: &[u8]) -> Option<Record> {
             revision: c.i64()?,
             compacted: c.i64()?,
         },
+        5 => Record::Compact { revision: c.i64()? },
         _ => return None,
     };
     c.0.is_empty().then_some(record)
@@ -124,7 +140,7 @@ pub(crate) fn wal_path(dir: &Path, first: Revision) -> PathBuf {
     dir.join(format!("wal-{first:020}.log"))
 }
 
-fn snapshot_path(dir: &Path, rev: Revision) -> PathBuf {
+pub(crate) fn snapshot_path(dir: &Path, rev: Revision) -> PathBuf {
     dir.join(format!("snapshot-{rev:020}.snap"))
 }
 
@@ -155,36 +171,16 @@ pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
-/// Write the snapshot atomically; returns its path.
-pub(crate) fn write_snapshot(dir: &Path, rev: Revision, records: &[Record]) -> io::Result<PathBuf> {
-    let tmp = dir.join("snapshot.tmp");
-    let mut w = BufWriter::new(File::create(&tmp)?);
-    let mut buf = Vec::with_capacity(64 * 1024);
-    for r in records {
-        encode(r, &mut buf);
-        if buf.len() >= 64 * 1024 {
-            w.write_all(&buf)?;
-            buf.clear();
-        }
-    }
-    buf.extend_from_slice(SNAPSHOT_TRAILER);
-    w.write_all(&buf)?;
-    let file = w.into_inner().map_err(|e| e.into_error())?;
-    file.sync_all()?;
-    let path = snapshot_path(dir, rev);
-    fs::rename(&tmp, &path)?;
-    sync_dir(dir)?;
-    Ok(path)
-}
-
-/// Hand the records of the first `len` bytes of `r` to `apply`, frame by frame,
-/// up to the first torn or corrupt frame; returns the length of the valid prefix.
+/// Hand the records of the first `len` bytes of `r` (which starts at byte
+/// `start` of its file) to `apply` with each frame's offset, frame by frame, up
+/// to the first torn or corrupt frame; returns the length of the valid prefix.
 /// Streaming keeps recovery's memory to one frame beyond what `apply` keeps (no
 /// copy of the file, no list of every record).
 pub(crate) fn read_frames(
     r: &mut impl Read,
+    start: u64,
     len: u64,
-    mut apply: impl FnMut(Record),
+    mut apply: impl FnMut(Record, u64) -> io::Result<()>,
 ) -> io::Result<u64> {
     let mut pos = 0u64;
     let mut header = [0u8; 8];
@@ -202,7 +198,7 @@ pub(crate) fn read_frames(
             break;
         }
         match decode_payload(&payload) {
-            Some(record) => apply(record),
+            Some(record) => apply(record, start + pos)?,
             None => break,
         }
         pos += 8 + n as u64;
@@ -210,41 +206,92 @@ pub(crate) fn read_frames(
     Ok(pos)
 }
 
-/// Replay the newest complete snapshot into a fresh `T` (by `apply`); `None`
-/// when there is none. A snapshot without its trailer, or with a bad frame, is
-/// skipped for the one before it.
-pub(crate) fn replay_latest_snapshot<T: Default>(
-    dir: &Path,
-    mut apply: impl FnMut(&mut T, Record),
-) -> io::Result<Option<T>> {
-    for (_, path) in numbered(dir, "snapshot-", ".snap")?.into_iter().rev() {
-        let mut file = File::open(&path)?;
-        let size = file.metadata()?.len();
-        let Some(body) = size.checked_sub(SNAPSHOT_TRAILER.len() as u64) else {
-            continue;
-        };
-        let mut trailer = [0u8; 8];
-        file.seek(SeekFrom::Start(body))?;
-        file.read_exact(&mut trailer)?;
-        if &trailer != SNAPSHOT_TRAILER {
-            continue;
-        }
-        file.seek(SeekFrom::Start(0))?;
-        let mut state = T::default();
-        let mut reader = BufReader::with_capacity(1 << 20, file);
-        if read_frames(&mut reader, body, |r| apply(&mut state, r))? == body {
-            return Ok(Some(state));
-        }
-    }
-    Ok(None)
+/// Read every frame of the file at `path` from byte `from` by `apply`; returns
+/// the end of its valid prefix and the file's size.
+pub(crate) fn read_file(
+    path: &Path,
+    from: u64,
+    apply: impl FnMut(Record, u64) -> io::Result<()>,
+) -> io::Result<(u64, u64)> {
+    let mut file = File::open(path)?;
+    let size = file.metadata()?.len();
+    file.seek(SeekFrom::Start(from))?;
+    let mut reader = BufReader::with_capacity(1 << 20, file);
+    let valid = read_frames(&mut reader, from, size.saturating_sub(from), apply)?;
+    Ok((from + valid, size))
 }
 
-/// Replay one WAL file by `apply`; returns the length of its valid prefix and its size.
-pub(crate) fn replay_file(path: &Path, apply: impl FnMut(Record)) -> io::Result<(u64, u64)> {
-    let file = File::open(path)?;
+/// The snapshot at `path` opened, with the length of its frames, when it ends
+/// with the trailer (a snapshot without one was never completed).
+pub(crate) fn open_snapshot(path: &Path) -> io::Result<Option<(File, u64)>> {
+    let mut file = File::open(path)?;
     let size = file.metadata()?.len();
-    let mut reader = BufReader::with_capacity(1 << 20, file);
-    Ok((read_frames(&mut reader, size, apply)?, size))
+    let Some(body) = size.checked_sub(SNAPSHOT_TRAILER.len() as u64) else {
+        return Ok(None);
+    };
+    let mut trailer = [0u8; 8];
+    file.seek(SeekFrom::Start(body))?;
+    file.read_exact(&mut trailer)?;
+    if &trailer != SNAPSHOT_TRAILER {
+        return Ok(None);
+    }
+    file.seek(SeekFrom::Start(0))?;
+    Ok(Some((file, body)))
+}
+
+/// The record of the frame at `offset` of `file` (a frame a reader of the
+/// history found by its revision); a bad frame there is corruption.
+pub(crate) fn read_frame_at(file: &File, offset: u64) -> io::Result<Record> {
+    use std::os::unix::fs::FileExt;
+    let mut header = [0u8; 8];
+    file.read_exact_at(&mut header, offset)?;
+    let n = u32::from_le_bytes(header[..4].try_into().expect("4 bytes")) as usize;
+    let crc = u32::from_le_bytes(header[4..].try_into().expect("4 bytes"));
+    let corrupt = || io::Error::other(format!("corrupt frame at byte {offset}"));
+    if n > MAX_FRAME {
+        return Err(corrupt());
+    }
+    let mut payload = vec![0u8; n];
+    file.read_exact_at(&mut payload, offset + 8)?;
+    if crc32fast::hash(&payload) != crc {
+        return Err(corrupt());
+    }
+    decode_payload(&payload).ok_or_else(corrupt)
+}
+
+/// Frames written through a buffer, each one's offset known (snapshots).
+pub(crate) struct FrameWriter {
+    out: BufWriter<File>,
+    buf: Vec<u8>,
+    written: u64,
+}
+
+impl FrameWriter {
+    pub fn create(path: &Path) -> io::Result<Self> {
+        Ok(FrameWriter {
+            out: BufWriter::with_capacity(1 << 20, File::create(path)?),
+            buf: Vec::new(),
+            written: 0,
+        })
+    }
+
+    /// Append one frame; returns its offset.
+    pub fn write(&mut self, record: &Record) -> io::Result<u64> {
+        self.buf.clear();
+        encode(record, &mut self.buf);
+        self.out.write_all(&self.buf)?;
+        let at = self.written;
+        self.written += self.buf.len() as u64;
+        Ok(at)
+    }
+
+    /// Append the trailer and fsync; returns the file and its length.
+    pub fn finish(mut self) -> io::Result<(File, u64)> {
+        self.out.write_all(SNAPSHOT_TRAILER)?;
+        let file = self.out.into_inner().map_err(|e| e.into_error())?;
+        file.sync_all()?;
+        Ok((file, self.written + SNAPSHOT_TRAILER.len() as u64))
+    }
 }
 
 pub(crate) fn open_append(path: &Path) -> io::Result<File> {

@@ -1,7 +1,9 @@
-//! Watches on the embedded store: one task per watch replays the index's event log
-//! from the start revision, then follows the live broadcast. A watcher that falls
-//! behind the broadcast (a slow consumer) is not dropped: it re-reads what it
-//! missed from the log, and only fails if that was compacted away meanwhile.
+//! Watches on the embedded store: one task per watch replays history from the
+//! start revision (the index's in-memory log, or before it the WAL, read by
+//! revision off the index's lock), then follows the live broadcast. A watcher
+//! that falls behind the broadcast (a slow consumer) is not dropped: it re-reads
+//! what it missed from history, and only fails if that was compacted away
+//! meanwhile.
 //! `last` is the highest revision the watcher has accounted for (delivered, or
 //! skipped as outside its prefix); it only grows, so nothing is sent twice.
 
@@ -10,6 +12,7 @@ use std::sync::Arc;
 use tokio::sync::{broadcast, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
 
+use super::reads::{disk_error, CatchUp, EventRef};
 use super::Shared;
 use crate::backend::{Event, Result, Revision, WatchMessage, WatchStream};
 
@@ -28,7 +31,7 @@ pub(crate) fn start(shared: Arc<Shared>, prefix: String, after: Revision) -> Res
         let index = shared.index.read().expect("index lock");
         let after = if after <= 0 { index.revision } else { after };
         // Fail now, not in the stream, when the start is already compacted.
-        index.events_after(after, 0)?;
+        index.catch_up(after, 0)?;
         after
     };
     let (tx, rx) = mpsc::channel(256);
@@ -76,14 +79,10 @@ impl Watcher {
         }
     }
 
-    /// Deliver everything in the log after `last`. False when the watch ended.
+    /// Deliver everything in history after `last`. False when the watch ended.
     async fn catch_up(&mut self) -> bool {
         loop {
-            let chunk = {
-                let index = self.shared.index.read().expect("index lock");
-                index.events_after(self.last, CATCH_UP_CHUNK)
-            };
-            match chunk {
+            match history_after(&self.shared, self.last) {
                 Err(e) => {
                     let _ = self.tx.send(Err(e)).await;
                     return false;
@@ -129,4 +128,30 @@ impl Watcher {
             .await
             .is_ok()
     }
+}
+
+/// Up to a chunk of the events after `after`: from memory, or read from the
+/// WAL (records by revision, then the previous values) without holding the
+/// index's lock across the reads.
+fn history_after(shared: &Shared, after: Revision) -> Result<Vec<Event>> {
+    let plan = shared
+        .index
+        .read()
+        .expect("index lock")
+        .catch_up(after, CATCH_UP_CHUNK)?;
+    let locs = match plan {
+        CatchUp::Ready(events) => return Ok(events),
+        CatchUp::Records(locs) => locs,
+    };
+    let records = locs
+        .iter()
+        .map(|l| l.read())
+        .collect::<std::io::Result<Vec<_>>>()
+        .map_err(disk_error)?;
+    let events = shared
+        .index
+        .read()
+        .expect("index lock")
+        .events_from(after, records)?;
+    events.into_iter().map(EventRef::resolve).collect()
 }

@@ -306,6 +306,15 @@ macro_rules! suite {
                 }
             )*
         }
+        mod embedded_cold {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let f = crate::fixtures::embedded_cold().await;
+                    super::$name(f.backend.clone()).await;
+                }
+            )*
+        }
         mod etcd {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,6 +1,7 @@
 //! Durability of the embedded store: SIGKILL in the middle of concurrent writes
-//! (and of snapshots being written) loses no acknowledged write; a torn WAL tail is cut, not fatal; disk use stays
-//! bounded under churn once history is compacted.
+//! (and of compactions and the snapshots they write) loses no acknowledged
+//! write; a torn WAL tail is cut, not fatal; disk use stays bounded under churn
+//! once history is compacted.
 //!
 //! The crash test re-runs this test binary as a child (`crash_child`, ignored in
 //! normal runs) that writes concurrently and prints one `ACK` line per
@@ -13,7 +14,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use kapi_storage::embedded::{EmbeddedBackend, EmbeddedConfig};
-use kapi_storage::{Backend, ListOptions};
+use kapi_storage::{Backend, ListOptions, StorageError};
 
 const CHILD_ENV: &str = "KAPI_CRASH_CHILD_DIR";
 
@@ -26,11 +27,22 @@ fn crash_child() {
     let round: u32 = std::env::var("KAPI_CRASH_ROUND").unwrap().parse().unwrap();
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async move {
-        // A small WAL bound: snapshots are written (on their own thread) all
-        // the time, so kills land while one is in flight too.
+        // 4 KiB WAL segments and a compaction every 50 ms: snapshots are
+        // written (on their own thread) all the time, so kills land while one
+        // is in flight too.
         let mut cfg = EmbeddedConfig::new(dir);
-        cfg.snapshot_after_bytes = 64 << 10;
+        cfg.segment_bytes = 4 << 10;
         let store = EmbeddedBackend::open(cfg).unwrap();
+        let compactor = store.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                let rev = compactor.current_revision().await.unwrap();
+                if rev > 300 {
+                    let _ = compactor.compact(rev - 300).await;
+                }
+            }
+        });
         let tasks: Vec<_> = (0..8)
             .map(|t| {
                 let store = store.clone();
@@ -137,13 +149,19 @@ async fn sigkill_loses_no_acknowledged_write() {
             rev >= last_rev,
             "revision went backwards: {rev} < {last_rev}"
         );
+        let mut checked = 0;
         for ack in &acks {
             assert!(
                 ack.rev <= rev,
                 "acked revision {} beyond recovered {rev}",
                 ack.rev
             );
-            let got = store.get(&ack.key, Some(ack.rev)).await.unwrap();
+            let got = match store.get(&ack.key, Some(ack.rev)).await {
+                // Compacted away since it was acknowledged: nothing to read.
+                Err(StorageError::Compacted { .. }) => continue,
+                other => other.unwrap(),
+            };
+            checked += 1;
             match (ack.deleted, got) {
                 (true, None) => {}
                 (false, Some(kv)) => {
@@ -155,6 +173,10 @@ async fn sigkill_loses_no_acknowledged_write() {
                 }
             }
         }
+        assert!(
+            checked > 10,
+            "round {round}: only {checked} acks still readable"
+        );
         // Every revision up to the current one is accounted for exactly once.
         let all = store.list("/crash/", ListOptions::default()).await.unwrap();
         assert!(all.kvs.iter().all(|kv| kv.mod_revision <= rev));
@@ -166,6 +188,17 @@ async fn sigkill_loses_no_acknowledged_write() {
             .unwrap();
         last_rev += 1;
     }
+    let snapshots = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "snap")
+        })
+        .count();
+    assert!(snapshots > 0, "the compactions wrote snapshots");
 }
 
 fn wal_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
@@ -225,7 +258,7 @@ fn dir_size(dir: &std::path::Path) -> u64 {
 async fn disk_stays_bounded_under_churn() {
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = EmbeddedConfig::new(dir.path());
-    cfg.snapshot_after_bytes = 512 << 10;
+    cfg.segment_bytes = 512 << 10;
     let store = EmbeddedBackend::open(cfg.clone()).unwrap();
     let value = Bytes::from(vec![b'x'; 1024]);
     for i in 0..100 {

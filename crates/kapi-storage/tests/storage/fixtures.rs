@@ -1,6 +1,8 @@
 //! Backends under test. Each test gets a fresh backend: a new embedded store in a
 //! temporary directory, or a fresh etcd process (so compaction in one test cannot
-//! disturb another).
+//! disturb another). `embedded_cold` keeps no history in memory at all (and
+//! starts a WAL segment every 16 KiB): every read of an old revision and every
+//! watch replay goes to disk, so the suite checks that path as well.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,9 +21,21 @@ pub struct Fixture {
 pub const PROGRESS: Duration = Duration::from_millis(300);
 
 pub async fn embedded() -> Fixture {
+    embedded_with(|_| {})
+}
+
+pub async fn embedded_cold() -> Fixture {
+    embedded_with(|cfg| {
+        cfg.memory_history_bytes = 0;
+        cfg.segment_bytes = 16 << 10;
+    })
+}
+
+fn embedded_with(tune: impl FnOnce(&mut EmbeddedConfig)) -> Fixture {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut cfg = EmbeddedConfig::new(dir.path());
     cfg.progress_interval = PROGRESS;
+    tune(&mut cfg);
     let backend = EmbeddedBackend::open(cfg).expect("open embedded");
     Fixture {
         backend: Arc::new(backend),

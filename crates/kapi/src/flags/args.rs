@@ -24,6 +24,12 @@ pub struct ServeArgs {
     pub etcd_certfile: Option<String>,
     pub etcd_keyfile: Option<String>,
     pub etcd_compaction_interval: Duration,
+    /// How long a lease granted for a TTL is reused on etcd.
+    pub lease_reuse_duration: Duration,
+    /// How long events live after each write (0: until deleted).
+    pub event_ttl: Duration,
+    pub encryption_provider_config: Option<PathBuf>,
+    pub encryption_provider_config_automatic_reload: bool,
     pub storage_ready_timeout: Duration,
     pub service_cluster_ip_range: String,
     pub tls_cert_file: Option<PathBuf>,
@@ -91,6 +97,11 @@ pub struct ServeArgs {
     pub etcd_servers_overrides: Vec<Override>,
     pub delete_collection_workers: usize,
     pub enable_garbage_collector: bool,
+    pub kubelet_client_certificate: Option<PathBuf>,
+    pub kubelet_client_key: Option<PathBuf>,
+    pub kubelet_certificate_authority: Option<PathBuf>,
+    pub kubelet_preferred_address_types: Vec<String>,
+    pub kubelet_timeout: Duration,
 }
 
 impl ServeArgs {
@@ -113,6 +124,15 @@ impl ServeArgs {
             etcd_certfile: f.opt_string("etcd-certfile"),
             etcd_keyfile: f.opt_string("etcd-keyfile"),
             etcd_compaction_interval: f.duration("etcd-compaction-interval")?,
+            lease_reuse_duration: Duration::from_secs(f.int_in(
+                "lease-reuse-duration-seconds",
+                1,
+                i64::MAX,
+            )? as u64),
+            event_ttl: f.duration("event-ttl")?,
+            encryption_provider_config: f.opt_path("encryption-provider-config"),
+            encryption_provider_config_automatic_reload: f
+                .bool("encryption-provider-config-automatic-reload"),
             storage_ready_timeout: f.duration("storage-ready-timeout")?,
             service_cluster_ip_range: f.string("service-cluster-ip-range"),
             tls_cert_file: f.opt_path("tls-cert-file"),
@@ -208,6 +228,11 @@ impl ServeArgs {
                 .map_err(|_| "--delete-collection-workers must be a positive number".to_string())?
                 as usize,
             enable_garbage_collector: f.bool("enable-garbage-collector"),
+            kubelet_client_certificate: f.opt_path("kubelet-client-certificate"),
+            kubelet_client_key: f.opt_path("kubelet-client-key"),
+            kubelet_certificate_authority: f.opt_path("kubelet-certificate-authority"),
+            kubelet_preferred_address_types: f.list_nonempty("kubelet-preferred-address-types"),
+            kubelet_timeout: f.duration("kubelet-timeout")?,
         })
     }
 }

@@ -207,8 +207,8 @@ strict-transport-security-directives||strings||generic|todo||HSTS directives to 
 default-watch-cache-size||int|100|etcd|noop|watch caches are sized automatically and this flag will be removed in a future version|Watch cache size of resources without their own setting.
 delete-collection-workers||int|1|etcd|on||Workers a DeleteCollection call uses.
 enable-garbage-collector||bool|true|etcd|on||Garbage collection: deletes honour propagationPolicy with the collector's finalizers, and kapi runs its garbage collector (false: neither; keep in step with kube-controller-manager's flag).
-encryption-provider-config||string||etcd|todo||File configuring how resources are encrypted at rest.
-encryption-provider-config-automatic-reload||bool|false|etcd|todo||Reload --encryption-provider-config when the file changes.
+encryption-provider-config||string||etcd|on||EncryptionConfiguration file: how each resource is encrypted at rest (aescbc, aesgcm, secretbox, KMS v2, identity).
+encryption-provider-config-automatic-reload||bool|false|etcd|on||Reload --encryption-provider-config when the file changes (checked every minute); KMS health is then one check, kms-providers.
 etcd-cafile||string||etcd|on||CA certificate that signs etcd's serving certificate.
 etcd-certfile||string||etcd|on||Client certificate for etcd.
 etcd-compaction-interval||duration|5m0s|etcd|on||How often old revisions are compacted; 0 turns compaction off.
@@ -220,7 +220,7 @@ etcd-prefix||string|/registry|etcd|on||Key prefix of every object in etcd.
 etcd-readycheck-timeout||duration|2s|etcd|on||Timeout of the storage readiness check.
 etcd-servers||strings||etcd|on||etcd URLs (comma-separated); without them kapi uses its embedded store under --data-dir.
 etcd-servers-overrides||strings||etcd|on||Other etcd servers for some resources: group/resource#url;url, comma-separated.
-lease-reuse-duration-seconds||int|60|etcd|todo||Seconds one etcd lease is reused for objects with a TTL.
+lease-reuse-duration-seconds||int|60|etcd|on||Seconds one etcd lease is reused for objects with a TTL.
 storage-backend||string||etcd|noop||Storage backend; only etcd3 exists (kapi chooses by --etcd-servers).
 storage-initialization-timeout||duration|1m0s|etcd|todo||How long readiness waits for storage to be initialized.
 storage-media-type||string|application/vnd.kubernetes.protobuf|etcd|todo||Encoding of stored objects.
@@ -351,14 +351,14 @@ emulation-forward-compatible||bool|false|misc|todo||With an emulated version, al
 enable-aggregator-routing||bool|false|misc|todo||Proxy aggregated APIs to endpoint IPs instead of the service IP.
 enable-logs-handler||bool|false|misc|noop|Log handler functionality is deprecated|Serve the server's log directory at /logs.
 endpoint-reconciler-type||string|lease|misc|on||Who keeps default/kubernetes endpoints: lease, none (master-count works as lease).
-event-ttl||duration|1h0m0s|misc|todo||How long events are kept.
-kubelet-certificate-authority||string||misc|todo||CA of kubelet serving certificates.
-kubelet-client-certificate||string||misc|todo||Client certificate for kubelet connections.
-kubelet-client-key||string||misc|todo||Key of --kubelet-client-certificate.
+event-ttl||duration|1h0m0s|misc|on||How long events are kept.
+kubelet-certificate-authority||string||misc|on||CA of kubelet serving certificates.
+kubelet-client-certificate||string||misc|on||Client certificate for kubelet connections.
+kubelet-client-key||string||misc|on||Key of --kubelet-client-certificate.
 kubelet-port||uint|10250|misc|noop|kubelet-port is deprecated and will be removed.|Kubelet port.
-kubelet-preferred-address-types||strings|Hostname,InternalDNS,InternalIP,ExternalDNS,ExternalIP|misc|todo||Node address types tried, in order, to reach kubelets.
+kubelet-preferred-address-types||strings|Hostname,InternalDNS,InternalIP,ExternalDNS,ExternalIP|misc|on||Node address types tried, in order, to reach kubelets.
 kubelet-read-only-port||uint|10255|misc|noop|kubelet-read-only-port is deprecated and will be removed.|Kubelet read-only port.
-kubelet-timeout||duration|5s|misc|todo||Timeout of kubelet calls.
+kubelet-timeout||duration|5s|misc|on||Timeout of kubelet calls.
 kubernetes-service-node-port||int|0|misc|todo||Make the kubernetes service a NodePort service on this port (0: ClusterIP).
 max-connection-bytes-per-sec||int|0|misc|todo||Throttle each long-running connection to this many bytes a second (0: off).
 peer-advertise-ip||string||misc|todo||IP other API servers use to proxy requests here (version skew).

@@ -293,6 +293,23 @@ impl TestServer {
         (code, String::from_utf8_lossy(&bytes).into_owned())
     }
 
+    /// Send a raw request; returns the whole answer (status, headers, body
+    /// bytes), for tests of the wire form itself.
+    #[allow(dead_code)]
+    pub async fn exchange(&self, req: http::Request<Vec<u8>>) -> Reply {
+        use http_body_util::BodyExt as _;
+        let resp = self.client.send(req.map(kube::client::Body::from)).await;
+        let resp = resp.expect("transport");
+        let code = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        let body = resp.into_body().collect().await.expect("body").to_bytes();
+        Reply {
+            code,
+            headers,
+            body: body.to_vec(),
+        }
+    }
+
     pub async fn get_json(&self, path: &str) -> (u16, Value) {
         self.raw(http::Request::get(path).body(Vec::new()).unwrap())
             .await
@@ -334,6 +351,35 @@ impl TestServer {
             .await
             .expect("create namespace");
         name.to_string()
+    }
+}
+
+/// A whole answer ([`TestServer::exchange`]).
+#[allow(dead_code)]
+pub struct Reply {
+    pub code: u16,
+    pub headers: http::HeaderMap,
+    pub body: Vec<u8>,
+}
+
+#[allow(dead_code)]
+impl Reply {
+    /// The body as JSON (`Value::Null` when it is not JSON).
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or(Value::Null)
+    }
+
+    /// The texts of the `Warning` headers (`299 - "<text>"`), unquoted.
+    pub fn warnings(&self) -> Vec<String> {
+        self.headers
+            .get_all("warning")
+            .iter()
+            .map(|v| {
+                let v = v.to_str().expect("ASCII warning");
+                let text = v.strip_prefix("299 - \"").and_then(|t| t.strip_suffix('"'));
+                text.expect("a 299 warning").replace("\\\"", "\"")
+            })
+            .collect()
     }
 }
 

@@ -17,7 +17,7 @@ fn from<T: serde::de::DeserializeOwned>(v: Value) -> T {
     serde_json::from_value(v).unwrap()
 }
 
-fn csr_pem() -> String {
+pub fn csr_pem() -> String {
     let key = rcgen::KeyPair::generate().unwrap();
     let params = rcgen::CertificateParams::new(vec!["bob".to_string()]).unwrap();
     let pem = params.serialize_request(&key).unwrap().pem().unwrap();

@@ -20,7 +20,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::handlers::Ctx;
-use crate::Server;
+use crate::server::Server;
 
 const WARNING: &str = "299 - \"v1 ComponentStatus is deprecated in v1.19+\"";
 const TIMEOUT: Duration = Duration::from_secs(2);
@@ -114,12 +114,15 @@ pub async fn get(ctx: &Ctx) -> Result<Response, ApiError> {
 
 /// LIST `componentstatuses`, probing every component at once.
 pub async fn list(ctx: &Ctx) -> Result<Response, ApiError> {
+    // Selectors apply as to any list (metadata fields only).
+    let opts = crate::handlers::list::list_options(ctx)?;
     let srv = ctx.srv.clone();
     let probes = components(&srv).into_iter().map(|(name, url)| {
         let srv = srv.clone();
         async move { status(&srv, &name, url.as_deref()).await }
     });
-    let items = futures::future::join_all(probes).await;
+    let mut items = futures::future::join_all(probes).await;
+    items.retain(|i| ctx.entry.store.matches(i, &opts));
     let mut resp = crate::handlers::list::respond_list(ctx, items, Default::default())?;
     warn(&mut resp);
     Ok(resp)

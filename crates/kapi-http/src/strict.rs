@@ -1,0 +1,308 @@
+//! Decoding that sees what upstream's strict decoders see: keys repeated in
+//! one object of a request body. JSON bodies report each repeat by its
+//! dotted path (`spec.replicas`, `spec.containers[0].image`), in document
+//! order, as sigs.k8s.io/json does; YAML bodies by the line of the repeated
+//! key (`line 9: key "foo" already set in map`), as go-yaml does. The value
+//! is the one a plain decode gives: the last of repeated keys wins, at the
+//! place of the first.
+//!
+//! The state of a decode lives in a thread-local for the length of the
+//! (synchronous) decode, as serde gives a `Deserialize` no other channel.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::fmt;
+
+use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Value};
+
+/// A key repeated in a JSON body: its path, and how many keys came before
+/// it in the document (its place among other findings).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JsonDup {
+    pub index: usize,
+    pub path: String,
+}
+
+/// A key repeated in a YAML body, and the line it is repeated on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct YamlDup {
+    pub line: u64,
+    pub key: String,
+}
+
+#[derive(Default)]
+struct State {
+    path: Vec<Segment>,
+    /// Keys seen so far.
+    keys: usize,
+    json: Vec<JsonDup>,
+    yaml: Vec<YamlDup>,
+    /// The document index of each path's first key, when asked for.
+    first: Option<HashMap<String, usize>>,
+    yaml_mode: bool,
+}
+
+enum Segment {
+    Key(String),
+    Index(usize),
+}
+
+thread_local! {
+    static STATE: RefCell<Option<State>> = const { RefCell::new(None) };
+}
+
+fn with<R>(f: impl FnOnce(&mut State) -> R) -> R {
+    STATE.with(|s| f(s.borrow_mut().as_mut().expect("a strict decode is running")))
+}
+
+fn path_string(path: &[Segment]) -> String {
+    let mut out = String::new();
+    for s in path {
+        match s {
+            Segment::Key(k) if out.is_empty() => out.push_str(k),
+            Segment::Key(k) => {
+                out.push('.');
+                out.push_str(k);
+            }
+            Segment::Index(i) => out.push_str(&format!("[{i}]")),
+        }
+    }
+    out
+}
+
+/// Run `decode` with a fresh state; returns its result and the state.
+fn run<T, E>(
+    yaml_mode: bool,
+    first: bool,
+    decode: impl FnOnce() -> Result<T, E>,
+) -> (Result<T, E>, State) {
+    let state = State {
+        yaml_mode,
+        first: first.then(HashMap::new),
+        ..State::default()
+    };
+    STATE.with(|s| *s.borrow_mut() = Some(state));
+    let out = decode();
+    let state = STATE.with(|s| s.borrow_mut().take()).expect("state");
+    (out, state)
+}
+
+/// A JSON body and the keys repeated in it.
+pub fn json(body: &[u8]) -> Result<(Value, Vec<JsonDup>), serde_json::Error> {
+    let (out, state) = run(false, false, || serde_json::from_slice::<Tracked>(body));
+    Ok((out?.0, state.json))
+}
+
+/// The document index of the first key of each path of a JSON body (to
+/// order other findings among the repeats).
+pub fn json_key_indexes(body: &[u8]) -> HashMap<String, usize> {
+    let (_, state) = run(false, true, || serde_json::from_slice::<Tracked>(body));
+    state.first.unwrap_or_default()
+}
+
+/// A YAML body and the keys repeated in it.
+pub fn yaml(text: &str) -> Result<(Value, Vec<YamlDup>), serde_saphyr::Error> {
+    let mut options = serde_saphyr::options::Options::default();
+    options.duplicate_keys = serde_saphyr::options::DuplicateKeyPolicy::PassThrough;
+    let (out, state) = run(true, false, || {
+        serde_saphyr::from_str_with_options::<Tracked>(text, options)
+    });
+    Ok((out?.0, state.yaml))
+}
+
+/// A decoded value that records repeated keys into the running state.
+struct Tracked(Value);
+
+impl<'de> Deserialize<'de> for Tracked {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(ValueVisitor).map(Tracked)
+    }
+}
+
+struct ValueVisitor;
+
+impl<'de> Visitor<'de> for ValueVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut out = Vec::new();
+        loop {
+            with(|s| s.path.push(Segment::Index(out.len())));
+            let next = seq.next_element::<Tracked>();
+            with(|s| s.path.pop());
+            match next? {
+                Some(Tracked(v)) => out.push(v),
+                None => return Ok(Value::Array(out)),
+            }
+        }
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = Map::new();
+        let yaml = with(|s| s.yaml_mode);
+        while let Some((key, line)) = map.next_key_seed(KeySeed { yaml })? {
+            with(|s| note_key(s, &key, line, out.contains_key(&key)));
+            let value = map.next_value::<Tracked>();
+            with(|s| s.path.pop());
+            out.insert(key, value?.0);
+        }
+        Ok(Value::Object(out))
+    }
+}
+
+/// Count `key`, record it if it repeats, and step into it.
+fn note_key(s: &mut State, key: &str, line: u64, repeated: bool) {
+    s.path.push(Segment::Key(key.to_owned()));
+    let index = s.keys;
+    s.keys += 1;
+    if let Some(first) = s.first.as_mut() {
+        first.entry(path_string(&s.path)).or_insert(index);
+    }
+    if !repeated {
+        return;
+    }
+    if s.yaml_mode {
+        s.yaml.push(YamlDup {
+            line,
+            key: key.to_owned(),
+        });
+    } else {
+        let path = path_string(&s.path);
+        s.json.push(JsonDup { index, path });
+    }
+}
+
+/// A mapping key as a string (YAML keys may be other scalars), with its line
+/// in YAML.
+struct KeySeed {
+    yaml: bool,
+}
+
+impl<'de> DeserializeSeed<'de> for KeySeed {
+    type Value = (String, u64);
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        if self.yaml {
+            let k = serde_saphyr::Spanned::<KeyString>::deserialize(d)?;
+            Ok((k.value.0, k.referenced.line()))
+        } else {
+            Ok((KeyString::deserialize(d)?.0, 0))
+        }
+    }
+}
+
+struct KeyString(String);
+
+impl<'de> Deserialize<'de> for KeyString {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'a> Visitor<'a> for V {
+            type Value = KeyString;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a scalar key")
+            }
+            fn visit_str<E>(self, v: &str) -> Result<KeyString, E> {
+                Ok(KeyString(v.to_owned()))
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<KeyString, E> {
+                Ok(KeyString(v.to_string()))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<KeyString, E> {
+                Ok(KeyString(v.to_string()))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<KeyString, E> {
+                Ok(KeyString(v.to_string()))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<KeyString, E> {
+                Ok(KeyString(v.to_string()))
+            }
+            fn visit_unit<E>(self) -> Result<KeyString, E> {
+                Ok(KeyString("null".to_owned()))
+            }
+            fn visit_map<A: MapAccess<'a>>(self, _: A) -> Result<KeyString, A::Error> {
+                Err(de::Error::custom("mapping keys must be scalars"))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn json_repeats_are_reported_by_path_in_document_order() {
+        let body =
+            br#"{"metadata":{"labels":{"a":"1","a":"2"}},"spec":{"replicas":1,"x":1,"replicas":2,
+            "containers":[{"name":"c","image":"i","image":"j"}]}}"#;
+        let (v, dups) = json(body).unwrap();
+        assert_eq!(v["spec"]["replicas"], 2);
+        assert_eq!(v["metadata"]["labels"], json!({"a": "2"}));
+        let paths: Vec<&str> = dups.iter().map(|d| d.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            [
+                "metadata.labels.a",
+                "spec.replicas",
+                "spec.containers[0].image"
+            ]
+        );
+        let first = json_key_indexes(body);
+        assert!(first["spec.x"] > dups[1].index - 2 && first["spec.x"] < dups[1].index);
+        assert_eq!(v, serde_json::from_slice::<Value>(body).unwrap());
+    }
+
+    #[test]
+    fn yaml_repeats_are_reported_by_line() {
+        let text = "a: 1\nb:\n  c: 1\n  c: 2\nd: [1, 2]\nb: {}\n";
+        let (v, dups) = yaml(text).unwrap();
+        assert_eq!(v, json!({"a": 1, "b": {}, "d": [1, 2]}));
+        assert_eq!(
+            dups,
+            vec![
+                YamlDup {
+                    line: 4,
+                    key: "c".into()
+                },
+                YamlDup {
+                    line: 6,
+                    key: "b".into()
+                }
+            ]
+        );
+    }
+}

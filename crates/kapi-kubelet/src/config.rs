@@ -1,0 +1,95 @@
+//! How the API server reaches kubelets and other proxy destinations, as
+//! kube-apiserver's `--kubelet-*` flags describe it, and the connection
+//! factory built from it ([`Transport`]).
+//!
+//! Invariants: without `--kubelet-certificate-authority` the kubelet's
+//! serving certificate is not verified (upstream sets `Insecure` when the
+//! kubelet client config has no CA); the client certificate, when given, is
+//! presented on every kubelet connection and on `https:` proxy connections to
+//! pods and services (upstream's proxy transport carries the same TLS
+//! identity). Every dial goes through the [`Dialer`], the seam tests use to
+//! reach a fake kubelet at a node address.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncWrite};
+
+/// The address types tried, in order, when none is configured.
+pub const DEFAULT_ADDRESS_TYPES: &[&str] = &[
+    "Hostname",
+    "InternalDNS",
+    "InternalIP",
+    "ExternalDNS",
+    "ExternalIP",
+];
+
+/// The kubelet port when the node does not publish one.
+pub const DEFAULT_KUBELET_PORT: u16 = 10250;
+
+/// `--kubelet-*` and `--enable-aggregator-routing`.
+#[derive(Clone)]
+pub struct KubeletConfig {
+    pub client_certificate: Option<PathBuf>,
+    pub client_key: Option<PathBuf>,
+    pub certificate_authority: Option<PathBuf>,
+    pub preferred_address_types: Vec<String>,
+    /// `--kubelet-timeout`: bounds the dial and the wait for response headers
+    /// of non-streaming kubelet calls.
+    pub timeout: Duration,
+    /// Opens TCP connections (tests route node addresses elsewhere).
+    pub dialer: Arc<dyn Dialer>,
+}
+
+impl std::fmt::Debug for KubeletConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KubeletConfig")
+            .field("client_certificate", &self.client_certificate)
+            .field("certificate_authority", &self.certificate_authority)
+            .field("preferred_address_types", &self.preferred_address_types)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for KubeletConfig {
+    fn default() -> Self {
+        KubeletConfig {
+            client_certificate: None,
+            client_key: None,
+            certificate_authority: None,
+            preferred_address_types: DEFAULT_ADDRESS_TYPES
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            timeout: Duration::from_secs(5),
+            dialer: Arc::new(TcpDialer),
+        }
+    }
+}
+
+/// A byte stream to a destination.
+pub trait Io: AsyncRead + AsyncWrite + Send + Unpin + 'static {}
+impl<T: AsyncRead + AsyncWrite + Send + Unpin + 'static> Io for T {}
+
+pub type BoxIo = Box<dyn Io>;
+
+/// Opens connections to `host:port`.
+#[async_trait::async_trait]
+pub trait Dialer: Send + Sync {
+    async fn dial(&self, host: &str, port: u16) -> std::io::Result<BoxIo>;
+}
+
+/// Plain TCP.
+pub struct TcpDialer;
+
+#[async_trait::async_trait]
+impl Dialer for TcpDialer {
+    async fn dial(&self, host: &str, port: u16) -> std::io::Result<BoxIo> {
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        let s = tokio::net::TcpStream::connect((host, port)).await?;
+        let _ = s.set_nodelay(true);
+        Ok(Box::new(s))
+    }
+}

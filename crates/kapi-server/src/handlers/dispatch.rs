@@ -1,0 +1,274 @@
+//! The dispatcher: one entry for every resource URL. It resolves the request
+//! to a resource of the table, checks the verb against what the resource
+//! declares (`ResourceDef::verbs` and its subresources — the declaration
+//! discovery reads), and hands over to the verb's handler.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::request::Parts;
+use axum::response::Response;
+use kapi_http::negotiate;
+use kapi_http::request::{self, not_found, Query, RequestInfo};
+use kapi_machinery::status::ApiError;
+use kapi_registry::store::UpdateTarget;
+use kapi_registry::{Subresource, Verb};
+
+use super::ctx::Ctx;
+use super::{binding, create, delete, eviction, get, list, patch, scale, token, update, watch};
+use crate::server::Server;
+
+pub async fn dispatch(State(srv): State<Arc<Server>>, req: Request) -> Response {
+    let (parts, body) = req.into_parts();
+    let query = Query::parse(parts.uri.query());
+    let accept = parts
+        .headers
+        .get(axum::http::header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    // As upstream's router, a trailing slash names the same thing.
+    let path = match parts.uri.path() {
+        "/" => "/",
+        p => p.strip_suffix('/').unwrap_or(p),
+    };
+    let Some(info) = request::parse(&parts.method, path, &query) else {
+        if !srv.owns_path(path) {
+            return plain_not_found();
+        }
+        return negotiate::error_response_for(&not_found(), accept.as_deref());
+    };
+    let served = srv
+        .apis
+        .lookup(&info.group, &info.version, &info.resource)
+        .filter(|e| e.served);
+    if served.is_none() && !srv.owns_path(path) {
+        return plain_not_found();
+    }
+    match handle(srv, info, query, parts, body).await {
+        Ok(resp) => resp,
+        Err(e) => negotiate::error_response_for(&e, accept.as_deref()),
+    }
+}
+
+/// What a path no server of the chain handles gets: Go's plain `404 page
+/// not found`, not a Status.
+pub(crate) fn plain_not_found() -> Response {
+    let mut resp = Response::new(Body::from("404 page not found\n"));
+    *resp.status_mut() = axum::http::StatusCode::NOT_FOUND;
+    resp.headers_mut().insert(
+        axum::http::header::CONTENT_TYPE,
+        axum::http::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    resp.headers_mut().insert(
+        "x-content-type-options",
+        axum::http::HeaderValue::from_static("nosniff"),
+    );
+    resp
+}
+
+impl Server {
+    /// Whether a path belongs to an API this server answers for (and so gets
+    /// a Status when nothing is found there): everything under `/api`, and
+    /// `/apis/<group>/...` of a group it serves.
+    fn owns_path(&self, path: &str) -> bool {
+        if path == "/api" || path.starts_with("/api/") {
+            return true;
+        }
+        let Some(rest) = path.strip_prefix("/apis/") else {
+            return false;
+        };
+        let group = rest.split('/').next().unwrap_or("");
+        self.apis.groups().iter().any(|g| g.name == group)
+    }
+}
+
+async fn handle(
+    srv: Arc<Server>,
+    info: RequestInfo,
+    query: Query,
+    parts: Parts,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let entry = srv
+        .apis
+        .lookup(&info.group, &info.version, &info.resource)
+        .filter(|e| e.served)
+        .ok_or_else(not_found)?;
+    let def = &entry.def;
+    if !def.namespaced && info.namespace.is_some() {
+        return Err(not_found());
+    }
+    if def.namespaced && info.namespace.is_none() && info.name.is_some() {
+        return Err(not_found());
+    }
+    let sub = match info.subresource.as_deref() {
+        None => None,
+        Some(s) => Some(def.subresource(s).cloned().ok_or_else(not_found)?),
+    };
+    let verb = parse_verb(info.verb)?;
+    check_route(def, sub.as_ref(), info.name.is_some(), verb)?;
+    if !info.rest.is_empty() && !matches!(sub, Some(Subresource::Proxy { .. })) {
+        return Err(not_found());
+    }
+    if let Some(s) = sub.as_ref().filter(|s| super::connect::is_connect(s)) {
+        return super::connect::serve(srv, &entry, &info, s, parts, body).await;
+    }
+    let accept_header = parts.headers.get(axum::http::header::ACCEPT);
+    // Only readable paths have a table form (upstream's create-only
+    // resources and subresources have no table converter).
+    let table = match &sub {
+        Some(s) => s.verbs().contains(&Verb::Get),
+        None => def.supports(Verb::Get) || def.supports(Verb::List),
+    };
+    let accept = negotiate::negotiate_for(
+        accept_header.and_then(|v| v.to_str().ok()),
+        negotiate::protobuf_kind(def),
+        table,
+    )?;
+    let ctx = Ctx {
+        srv,
+        entry: entry.clone(),
+        info,
+        query,
+        accept,
+        user: parts
+            .extensions
+            .get::<kapi_auth::authn::UserInfo>()
+            .cloned(),
+        authenticator: parts
+            .extensions
+            .get::<Arc<kapi_auth::authn::Authenticator>>()
+            .cloned(),
+        audit: parts
+            .extensions
+            .get::<kapi_auth::audit::AuditHandle>()
+            .cloned(),
+        lifecycle: parts
+            .extensions
+            .get::<kapi_http::lifecycle::Lifecycle>()
+            .cloned(),
+        headers: parts.headers,
+    };
+    let warning = ctx.entry.def.strategy.deprecation_warning();
+    let mut resp = serve(ctx, verb, sub, body).await?;
+    if let Some(text) = warning {
+        let value = format!(
+            "299 - \"{}\"",
+            text.replace('\\', "\\\\").replace('"', "\\\"")
+        );
+        if let Ok(v) = axum::http::HeaderValue::from_str(&value) {
+            resp.headers_mut().append(axum::http::header::WARNING, v);
+        }
+    }
+    Ok(resp)
+}
+
+/// Hand the request to its verb's handler.
+async fn serve(
+    ctx: Ctx,
+    verb: Verb,
+    sub: Option<Subresource>,
+    body: Body,
+) -> Result<Response, ApiError> {
+    match (verb, sub) {
+        (Verb::Get, None) => get::get(&ctx).await,
+        (Verb::List, None) => list::list(&ctx).await,
+        (Verb::Watch, None) => watch::watch(ctx).await,
+        (Verb::Create, None) => create::create(&ctx, body).await,
+        (Verb::Update, None) => update::update(&ctx, body, false).await,
+        (Verb::Patch, None) => patch::patch(&ctx, body, false).await,
+        (Verb::Delete, None) => delete::delete(&ctx, body).await,
+        (Verb::DeleteCollection, None) => delete::delete_collection(&ctx, body).await,
+        (
+            Verb::Get,
+            Some(Subresource::Status | Subresource::Approval | Subresource::EphemeralContainers),
+        ) => get::get(&ctx).await,
+        (
+            Verb::Update,
+            Some(Subresource::Status | Subresource::Approval | Subresource::EphemeralContainers),
+        ) => update::update(&ctx, body, true).await,
+        (
+            Verb::Patch,
+            Some(Subresource::Status | Subresource::Approval | Subresource::EphemeralContainers),
+        ) => patch::patch(&ctx, body, true).await,
+        (verb, Some(sub @ Subresource::Scale { .. })) => scale::scale(&ctx, verb, &sub, body).await,
+        (Verb::Update, Some(Subresource::Finalize)) => {
+            update::update_target(&ctx, body, UpdateTarget::Finalize).await
+        }
+        (Verb::Create, Some(Subresource::Eviction)) => eviction::evict(&ctx, body).await,
+        (Verb::Create, Some(Subresource::Binding)) => binding::bind_subresource(&ctx, body).await,
+        (Verb::Create, Some(Subresource::Token)) => token::token(&ctx, body).await,
+        _ => Err(ApiError::method_not_supported(
+            ctx.entry.def.group_resource(),
+            ctx.info.verb,
+        )),
+    }
+}
+
+/// Whether the URL's path and method have a route, as upstream installs
+/// them (`installer.go`): the collection path takes list, watch, create and
+/// deletecollection, the object path get, update, patch and delete, a
+/// subresource path its own verbs. A path with no route at all is 404,
+/// another method on a path with routes 405.
+fn check_route(
+    def: &kapi_registry::ResourceDef,
+    sub: Option<&kapi_registry::Subresource>,
+    named: bool,
+    verb: Verb,
+) -> Result<(), ApiError> {
+    const COLLECTION: &[Verb] = &[
+        Verb::List,
+        Verb::Watch,
+        Verb::Create,
+        Verb::DeleteCollection,
+    ];
+    const OBJECT: &[Verb] = &[
+        Verb::Get,
+        Verb::Update,
+        Verb::Patch,
+        Verb::Delete,
+        Verb::Watch,
+    ];
+    let (on_path, supported): (&[Verb], bool) = match sub {
+        Some(s) => (&[], s.verbs().contains(&verb)),
+        None if named => (OBJECT, def.supports(verb)),
+        None => (COLLECTION, def.supports(verb)),
+    };
+    let routes_here = |v: &Verb| sub.is_some() || (on_path.contains(v) && def.supports(*v));
+    if supported && (sub.is_some() || on_path.contains(&verb)) {
+        return Ok(());
+    }
+    let any_route = sub.is_some() || def.verbs.iter().any(routes_here);
+    let mut err = if any_route {
+        ApiError::new(
+            405,
+            kapi_machinery::status::Reason::MethodNotAllowed,
+            "the server does not allow this method on the requested resource",
+        )
+    } else {
+        not_found()
+    };
+    err.details = Some(Default::default());
+    Err(err)
+}
+
+fn parse_verb(v: &str) -> Result<Verb, ApiError> {
+    Ok(match v {
+        "get" => Verb::Get,
+        "list" => Verb::List,
+        "watch" => Verb::Watch,
+        "create" => Verb::Create,
+        "update" => Verb::Update,
+        "patch" => Verb::Patch,
+        "delete" => Verb::Delete,
+        "deletecollection" => Verb::DeleteCollection,
+        _ => {
+            return Err(ApiError::new(
+                405,
+                kapi_machinery::status::Reason::MethodNotAllowed,
+                "the server does not allow this method on the requested resource",
+            ))
+        }
+    })
+}
