@@ -27,12 +27,21 @@ pub async fn dispatch(State(srv): State<Arc<Server>>, req: Request) -> Response 
         .get(axum::http::header::ACCEPT)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    // As upstream's router, a trailing slash names the same thing.
-    let path = match parts.uri.path() {
+    // As upstream's router, a trailing slash names the same thing — except
+    // in what a proxy subresource passes on, which keeps the path as sent.
+    let full = parts.uri.path();
+    let proxied = request::parse(&parts.method, full, &query)
+        .filter(|i| i.subresource.as_deref() == Some("proxy"));
+    let path = match full {
         "/" => "/",
+        p if proxied.is_some() => p,
         p => p.strip_suffix('/').unwrap_or(p),
     };
-    let Some(info) = request::parse(&parts.method, path, &query) else {
+    let parsed = match proxied {
+        Some(info) => Some(info),
+        None => request::parse(&parts.method, path, &query),
+    };
+    let Some(info) = parsed else {
         if !srv.owns_path(path) {
             return plain_not_found();
         }
