@@ -22,8 +22,8 @@
 
 pub mod body;
 pub mod cors;
-pub mod lifecycle;
 pub mod decode;
+pub mod lifecycle;
 pub mod limits;
 pub mod metrics;
 pub mod negotiate;

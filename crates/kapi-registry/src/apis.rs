@@ -227,6 +227,7 @@ impl Apis {
         let entry = Arc::new(Entry {
             store: old.store.clone().with_hooks(hooks),
             def: old.def.clone(),
+            served: old.served,
         });
         for e in st.order.iter_mut() {
             if Arc::ptr_eq(e, &old) {

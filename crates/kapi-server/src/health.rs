@@ -14,8 +14,8 @@ use axum::extract::{Path, RawQuery, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
-use kapi_http::lifecycle::Lifecycle;
 use futures::future::BoxFuture;
+use kapi_http::lifecycle::Lifecycle;
 use serde_json::json;
 
 use crate::server::Server;

@@ -14,8 +14,8 @@ mod logging;
 mod migrate;
 mod serve;
 mod serving;
-mod storage;
 mod snapshot;
+mod storage;
 
 use std::path::Path;
 

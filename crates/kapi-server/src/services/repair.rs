@@ -95,7 +95,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let backend = EmbeddedBackend::open(EmbeddedConfig::new(dir.path())).unwrap();
         let cidr = Cidr::parse("10.0.0.0/24").unwrap();
-        let a = ServiceAllocator::new(Arc::new(backend), cidr, super::DEFAULT_NODE_PORTS);
+        let a = ServiceAllocator::new(Arc::new(backend), cidr, crate::services::DEFAULT_NODE_PORTS);
         let (ips, ports) = (&a.ips, &a.ports);
         ips.allocate(9).await.unwrap();
         ports.allocate(9).await.unwrap();

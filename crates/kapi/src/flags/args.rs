@@ -274,9 +274,7 @@ fn watch_cache_sizes(items: &[String]) -> Result<Vec<(String, String)>, String> 
 }
 
 /// `group/resource#server;server` items (core resources: `/events#…`).
-fn etcd_servers_overrides(
-    items: &[String],
-) -> Result<Vec<Override>, String> {
+fn etcd_servers_overrides(items: &[String]) -> Result<Vec<Override>, String> {
     let invalid = || {
         "--etcd-servers-overrides invalid, must be of format: group/resource#servers, \
          where servers are URLs, semicolon separated"
