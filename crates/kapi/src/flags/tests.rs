@@ -305,7 +305,14 @@ fn help_and_version() {
     }
     assert!(help.contains("      --profiling "));
     assert!(help.contains("  -v, --v Level"));
-    assert!(help.contains("(default 1800) [not implemented yet]"));
+    let todo = help
+        .lines()
+        .find(|l| l.contains("--etcd-db-metric-poll-interval"))
+        .unwrap();
+    assert!(
+        todo.contains("(default 30s) [not implemented yet]"),
+        "{todo}"
+    );
     let event_ttl = help.lines().find(|l| l.contains("--event-ttl")).unwrap();
     assert!(!event_ttl.contains("[not implemented yet]"), "{event_ttl}");
     // envtest looks for this flag in the help to decide whether to pass it.

@@ -198,7 +198,8 @@ async fn watch_from_compacted_revision_is_expired() {
 
 #[tokio::test]
 async fn watch_list_ends_initial_events_with_annotated_bookmark() {
-    let s = harness::start().await;
+    // sendInitialEvents needs the WatchList feature gate, off by default in 1.33.
+    let s = harness::start_configured(|o| o.config.watch_list = true).await;
     let api: Api<ConfigMap> = s.api("default");
     for name in ["x", "y"] {
         api.create(&PostParams::default(), &configmap(name, &[]))
