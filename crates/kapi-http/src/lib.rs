@@ -27,6 +27,7 @@ pub mod lifecycle;
 pub mod limits;
 pub mod metrics;
 pub mod negotiate;
+pub mod pretty;
 pub mod request;
 pub mod strict;
 pub mod tls;

@@ -145,7 +145,13 @@ pub fn protobuf_kind(def: &ResourceDef) -> bool {
 
 pub fn encode(value: &Value, format: Format) -> Result<Vec<u8>, ApiError> {
     match format {
-        Format::Json => Ok(serde_json::to_vec(value).expect("JSON values serialize")),
+        // As Go's `json.Encoder`, which upstream's serializer writes with: the
+        // value, then a newline.
+        Format::Json => {
+            let mut out = serde_json::to_vec(value).expect("JSON values serialize");
+            out.push(b'\n');
+            Ok(out)
+        }
         Format::Yaml => Ok(serde_saphyr::to_string(value)
             .unwrap_or_default()
             .into_bytes()),

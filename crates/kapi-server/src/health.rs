@@ -198,7 +198,15 @@ pub async fn version() -> Response {
         "compiler": "rustc",
         "platform": format!("{}/{}", std::env::consts::OS, arch()),
     });
-    kapi_http::negotiate::respond(StatusCode::OK, &body, kapi_http::negotiate::Format::Json)
+    // Upstream writes the version indented, whoever asks, and without a
+    // final newline.
+    let text = serde_json::to_vec_pretty(&body).expect("JSON values serialize");
+    let mut resp = Response::new(axum::body::Body::from(text));
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    resp
 }
 
 fn arch() -> &'static str {

@@ -304,7 +304,7 @@ pub fn unauthorized() -> Response {
         "code": 401
     });
     let content_type = [(header::CONTENT_TYPE, "application/json")];
-    (StatusCode::UNAUTHORIZED, content_type, body.to_string()).into_response()
+    (StatusCode::UNAUTHORIZED, content_type, format!("{body}\n")).into_response()
 }
 
 #[cfg(test)]

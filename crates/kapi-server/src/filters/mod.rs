@@ -2,6 +2,8 @@
 //! `DefaultBuildHandlerChain`. [`apply`] lists the filters in the order a
 //! request meets them:
 //!
+//! 0. indented JSON for requests that ask (`kapi_http::pretty`), around
+//!    everything, as upstream's negotiated serializer answers errors too;
 //! 1. metrics (`kapi_http::metrics`): the request's clock and counters;
 //! 2. the audit ID (`kapi_auth::audit::id_layer`);
 //! 3. graceful termination, when the server has a lifecycle
@@ -68,6 +70,7 @@ pub fn apply(
         .clone()
         .map(|c| from_fn_with_state(c, kapi_http::cors::layer));
     let filters = ServiceBuilder::new()
+        .layer(from_fn(kapi_http::pretty::layer))
         .layer(from_fn_with_state(chain.metrics.clone(), metrics::layer))
         .layer(from_fn_with_state(chain.audit.clone(), audit::id_layer))
         .option_layer(lifecycle)

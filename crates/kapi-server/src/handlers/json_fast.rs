@@ -48,7 +48,7 @@ pub async fn list_json(ctx: &Ctx) -> Result<Option<Response>, ApiError> {
     let chunks = Chunked::new(
         head,
         list.items,
-        b"]}",
+        b"]}\n",
         |obj: &Arc<CachedObject>| obj.kv.value.len() + 48,
         move |i, obj, out| {
             if i > 0 {
@@ -83,6 +83,7 @@ pub async fn get_json(ctx: &Ctx) -> Result<Option<Response>, ApiError> {
     if !obj.write_json(obj.kv.mod_revision, &mut out) {
         return Ok(None);
     }
+    out.push(b'\n');
     let mut resp = Response::new(Body::from(out));
     resp.headers_mut().insert(
         header::CONTENT_TYPE,

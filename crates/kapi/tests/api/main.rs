@@ -78,4 +78,5 @@ mod versions;
 mod watch;
 mod webhook_server;
 mod webhooks;
+mod wire_bytes;
 mod write_order;

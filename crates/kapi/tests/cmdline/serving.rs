@@ -2,7 +2,9 @@
 //! `--tls-cipher-suites`, `--tls-sni-cert-key`,
 //! `--http2-max-streams-per-connection`, `--disable-http2-serving` and
 //! `--goaway-chance`, each seen from a client of the test's own making; and
-//! their bad values refused at start with upstream's messages.
+//! their bad values refused at start with upstream's messages. Also what
+//! HTTP/2 clients get for a body over the limit: the 413 `Status`, as on
+//! HTTP/1.1.
 
 use std::sync::Arc;
 
@@ -110,6 +112,62 @@ async fn disable_http2_serving_negotiates_http1() {
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     let stream = s.connect(Arc::new(config), "localhost").await.unwrap();
     assert_eq!(stream.get_ref().1.alpn_protocol(), Some(&b"http/1.1"[..]));
+}
+
+/// A POST of `size` bytes over HTTP/2, sent as fast as flow control lets
+/// it; the answer's status and body.
+async fn post_h2(h2: &mut h2::client::SendRequest<bytes::Bytes>, size: usize) -> (u16, String) {
+    let ready = h2.clone().ready().await.expect("ready");
+    *h2 = ready;
+    let req = http::Request::post("https://localhost/api/v1/namespaces/default/configmaps")
+        .header("content-type", "application/json")
+        .body(())
+        .unwrap();
+    let (resp, mut send) = h2.send_request(req, false).expect("send");
+    let sender = tokio::spawn(async move {
+        let mut left = size;
+        while left > 0 {
+            send.reserve_capacity(left.min(64 * 1024));
+            let Some(Ok(n)) = futures::future::poll_fn(|cx| send.poll_capacity(cx)).await else {
+                return; // reset by the server
+            };
+            let n = n.min(left);
+            if send
+                .send_data(bytes::Bytes::from(vec![b' '; n]), n == left)
+                .is_err()
+            {
+                return;
+            }
+            left -= n;
+        }
+    });
+    let resp = resp.await.expect("an answer, not a reset stream");
+    let code = resp.status().as_u16();
+    let mut body = resp.into_body();
+    let mut text = Vec::new();
+    while let Some(chunk) = body.data().await {
+        let chunk = chunk.expect("the answer's body");
+        let _ = body.flow_control().release_capacity(chunk.len());
+        text.extend_from_slice(&chunk);
+    }
+    let _ = sender.await;
+    (code, String::from_utf8_lossy(&text).into_owned())
+}
+
+#[tokio::test]
+async fn an_oversized_body_over_http2_gets_the_413_status() {
+    let s = Setup::start(&[]);
+    let mut h2 = s.h2().await;
+    let (code, body) = post_h2(&mut h2, 4 * 1024 * 1024).await;
+    assert_eq!(code, 413, "{body}");
+    let status: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(status["reason"], "RequestEntityTooLarge");
+    assert_eq!(
+        status["message"],
+        "Request entity too large: limit is 3145728"
+    );
+    // The connection still serves.
+    assert_eq!(send_version(&mut h2).await.expect("a request"), 200);
 }
 
 async fn send_version(h2: &mut h2::client::SendRequest<bytes::Bytes>) -> Result<u16, h2::Error> {
