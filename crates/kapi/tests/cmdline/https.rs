@@ -38,7 +38,7 @@ impl Setup {
         Setup { server, port, dir }
     }
 
-    fn pki(&self) -> PathBuf {
+    pub fn pki(&self) -> PathBuf {
         self.dir.path().join("certs/kapi-data/pki")
     }
 
