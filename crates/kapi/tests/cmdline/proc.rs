@@ -66,10 +66,13 @@ impl Server {
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines() {
                 let Ok(line) = line else { break };
-                if line.contains("serving on https://") {
+                // Kept before it is announced: the caller reads the port
+                // from the log as soon as it hears.
+                let serving = line.contains("serving on https://");
+                sink.lock().unwrap_or_else(|e| e.into_inner()).push(line);
+                if serving {
                     let _ = tx.send(true);
                 }
-                sink.lock().unwrap().push(line);
             }
             let _ = tx.send(false);
         });
