@@ -3,8 +3,11 @@
 //! kubelet would (`tailLines`, `limitBytes`, `timestamps`, `sinceTime`,
 //! `previous`); `follow` adds a line every 50 ms, at most 40. Containers
 //! named `hang` never answer, `cut` stops mid-stream without ending the
-//! body properly, `missing` is a 404.
+//! body properly, `missing` is a 404, and `flood` writes 64 KiB chunks as
+//! fast as they are taken, without end ([`FLOODS_OPEN`] and
+//! [`FLOOD_BYTES`] say how many such streams are open and what they wrote).
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -14,6 +17,45 @@ use hyper::body::{Frame, Incoming};
 use hyper::{Request, Response, StatusCode};
 
 use super::{query, text, Body};
+
+/// `flood` log streams open now (a stream is closed when its reader lets go).
+pub static FLOODS_OPEN: AtomicUsize = AtomicUsize::new(0);
+
+/// Bytes all `flood` streams have handed to their readers.
+pub static FLOOD_BYTES: AtomicUsize = AtomicUsize::new(0);
+
+/// Counts one open `flood` stream while it lives.
+struct Open;
+
+impl Open {
+    fn new() -> Open {
+        FLOODS_OPEN.fetch_add(1, Ordering::SeqCst);
+        Open
+    }
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        FLOODS_OPEN.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// An endless log: 64 KiB chunks, each produced when the last was taken.
+fn flood() -> Response<Body> {
+    let chunk = Bytes::from(vec![b'x'; 64 * 1024]);
+    let open = Open::new();
+    let stream = futures::stream::unfold(open, move |open| {
+        let chunk = chunk.clone();
+        async move {
+            FLOOD_BYTES.fetch_add(chunk.len(), Ordering::SeqCst);
+            Some((Ok::<_, std::io::Error>(Frame::data(chunk)), open))
+        }
+    });
+    let mut r = Response::new(BodyExt::boxed(StreamBody::new(stream)));
+    r.headers_mut()
+        .insert(hyper::header::CONTENT_TYPE, "text/plain".parse().unwrap());
+    r
+}
 
 pub async fn serve(req: &Request<Incoming>, container: &str) -> Response<Body> {
     let q = query(req);
@@ -26,6 +68,7 @@ pub async fn serve(req: &Request<Incoming>, container: &str) -> Response<Body> {
     match container {
         "hang" => std::future::pending().await,
         "missing" => return text(StatusCode::NOT_FOUND, "container not found (\"missing\")"),
+        "flood" => return flood(),
         _ => {}
     }
     let prefix = if get("previous") == Some("true") {

@@ -11,7 +11,7 @@
 //! container names make the kubelet misbehave (`hang`, `cut`, `missing`).
 
 mod exec;
-mod logs;
+pub mod logs;
 mod portforward;
 
 use std::convert::Infallible;

@@ -1,8 +1,8 @@
 //! The connect subresources end to end, against the fake kubelet
 //! (`connect_env.rs`): discovery, `pods/log` with its options and errors,
 //! exec through the WebSocket→SPDY translator (kube-rs speaks v5),
-//! port-forward over WebSocket, RBAC on `pods/exec`, and a kubelet that
-//! hangs or breaks off.
+//! port-forward over WebSocket, RBAC on `pods/exec`, a kubelet that hangs
+//! or breaks off, and a client that never reads.
 
 use futures::{AsyncBufReadExt, StreamExt};
 use k8s_openapi::api::core::v1::Pod;
@@ -272,4 +272,55 @@ async fn streams_need_an_upgrade_a_scheduled_pod_and_permission() {
             .unwrap();
     let resp = alice_raw.send(req).await.unwrap();
     assert_eq!(resp.status(), 403);
+}
+
+/// A client that opens an endless log and never reads it holds back the
+/// kubelet (flow control all the way, nothing piles up in the server), the
+/// server keeps serving, and letting go of the stream closes the kubelet's.
+#[tokio::test]
+async fn a_client_that_never_reads_holds_back_the_kubelet_and_is_let_go() {
+    use std::sync::atomic::Ordering;
+    use std::time::Duration;
+
+    use kapi_testkit::kubelet::logs::{FLOODS_OPEN, FLOOD_BYTES};
+
+    let env = connect_env::start(|_| {}).await;
+    pod(&env.s, "loud", &["flood"], Some("n1")).await;
+    let pods: Api<Pod> = env.s.api("default");
+    let lp = LogParams {
+        container: Some("flood".into()),
+        follow: true,
+        ..Default::default()
+    };
+    let stream = pods.log_stream("loud", &lp).await.unwrap();
+    assert_eq!(FLOODS_OPEN.load(Ordering::SeqCst), 1);
+    // What the kubelet writes stops growing once the buffers on the way are
+    // full.
+    let mut written = FLOOD_BYTES.load(Ordering::SeqCst);
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let now = FLOOD_BYTES.load(Ordering::SeqCst);
+        if now == written {
+            break;
+        }
+        written = now;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(FLOOD_BYTES.load(Ordering::SeqCst), written, "still writing");
+    assert!(written < 64 << 20, "{written} bytes taken from the kubelet");
+    // The server serves meanwhile.
+    assert_eq!(env.s.get_json("/readyz").await.0, 200);
+    assert!(pods.get("loud").await.is_ok());
+    drop(stream);
+    for _ in 0..100 {
+        if FLOODS_OPEN.load(Ordering::SeqCst) == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        FLOODS_OPEN.load(Ordering::SeqCst),
+        0,
+        "the kubelet stream is closed"
+    );
 }
