@@ -66,10 +66,13 @@ impl Server {
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines() {
                 let Ok(line) = line else { break };
-                if line.contains("serving on https://") {
+                // Logged before the start is announced, so that `port()`
+                // finds the line once `start` returns.
+                let serving = line.contains("serving on https://");
+                sink.lock().unwrap().push(line);
+                if serving {
                     let _ = tx.send(true);
                 }
-                sink.lock().unwrap().push(line);
             }
             let _ = tx.send(false);
         });
@@ -177,3 +180,4 @@ pub fn kubectl_get_ns(kubeconfig: &Path, server: &Server) -> String {
         std::thread::sleep(Duration::from_millis(500));
     }
 }
+
