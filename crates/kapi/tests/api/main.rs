@@ -49,6 +49,7 @@ mod lists;
 mod masters;
 mod metrics;
 mod nodeauthz;
+mod noderestriction;
 mod openapi_fidelity;
 mod patch;
 mod podsubs;
