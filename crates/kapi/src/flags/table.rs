@@ -319,8 +319,8 @@ runtime-config||mapStringString||api|on||Turn API groups, versions or resources 
 # Egress selector flags
 egress-selector-config-file||string||egress|todo||How the server reaches the cluster, etcd and the control plane (EgressSelectorConfiguration).
 # Admission flags
-admission-control||strings||admission|todo|use --enable-admission-plugins or --disable-admission-plugins instead|The complete list of admission plugins (replaces the default set).
-admission-control-config-file||string||admission|todo||AdmissionConfiguration file with per-plugin settings.
+admission-control||strings||admission|on|use --enable-admission-plugins or --disable-admission-plugins instead|The complete list of admission plugins (replaces the default set; not with --enable-/--disable-admission-plugins).
+admission-control-config-file||string||admission|on||AdmissionConfiguration file with per-plugin settings (PodSecurity defaults and exemptions, ResourceQuota limited resources; other plugins' settings are named in the log and ignored).
 disable-admission-plugins||strings||admission|on||Admission plugins to turn off, even default ones (order does not matter).
 enable-admission-plugins||strings||admission|on||Admission plugins to turn on besides the defaults (order does not matter; plugins kapi lacks are named in the log and skipped).
 # Metrics flags

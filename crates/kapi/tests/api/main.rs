@@ -4,6 +4,7 @@
 
 mod access_reviews;
 mod admission;
+mod admission_flags;
 mod admission_pss;
 mod admission_quota;
 mod aggregator;

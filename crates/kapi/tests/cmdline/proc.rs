@@ -180,4 +180,3 @@ pub fn kubectl_get_ns(kubeconfig: &Path, server: &Server) -> String {
         std::thread::sleep(Duration::from_millis(500));
     }
 }
-
