@@ -201,6 +201,7 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
         },
         encryption,
         kubelet: Arc::new(kubelet_connector(&a)?),
+        allow_privileged: a.allow_privileged,
     };
     let built = kapi::build(options, slot);
     let server = built.server.clone();

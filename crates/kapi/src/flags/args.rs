@@ -49,6 +49,7 @@ pub struct ServeArgs {
     /// `--disable-admission-plugins` or `--admission-control` select, with
     /// `--admission-control-config-file`'s settings.
     pub admission: kapi_admission_plugins::Selection,
+    pub allow_privileged: bool,
     pub service_account_signing_key_file: Option<PathBuf>,
     pub service_account_key_file: Vec<PathBuf>,
     pub service_account_issuer: Vec<String>,
@@ -151,6 +152,7 @@ impl ServeArgs {
             anonymous_auth: f.bool("anonymous-auth"),
             authorization_mode: f.list("authorization-mode").join(","),
             admission: admission(f)?,
+            allow_privileged: f.bool("allow-privileged"),
             service_account_signing_key_file: f.opt_path("service-account-signing-key-file"),
             service_account_key_file: f
                 .list_nonempty("service-account-key-file")

@@ -1,7 +1,7 @@
 //! The admission flags: `--admission-control-config-file` (PodSecurity's
 //! defaults and exemptions, ResourceQuota's limited resources),
-//! and `--admission-control` (the deprecated list that replaces the default
-//! set).
+//! `--admission-control` (the deprecated list that replaces the default set)
+//! and `--allow-privileged` (privileged containers refused without it).
 
 use serde_json::{json, Value};
 
@@ -192,4 +192,52 @@ async fn admission_control_replaces_the_default_set() {
     // not refused by admission.
     let only = Selection::from_admission_control(&["LimitRanger".to_string()]).unwrap();
     assert_eq!(only.names(), ["LimitRanger"]);
+}
+
+fn privileged_deployment() -> Value {
+    json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+        "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {"metadata": {"labels": {"a": "b"}},
+            "spec": {"containers": [{"name": "c", "image": "nginx", "securityContext": {"privileged": true}}]}}}})
+}
+
+#[tokio::test]
+async fn allow_privileged_decides_privileged_containers() {
+    let s = harness::start().await;
+    let mut p = pod("p");
+    p["spec"]["initContainers"] =
+        json!([{"name": "i", "image": "busybox", "securityContext": {"privileged": true}}]);
+    let (code, out) = post(&s, "/api/v1/namespaces/default/pods", p.clone()).await;
+    assert_eq!(code, 422, "{out}");
+    assert_eq!(out["reason"], "Invalid");
+    assert_eq!(
+        out["details"]["causes"][0]["field"],
+        "spec.initContainers[0].securityContext.privileged"
+    );
+    assert_eq!(
+        out["details"]["causes"][0]["message"],
+        "Forbidden: disallowed by cluster policy"
+    );
+    let (code, out) = post(
+        &s,
+        "/apis/apps/v1/namespaces/default/deployments",
+        privileged_deployment(),
+    )
+    .await;
+    assert_eq!(code, 422, "{out}");
+    assert_eq!(
+        out["details"]["causes"][0]["field"],
+        "spec.template.spec.containers[0].securityContext.privileged"
+    );
+    let allowed = harness::start_configured(|o| o.allow_privileged = true).await;
+    assert_eq!(
+        post(&allowed, "/api/v1/namespaces/default/pods", p).await.0,
+        201
+    );
+    let (code, _) = post(
+        &allowed,
+        "/apis/apps/v1/namespaces/default/deployments",
+        privileged_deployment(),
+    )
+    .await;
+    assert_eq!(code, 201);
 }

@@ -38,8 +38,9 @@ fn kubeadm_manifest_serves_kubectl() {
     proc::write_kubeconfig(&kubeconfig, &url, &p.join("ca.crt"), &admin_crt, &admin_key);
     proc::kubectl_get_ns(&kubeconfig, &server);
     let log = server.log_text();
-    // NodeRestriction is implemented now: not named.
+    // NodeRestriction and --allow-privileged are implemented now: not named.
     assert!(!log.contains("NodeRestriction"), "{log}");
+    assert!(!log.contains("--allow-privileged"), "{log}");
     assert!(log.contains("flag --enable-bootstrap-token-auth accepted, not implemented yet"));
 }
 
