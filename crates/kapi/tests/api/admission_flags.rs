@@ -34,6 +34,7 @@ plugins:
     exemptions:
       namespaces: [exempt]
       runtimeClasses: [trusted]
+      usernames: [ci]
 ";
 
 fn host_pod(name: &str) -> Value {
@@ -66,6 +67,15 @@ async fn admission_config_file_sets_pod_security_defaults_and_exemptions() {
     let mut trusted = host_pod("t");
     trusted["spec"]["runtimeClassName"] = json!("trusted");
     let (code, out) = post(&s, "/api/v1/namespaces/plain/pods", trusted).await;
+    assert_eq!(code, 201, "{out}");
+    // An exempt user (the admin acting as `ci`).
+    let req = http::Request::post("/api/v1/namespaces/plain/pods")
+        .header("content-type", "application/json")
+        .header("impersonate-user", "ci")
+        .header("impersonate-group", "system:masters")
+        .body(host_pod("by-ci").to_string().into_bytes())
+        .unwrap();
+    let (code, out) = s.raw(req).await;
     assert_eq!(code, 201, "{out}");
     // A label still wins over the default.
     let labelled = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "open",
