@@ -7,7 +7,8 @@
 //! One file (or folder) per plugin: `namespace.rs` (NamespaceLifecycle),
 //! `limitranger.rs`, `serviceaccount.rs`, `podsecurity/`, `priority.rs`,
 //! `tolerations.rs` (DefaultTolerationSeconds), `storageclass.rs`
-//! (DefaultStorageClass), `quota.rs` (ResourceQuota); `webhooks/` (the
+//! (DefaultStorageClass), `quota.rs` (ResourceQuota), `noderestriction.rs`
+//! (NodeRestriction); `privileged.rs` (`--allow-privileged`); `webhooks/` (the
 //! admission webhooks, and the CEL and matching they share with policies)
 //! and `policy/` (ValidatingAdmissionPolicy).
 //!
@@ -18,18 +19,27 @@
 //! Adding a plugin: implement `kapi_admission::Plugin` in a file of its own,
 //! add its constructor to [`build`] under its upstream name.
 //!
+//! Per-plugin configuration comes from `--admission-control-config-file`
+//! (`config.rs`): PodSecurity's defaults and exemptions
+//! (`podsecurity/config.rs`) and ResourceQuota's limited resources
+//! (`quota_config.rs`), checked when [`Selection::with_configs`] is called.
+//!
 //! Every upstream name is known (so disabling one kapi does not implement is
 //! accepted, as scripts written for kube-apiserver do); enabling a name kapi
 //! has no implementation for is a startup error, never a silent no-op.
 //! Webhook and policy plugins go where their names stand, before
 //! ResourceQuota, as upstream requires.
 
+pub mod config;
 mod limitranger;
 mod namespace;
+mod noderestriction;
 mod podsecurity;
 pub mod policy;
 mod priority;
+mod privileged;
 mod quota;
+mod quota_config;
 mod serviceaccount;
 mod storageclass;
 mod tolerations;
@@ -127,6 +137,7 @@ const IMPLEMENTED: &[&str] = &[
     "NamespaceLifecycle",
     "LimitRanger",
     "ServiceAccount",
+    "NodeRestriction",
     "PodSecurity",
     "Priority",
     "DefaultTolerationSeconds",
@@ -137,8 +148,9 @@ const IMPLEMENTED: &[&str] = &[
     "ValidatingAdmissionWebhook",
 ];
 
-/// The plugin of upstream name `name`, reading through `cx`.
-fn build(name: &str, cx: &Context) -> Option<Arc<dyn Plugin>> {
+/// The plugin of upstream name `name`, reading through `cx`, configured as
+/// `sel` says.
+fn build(name: &str, cx: &Context, sel: &Selection) -> Option<Arc<dyn Plugin>> {
     let cx = cx.clone();
     Some(match name {
         "AlwaysAdmit" => Arc::new(Always(true)),
@@ -146,11 +158,18 @@ fn build(name: &str, cx: &Context) -> Option<Arc<dyn Plugin>> {
         "NamespaceLifecycle" => Arc::new(namespace::Lifecycle { cx }),
         "LimitRanger" => Arc::new(limitranger::LimitRanger { cx }),
         "ServiceAccount" => Arc::new(serviceaccount::ServiceAccount { cx }),
-        "PodSecurity" => Arc::new(podsecurity::PodSecurity { cx }),
+        "NodeRestriction" => Arc::new(noderestriction::NodeRestriction { cx }),
+        "PodSecurity" => Arc::new(podsecurity::PodSecurity {
+            cx,
+            config: sel.podsecurity.clone(),
+        }),
         "Priority" => Arc::new(priority::Priority { cx }),
         "DefaultTolerationSeconds" => Arc::new(tolerations::DefaultTolerationSeconds),
         "DefaultStorageClass" => Arc::new(storageclass::DefaultStorageClass { cx }),
-        "ResourceQuota" => Arc::new(quota::ResourceQuota { cx }),
+        "ResourceQuota" => Arc::new(quota::ResourceQuota {
+            cx,
+            config: sel.quota.clone(),
+        }),
         "MutatingAdmissionWebhook" => Arc::new(webhooks::plugins::MutatingWebhook { cx }),
         "ValidatingAdmissionPolicy" => Arc::new(webhooks::plugins::ValidatingPolicy { cx }),
         "ValidatingAdmissionWebhook" => Arc::new(webhooks::plugins::ValidatingWebhook { cx }),
@@ -163,7 +182,20 @@ fn build(name: &str, cx: &Context) -> Option<Arc<dyn Plugin>> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Selection {
     names: Vec<&'static str>,
+    podsecurity: Arc<podsecurity::config::PodSecurityConfig>,
+    quota: Arc<quota_config::QuotaConfig>,
 }
+
+/// Plugins upstream configures from the admission configuration file that
+/// kapi either lacks or takes no settings for.
+const UNCONFIGURABLE: &[&str] = &[
+    "ValidatingAdmissionWebhook",
+    "MutatingAdmissionWebhook",
+    "EventRateLimit",
+    "ImagePolicyWebhook",
+    "PodNodeSelector",
+    "PodTolerationRestriction",
+];
 
 impl Default for Selection {
     /// Upstream's default set (of what kapi implements).
@@ -207,7 +239,59 @@ impl Selection {
             .filter(|n| implemented(n))
             .copied()
             .collect();
-        Ok(Selection { names })
+        Ok(Selection {
+            names,
+            podsecurity: Arc::default(),
+            quota: Arc::default(),
+        })
+    }
+
+    /// The chain the deprecated `--admission-control` selects: exactly the
+    /// plugins named (every other one off), as kube-apiserver computes it.
+    pub fn from_admission_control(names: &[String]) -> Result<Selection, String> {
+        for n in names {
+            if !ORDER.contains(&n.as_str()) {
+                return Err(format!("admission-control plugin {n:?} is unknown"));
+            }
+        }
+        let disable: Vec<String> = ORDER
+            .iter()
+            .filter(|o| !names.iter().any(|n| n == *o))
+            .map(|o| o.to_string())
+            .collect();
+        Selection::from_flags(names, &disable)
+    }
+
+    /// Configure the selected plugins from the admission configuration file;
+    /// an invalid configuration of a selected plugin is an error naming it.
+    pub fn with_configs(mut self, configs: &config::PluginConfigs) -> Result<Selection, String> {
+        for name in configs.names() {
+            if !self.names.contains(&name) {
+                continue;
+            }
+            let bad = |e: String| {
+                format!(
+                    "{}couldn't init admission plugin {name:?}: {e}",
+                    config::INIT
+                )
+            };
+            let value = &configs.get(name)?.expect("named");
+            match name {
+                "PodSecurity" => {
+                    self.podsecurity = Arc::new(podsecurity::config::PodSecurityConfig::parse(value).map_err(bad)?);
+                }
+                "ResourceQuota" => {
+                    self.quota = Arc::new(quota_config::QuotaConfig::parse(value).map_err(bad)?);
+                }
+                other if UNCONFIGURABLE.contains(&other) => tracing::warn!(
+                    "admission plugin {other}: its configuration (--admission-control-config-file) is not supported by kapi; ignored"
+                ),
+                other => tracing::warn!(
+                    "admission plugin {other}: upstream takes no configuration for it; ignored"
+                ),
+            }
+        }
+        Ok(self)
     }
 
     /// The names selected, in order.
@@ -217,7 +301,19 @@ impl Selection {
 
     /// The chain of the selected plugins, each reading through `cx`.
     pub fn build(&self, cx: &Context) -> Chain {
-        Chain::of(self.names.iter().filter_map(|n| build(n, cx)).collect())
+        self.build_with(cx, true)
+    }
+
+    /// [`Selection::build`]; without `allow_privileged` (`--allow-privileged`)
+    /// pod specs asking for privileged containers are refused first
+    /// (`privileged.rs`).
+    pub fn build_with(&self, cx: &Context, allow_privileged: bool) -> Chain {
+        let mut plugins: Vec<Arc<dyn Plugin>> = Vec::new();
+        if !allow_privileged {
+            plugins.push(Arc::new(privileged::DenyPrivileged));
+        }
+        plugins.extend(self.names.iter().filter_map(|n| build(n, cx, self)));
+        Chain::of(plugins)
     }
 }
 
@@ -285,6 +381,7 @@ mod tests {
             ("NamespaceLifecycle", true, false, &[Create, Update, Delete]),
             ("LimitRanger", true, true, &[Create, Update]),
             ("ServiceAccount", true, true, &[Create]),
+            ("NodeRestriction", true, false, &[Create, Update, Delete]),
             ("PodSecurity", false, true, &[Create, Update]),
             ("Priority", true, true, &[Create, Update]),
             ("DefaultTolerationSeconds", true, false, &[Create, Update]),
@@ -301,7 +398,7 @@ mod tests {
         for name in IMPLEMENTED.iter().filter(|n| **n != "AlwaysAdmit") {
             let row = upstream.iter().find(|r| r.0 == *name);
             let (_, mutating, validating, ops) = row.unwrap_or_else(|| panic!("{name}: no row"));
-            let p = build(name, &cx).expect("implemented");
+            let p = build(name, &cx, &Selection::default()).expect("implemented");
             assert_eq!(
                 (p.mutating(), p.validating()),
                 (*mutating, *validating),
@@ -322,5 +419,31 @@ mod tests {
         // Known upstream names kapi does not implement: disabling is fine.
         assert!(Selection::from_flags(&[], &s(&["StorageObjectInUseProtection"])).is_ok());
         assert!(Selection::from_flags(&s(&["AlwaysPullImages"]), &[]).is_err());
+        let e = Selection::from_admission_control(&s(&["Nope"])).unwrap_err();
+        assert_eq!(e, "admission-control plugin \"Nope\" is unknown");
+    }
+
+    /// `--admission-control` names the whole chain, in upstream's order
+    /// whatever the order given.
+    #[test]
+    fn admission_control_replaces_the_defaults() {
+        let c = Selection::from_admission_control(&s(&["ResourceQuota", "NamespaceLifecycle"]));
+        assert_eq!(c.unwrap().names(), ["NamespaceLifecycle", "ResourceQuota"]);
+    }
+
+    /// A selected plugin's bad configuration stops the start, naming it; an
+    /// unselected plugin's is not read.
+    #[test]
+    fn plugin_configurations_are_checked_when_selected() {
+        let text =
+            "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n\
+                    - name: ResourceQuota\n  configuration:\n    kind: Nope\n";
+        let configs = config::PluginConfigs::parse(text, std::path::Path::new(".")).unwrap();
+        let e = Selection::default().with_configs(&configs).unwrap_err();
+        let want =
+            "failed to initialize admission: couldn't init admission plugin \"ResourceQuota\": ";
+        assert!(e.starts_with(want), "{e}");
+        let off = Selection::from_flags(&[], &s(&["ResourceQuota"])).unwrap();
+        assert!(off.with_configs(&configs).is_ok());
     }
 }

@@ -12,11 +12,17 @@
 //! what they add to a pod, service or claim. The quota controller
 //! (`controllers/resourcequota.rs`) keeps `status.hard` and `status.used`
 //! current when objects go away or quotas change; it shares `kapi_resources::core::quota_usage`.
+//!
+//! Limited resources (`quota_config.rs`, from the admission configuration
+//! file) need a covering quota: without one the write is refused with 403
+//! `insufficient quota to consume: <names>`, or (a limited scope no quota's
+//! requirement of that scope matches) with upstream's unclassified 500
+//! `insufficient quota to match these scopes: [...]`.
 
 use std::collections::BTreeSet;
 
 use async_trait::async_trait;
-use kapi_machinery::status::ApiError;
+use kapi_machinery::status::{ApiError, Reason};
 use kapi_registry::meta;
 use kapi_registry::store::options::{ListOptions, WriteOptions};
 use kapi_registry::store::UpdateTarget;
@@ -29,6 +35,121 @@ use kapi_resources::core::quota_usage as usage;
 
 pub struct ResourceQuota {
     pub(crate) cx: Context,
+    pub(crate) config: std::sync::Arc<crate::quota_config::QuotaConfig>,
+}
+
+/// What the configured limited resources require of the quotas for one object.
+#[derive(Default)]
+struct Limited {
+    /// Usage names that must be in a covering quota's `status.hard`.
+    names: BTreeSet<String>,
+    /// Scope requirements that must be covered by a quota's scope of that name.
+    scopes: Vec<(String, String, Vec<String>)>,
+}
+
+impl Limited {
+    fn of(config: &crate::quota_config::QuotaConfig, a: &Attributes, obj: &Value) -> Limited {
+        let mut out = Limited::default();
+        let used = usage::usage(&a.group, &a.resource, obj);
+        for l in config.for_resource(&a.group, &a.resource) {
+            for (name, qty) in &used {
+                if qty.milli > 0 && l.match_contains.iter().any(|m| name.contains(m.as_str())) {
+                    out.names.insert(name.clone());
+                }
+            }
+            // Only pods have scopes (other evaluators match none).
+            let scoped = if a.is("", "pods") {
+                &l.match_scopes[..]
+            } else {
+                &[]
+            };
+            for (scope, op, values) in scoped {
+                let vals: Vec<&str> = values.iter().map(String::as_str).collect();
+                if usage::scope_matches(scope, op, &vals, obj) {
+                    out.scopes.push((scope.clone(), op.clone(), values.clone()));
+                }
+            }
+        }
+        out
+    }
+
+    fn is_empty(&self) -> bool {
+        self.names.is_empty() && self.scopes.is_empty()
+    }
+
+    /// Refuse what no quota covered: `names` of the quotas' `status.hard`,
+    /// `scopes` of their scope names.
+    fn check(
+        &self,
+        a: &Attributes,
+        names: &BTreeSet<String>,
+        scopes: &BTreeSet<String>,
+    ) -> Result<(), ApiError> {
+        let missing: Vec<&str> = self
+            .names
+            .iter()
+            .filter(|n| !names.contains(*n))
+            .map(String::as_str)
+            .collect();
+        if !missing.is_empty() {
+            return Err(a.forbidden(format!(
+                "insufficient quota to consume: {}",
+                missing.join(",")
+            )));
+        }
+        let uncovered: Vec<String> = self
+            .scopes
+            .iter()
+            .filter(|(s, _, _)| !scopes.contains(s))
+            .map(|(s, op, v)| format!("{{{s} {op} [{}]}}", v.join(" ")))
+            .collect();
+        if !uncovered.is_empty() {
+            // Upstream returns a plain error here, not a Forbidden one: a 500
+            // whose reason is unknown.
+            return Err(ApiError::new(
+                500,
+                Reason::Unknown,
+                format!(
+                    "insufficient quota to match these scopes: [{}]",
+                    uncovered.join(" ")
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The scope names of a quota's requirements (`spec.scopes`, as `Exists`,
+/// and its scope selector) that pod `obj` matches — upstream's
+/// `MatchingScopes`, which covers limited scopes whether or not the quota as
+/// a whole matches the pod.
+fn matched_scope_names(q: &Value, obj: &Value) -> Vec<String> {
+    let simple = q
+        .pointer("/spec/scopes")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .filter(|s| usage::scope_matches(s, "Exists", &[], obj));
+    let exprs = q
+        .pointer("/spec/scopeSelector/matchExpressions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|e| {
+            let op = e.get("operator").and_then(Value::as_str).unwrap_or("");
+            let values: Vec<&str> = e
+                .get("values")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            let name = e.get("scopeName").and_then(Value::as_str).unwrap_or("");
+            usage::scope_matches(name, op, &values, obj)
+        })
+        .filter_map(|e| e.get("scopeName").and_then(Value::as_str));
+    simple.chain(exprs).map(str::to_owned).collect()
 }
 
 /// Pods must state requests / limits for the compute resources quota limits
@@ -182,23 +303,29 @@ impl Plugin for ResourceQuota {
         let Some(quotas) = cx.apis.lookup("", "v1", "resourcequotas") else {
             return Ok(());
         };
-        let listed = quotas
-            .store
-            .list(Some(&a.namespace), &ListOptions::default())
-            .await?;
-        if listed.items.is_empty() {
-            return Ok(());
-        }
-        let delta = Self::delta(a);
         let obj = a
             .object
             .as_ref()
             .expect("creates and updates carry an object");
+        let limited = Limited::of(&self.config, a, obj);
+        let listed = quotas
+            .store
+            .list(Some(&a.namespace), &ListOptions::default())
+            .await?;
+        if listed.items.is_empty() && limited.is_empty() {
+            return Ok(());
+        }
+        let delta = Self::delta(a);
         let mut interesting = Vec::new();
+        let (mut covered_names, mut covered_scopes) = (BTreeSet::new(), BTreeSet::new());
         for q in &listed.items {
+            if a.is("", "pods") {
+                covered_scopes.extend(matched_scope_names(q, obj));
+            }
             if !usage::quota_matches(q, &a.group, &a.resource, obj) {
                 continue;
             }
+            covered_names.extend(quantity::list(q.pointer("/status/hard")).into_keys());
             let spec_hard = quantity::list(q.pointer("/spec/hard"));
             // What this quota limits of this resource (upstream's evaluator
             // `MatchingResources`), whether or not the object uses it.
@@ -233,6 +360,7 @@ impl Plugin for ResourceQuota {
             }
             interesting.push(q);
         }
+        limited.check(a, &covered_names, &covered_scopes)?;
         if interesting.is_empty() || delta.is_empty() {
             return Ok(());
         }

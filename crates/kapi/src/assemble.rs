@@ -42,6 +42,8 @@ pub struct Options {
     pub encryption: Option<Arc<Encryption>>,
     /// How kubelets and proxied addresses are reached (`--kubelet-*`).
     pub kubelet: Arc<kapi_kubelet::Connector>,
+    /// `--allow-privileged`: pod specs may ask for privileged containers.
+    pub allow_privileged: bool,
 }
 
 impl Options {
@@ -62,6 +64,7 @@ impl Options {
                 kapi_kubelet::Connector::new(kapi_kubelet::KubeletConfig::default())
                     .expect("the default kubelet connection reads no files"),
             ),
+            allow_privileged: false,
         }
     }
 }
@@ -92,7 +95,11 @@ pub fn build(options: Options, slot: BackendSlot) -> Built {
         apis: apis.clone(),
         authz: authz.clone() as Arc<dyn Authorizer>,
     };
-    let admission = Arc::new(options.admission.build(&plugins));
+    let admission = Arc::new(
+        options
+            .admission
+            .build_with(&plugins, options.allow_privileged),
+    );
     let openapi = Arc::new(Published::new(OpenApi::build(&apis.defs())));
     let aggregator = Arc::new(Aggregator::new(options.aggregator, apis.clone()));
     let server = Server::new(ServerParts {

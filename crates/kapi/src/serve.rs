@@ -171,10 +171,7 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
     };
     let modes = kapi_auth::authz::Mode::parse_list(&a.authorization_mode)
         .map_err(|e| format!("--authorization-mode: {e}"))?;
-    let admission = kapi_admission_plugins::Selection::from_flags(
-        &implemented_plugins(nonempty(&a.enable_admission_plugins)),
-        &nonempty(&a.disable_admission_plugins),
-    )?;
+    let admission = a.admission.clone();
     let proxy_client = match (&a.proxy_client_cert_file, &a.proxy_client_key_file) {
         (Some(c), Some(k)) => Some((read(c)?, read(k)?)),
         (None, None) => None,
@@ -204,6 +201,7 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
         },
         encryption,
         kubelet: Arc::new(kubelet_connector(&a)?),
+        allow_privileged: a.allow_privileged,
     };
     let built = kapi::build(options, slot);
     let server = built.server.clone();
@@ -279,35 +277,6 @@ fn service_account_issuer(a: &ServeArgs) -> Result<Issuer, String> {
                 a.service_account_extend_token_expiration,
             )
     })
-}
-
-/// The enabled admission plugins without the upstream ones kapi lacks (e.g.
-/// kubeadm's NodeRestriction), each named in the log; unknown names stay so
-/// that the chain refuses them.
-fn implemented_plugins(names: Vec<String>) -> Vec<String> {
-    use kapi_admission_plugins::{Selection, ORDER};
-    names
-        .into_iter()
-        .filter(|n| {
-            let lacking = ORDER.contains(&n.as_str())
-                && Selection::from_flags(std::slice::from_ref(n), &[]).is_err();
-            if lacking {
-                tracing::warn!(
-                    "admission plugin {n} (--enable-admission-plugins) accepted, not implemented yet"
-                );
-            }
-            !lacking
-        })
-        .collect()
-}
-
-/// A comma list flag's items without the empty ones (`--flag=` is no item).
-fn nonempty(items: &[String]) -> Vec<String> {
-    items
-        .iter()
-        .map(|s| s.trim().to_owned())
-        .filter(|s| !s.is_empty())
-        .collect()
 }
 
 /// The kubelet connection the `--kubelet-*` flags describe.

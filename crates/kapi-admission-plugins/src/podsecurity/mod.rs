@@ -7,12 +7,16 @@
 //! (`would violate PodSecurity ...`), as are workload resources' pod templates
 //! (never enforced). Changing a namespace's `enforce` label warns about the
 //! pods already there that break it. Invalid label values are refused (422).
-//! No exemptions are configured (upstream's default). A pod's audit event gets
+//! The admission configuration file (`config.rs`) sets the level and version
+//! of namespaces without labels and exempts user names, runtime classes and
+//! namespaces (annotated `pod-security.kubernetes.io/exempt`); by default
+//! nothing is exempt and unlabelled namespaces are privileged. A pod's audit event gets
 //! `pod-security.kubernetes.io/enforce-policy` (`<level>:<version>`), and pods
 //! and workloads that break the `audit` level get
 //! `pod-security.kubernetes.io/audit-violations`, as upstream's.
 
 mod checks;
+pub mod config;
 
 use async_trait::async_trait;
 use kapi_machinery::status::{ApiError, GroupKind};
@@ -24,31 +28,38 @@ use crate::Context;
 use kapi_admission::{Attributes, Operation, Plugin};
 
 const PREFIX: &str = "pod-security.kubernetes.io/";
-const LEVELS: &[&str] = &["privileged", "baseline", "restricted"];
+pub(crate) const LEVELS: &[&str] = &["privileged", "baseline", "restricted"];
 
 pub struct PodSecurity {
     pub(crate) cx: Context,
+    pub(crate) config: std::sync::Arc<config::PodSecurityConfig>,
 }
 
-/// A namespace's policy for one mode: `(level, version)`.
-fn policy(labels: Option<&Value>, mode: &str) -> (String, String) {
+/// A namespace's policy for one mode: `(level, version)`, the configured
+/// defaults filling in what the labels leave out.
+fn policy(
+    labels: Option<&Value>,
+    mode: &str,
+    defaults: &config::PodSecurityConfig,
+) -> (String, String) {
     let get = |k: String| {
         labels
             .and_then(|l| l.get(&k))
             .and_then(Value::as_str)
             .map(str::to_owned)
     };
+    let (default_level, default_version) = defaults.default_of(mode);
     let level = get(format!("{PREFIX}{mode}"));
-    let version = get(format!("{PREFIX}{mode}-version")).unwrap_or_else(|| "latest".into());
+    let version = get(format!("{PREFIX}{mode}-version")).unwrap_or_else(|| default_version.clone());
     match level {
-        None => ("privileged".into(), version),
+        None => (default_level.clone(), version),
         // Invalid levels fail closed, as upstream.
         Some(l) if !LEVELS.contains(&l.as_str()) => ("restricted".into(), "latest".into()),
         Some(l) => (l, version),
     }
 }
 
-fn valid_version(v: &str) -> bool {
+pub(crate) fn valid_version(v: &str) -> bool {
     v == "latest"
         || v.strip_prefix("v1.")
             .is_some_and(|m| !m.is_empty() && m.chars().all(|c| c.is_ascii_digit()))
@@ -140,12 +151,17 @@ impl PodSecurity {
         if a.operation != Operation::Update {
             return Ok(());
         }
-        let (level, version) = policy(labels, "enforce");
+        if self.config.exempt_namespaces.contains(&a.name) {
+            return Ok(());
+        }
+        let (level, version) = policy(labels, "enforce", &self.config);
         let old = a
             .old_object
             .as_ref()
             .and_then(|o| o.pointer("/metadata/labels"));
-        if level == "privileged" || policy(old, "enforce") == (level.clone(), version.clone()) {
+        if level == "privileged"
+            || policy(old, "enforce", &self.config) == (level.clone(), version.clone())
+        {
             return Ok(());
         }
         let Some(pods) = cx.apis.lookup("", "v1", "pods") else {
@@ -177,6 +193,25 @@ impl PodSecurity {
             }
         }
         Ok(())
+    }
+
+    /// Why this request (of a pod or a workload) is exempt, if it is: its
+    /// namespace, the requesting user, or the pod's runtime class —
+    /// upstream's order.
+    fn exemption(&self, a: &Attributes, spec: &Value) -> Option<&'static str> {
+        let c = &self.config;
+        if c.exempt_namespaces.contains(&a.namespace) {
+            return Some("namespace");
+        }
+        let user = a.user.as_ref().map(|u| u.name.as_str());
+        if user.is_some_and(|u| c.exempt_usernames.iter().any(|e| e == u)) {
+            return Some("user");
+        }
+        let class = spec.get("runtimeClassName").and_then(Value::as_str);
+        if class.is_some_and(|r| c.exempt_runtime_classes.iter().any(|e| e == r)) {
+            return Some("runtimeClass");
+        }
+        None
     }
 
     /// Whether a pod update changes what the standards look at.
@@ -223,8 +258,12 @@ impl Plugin for PodSecurity {
         {
             return Ok(());
         }
+        if let Some(why) = self.exemption(a, spec) {
+            a.annotate("pod-security.kubernetes.io/exempt", why);
+            return Ok(());
+        }
         let labels = namespace_labels(cx, &a.namespace).await?;
-        let (enforce, enforce_version) = policy(labels.as_ref(), "enforce");
+        let (enforce, enforce_version) = policy(labels.as_ref(), "enforce", &self.config);
         let mut denied = None;
         if is_pod {
             let key = "pod-security.kubernetes.io/enforce-policy";
@@ -237,7 +276,7 @@ impl Plugin for PodSecurity {
                 )));
             }
         }
-        let (audit, audit_version) = policy(labels.as_ref(), "audit");
+        let (audit, audit_version) = policy(labels.as_ref(), "audit", &self.config);
         if audit != "privileged" {
             let v = checks::check(&audit, spec);
             if !v.is_empty() {
@@ -253,7 +292,7 @@ impl Plugin for PodSecurity {
         if let Some(e) = denied {
             return Err(e);
         }
-        let (warn, warn_version) = policy(labels.as_ref(), "warn");
+        let (warn, warn_version) = policy(labels.as_ref(), "warn", &self.config);
         let mut levels = vec![(warn, warn_version)];
         if !is_pod {
             // Workloads are warned about at the enforce level too.

@@ -202,7 +202,8 @@ fn best_effort(pod: &Value) -> bool {
     })
 }
 
-fn scope_matches(scope: &str, op: &str, values: &[&str], obj: &Value) -> bool {
+/// Whether a pod matches one scope requirement (`scopeName`, `operator`, `values`).
+pub fn scope_matches(scope: &str, op: &str, values: &[&str], obj: &Value) -> bool {
     let terminating = obj
         .pointer("/spec/activeDeadlineSeconds")
         .is_some_and(|v| !v.is_null());

@@ -319,8 +319,8 @@ runtime-config||mapStringString||api|on||Turn API groups, versions or resources 
 # Egress selector flags
 egress-selector-config-file||string||egress|todo||How the server reaches the cluster, etcd and the control plane (EgressSelectorConfiguration).
 # Admission flags
-admission-control||strings||admission|todo|use --enable-admission-plugins or --disable-admission-plugins instead|The complete list of admission plugins (replaces the default set).
-admission-control-config-file||string||admission|todo||AdmissionConfiguration file with per-plugin settings.
+admission-control||strings||admission|on|use --enable-admission-plugins or --disable-admission-plugins instead|The complete list of admission plugins (replaces the default set; not with --enable-/--disable-admission-plugins).
+admission-control-config-file||string||admission|on||AdmissionConfiguration file with per-plugin settings (PodSecurity defaults and exemptions, ResourceQuota limited resources; other plugins' settings are named in the log and ignored).
 disable-admission-plugins||strings||admission|on||Admission plugins to turn off, even default ones (order does not matter).
 enable-admission-plugins||strings||admission|on||Admission plugins to turn on besides the defaults (order does not matter; plugins kapi lacks are named in the log and skipped).
 # Metrics flags
@@ -341,7 +341,7 @@ vmodule||pattern=N,...||logs|noop||Per-file verbosity (pattern=N, comma-separate
 tracing-config-file||string||traces|todo||Tracing configuration (OpenTelemetry endpoint and sampling).
 # Misc flags
 aggregator-reject-forwarding-redirect||bool|true|misc|todo||Do not pass redirects from extension API servers back to the client.
-allow-privileged||bool|false|misc|todo||Allow privileged containers.
+allow-privileged||bool|false|misc|on||Allow pod specs with privileged containers (without it they are refused 422, as upstream).
 apiserver-count||int|1|misc|noop|apiserver-count is deprecated and will be removed in a future version|Number of API servers (only for the master-count endpoint reconciler).
 coordinated-leadership-lease-duration||duration|15s|misc|todo||Lease duration of coordinated leader election.
 coordinated-leadership-renew-deadline||duration|10s|misc|todo||Renew deadline of coordinated leader election.

@@ -37,7 +37,8 @@ fn restricted_pod(name: &str) -> Value {
 
 #[tokio::test]
 async fn enforce_refuses_and_warn_warns() {
-    let srv = harness::start().await;
+    // The privileged deployment below needs --allow-privileged, as kubeadm sets it.
+    let srv = harness::start_configured(|o| o.allow_privileged = true).await;
     let labels = json!({"pod-security.kubernetes.io/enforce": "restricted"});
     assert_eq!(namespace(&srv, "strict", labels).await.0, 201);
     let (code, body) = post(&srv, "/api/v1/namespaces/strict/pods", pod("p")).await;

@@ -4,6 +4,7 @@
 
 mod access_reviews;
 mod admission;
+mod admission_flags;
 mod admission_pss;
 mod admission_quota;
 mod aggregator;
@@ -49,6 +50,7 @@ mod lists;
 mod masters;
 mod metrics;
 mod nodeauthz;
+mod noderestriction;
 mod openapi_fidelity;
 mod patch;
 mod podsubs;

@@ -69,9 +69,10 @@ fn envtest_command_line_serves_kubectl() {
         &user.join("admin.key"),
     );
     proc::kubectl_get_ns(&kubeconfig, &server);
-    let log = server.log_text();
-    assert!(
-        log.contains("flag --allow-privileged accepted, not implemented yet"),
-        "{log}"
-    );
+    // --allow-privileged=true, as envtest passes it: privileged pods are admitted
+    // (kube-apiserver's default refuses them).
+    let pod = r#"{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "priv", "namespace": "default"},
+        "spec": {"containers": [{"name": "c", "image": "busybox", "securityContext": {"privileged": true}}]}}"#;
+    let out = proc::kubectl_stdin(&kubeconfig, &["create", "-f", "-"], pod);
+    assert!(out.contains("pod/priv created"), "{out}");
 }

@@ -2,7 +2,8 @@
 //! getAPIServerCommand with its defaults, flags sorted as in the manifest), its
 //! certificates laid out as kubeadm's `pki/` (CA, apiserver, kubelet client,
 //! front proxy, sa.key/sa.pub, etcd client), and the super-admin credentials
-//! (CN kubernetes-super-admin, O system:masters) `kubeadm init` writes.
+//! (CN kubernetes-super-admin, O system:masters) `kubeadm init` writes. The
+//! NodeRestriction plugin it enables refuses a kubelet's non-mirror pod.
 //!
 //! Changed: paths (a temp `pki/`) and ports. etcd is kubeadm's kind: HTTPS with
 //! client certificates of the etcd CA (`etcd_tls.rs`; kapi-testkit's etcd is
@@ -38,8 +39,23 @@ fn kubeadm_manifest_serves_kubectl() {
     proc::write_kubeconfig(&kubeconfig, &url, &p.join("ca.crt"), &admin_crt, &admin_key);
     proc::kubectl_get_ns(&kubeconfig, &server);
     let log = server.log_text();
-    assert!(log.contains("admission plugin NodeRestriction"), "{log}");
+    // NodeRestriction and --allow-privileged are implemented now: not named.
+    assert!(!log.contains("NodeRestriction"), "{log}");
+    assert!(!log.contains("--allow-privileged"), "{log}");
     assert!(log.contains("flag --enable-bootstrap-token-auth accepted, not implemented yet"));
+    // NodeRestriction runs: a kubelet (impersonated) may create mirror pods only.
+    let as_node = ["--as=system:node:n1", "--as-group=system:nodes"];
+    let pod = r#"{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
+        "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "busybox"}]}}"#;
+    let out = proc::kubectl_stdin(
+        &kubeconfig,
+        &[&as_node[..], &["create", "-f", "-"]].concat(),
+        pod,
+    );
+    assert!(
+        out.contains("pod does not have \"kubernetes.io/config.mirror\" annotation, node \"n1\" can only create mirror pods"),
+        "{out}"
+    );
 }
 
 /// kubeadm's certificate phase: CA, apiserver, kubelet client, front proxy,

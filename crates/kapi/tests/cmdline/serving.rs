@@ -246,8 +246,9 @@ async fn goaway_chance_closes_http2_connections() {
     assert_eq!(requests_until_goaway(&plain, 3000).await, 3000);
 }
 
+/// Bad values of the flags this part wires stop the start with upstream's message.
 #[test]
-fn bad_serving_flags_are_refused() {
+fn bad_flag_values_are_refused_as_upstream() {
     let dir = tempfile::tempdir().unwrap();
     for (args, want) in [
         (
@@ -261,6 +262,30 @@ fn bad_serving_flags_are_refused() {
         (
             &["--goaway-chance=0.5"][..],
             "Error: --goaway-chance can not be less than 0 or greater than 0.02\n",
+        ),
+        (
+            &["--feature-gates=NoSuchGate=true"][..],
+            "Error: unrecognized feature gate: NoSuchGate\n",
+        ),
+        (
+            &["--feature-gates=CustomResourceFieldSelectors=false"][..],
+            "Error: cannot set feature gate CustomResourceFieldSelectors to false, feature is locked to true\n",
+        ),
+        (
+            &["--runtime-config=api/all=maybe"][..],
+            "Error: invalid value api/all=maybe\n",
+        ),
+        (
+            &["--admission-control=NamespaceLifecycle", "--enable-admission-plugins=NodeRestriction"][..],
+            "Error: admission-control and enable-admission-plugins/disable-admission-plugins flags are mutually exclusive\n",
+        ),
+        (
+            &["--admission-control-config-file=/nonexistent/admission.yaml"][..],
+            "Error: failed to initialize admission: unable to read admission control configuration from \"/nonexistent/admission.yaml\" [open /nonexistent/admission.yaml: no such file or directory]\n",
+        ),
+        (
+            &["--etcd-servers-overrides=events#http://127.0.0.1:1"][..],
+            "Error: --etcd-servers-overrides invalid, must be of format: group/resource#servers, where servers are URLs, semicolon separated\n",
         ),
         (
             &["--cors-allowed-origins=example.com"][..],
