@@ -91,6 +91,7 @@ pub fn build(options: Options, slot: BackendSlot) -> Built {
     let plugins = kapi_admission_plugins::Context {
         apis: apis.clone(),
         authz: authz.clone() as Arc<dyn Authorizer>,
+        routing: options.aggregator.routing,
     };
     let admission = Arc::new(options.admission.build(&plugins));
     let openapi = Arc::new(Published::new(OpenApi::build(&apis.defs())));
@@ -168,6 +169,7 @@ impl Built {
             slot: server.slot.clone(),
             schema: server.schema.clone(),
             openapi: server.openapi.clone(),
+            routing: self.aggregator.routing(),
         };
         kapi_apiextensions_server::start(&Arc::new(apiextensions)).await;
         let cx = Arc::new(kapi_controllers::Context {
