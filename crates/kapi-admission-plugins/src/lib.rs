@@ -57,6 +57,8 @@ use kapi_registry::apis::Apis;
 pub struct Context {
     pub apis: Arc<Apis>,
     pub authz: Arc<dyn Authorizer>,
+    /// How webhooks' services are dialled (`--enable-aggregator-routing`).
+    pub routing: kapi_client::service_resolver::Routing,
 }
 
 /// Upstream's plugin order.

@@ -244,16 +244,24 @@ async fn probe(
     remote: &mut Remote,
     proxy_client: Option<&(String, String)>,
 ) -> Outcome {
-    let endpoint =
-        match service_resolver::resolve(&agg.apis, &remote.namespace, &remote.service, remote.port)
-            .await
-        {
-            Ok(e) => e,
-            Err(e) => {
-                let status = if e.is_definite() { "False" } else { "Unknown" };
-                return Outcome::new(status, e.reason(), e.to_string());
-            }
-        };
+    // The Service and its endpoints are checked whatever the routing, as
+    // upstream's availability controller does; the discovery check then
+    // dials what requests will.
+    let (ns, svc) = (&remote.namespace, &remote.service);
+    let checked = service_resolver::resolve(&agg.apis, ns, svc, remote.port).await;
+    let dialled = match checked {
+        Ok(_) => {
+            service_resolver::resolve_with(&agg.apis, agg.routing(), ns, svc, remote.port).await
+        }
+        Err(e) => Err(e),
+    };
+    let endpoint = match dialled {
+        Ok(e) => e,
+        Err(e) => {
+            let status = if e.is_definite() { "False" } else { "Unknown" };
+            return Outcome::new(status, e.reason(), e.to_string());
+        }
+    };
     let path = if remote.group.is_empty() {
         format!("/api/{}", remote.version)
     } else {

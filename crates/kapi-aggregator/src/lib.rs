@@ -81,6 +81,8 @@ pub struct Settings {
     pub resync: Duration,
     /// What `kube-system/extension-apiserver-authentication` says.
     pub auth_info: Option<authinfo::Info>,
+    /// How APIServices' services are dialled (`--enable-aggregator-routing`).
+    pub routing: kapi_client::service_resolver::Routing,
 }
 
 impl Default for Settings {
@@ -89,6 +91,7 @@ impl Default for Settings {
             proxy_client: None,
             resync: Duration::from_secs(30),
             auth_info: None,
+            routing: Default::default(),
         }
     }
 }
@@ -158,6 +161,12 @@ impl Aggregator {
 
     pub(crate) fn resync(&self) -> Duration {
         self.settings.resync
+    }
+
+    /// How services are dialled (`--enable-aggregator-routing`), for the
+    /// aggregator and the server's other clients of services.
+    pub fn routing(&self) -> kapi_client::service_resolver::Routing {
+        self.settings.routing
     }
 }
 

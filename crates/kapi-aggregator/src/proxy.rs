@@ -106,16 +106,20 @@ async fn proxy(agg: &Aggregator, remote: Remote, req: Request) -> Response {
             ),
         );
     }
-    let endpoint =
-        match service_resolver::resolve(&agg.apis, &remote.namespace, &remote.service, remote.port)
-            .await
-        {
-            Ok(e) => e,
-            Err(e) => {
-                tracing::debug!(apiservice = %remote.name, error = %e, "cannot resolve service");
-                return proxy_error(StatusCode::SERVICE_UNAVAILABLE, "service unavailable");
-            }
-        };
+    let resolved = service_resolver::resolve_with(
+        &agg.apis,
+        agg.routing(),
+        &remote.namespace,
+        &remote.service,
+        remote.port,
+    );
+    let endpoint = match resolved.await {
+        Ok(e) => e,
+        Err(e) => {
+            tracing::debug!(apiservice = %remote.name, error = %e, "cannot resolve service");
+            return proxy_error(StatusCode::SERVICE_UNAVAILABLE, "service unavailable");
+        }
+    };
     let out = outgoing(req, &user, &remote.server_name(), endpoint.port);
     match super::client::send(&endpoint, &remote.server_name(), remote.tls.clone(), out).await {
         Ok(resp) => {

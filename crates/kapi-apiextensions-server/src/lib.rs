@@ -91,6 +91,9 @@ pub struct Context {
     pub slot: BackendSlot,
     pub schema: Arc<dyn SchemaNav>,
     pub openapi: Arc<Published>,
+    /// How conversion webhooks' services are dialled
+    /// (`--enable-aggregator-routing`).
+    pub routing: kapi_client::service_resolver::Routing,
 }
 
 /// Install the definitions there are, then follow changes.

@@ -154,7 +154,8 @@ impl WebhookClient {
                 let path = with_timeout(if path.is_empty() { "/" } else { path });
                 let printed = format!("https://{host}:{port}{path}");
                 let cx = self.cx.upgrade().ok_or("the server is shutting down")?;
-                let ep = kapi_client::service_resolver::resolve(&cx.apis, namespace, name, *port)
+                let resolve = kapi_client::service_resolver::resolve_with;
+                let ep = resolve(&cx.apis, cx.routing, namespace, name, *port)
                     .await
                     .map_err(|e| format!("Post {printed:?}: {e}"))?;
                 let port = u16::try_from(*port).map_err(|e| e.to_string())?;

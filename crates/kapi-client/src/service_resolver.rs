@@ -1,7 +1,9 @@
-//! Where a Service's traffic goes when there is no kube-proxy: a standalone
-//! control plane dials the endpoints itself, as kube-aggregator's
-//! `NewEndpointServiceResolver` does (and webhooks with a service reference
-//! may do the same).
+//! Where a Service's traffic goes, as `--enable-aggregator-routing` says
+//! ([`Routing`]): by default to its cluster IP, as kube-apiserver dials the
+//! services of APIServices and webhooks (kube-proxy on the node routes it);
+//! with the flag, or on a standalone control plane with no kube-proxy, to a
+//! ready endpoint, as kube-aggregator's `NewEndpointServiceResolver` does
+//! ([`resolve`], which the availability checks always use).
 //!
 //! A Service of type `ExternalName` resolves to its external name; any other
 //! resolves through the port of the Service matching the asked port to a ready
@@ -54,6 +56,10 @@ pub enum ResolveError {
         name: String,
         port_name: String,
     },
+    #[error("cannot route to service with ClusterIP \"None\"")]
+    Headless,
+    #[error("unsupported service type {kind:?}")]
+    UnsupportedType { kind: String },
     #[error("service/{name} in {namespace:?} cannot be checked due to: {message}")]
     Access {
         namespace: String,
@@ -71,12 +77,104 @@ impl ResolveError {
             ResolveError::EndpointsNotFound { .. } => "EndpointsNotFound",
             ResolveError::MissingEndpoints { .. } => "MissingEndpoints",
             ResolveError::Access { .. } => "ServiceAccessError",
+            ResolveError::Headless | ResolveError::UnsupportedType { .. } => "ServiceAccessError",
         }
     }
 
     /// Whether the condition is False (known failure) rather than Unknown.
     pub fn is_definite(&self) -> bool {
         !matches!(self, ResolveError::Access { .. })
+    }
+}
+
+/// How a Service is dialled (`--enable-aggregator-routing`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Routing {
+    /// Its cluster IP and service port (upstream's default).
+    #[default]
+    ClusterIp,
+    /// A ready endpoint's address and target port.
+    Endpoints,
+}
+
+/// Resolve `namespace/name` at service port `port` as `routing` says.
+pub async fn resolve_with(
+    apis: &Apis,
+    routing: Routing,
+    namespace: &str,
+    name: &str,
+    port: i64,
+) -> Result<Endpoint, ResolveError> {
+    match routing {
+        Routing::Endpoints => resolve(apis, namespace, name, port).await,
+        Routing::ClusterIp => resolve_cluster_ip(apis, namespace, name, port).await,
+    }
+}
+
+/// The cluster IP and service port of `namespace/name`, as upstream's
+/// `ResolveCluster`: a headless Service cannot be routed to, an
+/// `ExternalName` one is its external name at `port`.
+async fn resolve_cluster_ip(
+    apis: &Apis,
+    namespace: &str,
+    name: &str,
+    port: i64,
+) -> Result<Endpoint, ResolveError> {
+    let svc = service(apis, namespace, name).await?;
+    let spec = |k: &str| {
+        svc.pointer(&format!("/spec/{k}"))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    };
+    match spec("type") {
+        "" | "ClusterIP" | "NodePort" | "LoadBalancer" => {
+            if spec("clusterIP") == "None" {
+                return Err(ResolveError::Headless);
+            }
+            let ports = svc.pointer("/spec/ports").and_then(Value::as_array);
+            let found = ports
+                .into_iter()
+                .flatten()
+                .any(|p| p.get("port").and_then(Value::as_i64) == Some(port));
+            let Some(dial) = u16::try_from(port).ok().filter(|_| found) else {
+                return Err(ResolveError::ServicePort {
+                    namespace: namespace.to_owned(),
+                    name: name.to_owned(),
+                    port,
+                });
+            };
+            Ok(Endpoint {
+                host: spec("clusterIP").to_owned(),
+                port: dial,
+            })
+        }
+        "ExternalName" => Ok(Endpoint {
+            host: spec("externalName").to_owned(),
+            port: u16::try_from(port).unwrap_or(443),
+        }),
+        other => Err(ResolveError::UnsupportedType {
+            kind: other.to_owned(),
+        }),
+    }
+}
+
+/// The Service `namespace/name`.
+async fn service(apis: &Apis, namespace: &str, name: &str) -> Result<Value, ResolveError> {
+    let access = |e: ApiError| ResolveError::Access {
+        namespace: namespace.to_owned(),
+        name: name.to_owned(),
+        message: e.message.clone(),
+    };
+    let services = apis
+        .lookup("", "v1", "services")
+        .ok_or_else(|| access(ApiError::internal("services are not served")))?;
+    match services.store.get(Some(namespace), name, None).await {
+        Ok(svc) => Ok(svc),
+        Err(e) if e.is_not_found() => Err(ResolveError::ServiceNotFound {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+        }),
+        Err(e) => Err(access(e)),
     }
 }
 
@@ -92,19 +190,7 @@ pub async fn resolve(
         name: name.to_owned(),
         message: e.message.clone(),
     };
-    let services = apis
-        .lookup("", "v1", "services")
-        .ok_or_else(|| access(ApiError::internal("services are not served")))?;
-    let svc = match services.store.get(Some(namespace), name, None).await {
-        Ok(svc) => svc,
-        Err(e) if e.is_not_found() => {
-            return Err(ResolveError::ServiceNotFound {
-                namespace: namespace.to_owned(),
-                name: name.to_owned(),
-            })
-        }
-        Err(e) => return Err(access(e)),
-    };
+    let svc = service(apis, namespace, name).await?;
     if svc.pointer("/spec/type").and_then(Value::as_str) == Some("ExternalName") {
         let host = svc
             .pointer("/spec/externalName")

@@ -21,6 +21,8 @@ use serde_json::Value;
 
 use kapi_registry::apis::Apis;
 
+use crate::service_resolver::Routing;
+
 /// The largest webhook response read (upstream reads at most 3 MiB + slack).
 const MAX_RESPONSE: usize = 8 << 20;
 
@@ -33,9 +35,9 @@ pub struct Target {
     pub url: String,
 }
 
-/// Resolve a `clientConfig` (a `url`, or a `service` through `apis`) into a
-/// call target.
-pub async fn target(apis: &Apis, cc: &Value) -> Result<Target, String> {
+/// Resolve a `clientConfig` (a `url`, or a `service` through `apis`, dialled
+/// as `routing` says) into a call target.
+pub async fn target(apis: &Apis, routing: Routing, cc: &Value) -> Result<Target, String> {
     if let Some(url) = cc.get("url").and_then(Value::as_str) {
         return parse_url(url);
     }
@@ -52,7 +54,7 @@ pub async fn target(apis: &Apis, cc: &Value) -> Result<Target, String> {
     };
     let host = format!("{name}.{ns}.svc");
     let url = format!("https://{host}:{port}{path}");
-    let ep = crate::service_resolver::resolve(apis, ns, name, i64::from(port))
+    let ep = crate::service_resolver::resolve_with(apis, routing, ns, name, i64::from(port))
         .await
         .map_err(|e| format!("Post \"{url}\": {e}"))?;
     let (ip, target_port) = (ep.host, ep.port);

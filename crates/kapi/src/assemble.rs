@@ -94,6 +94,7 @@ pub fn build(options: Options, slot: BackendSlot) -> Built {
     let plugins = kapi_admission_plugins::Context {
         apis: apis.clone(),
         authz: authz.clone() as Arc<dyn Authorizer>,
+        routing: options.aggregator.routing,
     };
     let admission = Arc::new(
         options
@@ -175,6 +176,7 @@ impl Built {
             slot: server.slot.clone(),
             schema: server.schema.clone(),
             openapi: server.openapi.clone(),
+            routing: self.aggregator.routing(),
         };
         kapi_apiextensions_server::start(&Arc::new(apiextensions)).await;
         let cx = Arc::new(kapi_controllers::Context {

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use kapi_auth::authn::requestheader::{CertVerifier, RequestHeader, RequestHeaderConfig};
 use kapi_auth::authn::serviceaccount::Issuer;
 use kapi_auth::authn::{Authenticator, TokenFile};
+use kapi_client::service_resolver::Routing;
 use kapi_http::lifecycle::Lifecycle;
 use kapi_server::{tls, ChainOptions, Cidr, ServerConfig};
 
@@ -192,6 +193,11 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
         aggregator: kapi_aggregator::Settings {
             proxy_client,
             auth_info: Some(auth_info),
+            routing: if a.enable_aggregator_routing {
+                Routing::Endpoints
+            } else {
+                Routing::ClusterIp
+            },
             ..Default::default()
         },
         chain,

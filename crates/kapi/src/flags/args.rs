@@ -105,6 +105,8 @@ pub struct ServeArgs {
     pub kubelet_certificate_authority: Option<PathBuf>,
     pub kubelet_preferred_address_types: Vec<String>,
     pub kubelet_timeout: Duration,
+    /// `--enable-aggregator-routing`: services dialled at their endpoints.
+    pub enable_aggregator_routing: bool,
 }
 
 impl ServeArgs {
@@ -236,6 +238,7 @@ impl ServeArgs {
             kubelet_certificate_authority: f.opt_path("kubelet-certificate-authority"),
             kubelet_preferred_address_types: f.list_nonempty("kubelet-preferred-address-types"),
             kubelet_timeout: f.duration("kubelet-timeout")?,
+            enable_aggregator_routing: f.bool("enable-aggregator-routing"),
         })
     }
 }

@@ -348,7 +348,7 @@ coordinated-leadership-renew-deadline||duration|10s|misc|todo||Renew deadline of
 coordinated-leadership-retry-period||duration|2s|misc|todo||Retry period of coordinated leader election.
 emulated-version||strings||misc|todo||Versions components emulate, [component=]major.minor (kube up to 1.33).
 emulation-forward-compatible||bool|false|misc|todo||With an emulated version, also turn on newer versions of the beta APIs it has.
-enable-aggregator-routing||bool|false|misc|todo||Proxy aggregated APIs to endpoint IPs instead of the service IP.
+enable-aggregator-routing||bool|false|misc|on||Dial the services of APIServices and webhooks at a ready endpoint instead of their cluster IP (needed without kube-proxy on this host).
 enable-logs-handler||bool|false|misc|noop|Log handler functionality is deprecated|Serve the server's log directory at /logs.
 endpoint-reconciler-type||string|lease|misc|on||Who keeps default/kubernetes endpoints: lease, none (master-count works as lease).
 event-ttl||duration|1h0m0s|misc|on||How long events are kept.

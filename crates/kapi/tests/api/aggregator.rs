@@ -307,3 +307,30 @@ async fn local_api_services_follow_built_ins_and_definitions() {
     }
     assert_eq!(code, 404, "the APIService of a deleted definition goes");
 }
+
+/// Without `--enable-aggregator-routing` (upstream's default), an
+/// APIService's service is dialled at its cluster IP, which kube-proxy would
+/// route; here nothing does, so the discovery check names the cluster IP and
+/// fails, though the endpoint behind it serves.
+#[tokio::test]
+async fn cluster_ip_routing_dials_the_services_cluster_ip() {
+    let front_proxy = certs(None, "front-proxy-client");
+    let s = harness::start_configured(|o| {
+        o.aggregator.resync = Duration::from_millis(300);
+        o.aggregator.proxy_client = Some((front_proxy.cert.clone(), front_proxy.key.clone()));
+        o.aggregator.routing = kapi_client::service_resolver::Routing::ClusterIp;
+    })
+    .await;
+    let ext = start_extension("wardle-api.wardle.svc", &front_proxy.ca).await;
+    register(&s, &ext).await;
+    let (_, svc) = s
+        .get_json("/api/v1/namespaces/wardle/services/wardle-api")
+        .await;
+    let ip = svc["spec"]["clusterIP"].as_str().unwrap().to_owned();
+    assert!(!ip.starts_with("127."), "{ip}");
+    let cond = wait_available(&s, &format!("v1.{GROUP}"), "False").await;
+    assert_eq!(cond["reason"], "FailedDiscoveryCheck");
+    let msg = cond["message"].as_str().unwrap();
+    let url = format!("failing or missing response from https://{ip}:443/apis/{GROUP}/v1");
+    assert!(msg.starts_with(&url), "{msg}");
+}

@@ -131,6 +131,9 @@ async fn serve(
 
     let config = ServerConfig::new(format!("127.0.0.1:{port}"), port, service_cidr);
     let mut options = Options::new(config);
+    // Nothing routes cluster IPs here (no kube-proxy): services are dialled
+    // at their endpoints, as with --enable-aggregator-routing.
+    options.aggregator.routing = kapi_client::service_resolver::Routing::Endpoints;
     if !selection.enabled("serviceaccount") {
         // As upstream's integration tests: without the controller that
         // creates `default`, the ServiceAccount admission plugin is off.
