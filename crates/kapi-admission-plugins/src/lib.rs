@@ -396,6 +396,7 @@ mod tests {
         let cx = Context {
             apis: Arc::new(Apis::default()),
             authz: Arc::new(kapi_auth::authz::AlwaysAllow),
+            routing: Default::default(),
         };
         for name in IMPLEMENTED.iter().filter(|n| **n != "AlwaysAdmit") {
             let row = upstream.iter().find(|r| r.0 == *name);

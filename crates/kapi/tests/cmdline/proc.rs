@@ -66,10 +66,10 @@ impl Server {
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines() {
                 let Ok(line) = line else { break };
-                // Kept before it is announced: the caller reads the port
-                // from the log as soon as it hears.
+                // Logged before the start is announced, so that `port()`
+                // finds the line once `start` returns.
                 let serving = line.contains("serving on https://");
-                sink.lock().unwrap_or_else(|e| e.into_inner()).push(line);
+                sink.lock().unwrap().push(line);
                 if serving {
                     let _ = tx.send(true);
                 }
@@ -179,4 +179,30 @@ pub fn kubectl_get_ns(kubeconfig: &Path, server: &Server) -> String {
         }
         std::thread::sleep(Duration::from_millis(500));
     }
+}
+
+/// `kubectl <args>` with `stdin` piped in: what it printed (stdout and stderr).
+pub fn kubectl_stdin(kubeconfig: &Path, args: &[&str], stdin: &str) -> String {
+    use std::io::Write;
+    let mut child = Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("kubectl (on PATH) runs");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(stdin.as_bytes())
+        .expect("write stdin");
+    let out = child.wait_with_output().expect("kubectl");
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
 }
