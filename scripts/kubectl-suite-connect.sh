@@ -64,6 +64,20 @@ PY
   echo "$out"; cat "$data/pf.log"
 }
 
+kubectl_proxy() { # kubectl, namespace: pods/log and pods/proxy through `kubectl proxy`
+  local port kp out
+  "$1" proxy --port=0 >"$data/kproxy.log" 2>&1 &
+  kp=$!
+  for _ in $(seq 100); do
+    port=$(sed -n 's/.*Starting to serve on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$data/kproxy.log")
+    [ -n "$port" ] && break; sleep 0.1
+  done
+  out=$(curl -s "http://127.0.0.1:$port/api/v1/namespaces/$2/pods/shell/log?tailLines=1"
+        curl -s "http://127.0.0.1:$port/api/v1/namespaces/$2/pods/shell/proxy/")
+  kill $kp 2>/dev/null; wait $kp 2>/dev/null
+  echo "$out" | tr '\n' ' '
+}
+
 connect_checks() {
   connect_pod "$k" "$ns" shell app
   connect_pod "$k" "$ns" duo one two
@@ -87,5 +101,6 @@ connect_checks() {
   check "$v port-forward" "^ping-through-port-forward$" forward_echo "$k" "$ns" shell
   check "$v nodes/proxy loopback refused" "address not allowed" "$k" get --raw /api/v1/nodes/kubelet-node/proxy/healthz
   check "$v pods/proxy loopback refused" "address not allowed" "$k" get --raw "/api/v1/namespaces/$ns/pods/shell/proxy/"
+  check "$v kubectl proxy" "app line 5 .*address not allowed" kubectl_proxy "$k" "$ns"
   check "$v exec unscheduled" "does not have a host assigned" sh -c "$k -n $ns run idle --image=busybox --restart=Never >/dev/null; $k -n $ns exec idle -- true"
 }
