@@ -5,9 +5,9 @@
 
 use std::sync::Arc;
 
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
-use rustls::{DigitallySignedStruct, SignatureScheme};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+
+use kapi_client::accept_any::AcceptAnyCert;
 
 use crate::config::{BoxIo, KubeletConfig};
 
@@ -46,7 +46,7 @@ impl Transport {
             }
             None => builder
                 .dangerous()
-                .with_custom_certificate_verifier(Arc::new(NoVerify(provider.clone()))),
+                .with_custom_certificate_verifier(AcceptAnyCert::new(provider.clone())),
         };
         let identity = match (&config.client_certificate, &config.client_key) {
             (Some(c), Some(k)) => Some((read_certs(c)?, read_key(k)?)),
@@ -68,7 +68,7 @@ impl Transport {
             .with_safe_default_protocol_versions()
             .map_err(|e| e.to_string())?
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(NoVerify(provider)));
+            .with_custom_certificate_verifier(AcceptAnyCert::new(provider));
         let tls_insecure = match identity {
             Some((certs, key)) => insecure
                 .with_client_auth_cert(certs, key)
@@ -145,53 +145,4 @@ fn read_key(path: &std::path::Path) -> Result<PrivateKeyDer<'static>, String> {
     rustls_pemfile::private_key(&mut pem.as_slice())
         .map_err(|e| format!("{}: {e}", path.display()))?
         .ok_or_else(|| format!("{}: no private key", path.display()))
-}
-
-/// Accepts any server certificate (signatures still checked).
-#[derive(Debug)]
-struct NoVerify(Arc<rustls::crypto::CryptoProvider>);
-
-impl ServerCertVerifier for NoVerify {
-    fn verify_server_cert(
-        &self,
-        _: &CertificateDer<'_>,
-        _: &[CertificateDer<'_>],
-        _: &ServerName<'_>,
-        _: &[u8],
-        _: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
 }
