@@ -35,6 +35,7 @@ mod limitranger;
 mod namespace;
 mod noderestriction;
 mod podsecurity;
+mod podspec;
 pub mod policy;
 mod priority;
 mod privileged;

@@ -21,23 +21,11 @@ pub struct DenyPrivileged;
 
 /// The pod spec a write carries and its field path.
 fn pod_spec<'a>(a: &Attributes, obj: &'a Value) -> Option<(&'a Value, FieldPath)> {
-    let (pointer, path): (&str, &[&str]) = match (a.group.as_str(), a.resource.as_str()) {
-        ("", "pods") => ("/spec", &["spec"]),
-        ("", "podtemplates") => ("/template/spec", &["template", "spec"]),
-        ("", "replicationcontrollers") | ("apps", _) | ("batch", "jobs") => {
-            ("/spec/template/spec", &["spec", "template", "spec"])
-        }
-        ("batch", "cronjobs") => (
-            "/spec/jobTemplate/spec/template/spec",
-            &["spec", "jobTemplate", "spec", "template", "spec"],
-        ),
-        _ => return None,
-    };
-    let mut fp = FieldPath::new(path[0]);
-    for p in &path[1..] {
-        fp = fp.child(p);
-    }
-    obj.pointer(pointer).map(|s| (s, fp))
+    let (spec, path) = crate::podspec::find(a, obj)?;
+    let fp = path[1..]
+        .iter()
+        .fold(FieldPath::new(path[0]), |fp, p| fp.child(p));
+    Some((spec, fp))
 }
 
 /// Upstream's errors for the privileged containers of `spec`.

@@ -67,17 +67,8 @@ pub(crate) fn valid_version(v: &str) -> bool {
 
 /// The pod spec a resource carries, and whether the object is a pod.
 fn pod_spec<'a>(a: &Attributes, obj: &'a Value) -> Option<(&'a Value, bool)> {
-    if !a.group.is_empty() && !matches!(a.group.as_str(), "apps" | "batch") {
-        return None;
-    }
-    let pointer = match (a.group.as_str(), a.resource.as_str()) {
-        ("", "pods") => return obj.get("spec").map(|s| (s, true)),
-        ("", "podtemplates") => "/template/spec",
-        ("", "replicationcontrollers") | ("apps", _) | ("batch", "jobs") => "/spec/template/spec",
-        ("batch", "cronjobs") => "/spec/jobTemplate/spec/template/spec",
-        _ => return None,
-    };
-    obj.pointer(pointer).map(|s| (s, false))
+    let (spec, _) = crate::podspec::find(a, obj)?;
+    Some((spec, a.group.is_empty() && a.resource == "pods"))
 }
 
 fn message(violations: &[(String, String)]) -> String {
