@@ -12,6 +12,7 @@ use axum::response::Response;
 use kapi_http::negotiate;
 use kapi_http::request::{self, not_found, Query, RequestInfo};
 use kapi_machinery::status::ApiError;
+use kapi_registry::apis::Entry;
 use kapi_registry::store::UpdateTarget;
 use kapi_registry::{Subresource, Verb};
 
@@ -29,17 +30,21 @@ pub async fn dispatch(State(srv): State<Arc<Server>>, req: Request) -> Response 
         .map(str::to_owned);
     // As upstream's router, a trailing slash names the same thing — except
     // in what a proxy subresource passes on, which keeps the path as sent.
+    // The path is parsed again only when it loses a trailing slash.
     let full = parts.uri.path();
-    let proxied = request::parse(&parts.method, full, &query)
-        .filter(|i| i.subresource.as_deref() == Some("proxy"));
+    let as_sent = request::parse(&parts.method, full, &query);
+    let proxied = as_sent
+        .as_ref()
+        .is_some_and(|i| i.subresource.as_deref() == Some("proxy"));
     let path = match full {
         "/" => "/",
-        p if proxied.is_some() => p,
+        p if proxied => p,
         p => p.strip_suffix('/').unwrap_or(p),
     };
-    let parsed = match proxied {
-        Some(info) => Some(info),
-        None => request::parse(&parts.method, path, &query),
+    let parsed = if path.len() == full.len() {
+        as_sent
+    } else {
+        request::parse(&parts.method, path, &query)
     };
     let Some(info) = parsed else {
         if !srv.owns_path(path) {
@@ -51,10 +56,13 @@ pub async fn dispatch(State(srv): State<Arc<Server>>, req: Request) -> Response 
         .apis
         .lookup(&info.group, &info.version, &info.resource)
         .filter(|e| e.served);
-    if served.is_none() && !srv.owns_path(path) {
-        return plain_not_found();
-    }
-    match handle(srv, info, query, parts, body).await {
+    let Some(entry) = served else {
+        if !srv.owns_path(path) {
+            return plain_not_found();
+        }
+        return negotiate::error_response_for(&not_found(), accept.as_deref());
+    };
+    match handle(srv, entry, info, query, parts, body).await {
         Ok(resp) => resp,
         Err(e) => negotiate::error_response_for(&e, accept.as_deref()),
     }
@@ -94,16 +102,12 @@ impl Server {
 
 async fn handle(
     srv: Arc<Server>,
+    entry: Arc<Entry>,
     info: RequestInfo,
     query: Query,
     parts: Parts,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let entry = srv
-        .apis
-        .lookup(&info.group, &info.version, &info.resource)
-        .filter(|e| e.served)
-        .ok_or_else(not_found)?;
     let def = &entry.def;
     if !def.namespaced && info.namespace.is_some() {
         return Err(not_found());
