@@ -37,7 +37,7 @@ use super::{condition, Remote};
 use crate::Aggregator;
 use kapi_client::informer::{self, Change};
 use kapi_client::queue::{run_workers, WorkQueue};
-use kapi_client::service_resolver::{self, Endpoint};
+use kapi_client::service_resolver::{self, Endpoint, Routing};
 
 const MANAGER: &str = "kube-apiserver";
 /// How long the discovery check may take (upstream's client timeout).
@@ -249,11 +249,12 @@ async fn probe(
     // dials what requests will.
     let (ns, svc) = (&remote.namespace, &remote.service);
     let checked = service_resolver::resolve(&agg.apis, ns, svc, remote.port).await;
-    let dialled = match checked {
-        Ok(_) => {
-            service_resolver::resolve_with(&agg.apis, agg.routing(), ns, svc, remote.port).await
+    let dialled = match (checked, agg.routing()) {
+        (Ok(_), Routing::ClusterIp) => {
+            service_resolver::resolve_with(&agg.apis, Routing::ClusterIp, ns, svc, remote.port)
+                .await
         }
-        Err(e) => Err(e),
+        (endpoint, _) => endpoint,
     };
     let endpoint = match dialled {
         Ok(e) => e,
