@@ -12,7 +12,8 @@ use std::sync::Arc;
 use kapi_admission_plugins::Selection;
 use kapi_aggregator::Aggregator;
 use kapi_auth::authn::serviceaccount::Issuer;
-use kapi_auth::authz::{Authorization, Authorizer, Mode};
+use kapi_auth::authn::Authenticator;
+use kapi_auth::authz::{self, Authorization, Authorizer, Mode};
 use kapi_machinery::status::ApiError;
 use kapi_resources::openapi::{OpenApi, Published};
 use kapi_server::{RemoteApis, Server, ServerConfig, ServerParts};
@@ -21,8 +22,18 @@ use kapi_storage::slot::BackendSlot;
 /// What one server is made of, as the flags say it.
 pub struct Options {
     pub config: ServerConfig,
+    /// Who requests are from: certificates, front proxy, static tokens, the
+    /// JWT authenticators, the token webhook, anonymous. [`build`] adds what
+    /// needs the resource table (service account and bootstrap tokens).
+    pub authenticator: Authenticator,
+    /// `--enable-bootstrap-token-auth`.
+    pub bootstrap_tokens: bool,
     /// `--authorization-mode`, in order.
     pub authorization_modes: Vec<Mode>,
+    /// The webhook of `--authorization-mode=...,Webhook`.
+    pub authorization_webhook: Option<Arc<authz::webhook::Webhook>>,
+    /// `--authorization-config` (instead of the modes and their webhook).
+    pub authorization_config: Option<authz::structured::ConfigFile>,
     /// `--enable-admission-plugins` / `--disable-admission-plugins`.
     pub admission: Selection,
     /// Signs and verifies service account tokens.
@@ -37,7 +48,11 @@ impl Options {
     pub fn new(config: ServerConfig) -> Options {
         Options {
             config,
+            authenticator: Authenticator::new(None, true),
+            bootstrap_tokens: false,
             authorization_modes: vec![Mode::Rbac],
+            authorization_webhook: None,
+            authorization_config: None,
             admission: Selection::default(),
             service_accounts: Issuer::ephemeral(),
             aggregator: kapi_aggregator::Settings::default(),
@@ -52,12 +67,23 @@ pub struct Built {
     pub server: Arc<Server>,
     /// The aggregator in front of it.
     pub aggregator: Arc<Aggregator>,
+    /// The authenticator the server's router is made with
+    /// (`server.router_with(built.authenticator.clone(), ..)`).
+    pub authenticator: Arc<Authenticator>,
 }
 
 /// The servers `options` describe, serving the built-in API over `slot`.
 pub fn build(options: Options, slot: BackendSlot) -> Built {
     let apis = kapi_server::builtin_apis(&slot);
-    let authz = Arc::new(Authorization::new(&options.authorization_modes, &apis));
+    let source = match options.authorization_config {
+        Some(file) => authz::Source::File(file),
+        None => authz::Source::Modes(options.authorization_modes, options.authorization_webhook),
+    };
+    let authz = Arc::new(Authorization::from_source(source, &apis));
+    let mut authenticator = options.authenticator;
+    if options.bootstrap_tokens {
+        authenticator = authenticator.with_bootstrap_tokens(apis.clone());
+    }
     let plugins = kapi_admission_plugins::Context {
         apis: apis.clone(),
         authz: authz.clone() as Arc<dyn Authorizer>,
@@ -75,7 +101,11 @@ pub fn build(options: Options, slot: BackendSlot) -> Built {
         openapi,
         remote: Some(aggregator.clone() as Arc<dyn RemoteApis>),
     });
-    Built { server, aggregator }
+    Built {
+        server,
+        aggregator,
+        authenticator: Arc::new(authenticator),
+    }
 }
 
 impl Built {

@@ -14,6 +14,7 @@ use kapi_storage::embedded::EmbeddedConfig;
 use kapi_storage::etcd::EtcdConfig;
 use kapi_storage::factory::{self, StorageConfig};
 
+use crate::auth_options;
 pub use crate::flags::ServeArgs;
 
 /// The filter settings the flags ask for.
@@ -124,7 +125,15 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
         let rh = RequestHeader::new(config)?;
         authenticator = authenticator.with_request_header(rh, CertVerifier::new(&x509_cas)?);
     }
-    let auth = Arc::new(authenticator);
+    let issuer = service_account_issuer(&a)?;
+    let sa_issuers = match a.service_account_issuer.as_slice() {
+        [] => vec![issuer.issuer().to_string()],
+        given => given.to_vec(),
+    };
+    let authenticator =
+        auth_options::authentication(&a, authenticator, &sa_issuers, &issuer.audiences())?;
+    let (authorization_modes, authorization_webhook, authorization_config) =
+        auth_options::authorization(&a)?;
     let chain = chain_options(&a)?;
 
     let config = ServerConfig {
@@ -138,8 +147,6 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
         endpoint_reconciler: a.endpoint_reconciler_type == "lease",
         root_ca: Some(pki.ca_cert_pem.clone()),
     };
-    let modes = kapi_auth::authz::Mode::parse_list(&a.authorization_mode)
-        .map_err(|e| format!("--authorization-mode: {e}"))?;
     let admission = kapi_admission_plugins::Selection::from_flags(
         &implemented_plugins(nonempty(&a.enable_admission_plugins)),
         &nonempty(&a.disable_admission_plugins),
@@ -158,9 +165,13 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
     };
     let options = kapi::Options {
         config,
-        authorization_modes: modes,
+        authenticator,
+        bootstrap_tokens: a.enable_bootstrap_token_auth,
+        authorization_modes,
+        authorization_webhook,
+        authorization_config,
         admission,
-        service_accounts: service_account_issuer(&a)?,
+        service_accounts: issuer,
         aggregator: kapi_aggregator::Settings {
             proxy_client,
             auth_info: Some(auth_info),
@@ -169,6 +180,7 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
     };
     let built = kapi::build(options, slot);
     let server = built.server.clone();
+    let auth = built.authenticator.clone();
     built
         .start(&controllers)
         .await
@@ -225,7 +237,8 @@ fn service_account_issuer(a: &ServeArgs) -> Result<Issuer, String> {
     )
     .map_err(|e| format!("service account keys: {e}"))
     .map(|i| {
-        i.with_jwks_uri(a.service_account_jwks_uri.clone())
+        i.with_lookup(a.service_account_lookup)
+            .with_jwks_uri(a.service_account_jwks_uri.clone())
             .with_expiration(
                 a.service_account_max_token_expiration
                     .map(|d| d.as_secs() as i64),

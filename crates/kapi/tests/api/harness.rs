@@ -135,6 +135,11 @@ async fn serve(
         service_cidr,
     };
     let mut options = Options::new(config);
+    let tokens = TokenFile::parse(TOKENS).expect("test tokens");
+    let client_cas =
+        kapi_auth::authn::requestheader::CertVerifier::new(std::slice::from_ref(&pki.ca_cert_pem))
+            .expect("client CAs");
+    options.authenticator = Authenticator::new(Some(tokens), true).with_client_cas(client_cas);
     if !selection.enabled("serviceaccount") {
         // As upstream's integration tests: without the controller that
         // creates `default`, the ServiceAccount admission plugin is off.
@@ -152,12 +157,7 @@ async fn serve(
         Some(cache) => Arc::new(cache.clone()),
         None => backend,
     };
-    let tokens = TokenFile::parse(TOKENS).expect("test tokens");
-    let client_cas =
-        kapi_auth::authn::requestheader::CertVerifier::new(std::slice::from_ref(&pki.ca_cert_pem))
-            .expect("client CAs");
-    let auth = Authenticator::new(Some(tokens), true).with_client_cas(client_cas);
-    let app = server.router(Arc::new(auth));
+    let app = server.router(built.authenticator.clone());
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     tokio::spawn(async move {
         let stop = async move {
@@ -199,12 +199,16 @@ async fn serve(
 }
 
 /// The static tokens every test server accepts (`--token-auth-file` format):
-/// `<name>-token` authenticates `<name>`. Only the admin (client certificate,
+/// `<name>-token` authenticates `<name>`; the `hook-*` users are the ones the
+/// test authorization webhook has opinions on (`authz_webhook.rs`). Only the admin (client certificate,
 /// `system:masters`) holds any permission beyond the bootstrap policy.
 pub const TOKENS: &str = "alice-token,alice,uid-alice,\"dev\"\n\
     bob-token,bob,uid-bob\n\
     carol-token,carol,uid-carol,\"ops,dev\"\n\
-    dave-token,dave,uid-dave\n";
+    dave-token,dave,uid-dave\n\
+    allowed-token,hook-allowed,u1\n\
+    denied-token,hook-denied,u2\n\
+    none-token,hook-none,u3,\"team\"\n";
 
 impl TestServer {
     /// The cluster CA certificate (PEM) the server's PKI was generated with.
