@@ -4,10 +4,14 @@
 //!
 //! - `authn/` — authentication: client certificates, the front proxy's
 //!   request headers, static tokens, service account tokens (signed and
-//!   verified here, with the issuer's discovery documents), anonymous;
+//!   verified here, with the issuer's discovery documents), bootstrap tokens,
+//!   OIDC / structured JWT authentication, the token webhook, anonymous;
 //! - `authz/` — authorization: the `--authorization-mode` chain (Node, RBAC,
-//!   AlwaysAllow, AlwaysDeny), impersonation, RBAC escalation checks, and the
-//!   bootstrap roles and bindings;
+//!   AlwaysAllow, AlwaysDeny, Webhook) or the `--authorization-config` one,
+//!   impersonation, RBAC escalation checks, and the bootstrap roles and
+//!   bindings;
+//! - `cel.rs`, `config_file.rs` — CEL and strict decoding for the
+//!   authentication and authorization configuration files;
 //! - `audit/` — the audit policy, audit events per request stage, and the log
 //!   sink.
 //!
@@ -18,3 +22,5 @@
 pub mod audit;
 pub mod authn;
 pub mod authz;
+pub mod cel;
+pub mod config_file;

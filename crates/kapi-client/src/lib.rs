@@ -11,7 +11,10 @@
 //! - `service_resolver.rs` — a Service to a dialable endpoint (no kube-proxy
 //!   in a standalone control plane);
 //! - `webhook.rs` — the HTTPS client that POSTs reviews to webhooks
-//!   (`clientConfig` by URL or by Service).
+//!   (`clientConfig` by URL or by Service) and fetches an OIDC issuer's
+//!   documents;
+//! - `kubeconfig.rs` — a webhook's connection read from a kubeconfig file
+//!   (authentication and authorization webhooks).
 //!
 //! Writes go straight to the stores of the resource table
 //! (`kapi_registry::apis`) with `WriteOptions::for_manager`, so they pass the
@@ -21,6 +24,7 @@
 
 pub mod accept_any;
 pub mod informer;
+pub mod kubeconfig;
 pub mod queue;
 pub mod service_resolver;
 pub mod webhook;

@@ -1,10 +1,13 @@
-//! The HTTPS client admission webhooks are called with: one POST of a JSON body
-//! to a webhook's `clientConfig` (a `url`, or a `service` resolved to an endpoint
-//! address by `service_resolver.rs`), the server certificate verified against the
-//! `caBundle` (the system roots without one), the whole exchange bounded by the
-//! webhook's timeout. One connection per call: webhooks are rare next to the
-//! requests they admit, and a fresh connection never carries a stale TLS session
-//! into a changed `caBundle`.
+//! The HTTPS client webhooks are called with: admission webhooks (one POST of a
+//! JSON body to a webhook's `clientConfig` — a `url`, or a `service` resolved to
+//! an endpoint address by `service_resolver.rs` — the server certificate
+//! verified against the `caBundle`, the system roots without one), and the
+//! webhooks and issuers of authentication and authorization, whose connection
+//! a kubeconfig file (`kubeconfig.rs`) or a CA describes ([`ClientTls`], with a
+//! client certificate and a bearer token when given). Every exchange is bounded
+//! by its timeout. One connection per call: webhooks are rare next to the
+//! requests they serve (their answers are cached by the callers), and a fresh
+//! connection never carries a stale TLS session into a changed CA.
 //!
 //! Errors are worded as Go's HTTP client reports them (`Post "<url>": ...`),
 //! because upstream's `failed calling webhook` messages embed them.
@@ -28,6 +31,7 @@ const MAX_RESPONSE: usize = 8 << 20;
 
 /// Where a call goes: the address to connect to, the name the certificate must
 /// carry, and the URL as Go would print it.
+#[derive(Debug, Clone)]
 pub struct Target {
     pub connect: (String, u16),
     pub server_name: String,
@@ -66,6 +70,23 @@ pub async fn target(apis: &Apis, routing: Routing, cc: &Value) -> Result<Target,
     })
 }
 
+impl Target {
+    /// The target of an `https://` URL (a kubeconfig's `server`, an issuer's
+    /// discovery or key set URL).
+    pub fn from_url(url: &str) -> Result<Target, String> {
+        parse_url(url)
+    }
+
+    /// This target with the certificate checked for `name` instead of the
+    /// URL's host (a kubeconfig's `tls-server-name`).
+    pub fn with_server_name(mut self, name: &str) -> Target {
+        if !name.is_empty() {
+            self.server_name = name.to_string();
+        }
+        self
+    }
+}
+
 fn parse_url(url: &str) -> Result<Target, String> {
     let rest = url
         .strip_prefix("https://")
@@ -100,32 +121,137 @@ fn parse_url(url: &str) -> Result<Target, String> {
     })
 }
 
-/// TLS settings trusting `ca_bundle` (base64 of PEM, as stored), or the
-/// system's roots when it is empty.
-fn tls_config(ca_bundle: &str) -> Result<rustls::ClientConfig, String> {
-    let mut roots = rustls::RootCertStore::empty();
-    if ca_bundle.is_empty() {
-        for c in rustls_native_certs::load_native_certs().certs {
-            let _ = roots.add(c);
+/// How a client verifies the server and, optionally, identifies itself.
+#[derive(Clone)]
+pub struct ClientTls(Arc<rustls::ClientConfig>);
+
+impl std::fmt::Debug for ClientTls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ClientTls")
+    }
+}
+
+impl ClientTls {
+    /// Trust the certificates of `ca_pem` (the system's roots when `None`);
+    /// present `client` (certificate chain PEM, private key PEM) when given;
+    /// with `insecure`, accept any server certificate (a kubeconfig's
+    /// `insecure-skip-tls-verify`).
+    pub fn new(
+        ca_pem: Option<&[u8]>,
+        client: Option<(&[u8], &[u8])>,
+        insecure: bool,
+    ) -> Result<ClientTls, String> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .map_err(|e| e.to_string())?;
+        let builder = if insecure {
+            builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(AnyServer(provider)))
+        } else {
+            builder.with_root_certificates(roots(ca_pem)?)
+        };
+        let config = match client {
+            None => builder.with_no_client_auth(),
+            Some((cert, key)) => {
+                let chain = rustls_pemfile::certs(&mut &cert[..])
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| format!("invalid client certificate: {e}"))?;
+                if chain.is_empty() {
+                    return Err("no client certificate found".into());
+                }
+                let key = rustls_pemfile::private_key(&mut &key[..])
+                    .map_err(|e| format!("invalid client key: {e}"))?
+                    .ok_or("no client key found")?;
+                builder
+                    .with_client_auth_cert(chain, key)
+                    .map_err(|e| format!("invalid client certificate: {e}"))?
+            }
+        };
+        Ok(ClientTls(Arc::new(config)))
+    }
+
+    /// Trust `ca_bundle` (base64 of PEM, as stored in admission and
+    /// conversion webhook configurations), or the system's roots when empty.
+    pub fn from_ca_bundle(ca_bundle: &str) -> Result<ClientTls, String> {
+        if ca_bundle.is_empty() {
+            return ClientTls::new(None, None, false);
         }
-    } else {
         let pem = base64::engine::general_purpose::STANDARD
             .decode(ca_bundle)
             .map_err(|e| format!("invalid caBundle: {e}"))?;
-        for c in rustls_pemfile::certs(&mut pem.as_slice()) {
-            let c = c.map_err(|e| format!("invalid caBundle: {e}"))?;
-            roots.add(c).map_err(|e| format!("invalid caBundle: {e}"))?;
-        }
+        ClientTls::new(Some(&pem), None, false).map_err(|e| format!("invalid caBundle: {e}"))
     }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    Ok(rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
-        .with_root_certificates(roots)
-        .with_no_client_auth())
 }
 
-/// POST `body` to `t`; the response body on 2xx. `timeout` bounds the call.
+/// The roots in `ca_pem`, or the system's.
+fn roots(ca_pem: Option<&[u8]>) -> Result<rustls::RootCertStore, String> {
+    let mut roots = rustls::RootCertStore::empty();
+    match ca_pem {
+        None => {
+            for c in rustls_native_certs::load_native_certs().certs {
+                let _ = roots.add(c);
+            }
+        }
+        Some(pem) => {
+            for c in rustls_pemfile::certs(&mut &pem[..]) {
+                let c = c.map_err(|e| format!("invalid CA certificate: {e}"))?;
+                roots
+                    .add(c)
+                    .map_err(|e| format!("invalid CA certificate: {e}"))?;
+            }
+            if roots.is_empty() {
+                return Err("no valid certificate authority data seen".into());
+            }
+        }
+    }
+    Ok(roots)
+}
+
+/// `insecure-skip-tls-verify`: any certificate, signatures still checked.
+#[derive(Debug)]
+struct AnyServer(Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for AnyServer {
+    fn verify_server_cert(
+        &self,
+        _: &rustls::pki_types::CertificateDer<'_>,
+        _: &[rustls::pki_types::CertificateDer<'_>],
+        _: &ServerName<'_>,
+        _: &[u8],
+        _: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        let algs = &self.0.signature_verification_algorithms;
+        rustls::crypto::verify_tls12_signature(message, cert, dss, algs)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        let algs = &self.0.signature_verification_algorithms;
+        rustls::crypto::verify_tls13_signature(message, cert, dss, algs)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// POST `body` to `t` (an admission or conversion webhook); the response
+/// body on 2xx. `timeout` bounds the call and is passed on as `?timeout=`.
 pub async fn post(
     t: &Target,
     ca_bundle: &str,
@@ -136,21 +262,72 @@ pub async fn post(
     let sep = if t.path.contains('?') { '&' } else { '?' };
     let path = format!("{}{sep}timeout={secs}s", t.path);
     let shown = format!("{}{sep}timeout={secs}s", t.url);
-    let call = call(t, ca_bundle, &path, body);
-    match tokio::time::timeout(timeout, call).await {
-        Ok(Ok(b)) => Ok(b),
+    let tls = ClientTls::from_ca_bundle(ca_bundle).map_err(|e| format!("Post \"{shown}\": {e}"))?;
+    let req = Call {
+        method: "POST",
+        path: &path,
+        body: Some(body),
+        bearer: None,
+    };
+    match tokio::time::timeout(timeout, exchange(t, &tls, req)).await {
+        Ok(Ok((status, bytes))) => {
+            success(status, bytes).map_err(|e| format!("Post \"{shown}\": {e}"))
+        }
         Ok(Err(e)) => Err(format!("Post \"{shown}\": {e}")),
         Err(_) => Err(format!("Post \"{shown}\": context deadline exceeded")),
     }
 }
 
-async fn call(t: &Target, ca_bundle: &str, path: &str, body: Vec<u8>) -> Result<Vec<u8>, String> {
-    let config = tls_config(ca_bundle)?;
+/// One request: the method, the path and query sent, the JSON body, a bearer token.
+pub struct Call<'a> {
+    pub method: &'a str,
+    pub path: &'a str,
+    pub body: Option<Vec<u8>>,
+    pub bearer: Option<&'a str>,
+}
+
+/// Send `call` to `t` over `tls`, bounded by `timeout`: the status code and
+/// the body, whatever the status. Errors are worded `<Method> "<url>": ...`.
+pub async fn send(
+    t: &Target,
+    tls: &ClientTls,
+    call: Call<'_>,
+    timeout: Duration,
+) -> Result<(u16, Vec<u8>), String> {
+    let method = call.method.to_ascii_lowercase();
+    let shown = match method.as_str() {
+        "get" => "Get",
+        "put" => "Put",
+        _ => "Post",
+    };
+    let url = &t.url;
+    match tokio::time::timeout(timeout, exchange(t, tls, call)).await {
+        Ok(Ok(r)) => Ok(r),
+        Ok(Err(e)) => Err(format!("{shown} \"{url}\": {e}")),
+        Err(_) => Err(format!(
+            "{shown} \"{url}\": context deadline exceeded (Client.Timeout exceeded while awaiting headers)"
+        )),
+    }
+}
+
+/// The body of a 2xx answer; otherwise Go's message for a status without a Status body.
+fn success(status: u16, bytes: Vec<u8>) -> Result<Vec<u8>, String> {
+    if (200..300).contains(&status) {
+        return Ok(bytes);
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    Err(format!(
+        "the server responded with the status code {status} but did not return more information: {}",
+        text.trim()
+    ))
+}
+
+async fn exchange(t: &Target, tls: &ClientTls, call: Call<'_>) -> Result<(u16, Vec<u8>), String> {
     let name = ServerName::try_from(t.server_name.clone()).map_err(|e| e.to_string())?;
     let tcp = tokio::net::TcpStream::connect((t.connect.0.as_str(), t.connect.1))
         .await
         .map_err(|e| format!("dial tcp {}:{}: {e}", t.connect.0, t.connect.1))?;
-    let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
+    let tls = tokio_rustls::TlsConnector::from(tls.0.clone())
         .connect(name, tcp)
         .await
         .map_err(|e| format!("tls: {e}"))?;
@@ -164,28 +341,27 @@ async fn call(t: &Target, ca_bundle: &str, path: &str, body: Vec<u8>) -> Result<
         443 => t.server_name.clone(),
         p => format!("{}:{p}", t.server_name),
     };
-    let req = hyper::Request::post(path)
+    let mut req = hyper::Request::builder()
+        .method(call.method)
+        .uri(call.path)
         .header(hyper::header::HOST, host)
-        .header(hyper::header::CONTENT_TYPE, "application/json")
-        .header(hyper::header::ACCEPT, "application/json, */*")
-        .body(Full::new(Bytes::from(body)))
-        .map_err(|e| e.to_string())?;
+        .header(hyper::header::ACCEPT, "application/json, */*");
+    if call.body.is_some() {
+        req = req.header(hyper::header::CONTENT_TYPE, "application/json");
+    }
+    if let Some(token) = call.bearer {
+        req = req.header(hyper::header::AUTHORIZATION, format!("Bearer {token}"));
+    }
+    let body = Full::new(Bytes::from(call.body.unwrap_or_default()));
+    let req = req.body(body).map_err(|e| e.to_string())?;
     let resp = sender.send_request(req).await.map_err(|e| e.to_string())?;
-    let status = resp.status();
+    let status = resp.status().as_u16();
     let bytes = Limited::new(resp.into_body(), MAX_RESPONSE)
         .collect()
         .await
         .map_err(|e| e.to_string())?
         .to_bytes();
-    if !status.is_success() {
-        let text = String::from_utf8_lossy(&bytes);
-        return Err(format!(
-            "the server responded with the status code {} but did not return more information: {}",
-            status.as_u16(),
-            text.trim()
-        ));
-    }
-    Ok(bytes.to_vec())
+    Ok((status, bytes.to_vec()))
 }
 
 #[cfg(test)]

@@ -12,6 +12,12 @@
 //! | `clusterrole-aggregation-controller` (`clusterrole-aggregation`) | kube-controller-manager | `clusterroles.rs` |
 //! | `resourcequota-controller` (`resourcequota`) | kube-controller-manager | `resourcequota.rs` |
 //! | `kubernetes` Service endpoints (`--endpoint-reconciler-type`) | kube-apiserver | `kubernetes_service.rs` |
+//! | `bootstrap-signer-controller` (`bootstrapsigner`), off by default | kube-controller-manager | `bootstrap_signer.rs` |
+//! | `token-cleaner-controller` (`tokencleaner`), off by default | kube-controller-manager | `token_cleaner.rs` |
+//!
+//! As in kube-controller-manager, `*` does not turn on the controllers that
+//! are off by default; they run when named (kubeadm's
+//! `--controllers=*,bootstrapsigner,tokencleaner`).
 //!
 //! Every controller is driven by watches on the generic store (informers,
 //! `kapi_client::informer`) and works through a de-duplicating queue
@@ -20,6 +26,7 @@
 //! the API. Turning one off (`--controllers=*,-garbagecollector`) leaves its work
 //! to an external kube-controller-manager.
 
+mod bootstrap_signer;
 mod clusterroles;
 mod gc;
 mod kubernetes_service;
@@ -29,6 +36,7 @@ mod perns;
 mod resourcequota;
 mod rootca;
 mod serviceaccounts;
+mod token_cleaner;
 mod tokens;
 
 use std::collections::BTreeSet;
@@ -59,6 +67,17 @@ pub const CONTROLLERS: &[(&str, &str)] = &[
     ("resourcequota-controller", "resourcequota"),
 ];
 
+/// The controllers that run only when named (not with `*`).
+pub const OFF_BY_DEFAULT: &[(&str, &str)] = &[
+    ("bootstrap-signer-controller", "bootstrapsigner"),
+    ("token-cleaner-controller", "tokencleaner"),
+];
+
+/// Every controller with its alias.
+fn all_controllers() -> impl Iterator<Item = &'static (&'static str, &'static str)> {
+    CONTROLLERS.iter().chain(OFF_BY_DEFAULT)
+}
+
 /// Which controllers run, parsed from `--controllers` as kube-controller-manager
 /// does: `*` turns on every controller on by default, `foo` turns one on,
 /// `-foo` turns one off; the first entry naming a controller wins.
@@ -78,8 +97,7 @@ impl Default for Selection {
 impl Selection {
     pub fn parse(items: &[String]) -> Result<Selection, String> {
         let canonical = |s: &str| {
-            CONTROLLERS
-                .iter()
+            all_controllers()
                 .find(|(name, alias)| s == *name || s == *alias)
                 .map(|(name, _)| *name)
         };
@@ -100,12 +118,11 @@ impl Selection {
                 decided.push((known, on));
             }
         }
-        let enabled = CONTROLLERS
-            .iter()
+        let enabled = all_controllers()
             .map(|(name, _)| *name)
             .filter(|name| match decided.iter().find(|(n, _)| n == name) {
                 Some((_, on)) => *on,
-                None => star,
+                None => star && !OFF_BY_DEFAULT.iter().any(|(n, _)| n == name),
             })
             .collect();
         Ok(Selection { enabled })
@@ -113,8 +130,7 @@ impl Selection {
 
     /// Whether the controller (canonical name or alias) runs.
     pub fn enabled(&self, name: &str) -> bool {
-        CONTROLLERS
-            .iter()
+        all_controllers()
             .find(|(n, a)| name == *n || name == *a)
             .is_some_and(|(n, _)| self.enabled.contains(n))
     }
@@ -185,6 +201,12 @@ pub fn spawn(cx: &Arc<Context>, opts: &Options) {
     if sel.enabled("resourcequota") {
         resourcequota::spawn(cx.clone());
     }
+    if sel.enabled("bootstrapsigner") {
+        bootstrap_signer::spawn(cx.clone());
+    }
+    if sel.enabled("tokencleaner") {
+        token_cleaner::spawn(cx.clone());
+    }
     kubernetes_service::spawn(cx.clone(), opts.endpoint_reconciler);
 }
 
@@ -231,6 +253,12 @@ mod tests {
         // The first entry naming a controller wins, as upstream.
         assert!(parse("namespace,-namespace").enabled("namespace"));
         assert!(!parse("").enabled("namespace"));
+        // Off by default: `*` leaves them off, naming them turns them on.
+        assert!(!all.enabled("bootstrapsigner") && !all.enabled("tokencleaner"));
+        let kubeadm = parse("*,bootstrapsigner,tokencleaner");
+        assert!(kubeadm.enabled("bootstrap-signer-controller") && kubeadm.enabled("tokencleaner"));
+        assert!(kubeadm.enabled("namespace"));
+        assert!(!Selection::default().enabled("tokencleaner"));
     }
 
     #[test]

@@ -13,7 +13,8 @@ use std::sync::Arc;
 use kapi_admission_plugins::Selection;
 use kapi_aggregator::Aggregator;
 use kapi_auth::authn::serviceaccount::Issuer;
-use kapi_auth::authz::{Authorization, Authorizer, Mode};
+use kapi_auth::authn::Authenticator;
+use kapi_auth::authz::{self, Authorization, Authorizer, Mode};
 use kapi_encryption::{EncryptedBackend, Encryption, KeyMap};
 use kapi_machinery::status::ApiError;
 use kapi_resources::openapi::{OpenApi, Published};
@@ -24,8 +25,18 @@ use kapi_storage::slot::BackendSlot;
 /// What one server is made of, as the flags say it.
 pub struct Options {
     pub config: ServerConfig,
+    /// Who requests are from: certificates, front proxy, static tokens, the
+    /// JWT authenticators, the token webhook, anonymous. [`build`] adds what
+    /// needs the resource table (service account and bootstrap tokens).
+    pub authenticator: Authenticator,
+    /// `--enable-bootstrap-token-auth`.
+    pub bootstrap_tokens: bool,
     /// `--authorization-mode`, in order.
     pub authorization_modes: Vec<Mode>,
+    /// The webhook of `--authorization-mode=...,Webhook`.
+    pub authorization_webhook: Option<Arc<authz::webhook::Webhook>>,
+    /// `--authorization-config` (instead of the modes and their webhook).
+    pub authorization_config: Option<authz::structured::ConfigFile>,
     /// `--enable-admission-plugins` / `--disable-admission-plugins`.
     pub admission: Selection,
     /// Signs and verifies service account tokens.
@@ -52,7 +63,11 @@ impl Options {
     pub fn new(config: ServerConfig) -> Options {
         Options {
             config,
+            authenticator: Authenticator::new(None, true),
+            bootstrap_tokens: false,
             authorization_modes: vec![Mode::Rbac],
+            authorization_webhook: None,
+            authorization_config: None,
             admission: Selection::default(),
             service_accounts: Issuer::ephemeral(),
             aggregator: kapi_aggregator::Settings::default(),
@@ -80,6 +95,8 @@ pub struct Built {
     pub chain: ChainOptions,
     /// Encryption at rest, whose file is watched once started (automatic reload).
     pub encryption: Option<Arc<Encryption>>,
+    /// Who requests are from, as [`Built::router`] authenticates them.
+    pub authenticator: Arc<Authenticator>,
 }
 
 /// The servers `options` describe, serving the built-in API over `slot`.
@@ -90,7 +107,15 @@ pub fn build(options: Options, slot: BackendSlot) -> Built {
     };
     let checks = encryption_checks(options.encryption.as_ref());
     let apis = kapi_server::builtin_apis(&slot, &options.resources, &options.storage);
-    let authz = Arc::new(Authorization::new(&options.authorization_modes, &apis));
+    let source = match options.authorization_config {
+        Some(file) => authz::Source::File(file),
+        None => authz::Source::Modes(options.authorization_modes, options.authorization_webhook),
+    };
+    let authz = Arc::new(Authorization::from_source(source, &apis));
+    let mut authenticator = options.authenticator;
+    if options.bootstrap_tokens {
+        authenticator = authenticator.with_bootstrap_tokens(apis.clone());
+    }
     let plugins = kapi_admission_plugins::Context {
         apis: apis.clone(),
         authz: authz.clone() as Arc<dyn Authorizer>,
@@ -120,6 +145,7 @@ pub fn build(options: Options, slot: BackendSlot) -> Built {
         aggregator,
         chain: options.chain,
         encryption: options.encryption,
+        authenticator: Arc::new(authenticator),
     }
 }
 
@@ -156,12 +182,10 @@ fn encryption_checks(encryption: Option<&Arc<Encryption>>) -> Vec<Check> {
 
 impl Built {
     /// The whole HTTP application: the filter chain the options describe in
-    /// front of the servers, authenticating with `auth`.
-    pub fn router(
-        &self,
-        auth: Arc<kapi_auth::authn::Authenticator>,
-    ) -> Result<axum::Router, String> {
-        self.server.router_with(auth, &self.chain)
+    /// front of the servers, authenticating with [`Built::authenticator`].
+    pub fn router(&self) -> Result<axum::Router, String> {
+        self.server
+            .router_with(self.authenticator.clone(), &self.chain)
     }
 
     /// Bring the servers to life once storage is ready: the objects

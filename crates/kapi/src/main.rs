@@ -8,6 +8,7 @@
 //! Invariant: a bad command line prints one `Error: …` line to stderr and exits
 //! 1, as upstream; `--help` and `--version` print to stdout and exit 0.
 
+mod auth_options;
 mod certdir;
 mod flags;
 mod logging;

@@ -14,6 +14,7 @@ use kapi_client::service_resolver::Routing;
 use kapi_http::lifecycle::Lifecycle;
 use kapi_server::{tls, ChainOptions, Cidr, ServerConfig};
 
+use crate::auth_options;
 pub use crate::flags::ServeArgs;
 use crate::serving::TerminationSettings;
 
@@ -154,7 +155,15 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
         let rh = RequestHeader::new(config)?;
         authenticator = authenticator.with_request_header(rh, CertVerifier::new(&x509_cas)?);
     }
-    let auth = Arc::new(authenticator);
+    let issuer = service_account_issuer(&a)?;
+    let sa_issuers = match a.service_account_issuer.as_slice() {
+        [] => vec![issuer.issuer().to_string()],
+        given => given.to_vec(),
+    };
+    let authenticator =
+        auth_options::authentication(&a, authenticator, &sa_issuers, &issuer.audiences())?;
+    let (authorization_modes, authorization_webhook, authorization_config) =
+        auth_options::authorization(&a)?;
     let chain = chain_options(&a)?;
 
     let config = server_config(&a, &advertise, port, service_cidr);
@@ -170,8 +179,6 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
         endpoint_reconciler: a.endpoint_reconciler_type == "lease",
         root_ca: Some(pki.ca_cert_pem.clone()),
     };
-    let modes = kapi_auth::authz::Mode::parse_list(&a.authorization_mode)
-        .map_err(|e| format!("--authorization-mode: {e}"))?;
     let admission = a.admission.clone();
     let proxy_client = match (&a.proxy_client_cert_file, &a.proxy_client_key_file) {
         (Some(c), Some(k)) => Some((read(c)?, read(k)?)),
@@ -187,9 +194,13 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
     };
     let options = kapi::Options {
         config,
-        authorization_modes: modes,
+        authenticator,
+        bootstrap_tokens: a.enable_bootstrap_token_auth,
+        authorization_modes,
+        authorization_webhook,
+        authorization_config,
         admission,
-        service_accounts: service_account_issuer(&a)?,
+        service_accounts: issuer,
         aggregator: kapi_aggregator::Settings {
             proxy_client,
             auth_info: Some(auth_info),
@@ -242,7 +253,7 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
         started.elapsed().as_millis(),
         kubeconfig_abs.display()
     );
-    let app = built.router(auth)?;
+    let app = built.router()?;
     let lifecycle = built
         .chain
         .lifecycle
@@ -276,7 +287,8 @@ fn service_account_issuer(a: &ServeArgs) -> Result<Issuer, String> {
     )
     .map_err(|e| format!("service account keys: {e}"))
     .map(|i| {
-        i.with_jwks_uri(a.service_account_jwks_uri.clone())
+        i.with_lookup(a.service_account_lookup)
+            .with_jwks_uri(a.service_account_jwks_uri.clone())
             .with_expiration(
                 a.service_account_max_token_expiration
                     .map(|d| d.as_secs() as i64),

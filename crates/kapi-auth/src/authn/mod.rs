@@ -1,30 +1,46 @@
-//! Request authentication: verified client certificate → static bearer token
-//! (`--token-auth-file`, `tokenfile.rs`) → service account JWT
-//! (`serviceaccount.rs`, signed and verified by `jwt.rs`) → anonymous, with
-//! upstream kube-apiserver semantics.
+//! Request authentication, with upstream kube-apiserver's semantics: the front
+//! proxy's headers (`requestheader.rs`), then the verified client certificate,
+//! then a bearer token, then anonymous.
+//!
+//! Bearer tokens go to the token authenticators in upstream's order, the
+//! first that accepts the token deciding: static tokens (`--token-auth-file`,
+//! `tokenfile.rs`), service account JWTs (`serviceaccount.rs`, signed and
+//! verified by `jwt.rs`), bootstrap tokens (`bootstrap.rs`), the JWT
+//! authenticators of `--oidc-*` or `--authentication-config` (`oidc/`,
+//! reloaded by `structured.rs`), and the token webhook (`webhook.rs`).
 //!
 //! Owns [`UserInfo`], [`Authenticator`] and the axum middleware
 //! [`authenticate_layer`]. Invariants (as upstream's union authenticator +
 //! `AuthenticatedGroupAdder` + `FailOnError` anonymous fallback):
 //! - a client certificate with a non-empty CN wins; its O values are groups;
-//! - otherwise `Authorization: Bearer <token>` is looked up; an unknown token
-//!   is rejected (401) even when anonymous access is enabled; a header that is
-//!   not a bearer token, or an empty token, counts as no credentials;
+//! - otherwise `Authorization: Bearer <token>` is looked up; a token no
+//!   authenticator accepts is rejected (401) even when anonymous access is
+//!   enabled; a header that is not a bearer token, or an empty token, counts as
+//!   no credentials;
+//! - authenticators that do not know about audiences (static, bootstrap and
+//!   JWT tokens) only vouch for the API audiences (`WrapAudienceAgnosticToken`);
 //! - authenticated users get `system:authenticated` unless they are
 //!   `system:anonymous` or already carry `system:authenticated` /
 //!   `system:unauthenticated`;
 //! - with no credentials: `system:anonymous` / `system:unauthenticated` when
-//!   anonymous is enabled, otherwise 401.
+//!   anonymous is enabled (for the configured paths only, when the
+//!   authentication configuration's `anonymous.conditions` name some),
+//!   otherwise 401.
 //!
 //! The TLS layer (`tls.rs`) supplies `Option<PeerIdentity>` per request; the
 //! middleware stores [`UserInfo`] in the request extensions for authorization
 //! and handlers, and strips the `Authorization` header once it is consumed.
 
+pub mod bootstrap;
 pub mod discovery;
+pub mod jose;
 pub mod jwt;
+pub mod oidc;
 pub mod requestheader;
 pub mod serviceaccount;
+pub mod structured;
 mod tokenfile;
+pub mod webhook;
 
 use std::sync::Arc;
 
@@ -52,15 +68,39 @@ pub enum AuthResult {
     Rejected(String),
 }
 
-/// The authenticator chain: client certificate, token file, service account
-/// tokens (once given an issuer), anonymous.
+/// Who may come in without credentials.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Anonymous {
+    pub enabled: bool,
+    /// With paths, anonymous requests are let in for those paths only (the
+    /// authentication configuration's `anonymous.conditions`).
+    pub paths: Vec<String>,
+}
+
+impl Anonymous {
+    fn allows(&self, path: &str) -> bool {
+        self.enabled && (self.paths.is_empty() || self.paths.iter().any(|p| p == path))
+    }
+}
+
+/// The authenticator chain: front proxy, client certificate, the token
+/// authenticators, anonymous.
 #[derive(Clone, Default)]
 pub struct Authenticator {
     tokens: Option<TokenFile>,
-    anonymous: bool,
+    anonymous: Anonymous,
     /// Service account tokens: the issuer that signs and verifies them and the
     /// resource table their accounts, secrets and pods are looked up in.
     service_accounts: Option<(Arc<serviceaccount::Issuer>, Arc<Apis>)>,
+    /// Bootstrap tokens (`--enable-bootstrap-token-auth`): the resource
+    /// table their Secrets are looked up in.
+    bootstrap: Option<Arc<Apis>>,
+    /// The JWT authenticators (`--oidc-*`, `--authentication-config`).
+    jwt: Option<Arc<structured::Jwt>>,
+    /// `--authentication-config`, kept so that its reloading goes on.
+    config: Option<Arc<structured::ConfigFile>>,
+    /// The token webhook (`--authentication-token-webhook-config-file`).
+    webhook: Option<Arc<webhook::TokenWebhook>>,
     /// Front-proxy authentication (`--requestheader-*`), tried first.
     request_header: Option<Arc<requestheader::RequestHeader>>,
     /// The CAs client certificates must chain to for the certificate's own
@@ -75,6 +115,9 @@ impl std::fmt::Debug for Authenticator {
             .field("tokens", &self.tokens.as_ref().map(TokenFile::len))
             .field("anonymous", &self.anonymous)
             .field("service_accounts", &self.service_accounts.is_some())
+            .field("bootstrap", &self.bootstrap.is_some())
+            .field("jwt", &self.jwt.is_some())
+            .field("webhook", &self.webhook.is_some())
             .finish()
     }
 }
@@ -83,16 +126,57 @@ impl Authenticator {
     pub fn new(tokens: Option<TokenFile>, anonymous: bool) -> Self {
         Authenticator {
             tokens,
-            anonymous,
-            service_accounts: None,
-            request_header: None,
-            client_cas: None,
+            anonymous: Anonymous {
+                enabled: anonymous,
+                paths: Vec::new(),
+            },
+            ..Default::default()
         }
+    }
+
+    /// Who may come in without credentials (replacing `new`'s flag).
+    pub fn with_anonymous(mut self, anonymous: Anonymous) -> Self {
+        self.anonymous = anonymous;
+        self
     }
 
     /// Client certificates identify their subject when they chain to `client_cas`.
     pub fn with_client_cas(mut self, client_cas: requestheader::CertVerifier) -> Self {
         self.client_cas = Some(client_cas);
+        self
+    }
+
+    /// Also accept the tokens of the JWT authenticators `jwt` holds.
+    pub fn with_jwt(mut self, jwt: Arc<structured::Jwt>) -> Self {
+        self.jwt = Some(jwt);
+        self
+    }
+
+    /// `--authentication-config`: its JWT authenticators (reloaded with the
+    /// file, which is watched from now on) and its anonymous section, when it
+    /// has one.
+    pub fn with_authentication_config(mut self, file: Arc<structured::ConfigFile>) -> Self {
+        if let Some(a) = file.anonymous() {
+            self.anonymous = Anonymous {
+                enabled: a.enabled,
+                paths: a.conditions.iter().map(|c| c.path.clone()).collect(),
+            };
+        }
+        self.jwt = Some(file.jwt().clone());
+        file.watch();
+        self.config = Some(file);
+        self
+    }
+
+    /// Ask `webhook` about tokens nothing else accepts.
+    pub fn with_token_webhook(mut self, webhook: Arc<webhook::TokenWebhook>) -> Self {
+        self.webhook = Some(webhook);
+        self
+    }
+
+    /// Accept bootstrap tokens, their Secrets looked up in `apis`.
+    pub fn with_bootstrap_tokens(mut self, apis: Arc<Apis>) -> Self {
+        self.bootstrap = Some(apis);
         self
     }
 
@@ -144,12 +228,13 @@ impl Authenticator {
         self
     }
 
-    /// Authenticate from the verified peer certificate and the raw
-    /// `Authorization` header value.
+    /// Authenticate a request for `path` from the verified peer certificate
+    /// and the raw `Authorization` header value.
     pub async fn authenticate(
         &self,
         peer: Option<&PeerIdentity>,
         authorization_header: Option<&str>,
+        path: &str,
     ) -> AuthResult {
         if let Some(peer) = peer.filter(|p| !p.user.is_empty()) {
             return AuthResult::Authenticated(with_authenticated_group(UserInfo {
@@ -164,30 +249,37 @@ impl Authenticator {
                 Err(reason) => AuthResult::Rejected(reason),
             };
         }
-        if self.anonymous {
+        if self.anonymous.allows(path) {
             AuthResult::Anonymous(UserInfo::anonymous())
         } else {
             AuthResult::Rejected("no credentials provided".into())
         }
     }
 
+    /// The API audiences (`--api-audiences`, default the service account issuer).
+    fn api_audiences(&self) -> Vec<String> {
+        self.service_accounts
+            .as_ref()
+            .map(|(i, _)| i.audiences())
+            .unwrap_or_default()
+    }
+
     /// A bearer token's user and the audiences it is good for among
     /// `audiences` (empty: the server's API audiences), as a TokenReview asks.
+    /// Every authenticator's refusal goes into the error, for the log.
     pub async fn authenticate_token(
         &self,
         token: &str,
         audiences: &[String],
     ) -> Result<(UserInfo, Vec<String>), String> {
-        let issuer = self.service_accounts.as_ref().map(|(i, _)| i);
-        let api_audiences = issuer.as_ref().map(|i| i.audiences()).unwrap_or_default();
+        let api_audiences = self.api_audiences();
         let wanted: Vec<String> = if audiences.is_empty() {
             api_audiences.clone()
         } else {
             audiences.to_vec()
         };
-        if let Some(user) = self.tokens.as_ref().and_then(|t| t.lookup(token)) {
-            // Not audience-aware: good for the API audiences only (upstream
-            // `WrapAudienceAgnosticToken`).
+        // Authenticators that do not know audiences vouch for the API's only.
+        let agnostic = |user: UserInfo| -> Result<(UserInfo, Vec<String>), String> {
             let matched: Vec<String> = wanted
                 .iter()
                 .filter(|a| audiences.is_empty() || api_audiences.contains(a))
@@ -196,13 +288,45 @@ impl Authenticator {
             if !audiences.is_empty() && matched.is_empty() {
                 return Err("token audiences are not the API audiences".into());
             }
-            return Ok((with_authenticated_group(user.clone()), matched));
+            Ok((with_authenticated_group(user), matched))
+        };
+        if let Some(user) = self.tokens.as_ref().and_then(|t| t.lookup(token)) {
+            return agnostic(user.clone());
         }
-        match &self.service_accounts {
-            Some((issuer, apis)) => {
-                let (user, matched) = issuer.authenticate(apis, token, &wanted).await?;
-                Ok((with_authenticated_group(user), matched))
+        let mut errors: Vec<String> = Vec::new();
+        if let Some((issuer, apis)) = &self.service_accounts {
+            match issuer.authenticate(apis, token, &wanted).await {
+                Ok((user, matched)) => return Ok((with_authenticated_group(user), matched)),
+                Err(e) if e == UNKNOWN_TOKEN => {}
+                Err(e) => errors.push(e),
             }
+        }
+        if let Some(apis) = &self.bootstrap {
+            match bootstrap::authenticate(apis, token).await {
+                Some(Ok(user)) => return agnostic(user),
+                Some(Err(e)) => errors.push(e),
+                None => {}
+            }
+        }
+        if let Some(jwt) = &self.jwt {
+            match jwt.authenticate(token).await {
+                Some(Ok(user)) => return agnostic(user),
+                Some(Err(e)) => errors.push(e),
+                None => {}
+            }
+        }
+        if let Some(hook) = &self.webhook {
+            match hook.review(token, audiences).await {
+                Ok(webhook::Review::Authenticated(user, matched)) => {
+                    return Ok((with_authenticated_group(user), matched))
+                }
+                Ok(webhook::Review::Refused(Some(e))) => errors.push(e),
+                Ok(webhook::Review::Refused(None)) => {}
+                Err(e) => errors.push(format!("webhook token authentication: {e}")),
+            }
+        }
+        match kapi_machinery::validation::aggregate_messages(&errors) {
+            Some(msg) => Err(msg),
             None => Err(UNKNOWN_TOKEN.into()),
         }
     }
@@ -269,7 +393,8 @@ pub async fn authenticate_layer(
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
-    match auth.authenticate(peer.as_ref(), header).await {
+    let path = req.uri().path().to_owned();
+    match auth.authenticate(peer.as_ref(), header, &path).await {
         AuthResult::Authenticated(user) => {
             req.headers_mut().remove(header::AUTHORIZATION);
             req.extensions_mut().insert(user);
@@ -331,7 +456,9 @@ mod tests {
             groups: vec!["system:masters".into()],
             ..Default::default()
         };
-        let res = auth.authenticate(Some(&peer), Some("Bearer bogus")).await;
+        let res = auth
+            .authenticate(Some(&peer), Some("Bearer bogus"), "/")
+            .await;
         let AuthResult::Authenticated(user) = res else {
             panic!("{res:?}")
         };
@@ -347,7 +474,9 @@ mod tests {
             groups: vec!["x".into()],
             ..Default::default()
         };
-        let res = auth.authenticate(Some(&peer), Some("bearer tok2")).await;
+        let res = auth
+            .authenticate(Some(&peer), Some("bearer tok2"), "/")
+            .await;
         let AuthResult::Authenticated(user) = res else {
             panic!("{res:?}")
         };
@@ -359,19 +488,19 @@ mod tests {
     #[tokio::test]
     async fn bearer_tokens() {
         let auth = Authenticator::new(Some(tokens()), true);
-        let res = auth.authenticate(None, Some("Bearer tok1")).await;
+        let res = auth.authenticate(None, Some("Bearer tok1"), "/").await;
         let AuthResult::Authenticated(user) = res else {
             panic!("{res:?}")
         };
         assert_eq!(user.groups, vec!["dev", "ops", ALL_AUTHENTICATED]);
         // Invalid token: rejected even though anonymous is enabled.
         assert!(matches!(
-            auth.authenticate(None, Some("Bearer nope")).await,
+            auth.authenticate(None, Some("Bearer nope"), "/").await,
             AuthResult::Rejected(_)
         ));
         // Not a bearer token / empty token: treated as no credentials.
         for header in ["Basic abc", "Bearer", "Bearer ", "tok1"] {
-            let res = auth.authenticate(None, Some(header)).await;
+            let res = auth.authenticate(None, Some(header), "/").await;
             assert_eq!(
                 res,
                 AuthResult::Anonymous(UserInfo::anonymous()),
@@ -381,7 +510,7 @@ mod tests {
         // Token authenticator disabled: any bearer token is invalid.
         let none = Authenticator::new(None, true);
         assert!(matches!(
-            none.authenticate(None, Some("Bearer tok1")).await,
+            none.authenticate(None, Some("Bearer tok1"), "/").await,
             AuthResult::Rejected(_)
         ));
     }
@@ -389,7 +518,7 @@ mod tests {
     #[tokio::test]
     async fn anonymous_and_group_adder_rules() {
         let anon = Authenticator::new(None, true)
-            .authenticate(None, None)
+            .authenticate(None, None, "/")
             .await;
         let AuthResult::Anonymous(user) = anon else {
             panic!("{anon:?}")
@@ -397,7 +526,7 @@ mod tests {
         assert_eq!(user.name, ANONYMOUS_USER);
         assert_eq!(user.groups, vec![ALL_UNAUTHENTICATED]);
         let closed = Authenticator::new(None, false)
-            .authenticate(None, None)
+            .authenticate(None, None, "/")
             .await;
         assert!(matches!(closed, AuthResult::Rejected(_)));
 
@@ -407,7 +536,7 @@ mod tests {
             ("Bearer a", vec![]),
             ("Bearer b", vec![ALL_UNAUTHENTICATED]),
         ] {
-            let AuthResult::Authenticated(user) = auth.authenticate(None, Some(header)).await
+            let AuthResult::Authenticated(user) = auth.authenticate(None, Some(header), "/").await
             else {
                 panic!("{header}")
             };

@@ -13,8 +13,8 @@
 //!
 //! Legacy secret-based tokens (`iss: kubernetes/serviceaccount`, filled into
 //! `kubernetes.io/service-account-token` secrets by `controllers/tokens.rs`)
-//! are refused unless `--service-account-legacy-tokens` is set; then the
-//! secret must still exist (not being deleted nor labelled
+//! are refused unless `--service-account-legacy-tokens` is set; then, with
+//! `--service-account-lookup` (the default), the secret must still exist (not being deleted nor labelled
 //! `kubernetes.io/legacy-token-invalid-since`), hold this token, and belong to
 //! the account, which must exist with the token's uid and not be deleting. The
 //! secret's `kubernetes.io/legacy-token-last-used` label records the day.
@@ -42,6 +42,8 @@ pub struct Issuer {
     issuers: Vec<String>,
     audiences: Vec<String>,
     legacy: bool,
+    /// `--service-account-lookup`: legacy tokens' secrets and accounts are checked.
+    lookup: bool,
     jwks_uri: Option<String>,
     max_expiration: Option<i64>,
     extend_expiration: bool,
@@ -103,10 +105,19 @@ impl Issuer {
             issuers,
             audiences,
             legacy,
+            lookup: true,
             jwks_uri: None,
             max_expiration: None,
             extend_expiration: true,
         })
+    }
+
+    /// `--service-account-lookup` (default true): whether a legacy token's
+    /// secret and account must still exist (bound tokens are always checked
+    /// against their account and bound object, as upstream).
+    pub fn with_lookup(mut self, lookup: bool) -> Self {
+        self.lookup = lookup;
+        self
     }
 
     /// `--service-account-jwks-uri` (default: the advertise address).
@@ -338,6 +349,15 @@ impl Issuer {
             c("service-account.name"),
             c("service-account.uid"),
         );
+        if ns.is_empty() || secret.is_empty() || sa.is_empty() || uid.is_empty() {
+            return Err("legacy service account token is missing claims".into());
+        }
+        if !self.lookup {
+            return Ok((
+                account_user(&ns, &sa, &uid, BTreeMap::new()),
+                self.audiences.clone(),
+            ));
+        }
         expect_uid(apis, "serviceaccounts", &ns, &sa, &uid).await?;
         let account = lookup(apis, "serviceaccounts", &ns, &sa).await;
         if account.is_some_and(|a| a.pointer("/metadata/deletionTimestamp").is_some()) {
@@ -430,7 +450,7 @@ fn account_user(ns: &str, name: &str, uid: &str, extra: BTreeMap<String, Vec<Str
 }
 
 /// The object from the watch cache, or from the backend when the cache lacks it.
-async fn lookup(apis: &Apis, resource: &str, ns: &str, name: &str) -> Option<Value> {
+pub(crate) async fn lookup(apis: &Apis, resource: &str, ns: &str, name: &str) -> Option<Value> {
     let entry = apis.lookup("", "v1", resource)?;
     if name.is_empty() || (entry.def.namespaced && ns.is_empty()) {
         return None;

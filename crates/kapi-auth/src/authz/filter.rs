@@ -1,6 +1,7 @@
 //! The authorization filter (upstream `filters.WithAuthorization`): every
 //! request's attributes go to the server's authorizer; anything not allowed is
-//! answered 403 with upstream's `Forbidden` Status. The decision and the
+//! answered 403 with upstream's `Forbidden` Status — or 500 when an
+//! authorizer failed on the way (a webhook that could not be asked). The decision and the
 //! authorizer's reason go into the audit event as upstream's
 //! `authorization.k8s.io/decision` (`allow` / `forbid`) and
 //! `authorization.k8s.io/reason` annotations.
@@ -105,23 +106,32 @@ pub async fn authorize_layer(
         .unwrap_or_else(UserInfo::anonymous);
     let attrs = attributes(&user, req.method(), req.uri());
     let decision = authz.authorize(&attrs).await;
-    if let Some(audit) = req.extensions().get::<AuditHandle>() {
-        let verdict = if decision.allowed() {
-            "allow"
-        } else {
-            "forbid"
-        };
-        audit.annotate("authorization.k8s.io/decision", verdict);
-        audit.annotate("authorization.k8s.io/reason", decision.reason.as_str());
-    }
-    if decision.allowed() {
-        return next.run(req).await;
-    }
-    tracing::debug!(user = %user.name, verb = %attrs.verb, reason = %decision.reason, "forbidden");
+    let audit = req.extensions().get::<AuditHandle>();
     let accept = req
         .headers()
         .get(axum::http::header::ACCEPT)
         .and_then(|v| v.to_str().ok());
+    if decision.allowed() {
+        if let Some(audit) = audit {
+            audit.annotate("authorization.k8s.io/decision", "allow");
+            audit.annotate("authorization.k8s.io/reason", decision.reason.as_str());
+        }
+        return next.run(req).await;
+    }
+    if let Some(error) = &decision.error {
+        // As upstream: an authorizer that failed, with nothing allowing, is
+        // the server's error, not the user's.
+        tracing::warn!(user = %user.name, verb = %attrs.verb, %error, "authorization failed");
+        if let Some(audit) = audit {
+            audit.annotate("authorization.k8s.io/reason", "internal error");
+        }
+        return error_response_for(&ApiError::internal(error), accept);
+    }
+    if let Some(audit) = audit {
+        audit.annotate("authorization.k8s.io/decision", "forbid");
+        audit.annotate("authorization.k8s.io/reason", decision.reason.as_str());
+    }
+    tracing::debug!(user = %user.name, verb = %attrs.verb, reason = %decision.reason, "forbidden");
     error_response_for(&forbidden(&attrs, &decision.reason), accept)
 }
 

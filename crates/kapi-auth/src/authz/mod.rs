@@ -1,20 +1,25 @@
 //! Authorization: who may do what, as kube-apiserver decides it.
 //!
 //! Owns [`Attributes`] (upstream's `authorizer.Attributes`), [`Decision`], the
-//! [`Authorizer`] trait and the chain `--authorization-mode` builds
-//! ([`Chain`]): members of `system:masters` are always allowed (upstream's
-//! privileged-group authorizer, which runs before every mode), then the modes
-//! in order — `Node` ([`node::Node`]), `RBAC` ([`rbac::Rbac`]), `AlwaysAllow`,
-//! `AlwaysDeny`; the first
-//! one with an opinion (allow or deny) decides, and no opinion at all means
-//! "forbidden", with the reasons of every mode joined. Like upstream, RBAC and
-//! AlwaysDeny never deny outright; they only have no opinion.
+//! [`Authorizer`] trait and the chain of authorizers ([`Chain`]), which
+//! `--authorization-mode` or `--authorization-config` builds: members of
+//! `system:masters` are always allowed (upstream's privileged-group
+//! authorizer, which runs before every other), then the authorizers in order —
+//! `Node` ([`node::Node`]), `RBAC` ([`rbac::Rbac`]), `AlwaysAllow`,
+//! `AlwaysDeny`, webhooks ([`webhook::Webhook`]); the first one with an
+//! opinion (allow or deny) decides, and no opinion at all means "forbidden",
+//! with the reasons of every authorizer joined. Like upstream, RBAC and
+//! AlwaysDeny never deny outright; they only have no opinion. A decision may
+//! carry an error (a webhook that could not be asked); a request no
+//! authorizer allows that met one is answered 500 (`filter.rs`).
 //!
 //! Where to look next: `filter.rs` (the filter that asks the chain for every
 //! request and writes upstream's 403), `impersonation.rs`, `rbac.rs` (rule
 //! resolution from the watch-cached RBAC objects), `escalation.rs` (writes of
-//! roles and bindings), `policy.rs` (the bootstrap roles and bindings).
+//! roles and bindings), `policy.rs` (the bootstrap roles and bindings),
+//! `config.rs` and `structured.rs` (`--authorization-config` and its reload).
 
+pub mod config;
 mod controller_roles;
 pub mod escalation;
 pub mod filter;
@@ -24,6 +29,8 @@ mod node_refs;
 pub mod policy;
 pub mod rbac;
 pub mod roles;
+pub mod structured;
+pub mod webhook;
 
 use std::sync::Arc;
 
@@ -110,11 +117,14 @@ pub enum Verdict {
     NoOpinion,
 }
 
-/// The answer, with upstream's `reason` text.
+/// The answer, with upstream's `reason` text and the error met on the way.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decision {
     pub verdict: Verdict,
     pub reason: String,
+    /// Why an authorizer could not decide (a webhook failure): for the log,
+    /// and a 500 when nothing allows the request.
+    pub error: Option<String>,
 }
 
 impl Decision {
@@ -122,6 +132,7 @@ impl Decision {
         Decision {
             verdict: Verdict::Allow,
             reason: reason.into(),
+            error: None,
         }
     }
 
@@ -129,6 +140,15 @@ impl Decision {
         Decision {
             verdict: Verdict::NoOpinion,
             reason: reason.into(),
+            error: None,
+        }
+    }
+
+    pub fn deny(reason: impl Into<String>) -> Decision {
+        Decision {
+            verdict: Verdict::Deny,
+            reason: reason.into(),
+            error: None,
         }
     }
 
@@ -161,6 +181,8 @@ pub enum Mode {
     AlwaysDeny,
     Rbac,
     Node,
+    /// `--authorization-webhook-config-file`.
+    Webhook,
 }
 
 impl Mode {
@@ -173,9 +195,10 @@ impl Mode {
                 "AlwaysDeny" => Mode::AlwaysDeny,
                 "RBAC" => Mode::Rbac,
                 "Node" => Mode::Node,
+                "Webhook" => Mode::Webhook,
                 other => {
                     return Err(format!(
-                        "authorization-mode {other:?} is not a valid mode (supported: AlwaysAllow, AlwaysDeny, Node, RBAC)"
+                        "authorization-mode {other:?} is not a valid mode (supported: AlwaysAllow, AlwaysDeny, Node, RBAC, Webhook)"
                     ))
                 }
             };
@@ -226,13 +249,36 @@ impl Authorizer for AlwaysDeny {
     }
 }
 
-/// The privileged-group authorizer, then the configured modes in order.
+/// The privileged-group authorizer, then the configured authorizers in order.
 pub struct Chain {
     modes: Vec<Arc<dyn Authorizer>>,
 }
 
+/// `Mode::Webhook` without a webhook (refused before a server is built).
+struct NoWebhook;
+
+#[async_trait]
+impl Authorizer for NoWebhook {
+    async fn authorize(&self, _: &Attributes) -> Decision {
+        Decision {
+            error: Some("authorization-mode Webhook's authorization config file not passed".into()),
+            ..Decision::no_opinion("")
+        }
+    }
+
+    async fn rules_for(&self, _: &UserInfo, _: &str) -> RuleSet {
+        RuleSet::default()
+    }
+}
+
 impl Chain {
-    pub fn new(modes: &[Mode], rbac: Arc<rbac::Rbac>, node: Arc<node::Node>) -> Chain {
+    /// `modes` in order; `Webhook` is `webhook`.
+    pub fn new(
+        modes: &[Mode],
+        rbac: Arc<rbac::Rbac>,
+        node: Arc<node::Node>,
+        webhook: Option<Arc<webhook::Webhook>>,
+    ) -> Chain {
         let modes = modes
             .iter()
             .map(|m| -> Arc<dyn Authorizer> {
@@ -241,10 +287,19 @@ impl Chain {
                     Mode::AlwaysDeny => Arc::new(AlwaysDeny),
                     Mode::Rbac => rbac.clone(),
                     Mode::Node => node.clone(),
+                    Mode::Webhook => match &webhook {
+                        Some(w) => w.clone(),
+                        None => Arc::new(NoWebhook),
+                    },
                 }
             })
             .collect();
         Chain { modes }
+    }
+
+    /// A chain of these authorizers, in order.
+    pub fn of(authorizers: Vec<Arc<dyn Authorizer>>) -> Chain {
+        Chain { modes: authorizers }
     }
 }
 
@@ -255,6 +310,7 @@ impl Authorizer for Chain {
             return Decision::allow("");
         }
         let mut reasons = Vec::new();
+        let mut errors = Vec::new();
         for m in &self.modes {
             let d = m.authorize(attrs).await;
             if d.verdict != Verdict::NoOpinion {
@@ -263,8 +319,13 @@ impl Authorizer for Chain {
             if !d.reason.is_empty() {
                 reasons.push(d.reason);
             }
+            errors.extend(d.error);
         }
-        Decision::no_opinion(reasons.join("\n"))
+        Decision {
+            verdict: Verdict::NoOpinion,
+            reason: reasons.join("\n"),
+            error: kapi_machinery::validation::aggregate_messages(&errors),
+        }
     }
 
     async fn rules_for(&self, user: &UserInfo, namespace: &str) -> RuleSet {
@@ -280,21 +341,41 @@ impl Authorizer for Chain {
     }
 }
 
-/// Authorization as one server has it, built once from
-/// `--authorization-mode`: the chain every request and access review asks,
-/// and RBAC's compiled view of the watch-cached RBAC objects, which escalation
-/// checks use in every mode (as upstream's RBAC storage does).
+/// Where the authorizers of a server come from.
+pub enum Source {
+    /// `--authorization-mode`, with the webhook of
+    /// `--authorization-webhook-config-file` when it names `Webhook`.
+    Modes(Vec<Mode>, Option<Arc<webhook::Webhook>>),
+    /// `--authorization-config`, read and validated, reloaded when it changes.
+    File(structured::ConfigFile),
+}
+
+/// Authorization as one server has it, built once from `--authorization-mode`
+/// or `--authorization-config`: the chain every request and access review
+/// asks, and RBAC's compiled view of the watch-cached RBAC objects, which
+/// escalation checks use in every mode (as upstream's RBAC storage does).
 pub struct Authorization {
-    chain: Chain,
+    chain: Arc<dyn Authorizer>,
     rbac: Arc<rbac::Rbac>,
 }
 
 impl Authorization {
     /// The modes in order over the resources of `apis`.
     pub fn new(modes: &[Mode], apis: &Apis) -> Authorization {
+        Authorization::from_source(Source::Modes(modes.to_vec(), None), apis)
+    }
+
+    /// The authorizers `source` describes over the resources of `apis`; a
+    /// configuration file's reloading starts here.
+    pub fn from_source(source: Source, apis: &Apis) -> Authorization {
         let rbac = Arc::new(rbac::Rbac::new(apis));
         let node = Arc::new(node::Node::new(apis));
-        let chain = Chain::new(modes, rbac.clone(), node);
+        let chain: Arc<dyn Authorizer> = match source {
+            Source::Modes(modes, webhook) => {
+                Arc::new(Chain::new(&modes, rbac.clone(), node, webhook))
+            }
+            Source::File(file) => structured::Reloading::start(file, rbac.clone(), node),
+        };
         Authorization { chain, rbac }
     }
 
@@ -333,7 +414,8 @@ mod tests {
             Mode::parse_list("Node,RBAC").unwrap(),
             vec![Mode::Node, Mode::Rbac]
         );
-        assert!(Mode::parse_list("Webhook").is_err());
+        assert_eq!(Mode::parse_list("Webhook").unwrap(), vec![Mode::Webhook]);
+        assert!(Mode::parse_list("ABAC").is_err());
         assert!(Mode::parse_list("Node,Node").is_err());
         assert!(Mode::parse_list("RBAC,RBAC").is_err());
         assert!(Mode::parse_list("").is_err());

@@ -123,6 +123,13 @@ fn operator_chars(src: &str) -> usize {
 /// Compile `src` for `env`; the error is the detail upstream reports
 /// (`compilation failed: ERROR: <input>:1:5: ...`).
 pub fn compile(src: &str, env: Env) -> Result<Program, String> {
+    compile_declared(src, env.declared())
+}
+
+/// Compile `src` where the variables `declared` exist (the environments of
+/// the API server's own configuration files — authentication's `claims` and
+/// `user`, authorization's `request` — use this).
+pub fn compile_declared(src: &str, declared: &[&str]) -> Result<Program, String> {
     let size = src.chars().count();
     if size > MAX_CODE_POINTS {
         return Err(format!(
@@ -139,7 +146,7 @@ pub fn compile(src: &str, env: Env) -> Result<Program, String> {
         )
     })?;
     let mut scope = Vec::new();
-    if let Some(name) = undeclared(&program.expression().expr, env.declared(), &mut scope) {
+    if let Some(name) = undeclared(&program.expression().expr, declared, &mut scope) {
         let (line, col) = position(src, &name);
         return Err(format!(
             "compilation failed: ERROR: <input>:{line}:{col}: undeclared reference to '{name}' (in container '')"

@@ -4,6 +4,7 @@
 //!
 //! Invariant: a field is filled from the flag of the same name (`_` for `-`).
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -44,12 +45,30 @@ pub struct ServeArgs {
     pub requestheader_extra_headers_prefix: Vec<String>,
     pub token_auth_file: Option<PathBuf>,
     pub anonymous_auth: bool,
+    /// Whether `--anonymous-auth` was given (it may not be with an
+    /// `anonymous` section in `--authentication-config`).
+    pub anonymous_auth_given: bool,
+    pub authentication_config: Option<PathBuf>,
+    pub oidc: Oidc,
+    pub authentication_token_webhook_config_file: Option<PathBuf>,
+    pub authentication_token_webhook_version: String,
+    pub authentication_token_webhook_cache_ttl: Duration,
+    pub enable_bootstrap_token_auth: bool,
+    pub service_account_lookup: bool,
     pub authorization_mode: String,
     /// The admission chain `--enable-admission-plugins`,
     /// `--disable-admission-plugins` or `--admission-control` select, with
     /// `--admission-control-config-file`'s settings.
     pub admission: kapi_admission_plugins::Selection,
     pub allow_privileged: bool,
+    /// Whether `--authorization-mode` or an `--authorization-webhook-*` flag
+    /// was given (neither may be with `--authorization-config`).
+    pub authorization_legacy_given: bool,
+    pub authorization_config: Option<PathBuf>,
+    pub authorization_webhook_config_file: Option<PathBuf>,
+    pub authorization_webhook_version: String,
+    pub authorization_webhook_cache_authorized_ttl: Duration,
+    pub authorization_webhook_cache_unauthorized_ttl: Duration,
     pub service_account_signing_key_file: Option<PathBuf>,
     pub service_account_key_file: Vec<PathBuf>,
     pub service_account_issuer: Vec<String>,
@@ -109,6 +128,50 @@ pub struct ServeArgs {
     pub enable_aggregator_routing: bool,
 }
 
+/// The `--oidc-*` flags.
+#[derive(Debug, Default)]
+pub struct Oidc {
+    /// Whether any `--oidc-*` flag was given.
+    pub given: bool,
+    pub issuer_url: String,
+    pub client_id: String,
+    pub ca_file: Option<PathBuf>,
+    pub username_claim: String,
+    pub username_prefix: String,
+    pub groups_claim: String,
+    pub groups_prefix: String,
+    pub required_claims: BTreeMap<String, String>,
+    pub signing_algs: Vec<String>,
+}
+
+impl Oidc {
+    fn from_flags(f: &Flags) -> Oidc {
+        const FLAGS: [&str; 9] = [
+            "oidc-issuer-url",
+            "oidc-client-id",
+            "oidc-ca-file",
+            "oidc-username-claim",
+            "oidc-username-prefix",
+            "oidc-groups-claim",
+            "oidc-groups-prefix",
+            "oidc-signing-algs",
+            "oidc-required-claim",
+        ];
+        Oidc {
+            given: FLAGS.iter().any(|n| f.given(n)),
+            issuer_url: f.string("oidc-issuer-url"),
+            client_id: f.string("oidc-client-id"),
+            ca_file: f.opt_path("oidc-ca-file"),
+            username_claim: f.string("oidc-username-claim"),
+            username_prefix: f.string("oidc-username-prefix"),
+            groups_claim: f.string("oidc-groups-claim"),
+            groups_prefix: f.string("oidc-groups-prefix"),
+            required_claims: f.map("oidc-required-claim"),
+            signing_algs: f.list_nonempty("oidc-signing-algs"),
+        }
+    }
+}
+
 impl ServeArgs {
     /// Read the settings; `as_kube_apiserver` selects upstream's defaults where
     /// kapi's differ (`--cert-dir` always applies, the data dir lives in it).
@@ -152,9 +215,35 @@ impl ServeArgs {
             requestheader_extra_headers_prefix: f.list("requestheader-extra-headers-prefix"),
             token_auth_file: f.opt_path("token-auth-file"),
             anonymous_auth: f.bool("anonymous-auth"),
+            anonymous_auth_given: f.given("anonymous-auth"),
+            authentication_config: f.opt_path("authentication-config"),
+            oidc: Oidc::from_flags(f),
+            authentication_token_webhook_config_file: f
+                .opt_path("authentication-token-webhook-config-file"),
+            authentication_token_webhook_version: f.string("authentication-token-webhook-version"),
+            authentication_token_webhook_cache_ttl: f
+                .duration("authentication-token-webhook-cache-ttl")?,
+            enable_bootstrap_token_auth: f.bool("enable-bootstrap-token-auth"),
+            service_account_lookup: f.bool("service-account-lookup"),
             authorization_mode: f.list("authorization-mode").join(","),
             admission: admission(f)?,
             allow_privileged: f.bool("allow-privileged"),
+            authorization_legacy_given: [
+                "authorization-mode",
+                "authorization-webhook-config-file",
+                "authorization-webhook-version",
+                "authorization-webhook-cache-authorized-ttl",
+                "authorization-webhook-cache-unauthorized-ttl",
+            ]
+            .iter()
+            .any(|n| f.given(n)),
+            authorization_config: f.opt_path("authorization-config"),
+            authorization_webhook_config_file: f.opt_path("authorization-webhook-config-file"),
+            authorization_webhook_version: f.string("authorization-webhook-version"),
+            authorization_webhook_cache_authorized_ttl: f
+                .duration("authorization-webhook-cache-authorized-ttl")?,
+            authorization_webhook_cache_unauthorized_ttl: f
+                .duration("authorization-webhook-cache-unauthorized-ttl")?,
             service_account_signing_key_file: f.opt_path("service-account-signing-key-file"),
             service_account_key_file: f
                 .list_nonempty("service-account-key-file")

@@ -172,6 +172,19 @@ impl Flags {
         out
     }
 
+    /// A `mapStringString` flag given as `key=value` per occurrence (the
+    /// value not split on commas, as upstream's `MapStringStringNoSplit`);
+    /// the last value of a key wins.
+    pub fn map(&self, name: &str) -> std::collections::BTreeMap<String, String> {
+        self.parsed
+            .given
+            .iter()
+            .filter(|(s, _)| s.name == name)
+            .filter_map(|(_, v)| v.split_once('='))
+            .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+            .collect()
+    }
+
     /// [`Flags::list`] without empty items (`--flag=` means none).
     pub fn list_nonempty(&self, name: &str) -> Vec<String> {
         self.list(name)

@@ -278,21 +278,21 @@ profiling||bool|true|features|noop||Go profiling at /debug/pprof.
 # Authentication flags
 anonymous-auth||bool|true|authn|on||Let requests without credentials in as system:anonymous (group system:unauthenticated).
 api-audiences||strings||authn|on||Audiences service account tokens must carry (default: the first --service-account-issuer).
-authentication-config||string||authn|todo||Structured authentication configuration file (JWT authenticators, anonymous settings).
-authentication-token-webhook-cache-ttl||duration|2m0s|authn|todo||How long webhook token reviews are cached.
-authentication-token-webhook-config-file||string||authn|todo||Kubeconfig of a TokenReview webhook for bearer tokens.
-authentication-token-webhook-version||string|v1beta1|authn|todo||TokenReview version sent to the webhook.
+authentication-config||string||authn|on||Structured authentication configuration file (JWT authenticators, anonymous settings).
+authentication-token-webhook-cache-ttl||duration|2m0s|authn|on||How long webhook token reviews are cached.
+authentication-token-webhook-config-file||string||authn|on||Kubeconfig of a TokenReview webhook for bearer tokens.
+authentication-token-webhook-version||string|v1beta1|authn|on||TokenReview version sent to the webhook.
 client-ca-file||string||authn|on||Trust client certificates signed by these CAs (CN is the user, O the groups), besides kapi's own CA.
-enable-bootstrap-token-auth||bool|false|authn|todo||Accept bootstrap tokens (kube-system Secrets of type bootstrap.kubernetes.io/token).
-oidc-ca-file||string||authn|todo||CA of the OpenID Connect issuer.
-oidc-client-id||string||authn|todo||OpenID Connect client ID tokens must be issued for.
-oidc-groups-claim||string||authn|todo||Token claim holding the user's groups.
-oidc-groups-prefix||string||authn|todo||Prefix added to OIDC group names.
-oidc-issuer-url||string||authn|todo||OpenID Connect issuer (https) whose ID tokens are accepted.
-oidc-required-claim||mapStringString||authn|todo||Claims (key=value) an ID token must carry; repeatable.
-oidc-signing-algs||strings|RS256|authn|todo||Signature algorithms accepted on ID tokens.
-oidc-username-claim||string|sub|authn|todo||Token claim holding the user name.
-oidc-username-prefix||string||authn|todo||Prefix added to OIDC user names (- for none).
+enable-bootstrap-token-auth||bool|false|authn|on||Accept bootstrap tokens (kube-system Secrets of type bootstrap.kubernetes.io/token).
+oidc-ca-file||string||authn|on||CA of the OpenID Connect issuer.
+oidc-client-id||string||authn|on||OpenID Connect client ID tokens must be issued for.
+oidc-groups-claim||string||authn|on||Token claim holding the user's groups.
+oidc-groups-prefix||string||authn|on||Prefix added to OIDC group names.
+oidc-issuer-url||string||authn|on||OpenID Connect issuer (https) whose ID tokens are accepted.
+oidc-required-claim||mapStringString||authn|on||Claims (key=value) an ID token must carry; repeatable.
+oidc-signing-algs||strings|RS256|authn|on||Signature algorithms accepted on ID tokens.
+oidc-username-claim||string|sub|authn|on||Token claim holding the user name.
+oidc-username-prefix||string||authn|on||Prefix added to OIDC user names (- for none).
 requestheader-allowed-names||strings||authn|on||Common names a front-proxy client certificate may have (empty: any).
 requestheader-client-ca-file||string||authn|on||CA of front-proxy client certificates; requests with one may name the user in headers.
 requestheader-extra-headers-prefix||strings||authn|on||Header prefixes carrying extra user information (X-Remote-Extra- is common).
@@ -303,17 +303,17 @@ service-account-extend-token-expiration||bool|true|authn|on||Pod-bound tokens as
 service-account-issuer||stringArray||authn|on||Issuer of service account tokens; the first signs, all are accepted. Repeatable.
 service-account-jwks-uri||string||authn|on||Key set URL in the issuer discovery document (default: https://<advertise address>/openid/v1/jwks).
 service-account-key-file||stringArray||authn|on||PEM keys or certificates that verify service account tokens; repeatable.
-service-account-lookup||bool|true|authn|todo||Check that a token's service account still exists (kapi always checks).
+service-account-lookup||bool|true|authn|on||Check that a legacy token's Secret and service account still exist (bound tokens are always checked).
 service-account-max-token-expiration||duration|0s|authn|on||Longest TokenRequest lifetime granted; longer requests are shortened (0: no cap).
 token-auth-file||string||authn|on||Static bearer tokens, CSV: token,user,uid,"group1,group2".
 # Authorization flags
-authorization-config||string||authz|todo||Structured authorization configuration file (authorizer chain with webhooks).
-authorization-mode||strings|RBAC|authz|on||Authorizers in order: Node, RBAC, AlwaysAllow, AlwaysDeny (ABAC, Webhook not yet). kapi's default is RBAC, upstream's AlwaysAllow.
+authorization-config||string||authz|on||Structured authorization configuration file (authorizer chain with webhooks).
+authorization-mode||strings|RBAC|authz|on||Authorizers in order: Node, RBAC, Webhook, AlwaysAllow, AlwaysDeny (ABAC not yet). kapi's default is RBAC, upstream's AlwaysAllow.
 authorization-policy-file||string||authz|todo||ABAC policy file (JSON lines).
-authorization-webhook-cache-authorized-ttl||duration|5m0s|authz|todo||How long allowed webhook answers are cached.
-authorization-webhook-cache-unauthorized-ttl||duration|30s|authz|todo||How long denied webhook answers are cached.
-authorization-webhook-config-file||string||authz|todo||Kubeconfig of a SubjectAccessReview webhook (--authorization-mode=Webhook).
-authorization-webhook-version||string|v1beta1|authz|todo||SubjectAccessReview version sent to the webhook.
+authorization-webhook-cache-authorized-ttl||duration|5m0s|authz|on||How long allowed webhook answers are cached.
+authorization-webhook-cache-unauthorized-ttl||duration|30s|authz|on||How long denied webhook answers are cached.
+authorization-webhook-config-file||string||authz|on||Kubeconfig of a SubjectAccessReview webhook (--authorization-mode=Webhook).
+authorization-webhook-version||string|v1beta1|authz|on||SubjectAccessReview version sent to the webhook.
 # API enablement flags
 runtime-config||mapStringString||api|on||Turn API groups, versions or resources on and off: api/all, api/ga, api/beta, api/alpha, v1, group/version, group/version/resource = true|false (discovery, OpenAPI and routes follow; kapi serves every version it has by default).
 # Egress selector flags
@@ -372,7 +372,7 @@ service-account-signing-key-file||string||misc|on||Key that signs service accoun
 service-cluster-ip-range||string|10.0.0.0/24|misc|on||CIDR service cluster IPs come from.
 service-node-port-range||portRange|30000-32767|misc|on||Ports NodePort services may use, N1-N2 inclusive.
 # kapi's own flags
-controllers||strings|*|kapi|on||In-process controllers, as kube-controller-manager's flag: * all, foo on, -foo off (garbagecollector, namespace, serviceaccount, serviceaccount-token, root-ca-cert-publisher, clusterrole-aggregation, resourcequota).
+controllers||strings|*|kapi|on||In-process controllers, as kube-controller-manager's flag: * all on by default, foo on, -foo off (garbagecollector, namespace, serviceaccount, serviceaccount-token, root-ca-cert-publisher, clusterrole-aggregation, resourcequota; off by default: bootstrapsigner, tokencleaner).
 data-dir||string|./kapi-data|kapi|on||Where the embedded store, kapi's CA and certificates and the admin kubeconfig live (as kube-apiserver: <cert-dir>/kapi-data).
 service-account-legacy-tokens||bool|false|kapi|on||Accept legacy secret-based service account tokens.
 storage-ready-timeout||duration|1m0s|kapi|on||Give up when storage is not reachable within this time.

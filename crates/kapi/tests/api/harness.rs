@@ -134,6 +134,11 @@ async fn serve(
     // Nothing routes cluster IPs here (no kube-proxy): services are dialled
     // at their endpoints, as with --enable-aggregator-routing.
     options.aggregator.routing = kapi_client::service_resolver::Routing::Endpoints;
+    let tokens = TokenFile::parse(TOKENS).expect("test tokens");
+    let client_cas =
+        kapi_auth::authn::requestheader::CertVerifier::new(std::slice::from_ref(&pki.ca_cert_pem))
+            .expect("client CAs");
+    options.authenticator = Authenticator::new(Some(tokens), true).with_client_cas(client_cas);
     if !selection.enabled("serviceaccount") {
         // As upstream's integration tests: without the controller that
         // creates `default`, the ServiceAccount admission plugin is off.
@@ -151,12 +156,7 @@ async fn serve(
         Some(cache) => Arc::new(cache.clone()),
         None => backend,
     };
-    let tokens = TokenFile::parse(TOKENS).expect("test tokens");
-    let client_cas =
-        kapi_auth::authn::requestheader::CertVerifier::new(std::slice::from_ref(&pki.ca_cert_pem))
-            .expect("client CAs");
-    let auth = Authenticator::new(Some(tokens), true).with_client_cas(client_cas);
-    let app = built.router(Arc::new(auth)).expect("filter chain");
+    let app = built.router().expect("filter chain");
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     tokio::spawn(async move {
         let stop = async move {
@@ -198,12 +198,16 @@ async fn serve(
 }
 
 /// The static tokens every test server accepts (`--token-auth-file` format):
-/// `<name>-token` authenticates `<name>`. Only the admin (client certificate,
+/// `<name>-token` authenticates `<name>`; the `hook-*` users are the ones the
+/// test authorization webhook has opinions on (`authz_webhook.rs`). Only the admin (client certificate,
 /// `system:masters`) holds any permission beyond the bootstrap policy.
 pub const TOKENS: &str = "alice-token,alice,uid-alice,\"dev\"\n\
     bob-token,bob,uid-bob\n\
     carol-token,carol,uid-carol,\"ops,dev\"\n\
-    dave-token,dave,uid-dave\n";
+    dave-token,dave,uid-dave\n\
+    allowed-token,hook-allowed,u1\n\
+    denied-token,hook-denied,u2\n\
+    none-token,hook-none,u3,\"team\"\n";
 
 impl TestServer {
     /// The cluster CA certificate (PEM) the server's PKI was generated with.

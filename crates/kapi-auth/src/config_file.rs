@@ -1,0 +1,220 @@
+//! Decoding the API server's own configuration files
+//! (`AuthenticationConfiguration`, `AuthorizationConfiguration`) as upstream's
+//! strict decoder does: YAML or JSON, `apiVersion` and `kind` checked against
+//! the versions served, and a field the type does not have refused with its
+//! path (`strict decoding error: unknown field "jwt[0].issuer.foo"`). A
+//! wrongly typed field is refused naming its path as well.
+//!
+//! The group's versions share one schema here (upstream converts them to one
+//! internal type), so one Rust type decodes them all.
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer};
+use serde_json::Value;
+
+/// The group of both configuration kinds.
+pub const GROUP: &str = "apiserver.config.k8s.io";
+
+/// Decode `data` as `kind` of [`GROUP`] at one of `versions`.
+pub fn decode<T: DeserializeOwned>(data: &str, kind: &str, versions: &[&str]) -> Result<T, String> {
+    if data.trim().is_empty() {
+        return Err("empty config data".into());
+    }
+    let mut doc: Value = serde_saphyr::from_str(data).map_err(|e| format!("{e}"))?;
+    let obj = doc
+        .as_object_mut()
+        .ok_or("couldn't get version/kind; json parse error: not an object")?;
+    let api_version = obj
+        .remove("apiVersion")
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default();
+    let found_kind = obj
+        .remove("kind")
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default();
+    if api_version.is_empty() {
+        return Err("Object 'apiVersion' is missing".into());
+    }
+    if found_kind.is_empty() {
+        return Err("Object 'Kind' is missing".into());
+    }
+    let version = api_version.strip_prefix(&format!("{GROUP}/"));
+    if found_kind != kind || !version.is_some_and(|v| versions.contains(&v)) {
+        return Err(format!(
+            "no kind {found_kind:?} is registered for version {api_version:?} (want {kind} of {})",
+            versions
+                .iter()
+                .map(|v| format!("{GROUP}/{v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    serde_path_to_error::deserialize(doc).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner().to_string();
+        match unknown_field(&inner) {
+            Some(field) => {
+                let full = match path.as_str() {
+                    "." | "" => field.to_string(),
+                    p if p.ends_with(field) => p.to_string(),
+                    p => format!("{p}.{field}"),
+                };
+                format!("strict decoding error: unknown field {full:?}")
+            }
+            None => format!("{path}: {inner}"),
+        }
+    })
+}
+
+/// The name in serde's "unknown field `x`, expected ..." message.
+fn unknown_field(msg: &str) -> Option<&str> {
+    let rest = msg.strip_prefix("unknown field `")?;
+    rest.split('`').next()
+}
+
+/// A field that may be `null` in the file (Go decodes null as the zero value).
+pub fn nullable<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de> + Default,
+{
+    Option::<T>::deserialize(d).map(Option::unwrap_or_default)
+}
+
+/// Go's `metav1.Duration`: a Go duration string (`5m`, `1m30s`, `500ms`).
+pub fn duration<'de, D>(d: D) -> Result<Option<std::time::Duration>, D::Error>
+where
+    D: Deserializer<'de>,
+{
+    let s = Option::<String>::deserialize(d)?;
+    match s {
+        None => Ok(None),
+        Some(s) => parse_go_duration(&s)
+            .map(Some)
+            .map_err(serde::de::Error::custom),
+    }
+}
+
+/// Parse a Go duration (`1h2m3.5s`, `300ms`, `0`); negative ones are refused.
+pub fn parse_go_duration(s: &str) -> Result<std::time::Duration, String> {
+    let bad = || format!("time: invalid duration {:?}", s);
+    if s == "0" {
+        return Ok(std::time::Duration::ZERO);
+    }
+    let mut rest = s;
+    let mut nanos: f64 = 0.0;
+    if rest.is_empty() {
+        return Err(bad());
+    }
+    while !rest.is_empty() {
+        let num_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .ok_or_else(bad)?;
+        let number: f64 = rest[..num_len].parse().map_err(|_| bad())?;
+        rest = &rest[num_len..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let scale = match &rest[..unit_len] {
+            "ns" => 1.0,
+            "us" | "µs" | "μs" => 1e3,
+            "ms" => 1e6,
+            "s" => 1e9,
+            "m" => 60e9,
+            "h" => 3600e9,
+            _ => return Err(bad()),
+        };
+        nanos += number * scale;
+        rest = &rest[unit_len..];
+    }
+    Ok(std::time::Duration::from_nanos(nanos.round() as u64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Deserialize, Default)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase")]
+    struct Doc {
+        #[serde(default, deserialize_with = "nullable")]
+        items: Vec<Item>,
+    }
+
+    #[derive(Debug, Deserialize, Default)]
+    #[serde(deny_unknown_fields)]
+    struct Item {
+        #[serde(default)]
+        name: String,
+    }
+
+    #[test]
+    fn strict_decoding_names_the_field() {
+        let ok: Doc = decode(
+            "apiVersion: apiserver.config.k8s.io/v1\nkind: K\nitems: [{name: a}]\n",
+            "K",
+            &["v1"],
+        )
+        .unwrap();
+        assert_eq!(ok.items[0].name, "a");
+        let null: Doc = decode(
+            "apiVersion: apiserver.config.k8s.io/v1\nkind: K\nitems:\n",
+            "K",
+            &["v1"],
+        )
+        .unwrap();
+        assert!(null.items.is_empty());
+        let e = decode::<Doc>(
+            "apiVersion: apiserver.config.k8s.io/v1\nkind: K\nitems: [{name: a, foo: 1}]\n",
+            "K",
+            &["v1"],
+        )
+        .unwrap_err();
+        assert_eq!(e, "strict decoding error: unknown field \"items[0].foo\"");
+        let e = decode::<Doc>(
+            "apiVersion: apiserver.config.k8s.io/v1\nkind: K\nbar: 1\n",
+            "K",
+            &["v1"],
+        )
+        .unwrap_err();
+        assert_eq!(e, "strict decoding error: unknown field \"bar\"");
+        let e = decode::<Doc>(
+            "apiVersion: apiserver.config.k8s.io/v2\nkind: K\n",
+            "K",
+            &["v1"],
+        )
+        .unwrap_err();
+        assert!(
+            e.starts_with("no kind \"K\" is registered for version"),
+            "{e}"
+        );
+        let e = decode::<Doc>("kind: K\n", "K", &["v1"]).unwrap_err();
+        assert!(e.contains("apiVersion"), "{e}");
+        let e = decode::<Doc>(
+            "apiVersion: apiserver.config.k8s.io/v1\nkind: K\nitems: [{name: [1]}]\n",
+            "K",
+            &["v1"],
+        )
+        .unwrap_err();
+        assert!(e.starts_with("items[0].name: invalid type"), "{e}");
+        assert_eq!(
+            decode::<Doc>("  \n", "K", &["v1"]).unwrap_err(),
+            "empty config data"
+        );
+    }
+
+    #[test]
+    fn go_durations() {
+        use std::time::Duration;
+        assert_eq!(parse_go_duration("5m").unwrap(), Duration::from_secs(300));
+        assert_eq!(parse_go_duration("1m30s").unwrap(), Duration::from_secs(90));
+        assert_eq!(
+            parse_go_duration("500ms").unwrap(),
+            Duration::from_millis(500)
+        );
+        assert_eq!(parse_go_duration("0").unwrap(), Duration::ZERO);
+        assert!(parse_go_duration("5").is_err());
+        assert!(parse_go_duration("-5s").is_err());
+        assert!(parse_go_duration("").is_err());
+    }
+}
