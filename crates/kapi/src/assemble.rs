@@ -100,9 +100,20 @@ pub struct Built {
 }
 
 /// The servers `options` describe, serving the built-in API over `slot`.
-pub fn build(options: Options, slot: BackendSlot) -> Built {
+pub fn build(mut options: Options, slot: BackendSlot) -> Built {
     let slot = match &options.encryption {
-        Some(enc) => encrypted(&slot, enc.clone()),
+        Some(enc) => {
+            // The backends of `--etcd-servers-overrides` hold resources too:
+            // their values are encrypted by the same configuration.
+            for (_, backend) in &mut options.storage.overrides {
+                let keys = encrypted_keys();
+                *backend = Arc::new(EncryptedBackend::new(backend.clone(), enc.clone(), keys));
+            }
+            slot.layered({
+                let enc = enc.clone();
+                move |backend| Arc::new(EncryptedBackend::new(backend, enc, encrypted_keys()))
+            })
+        }
         None => slot,
     };
     let checks = encryption_checks(options.encryption.as_ref());
@@ -149,9 +160,9 @@ pub fn build(options: Options, slot: BackendSlot) -> Built {
     }
 }
 
-/// `slot` with values encrypted as `encryption` says, for the keys of every
-/// built-in resource and of custom resources.
-fn encrypted(slot: &BackendSlot, encryption: Arc<Encryption>) -> BackendSlot {
+/// The keys encryption at rest applies to: those of every built-in resource
+/// and of custom resources, each mapped to its resource.
+fn encrypted_keys() -> KeyMap {
     let mut keys = KeyMap::default();
     let definitions = kapi_apiextensions::crd::definitions_resource();
     for def in kapi_resources::registry::builtin_resources()
@@ -161,7 +172,7 @@ fn encrypted(slot: &BackendSlot, encryption: Arc<Encryption>) -> BackendSlot {
         keys.resource(&def.list_prefix(None), &def.group, &def.resource);
     }
     keys.tree(kapi_apiextensions::crd::CUSTOM_PREFIX);
-    slot.layered(move |backend| Arc::new(EncryptedBackend::new(backend, encryption, keys)))
+    keys
 }
 
 /// The `kms-providers` check on `/healthz` and `/readyz`, when upstream has it.

@@ -266,3 +266,38 @@ async fn a_secret_the_server_cannot_decrypt_is_an_internal_error() {
         "k8s:enc:aescbc:v1:key2:",
     );
 }
+
+/// `--etcd-servers-overrides` moves a resource to another store; the
+/// encryption configuration covers it there as well.
+#[tokio::test]
+async fn secrets_in_an_override_store_are_encrypted_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let config_dir = kapi_storage::embedded::EmbeddedConfig::new(dir.path().join("secrets"));
+    let slot =
+        kapi_storage::factory::open(kapi_storage::factory::StorageConfig::Embedded(config_dir))
+            .unwrap();
+    slot.wait_ready(std::time::Duration::from_secs(10))
+        .await
+        .unwrap();
+    let other: Arc<dyn kapi_storage::Backend> = Arc::new(slot);
+    let raw = other.clone();
+    let (enc, _d) = load(&config("secrets", &aescbc("key1", KEY1)), false).await;
+    let s = harness::start_configured(move |o| {
+        o.encryption = Some(enc);
+        o.storage.overrides = vec![(("".into(), "secrets".into()), other)];
+    })
+    .await;
+    let api: Api<Secret> = s.api("default");
+    api.create(&PostParams::default(), &secret("moved"))
+        .await
+        .unwrap();
+    let at_rest = raw
+        .get("/secrets/default/moved", None)
+        .await
+        .unwrap()
+        .expect("in the override store")
+        .value;
+    assert_encrypted(&at_rest, "k8s:enc:aescbc:v1:key1:");
+    let got = api.get("moved").await.unwrap();
+    assert_eq!(got.data.unwrap()["password"].0, SECRET_VALUE.as_bytes());
+}
