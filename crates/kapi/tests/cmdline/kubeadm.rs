@@ -39,10 +39,11 @@ fn kubeadm_manifest_serves_kubectl() {
     proc::write_kubeconfig(&kubeconfig, &url, &p.join("ca.crt"), &admin_crt, &admin_key);
     proc::kubectl_get_ns(&kubeconfig, &server);
     let log = server.log_text();
-    // NodeRestriction and --allow-privileged are implemented now: not named.
+    // NodeRestriction, --allow-privileged and bootstrap tokens are
+    // implemented: none is named as lacking.
     assert!(!log.contains("NodeRestriction"), "{log}");
     assert!(!log.contains("--allow-privileged"), "{log}");
-    assert!(log.contains("flag --enable-bootstrap-token-auth accepted, not implemented yet"));
+    assert!(!log.contains("--enable-bootstrap-token-auth"), "{log}");
     // NodeRestriction runs: a kubelet (impersonated) may create mirror pods only.
     let as_node = ["--as=system:node:n1", "--as-group=system:nodes"];
     let pod = r#"{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
