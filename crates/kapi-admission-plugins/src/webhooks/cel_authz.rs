@@ -290,6 +290,7 @@ impl crate::Context {
             "authorizer.requestResource",
             authz.request_resource(ResourceAttrs {
                 group: a.gvr.0.clone(),
+                version: a.gvr.1.clone(),
                 resource: a.gvr.2.clone(),
                 subresource: a.subresource.clone(),
                 namespace: a.namespace.clone(),

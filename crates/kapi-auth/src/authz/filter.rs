@@ -57,6 +57,7 @@ pub fn attributes(
                 &verb,
                 ResourceAttrs {
                     group: info.group,
+                    version: info.version,
                     resource: info.resource,
                     subresource: info.subresource.unwrap_or_default(),
                     namespace,

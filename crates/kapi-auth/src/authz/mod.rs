@@ -48,7 +48,7 @@ pub const PRIVILEGED_GROUP: &str = "system:masters";
 pub struct Attributes {
     pub user: UserInfo,
     pub verb: String,
-    /// Resource requests: group, resource, subresource, namespace, name.
+    /// Resource requests: group, version, resource, subresource, namespace, name.
     pub resource: Option<ResourceAttrs>,
     /// Non-resource requests: the path.
     pub path: Option<String>,
@@ -57,6 +57,9 @@ pub struct Attributes {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ResourceAttrs {
     pub group: String,
+    /// The API version asked for (`*` or empty when any: reviews, checks
+    /// made by the server itself).
+    pub version: String,
     pub resource: String,
     pub subresource: String,
     pub namespace: String,

@@ -219,6 +219,7 @@ pub fn review_spec(attrs: &Attributes) -> Value {
             put(&mut ra, "namespace", &r.namespace);
             put(&mut ra, "verb", &attrs.verb);
             put(&mut ra, "group", &r.group);
+            put(&mut ra, "version", &r.version);
             put(&mut ra, "resource", &r.resource);
             put(&mut ra, "subresource", &r.subresource);
             put(&mut ra, "name", &r.name);

@@ -164,6 +164,7 @@ async fn access_review(ctx: &Ctx, obj: &Value, user: UserInfo) -> Value {
         attrs.verb = s(r, "verb");
         attrs.resource = Some(ResourceAttrs {
             group: s(r, "group"),
+            version: s(r, "version"),
             resource: s(r, "resource"),
             subresource: s(r, "subresource"),
             namespace: s(r, "namespace"),

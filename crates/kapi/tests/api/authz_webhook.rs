@@ -87,7 +87,7 @@ async fn webhook_mode_in_the_chain() {
     );
     assert_eq!(
         review.body["spec"]["resourceAttributes"],
-        json!({"namespace": "default", "verb": "list", "resource": "configmaps"})
+        json!({"namespace": "default", "verb": "list", "version": "v1", "resource": "configmaps"})
     );
     // Answers are cached: asking again does not call the webhook.
     let before = hook.calls_to("/authorize").len();
