@@ -66,6 +66,22 @@ impl WebhookConnection {
         }
         Err("webhook retries exhausted".into())
     }
+
+    /// POST `body` (JSON) once: the answer's status and bytes. The caller
+    /// decides what to retry (audit retries every failure).
+    pub async fn post_bytes(
+        &self,
+        body: Vec<u8>,
+        timeout: Duration,
+    ) -> Result<(u16, Vec<u8>), String> {
+        let call = Call {
+            method: "POST",
+            path: &self.target.path,
+            body: Some(body),
+            bearer: self.bearer.as_deref(),
+        };
+        webhook::send(&self.target, &self.tls, call, timeout).await
+    }
 }
 
 /// Read the kubeconfig at `path`.

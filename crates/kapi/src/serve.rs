@@ -20,17 +20,31 @@ use crate::serving::TerminationSettings;
 
 /// The filter settings the flags ask for.
 fn chain_options(a: &ServeArgs) -> Result<ChainOptions, String> {
-    let audit = match (&a.audit_policy_file, &a.audit_log_path) {
-        (Some(policy), Some(path)) => {
+    let audit = match &a.audit_policy_file {
+        Some(policy) if a.audit_log_path.is_some() || a.audit_webhook_config_file.is_some() => {
             let policy = kapi_auth::audit::policy::Policy::load(policy)
                 .map_err(|e| format!("--audit-policy-file: {e}"))?;
-            let mut log = kapi_auth::audit::sink::LogOptions::new(path);
-            log.max_size = a.audit_log_maxsize * 1024 * 1024;
-            log.max_backups = a.audit_log_maxbackup;
-            log.max_age = a.audit_log_maxage;
-            log.buffer = a.audit_log_batch_buffer_size;
-            log.batch = a.audit_log_batch_max_size;
-            Some(kapi_auth::audit::AuditConfig { policy, log })
+            let log = a.audit_log_path.as_ref().map(|path| {
+                let mut log = kapi_auth::audit::sink::LogOptions::new(path);
+                log.rotation = a.audit.log_rotation.clone();
+                log.format = a.audit.log_format;
+                log.delivery = a.audit.log_delivery.clone();
+                log
+            });
+            let webhook = match &a.audit_webhook_config_file {
+                Some(path) => Some(kapi_auth::audit::sink::WebhookOptions {
+                    connection: kapi_client::kubeconfig::load(path)
+                        .map_err(|e| format!("initializing audit webhook: {e}"))?,
+                    initial_backoff: a.audit.webhook_initial_backoff,
+                    delivery: a.audit.webhook_delivery.clone(),
+                }),
+                None => None,
+            };
+            Some(kapi_auth::audit::AuditConfig {
+                policy,
+                log,
+                webhook,
+            })
         }
         _ => None,
     };

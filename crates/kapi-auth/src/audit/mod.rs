@@ -18,6 +18,8 @@
 //! and built-in plugins ([`AuditHandle::annotate_admission`]: upstream's
 //! rules for admission annotations).
 
+pub mod logfile;
+pub mod output;
 pub mod policy;
 pub mod sink;
 
@@ -37,13 +39,14 @@ use kapi_http::limits::{self, Kind};
 use kapi_http::metrics::Metrics;
 use kapi_http::user::UserInfo;
 use policy::{Attributes, Decision, Level, Policy, ResourceAttrs};
-use sink::{LogOptions, Sink};
+use sink::{LogOptions, Sink, WebhookOptions};
 
-/// `--audit-policy-file` and `--audit-log-*`.
+/// `--audit-policy-file`, `--audit-log-*` and `--audit-webhook-*`.
 #[derive(Debug, Clone)]
 pub struct AuditConfig {
     pub policy: Policy,
-    pub log: LogOptions,
+    pub log: Option<LogOptions>,
+    pub webhook: Option<WebhookOptions>,
 }
 
 /// The audit ID of a request (request extension).
@@ -121,7 +124,7 @@ impl Audit {
     pub fn open(cfg: &AuditConfig, metrics: Metrics) -> std::io::Result<Audit> {
         Ok(Audit {
             policy: Arc::new(cfg.policy.clone()),
-            sink: Sink::open(&cfg.log, metrics)?,
+            sink: Sink::open(cfg.log.as_ref(), cfg.webhook.as_ref(), metrics)?,
         })
     }
 }
@@ -237,8 +240,23 @@ struct Event {
 
 impl Event {
     fn emit(&self, stage: &str, extra: impl FnOnce(&mut Map<String, Value>)) {
+        if let Some(ev) = self.event(stage, extra) {
+            self.audit.sink.send(ev);
+        }
+    }
+
+    /// Emit the RequestReceived stage, waiting for blocking backends; false
+    /// when a `blocking-strict` backend could not record it.
+    async fn emit_received(&self) -> bool {
+        match self.event("RequestReceived", |_| {}) {
+            Some(ev) => self.audit.sink.send_and_wait(ev).await,
+            None => true,
+        }
+    }
+
+    fn event(&self, stage: &str, extra: impl FnOnce(&mut Map<String, Value>)) -> Option<Value> {
         if self.decision.omit_stages.iter().any(|s| s == stage) {
-            return;
+            return None;
         }
         let mut ev = self.base.clone();
         ev.insert("stage".into(), stage.into());
@@ -253,7 +271,7 @@ impl Event {
         }
         extra(&mut ev);
         ev.insert("stageTimestamp".into(), micro_time().into());
-        self.audit.sink.send(Value::Object(ev));
+        Some(Value::Object(ev))
     }
 }
 
@@ -395,7 +413,11 @@ pub async fn layer(State(audit): State<Audit>, mut req: Request, next: Next) -> 
         decision,
         handle,
     });
-    event.emit("RequestReceived", |_| {});
+    if !event.emit_received().await {
+        // As upstream with a blocking-strict backend.
+        let err = kapi_machinery::status::ApiError::internal("failed to store audit event");
+        return kapi_http::negotiate::error_response(&err);
+    }
     let omit_mf = event.decision.omit_managed_fields;
     let mut request_object = None;
     if event.decision.level >= Level::Request && kind.mutating {

@@ -176,10 +176,12 @@ impl Chain {
             ))
         };
         let audit = match &opts.audit {
-            Some(cfg) => Some(
-                kapi_auth::audit::Audit::open(cfg, metrics.clone())
-                    .map_err(|e| format!("opening audit log {}: {e}", cfg.log.path.display()))?,
-            ),
+            Some(cfg) => Some(kapi_auth::audit::Audit::open(cfg, metrics.clone()).map_err(
+                |e| {
+                    let path = cfg.log.as_ref().map(|l| l.path.display().to_string());
+                    format!("opening audit log {}: {e}", path.unwrap_or_default())
+                },
+            )?),
             None => None,
         };
         Ok(Chain {

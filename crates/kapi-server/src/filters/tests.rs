@@ -34,7 +34,8 @@ async fn a_panicking_handler_gets_500_and_the_server_keeps_serving() {
     let opts = ChainOptions {
         audit: Some(AuditConfig {
             policy: Policy::parse(POLICY).unwrap(),
-            log: LogOptions::new(&log),
+            log: Some(LogOptions::new(&log)),
+            webhook: None,
         }),
         ..ChainOptions::default()
     };

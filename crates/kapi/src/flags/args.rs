@@ -86,11 +86,9 @@ pub struct ServeArgs {
     pub request_timeout: Duration,
     pub audit_policy_file: Option<PathBuf>,
     pub audit_log_path: Option<PathBuf>,
-    pub audit_log_maxsize: u64,
-    pub audit_log_maxbackup: usize,
-    pub audit_log_maxage: u32,
-    pub audit_log_batch_buffer_size: usize,
-    pub audit_log_batch_max_size: usize,
+    pub audit_webhook_config_file: Option<PathBuf>,
+    /// The rest of the `--audit-log-*` and `--audit-webhook-*` families.
+    pub audit: super::audit::AuditFlags,
     /// `--tls-min-version` and `--tls-cipher-suites`, checked.
     pub tls: kapi_http::tls::TlsSettings,
     /// `--tls-sni-cert-key`: (certificate file, key file, names).
@@ -273,12 +271,8 @@ impl ServeArgs {
             request_timeout: f.duration("request-timeout")?,
             audit_policy_file: f.opt_path("audit-policy-file"),
             audit_log_path: f.opt_path("audit-log-path"),
-            audit_log_maxsize: f.int_in("audit-log-maxsize", 0, i64::MAX)? as u64,
-            audit_log_maxbackup: f.int_in("audit-log-maxbackup", 0, i64::MAX)? as usize,
-            audit_log_maxage: f.int_in("audit-log-maxage", 0, u32::MAX as i64)? as u32,
-            audit_log_batch_buffer_size: f.int_in("audit-log-batch-buffer-size", 0, i64::MAX)?
-                as usize,
-            audit_log_batch_max_size: f.int_in("audit-log-batch-max-size", 1, i64::MAX)? as usize,
+            audit_webhook_config_file: f.opt_path("audit-webhook-config-file"),
+            audit: super::audit::AuditFlags::read(f)?,
             tls: kapi_http::tls::TlsSettings::parse(
                 &f.string("tls-min-version"),
                 &f.list_nonempty("tls-cipher-suites"),

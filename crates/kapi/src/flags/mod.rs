@@ -10,6 +10,7 @@
 //! prefix; the binary prints it with that prefix and exits 1, as upstream.
 
 mod args;
+pub mod audit;
 pub mod gates;
 pub mod help;
 pub mod parse;

@@ -241,36 +241,36 @@ tls-private-key-file||string||secure|on||Key of --tls-cert-file.
 tls-sni-cert-key||namedCertKey||secure|on||Certificate and key served for some host names: cert,key[:name,...]; repeatable.
 # Auditing flags
 audit-log-batch-buffer-size||int|10000|audit|on||Audit events buffered before new ones are dropped (and counted).
-audit-log-batch-max-size||int|400|audit|on||Audit events written per batch at most (upstream's default, 1, goes with its blocking mode).
-audit-log-batch-max-wait||duration|0s|audit|todo||Longest wait before a batch that is not full is written.
-audit-log-batch-throttle-burst||int|0|audit|todo||Batches written at once when the throttle allows a burst.
-audit-log-batch-throttle-enable||bool|false|audit|todo||Throttle batch writes.
-audit-log-batch-throttle-qps||float32|0|audit|todo||Batches written per second on average.
-audit-log-compress||bool|false|audit|todo||Gzip rotated audit logs.
-audit-log-format||string|json|audit|todo||Audit log format: json, or legacy (one line of text per event).
+audit-log-batch-max-size||int|1|audit|on||Audit events written per batch at most (batch mode).
+audit-log-batch-max-wait||duration|0s|audit|on||Longest wait before a batch that is not full is written.
+audit-log-batch-throttle-burst||int|0|audit|on||Batches written at once when the throttle allows a burst.
+audit-log-batch-throttle-enable||bool|false|audit|on||Throttle batch writes.
+audit-log-batch-throttle-qps||float32|0|audit|on||Batches written per second on average.
+audit-log-compress||bool|false|audit|on||Gzip rotated audit logs.
+audit-log-format||string|json|audit|on||Audit log format: json, or legacy (one line of text per event).
 audit-log-maxage||int|0|audit|on||Days rotated audit logs are kept (0: no limit).
 audit-log-maxbackup||int|0|audit|on||Rotated audit logs kept (0: all).
 audit-log-maxsize||int|0|audit|on||Megabytes before the audit log rotates (0: kapi's 100).
-audit-log-mode||string|blocking|audit|todo||How events reach the log: batch, blocking or blocking-strict (kapi always writes off the request path).
+audit-log-mode||string|blocking|audit|on||How events reach the log: batch (buffered, written off the request path), blocking, or blocking-strict (a request whose RequestReceived event cannot be written fails).
 audit-log-path||string||audit|on||File audit events are written to as JSON lines; - is standard output.
-audit-log-truncate-enabled||bool|false|audit|todo||Truncate large events and split large batches.
-audit-log-truncate-max-batch-size||int|10485760|audit|todo||Largest batch in bytes before it is split.
-audit-log-truncate-max-event-size||int|102400|audit|todo||Largest event in bytes; larger ones lose request and response, then are dropped.
-audit-log-version||string|audit.k8s.io/v1|audit|todo||API version the audit log is written in.
+audit-log-truncate-enabled||bool|false|audit|on||Truncate large events and split large batches.
+audit-log-truncate-max-batch-size||int|10485760|audit|on||Largest batch in bytes before it is split.
+audit-log-truncate-max-event-size||int|102400|audit|on||Largest event in bytes; larger ones lose request and response, then are dropped.
+audit-log-version||string|audit.k8s.io/v1|audit|on||API version the audit log is written in.
 audit-policy-file||string||audit|on||Audit policy (audit.k8s.io Policy); without it nothing is audited.
-audit-webhook-batch-buffer-size||int|10000|audit|todo||Webhook audit events buffered before new ones are dropped.
-audit-webhook-batch-max-size||int|400|audit|todo||Webhook audit events sent per batch at most.
-audit-webhook-batch-max-wait||duration|30s|audit|todo||Longest wait before a batch that is not full is sent.
-audit-webhook-batch-throttle-burst||int|15|audit|todo||Batches sent at once when the throttle allows a burst.
-audit-webhook-batch-throttle-enable||bool|true|audit|todo||Throttle batch sends.
-audit-webhook-batch-throttle-qps||float32|10|audit|todo||Batches sent per second on average.
-audit-webhook-config-file||string||audit|todo||Kubeconfig naming the audit webhook.
-audit-webhook-initial-backoff||duration|10s|audit|todo||Wait before the first retry of a failed send.
-audit-webhook-mode||string|batch|audit|todo||How events reach the webhook: batch, blocking or blocking-strict.
-audit-webhook-truncate-enabled||bool|false|audit|todo||Truncate large events and split large batches.
-audit-webhook-truncate-max-batch-size||int|10485760|audit|todo||Largest batch in bytes before it is split.
-audit-webhook-truncate-max-event-size||int|102400|audit|todo||Largest event in bytes.
-audit-webhook-version||string|audit.k8s.io/v1|audit|todo||API version events are sent to the webhook in.
+audit-webhook-batch-buffer-size||int|10000|audit|on||Webhook audit events buffered before new ones are dropped.
+audit-webhook-batch-max-size||int|400|audit|on||Webhook audit events sent per batch at most.
+audit-webhook-batch-max-wait||duration|30s|audit|on||Longest wait before a batch that is not full is sent.
+audit-webhook-batch-throttle-burst||int|15|audit|on||Batches sent at once when the throttle allows a burst.
+audit-webhook-batch-throttle-enable||bool|true|audit|on||Throttle batch sends.
+audit-webhook-batch-throttle-qps||float32|10|audit|on||Batches sent per second on average.
+audit-webhook-config-file||string||audit|on||Kubeconfig naming the audit webhook.
+audit-webhook-initial-backoff||duration|10s|audit|on||Wait before the first retry of a failed send.
+audit-webhook-mode||string|batch|audit|on||How events reach the webhook: batch, blocking or blocking-strict.
+audit-webhook-truncate-enabled||bool|false|audit|on||Truncate large events and split large batches.
+audit-webhook-truncate-max-batch-size||int|10485760|audit|on||Largest batch in bytes before it is split.
+audit-webhook-truncate-max-event-size||int|102400|audit|on||Largest event in bytes.
+audit-webhook-version||string|audit.k8s.io/v1|audit|on||API version events are sent to the webhook in.
 # Features flags
 contention-profiling||bool|false|features|noop||Block profiling (a Go runtime facility).
 debug-socket-path||string||features|noop||Unix socket for Go profiling without authentication.

@@ -38,7 +38,8 @@ async fn start() -> (chain::Chain, PathBuf) {
     let opts = ChainOptions {
         audit: Some(AuditConfig {
             policy: Policy::parse(POLICY).expect("policy"),
-            log: LogOptions::new(&log),
+            log: Some(LogOptions::new(&log)),
+            webhook: None,
         }),
         ..ChainOptions::default()
     };

@@ -15,6 +15,7 @@ mod apply;
 mod apply_clients;
 mod audit;
 mod audit_admission;
+mod audit_backends;
 mod authfill;
 mod authn_jwt;
 mod authn_webhook;

@@ -6,6 +6,7 @@
 //! and hack/local-up-cluster.sh's command (`localup.rs`), each against a real
 //! etcd (kubeadm's over TLS with client certificates), and serves `kubectl get ns` with the credentials that setup makes.
 
+mod audit_flags;
 mod auth_flags;
 mod encryption;
 mod envtest;
