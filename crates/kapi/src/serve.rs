@@ -152,6 +152,7 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
                 client_ca: ca,
                 allowed_names: a.requestheader_allowed_names.clone(),
                 username_headers: a.requestheader_username_headers.clone(),
+                uid_headers: a.requestheader_uid_headers.clone(),
                 group_headers: a.requestheader_group_headers.clone(),
                 extra_headers_prefix: a.requestheader_extra_headers_prefix.clone(),
             })

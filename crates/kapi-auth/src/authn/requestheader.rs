@@ -30,6 +30,8 @@ pub struct RequestHeaderConfig {
     pub client_ca: String,
     pub allowed_names: Vec<String>,
     pub username_headers: Vec<String>,
+    /// `--requestheader-uid-headers` (none by default, as upstream).
+    pub uid_headers: Vec<String>,
     pub group_headers: Vec<String>,
     pub extra_headers_prefix: Vec<String>,
 }
@@ -42,6 +44,7 @@ impl RequestHeaderConfig {
             client_ca,
             allowed_names: Vec::new(),
             username_headers: vec!["X-Remote-User".into()],
+            uid_headers: Vec::new(),
             group_headers: vec!["X-Remote-Group".into()],
             extra_headers_prefix: vec!["X-Remote-Extra-".into()],
         }
@@ -129,6 +132,15 @@ impl RequestHeader {
                 peer.user
             )));
         }
+        let uid = self
+            .config
+            .uid_headers
+            .iter()
+            .filter_map(|h| headers.get(h.as_str()))
+            .filter_map(|v| v.to_str().ok())
+            .find(|v| !v.is_empty())
+            .unwrap_or_default()
+            .to_owned();
         let groups = self
             .config
             .group_headers
@@ -152,6 +164,7 @@ impl RequestHeader {
         }
         Some(Ok(UserInfo {
             name,
+            uid,
             groups,
             extra,
             ..Default::default()
@@ -161,7 +174,12 @@ impl RequestHeader {
     /// Remove the headers this authenticator reads.
     pub fn clear_headers(&self, headers: &mut HeaderMap) {
         let c = &self.config;
-        for h in c.username_headers.iter().chain(&c.group_headers) {
+        for h in c
+            .username_headers
+            .iter()
+            .chain(&c.uid_headers)
+            .chain(&c.group_headers)
+        {
             headers.remove(h.as_str());
         }
         let prefixes: Vec<String> = c

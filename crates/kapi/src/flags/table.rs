@@ -194,7 +194,7 @@ enable-priority-and-fairness||bool|true|generic|on||Classify and queue requests 
 external-hostname||string||generic|on||Host name used in externally visible URLs (the service account issuer discovery document's jwks_uri); default: the advertise address.
 feature-gates||colonSeparatedMultimapStringString||generic|on||Feature gates as [kube:]Name=true|false pairs, comma-separated, repeatable; every 1.33 gate is known (unknown ones and locked ones set otherwise are refused). kapi acts on AggregatedDiscoveryRemoveBetaType, ConsistentListFromCache and WatchList; the others change nothing here.
 goaway-chance||float|0|generic|on||Fraction (0 to .02) of HTTP/2 requests answered with GOAWAY so clients spread over several servers.
-livez-grace-period||duration|0s|generic|todo||How long after start /livez reports unfinished start-up hooks as healthy.
+livez-grace-period||duration|0s|generic|noop||How long after start /livez reports unfinished start-up hooks as healthy (kapi serves only once its start-up hooks have run, so /livez never sees an unfinished one).
 max-mutating-requests-inflight||int|200|generic|on||Mutating requests in flight at most (0: no limit); with priority and fairness, part of the total concurrency.
 max-requests-inflight||int|400|generic|on||Non-mutating requests in flight at most (0: no limit); with priority and fairness, part of the total concurrency.
 min-request-timeout||int|1800|generic|on||Least number of seconds a watch is kept open; each watch picks a random timeout above it.
@@ -297,7 +297,7 @@ requestheader-allowed-names||strings||authn|on||Common names a front-proxy clien
 requestheader-client-ca-file||string||authn|on||CA of front-proxy client certificates; requests with one may name the user in headers.
 requestheader-extra-headers-prefix||strings||authn|on||Header prefixes carrying extra user information (X-Remote-Extra- is common).
 requestheader-group-headers||strings||authn|on||Headers naming the groups (X-Remote-Group is common).
-requestheader-uid-headers||strings||authn|todo||Headers naming the user's UID (X-Remote-Uid is common).
+requestheader-uid-headers||strings||authn|on||Headers naming the user's UID (X-Remote-Uid is common).
 requestheader-username-headers||strings||authn|on||Headers naming the user (X-Remote-User is common).
 service-account-extend-token-expiration||bool|true|authn|on||Pod-bound tokens asking for the kubelet's default lifetime live a year and carry a warnafter claim.
 service-account-issuer||stringArray||authn|on||Issuer of service account tokens; the first signs, all are accepted. Repeatable.

@@ -66,6 +66,7 @@ async fn front_proxy_headers_name_the_user_only_with_a_trusted_allowed_certifica
     let users = certs(None, "someone");
     let config = RequestHeaderConfig {
         allowed_names: vec!["front-proxy-client".into()],
+        uid_headers: vec!["X-Remote-Uid".into()],
         ..RequestHeaderConfig::with_defaults(front_proxy.ca.clone())
     };
     // What `kube-system/extension-apiserver-authentication` will say.
@@ -101,6 +102,7 @@ async fn front_proxy_headers_name_the_user_only_with_a_trusted_allowed_certifica
         &proxy,
         &[
             ("X-Remote-User", "carol"),
+            ("X-Remote-Uid", "uid-carol"),
             ("X-Remote-Group", "ops"),
             ("X-Remote-Group", "dev"),
             ("X-Remote-Extra-Acme.com%2FProject", "p1"),
@@ -109,6 +111,7 @@ async fn front_proxy_headers_name_the_user_only_with_a_trusted_allowed_certifica
     .await;
     assert_eq!(code, 201, "{user}");
     assert_eq!(user["username"], "carol");
+    assert_eq!(user["uid"], "uid-carol", "--requestheader-uid-headers");
     assert_eq!(
         user["groups"],
         serde_json::json!(["ops", "dev", "system:authenticated"])
