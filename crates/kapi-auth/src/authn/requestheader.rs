@@ -167,7 +167,6 @@ impl RequestHeader {
             uid,
             groups,
             extra,
-            ..Default::default()
         }))
     }
 
