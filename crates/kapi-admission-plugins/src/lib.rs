@@ -167,7 +167,10 @@ fn build(name: &str, cx: &Context, sel: &Selection) -> Option<Arc<dyn Plugin>> {
             config: sel.podsecurity.clone(),
         }),
         "Priority" => Arc::new(priority::Priority { cx }),
-        "DefaultTolerationSeconds" => Arc::new(tolerations::DefaultTolerationSeconds),
+        "DefaultTolerationSeconds" => Arc::new(tolerations::DefaultTolerationSeconds {
+            not_ready: sel.toleration_seconds.0,
+            unreachable: sel.toleration_seconds.1,
+        }),
         "DefaultStorageClass" => Arc::new(storageclass::DefaultStorageClass { cx }),
         "ResourceQuota" => Arc::new(quota::ResourceQuota {
             cx,
@@ -187,6 +190,9 @@ pub struct Selection {
     names: Vec<&'static str>,
     podsecurity: Arc<podsecurity::config::PodSecurityConfig>,
     quota: Arc<quota_config::QuotaConfig>,
+    /// `--default-not-ready-toleration-seconds`,
+    /// `--default-unreachable-toleration-seconds`.
+    toleration_seconds: (i64, i64),
 }
 
 /// Plugins upstream configures from the admission configuration file that
@@ -246,6 +252,7 @@ impl Selection {
             names,
             podsecurity: Arc::default(),
             quota: Arc::default(),
+            toleration_seconds: (tolerations::DEFAULT_SECONDS, tolerations::DEFAULT_SECONDS),
         })
     }
 
@@ -295,6 +302,13 @@ impl Selection {
             }
         }
         Ok(self)
+    }
+
+    /// The tolerationSeconds DefaultTolerationSeconds gives pods for the
+    /// not-ready and unreachable taints (upstream's flags, 300 each).
+    pub fn with_toleration_seconds(mut self, not_ready: i64, unreachable: i64) -> Selection {
+        self.toleration_seconds = (not_ready, unreachable);
+        self
     }
 
     /// The names selected, in order.

@@ -1,7 +1,9 @@
 //! DefaultTolerationSeconds (upstream `plugin/pkg/admission/defaulttolerationseconds`):
 //! a pod that does not tolerate the `node.kubernetes.io/not-ready` and
 //! `node.kubernetes.io/unreachable` NoExecute taints gets tolerations for them
-//! of 300 seconds, so it is evicted from a failed node after five minutes.
+//! of `--default-not-ready-toleration-seconds` and
+//! `--default-unreachable-toleration-seconds` (300 each: evicted from a failed
+//! node after five minutes).
 
 use async_trait::async_trait;
 use kapi_machinery::status::ApiError;
@@ -15,7 +17,10 @@ pub const DEFAULT_SECONDS: i64 = 300;
 const NOT_READY: &str = "node.kubernetes.io/not-ready";
 const UNREACHABLE: &str = "node.kubernetes.io/unreachable";
 
-pub struct DefaultTolerationSeconds;
+pub struct DefaultTolerationSeconds {
+    pub not_ready: i64,
+    pub unreachable: i64,
+}
 
 /// Whether some toleration covers the NoExecute taint `key`.
 fn tolerates(tolerations: &[Value], key: &str) -> bool {
@@ -59,13 +64,13 @@ impl Plugin for DefaultTolerationSeconds {
             .cloned()
             .unwrap_or_default();
         let mut add = Vec::new();
-        for key in [NOT_READY, UNREACHABLE] {
+        for (key, seconds) in [(NOT_READY, self.not_ready), (UNREACHABLE, self.unreachable)] {
             if !tolerates(&current, key) {
                 add.push(json!({
                     "key": key,
                     "operator": "Exists",
                     "effect": "NoExecute",
-                    "tolerationSeconds": DEFAULT_SECONDS,
+                    "tolerationSeconds": seconds,
                 }));
             }
         }

@@ -347,6 +347,10 @@ fn admission(f: &Flags) -> Result<kapi_admission_plugins::Selection, String> {
     } else {
         Selection::from_flags(&enable, &disable)?
     };
+    let selection = selection.with_toleration_seconds(
+        f.int_in("default-not-ready-toleration-seconds", i64::MIN, i64::MAX)?,
+        f.int_in("default-unreachable-toleration-seconds", i64::MIN, i64::MAX)?,
+    );
     match f.opt_path("admission-control-config-file") {
         Some(path) => {
             let configs = kapi_admission_plugins::config::PluginConfigs::load(&path)?;

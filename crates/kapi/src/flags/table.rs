@@ -188,8 +188,8 @@ const TABLE: &str = r#"
 # Generic flags
 advertise-address||ip||generic|on||The address written into the admin kubeconfig and discovery and given to the default/kubernetes endpoints (kapi default: 127.0.0.1).
 cors-allowed-origins||strings||generic|on||Origins (regular expressions) allowed to make cross-origin requests; empty turns CORS off.
-default-not-ready-toleration-seconds||int|300|generic|todo||tolerationSeconds of the not-ready NoExecute toleration added to pods that have none.
-default-unreachable-toleration-seconds||int|300|generic|todo||tolerationSeconds of the unreachable NoExecute toleration added to pods that have none.
+default-not-ready-toleration-seconds||int|300|generic|on||tolerationSeconds of the not-ready NoExecute toleration added to pods that have none.
+default-unreachable-toleration-seconds||int|300|generic|on||tolerationSeconds of the unreachable NoExecute toleration added to pods that have none.
 enable-priority-and-fairness||bool|true|generic|on||Classify and queue requests by FlowSchemas and PriorityLevelConfigurations instead of the plain in-flight limits.
 external-hostname||string||generic|on||Host name used in externally visible URLs (the service account issuer discovery document's jwks_uri); default: the advertise address.
 feature-gates||colonSeparatedMultimapStringString||generic|on||Feature gates as [kube:]Name=true|false pairs, comma-separated, repeatable; every 1.33 gate is known (unknown ones and locked ones set otherwise are refused). kapi acts on AggregatedDiscoveryRemoveBetaType, ConsistentListFromCache and WatchList; the others change nothing here.

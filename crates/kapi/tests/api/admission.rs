@@ -116,6 +116,24 @@ async fn immortal_namespaces_may_not_be_deleted() {
     }
 }
 
+/// `--default-not-ready-toleration-seconds` and
+/// `--default-unreachable-toleration-seconds` set the seconds given.
+#[tokio::test]
+async fn default_toleration_seconds_follow_the_flags() {
+    let srv = harness::start_configured(|o| {
+        o.admission = o.admission.clone().with_toleration_seconds(30, 45);
+    })
+    .await;
+    let (code, p) = post(&srv, "/api/v1/namespaces/default/pods", pod("quick")).await;
+    assert_eq!(code, 201, "{p}");
+    let tolerations = p["spec"]["tolerations"].as_array().expect("tolerations");
+    let seconds = |key: &str| {
+        tolerations.iter().find(|t| t["key"] == key).expect(key)["tolerationSeconds"].clone()
+    };
+    assert_eq!(seconds("node.kubernetes.io/not-ready"), 30);
+    assert_eq!(seconds("node.kubernetes.io/unreachable"), 45);
+}
+
 #[tokio::test]
 async fn priority_and_default_tolerations_are_set_on_pods() {
     let srv = harness::start().await;
