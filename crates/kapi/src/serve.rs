@@ -55,6 +55,7 @@ fn chain_options(a: &ServeArgs) -> Result<ChainOptions, String> {
         request_timeout: a.request_timeout,
         audit,
         cors: a.cors.clone(),
+        hsts: a.hsts.clone(),
         lifecycle: Some(Lifecycle::new(a.shutdown_send_retry_after)),
     })
 }

@@ -10,7 +10,8 @@
 //!    (`kapi_http::lifecycle`): requests refused or counted while shutting down;
 //! 4. panic recovery ([`recover`]);
 //! 5. the deadline and timeout (`kapi_http::limits::timeout`);
-//! 6. CORS, when origins are allowed (`kapi_http::cors`), before
+//! 6. HSTS, when `--strict-transport-security-directives` are given ([`hsts`]),
+//!    then CORS, when origins are allowed (`kapi_http::cors`), before
 //!    authentication as upstream's (a preflight carries no credentials);
 //! 7. authentication (`kapi_auth::authn`);
 //! 8. audit events, when an audit policy is set (`kapi_auth::audit::layer`);
@@ -27,7 +28,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::Request;
-use axum::http::{header, StatusCode};
+use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::{from_fn, from_fn_with_state, Next};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
@@ -69,6 +70,7 @@ pub fn apply(
         .cors
         .clone()
         .map(|c| from_fn_with_state(c, kapi_http::cors::layer));
+    let hsts = chain.hsts.clone().map(|h| from_fn_with_state(h, hsts));
     let filters = ServiceBuilder::new()
         .layer(from_fn(kapi_http::pretty::layer))
         .layer(from_fn_with_state(chain.metrics.clone(), metrics::layer))
@@ -76,6 +78,7 @@ pub fn apply(
         .option_layer(lifecycle)
         .layer(from_fn(recover))
         .layer(from_fn_with_state(chain.request_timeout, limits::timeout))
+        .option_layer(hsts)
         .option_layer(cors)
         .layer(from_fn_with_state(auth, authn::authenticate_layer))
         .option_layer(auditing)
@@ -83,6 +86,44 @@ pub fn apply(
         .layer(concurrency)
         .layer(from_fn_with_state(authz, authorize_layer));
     routes.layer(filters)
+}
+
+/// `Strict-Transport-Security` on every response that has none, as
+/// upstream's `WithHSTS`.
+async fn hsts(
+    axum::extract::State(value): axum::extract::State<HeaderValue>,
+    req: Request,
+    next: Next,
+) -> Response {
+    let mut resp = next.run(req).await;
+    resp.headers_mut()
+        .entry(header::STRICT_TRANSPORT_SECURITY)
+        .or_insert(value);
+    resp
+}
+
+/// `--strict-transport-security-directives` joined into the header's value;
+/// each directive must be `max-age=<seconds>`, `includeSubDomains` or
+/// `preload` (RFC 6797 section 6.1), as upstream validates them.
+pub fn hsts_value(directives: &[String]) -> Result<Option<HeaderValue>, String> {
+    if directives.is_empty() {
+        return Ok(None);
+    }
+    for d in directives {
+        if d.trim().is_empty() {
+            return Err("empty value in strict-transport-security-directives".into());
+        }
+        let max_age = d.split('=').collect::<Vec<_>>();
+        if d != "includeSubDomains"
+            && d != "preload"
+            && (max_age.len() != 2 || max_age[0] != "max-age")
+        {
+            return Err("--strict-transport-security-directives invalid, allowed values: max-age=expireTime, includeSubDomains, preload. see RFC 6797 section 6.1 for more information".into());
+        }
+    }
+    HeaderValue::from_str(&directives.join("; "))
+        .map(Some)
+        .map_err(|e| format!("--strict-transport-security-directives: {e}"))
 }
 
 /// Turn a panic in any handler into a 500; the server keeps serving. As
@@ -120,6 +161,8 @@ pub struct ChainOptions {
     pub audit: Option<kapi_auth::audit::AuditConfig>,
     /// `--cors-allowed-origins`; `None` leaves CORS off.
     pub cors: Option<kapi_http::cors::Cors>,
+    /// `--strict-transport-security-directives` ([`hsts_value`]); `None` sends none.
+    pub hsts: Option<HeaderValue>,
     /// The server's shutdown state (`kapi serve` terminates through it).
     pub lifecycle: Option<kapi_http::lifecycle::Lifecycle>,
 }
@@ -133,6 +176,7 @@ impl Default for ChainOptions {
             request_timeout: Duration::from_secs(60),
             audit: None,
             cors: None,
+            hsts: None,
             lifecycle: None,
         }
     }
@@ -147,6 +191,7 @@ pub struct Chain {
     pub concurrency: Concurrency,
     pub audit: Option<kapi_auth::audit::Audit>,
     pub cors: Option<kapi_http::cors::Cors>,
+    pub hsts: Option<HeaderValue>,
     pub lifecycle: Option<kapi_http::lifecycle::Lifecycle>,
 }
 
@@ -190,6 +235,7 @@ impl Chain {
             concurrency,
             audit,
             cors: opts.cors.clone(),
+            hsts: opts.hsts.clone(),
             lifecycle: opts.lifecycle.clone(),
         })
     }

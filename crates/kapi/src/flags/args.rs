@@ -99,6 +99,8 @@ pub struct ServeArgs {
     pub goaway_chance: f64,
     /// `--cors-allowed-origins`, compiled (`None`: CORS off).
     pub cors: Option<kapi_http::cors::Cors>,
+    /// `--strict-transport-security-directives`, validated and joined.
+    pub hsts: Option<axum::http::HeaderValue>,
     pub external_hostname: Option<String>,
     pub min_request_timeout: Duration,
     pub shutdown_delay_duration: Duration,
@@ -288,6 +290,11 @@ impl ServeArgs {
             disable_http2_serving: f.bool("disable-http2-serving"),
             goaway_chance: goaway_chance(f)?,
             cors: kapi_http::cors::Cors::new(&f.list("cors-allowed-origins"))?,
+            hsts: kapi_server::filters::hsts_value(
+                &Some(f.list("strict-transport-security-directives"))
+                    .filter(|d| d.iter().any(|x| !x.is_empty()))
+                    .unwrap_or_default(),
+            )?,
             external_hostname: f.opt_string("external-hostname"),
             min_request_timeout: std::time::Duration::from_secs(
                 f.int_in("min-request-timeout", 0, i64::MAX)

@@ -202,7 +202,7 @@ request-timeout||duration|1m0s|generic|on||How long a request that is not long-r
 shutdown-delay-duration||duration|0s|generic|on||On termination keep serving this long (readyz failing) before shutting down.
 shutdown-send-retry-after||bool|false|generic|on||While draining at shutdown, answer new requests 429 with Retry-After and close the connection.
 shutdown-watch-termination-grace-period||duration|0s|generic|on||At shutdown, the longest wait for open watches to end.
-strict-transport-security-directives||strings||generic|todo||HSTS directives to send, e.g. max-age=31536000,includeSubDomains; empty sends none.
+strict-transport-security-directives||strings||generic|on||HSTS directives to send, e.g. max-age=31536000,includeSubDomains; empty sends none.
 # Etcd flags
 default-watch-cache-size||int|100|etcd|noop|watch caches are sized automatically and this flag will be removed in a future version|Watch cache size of resources without their own setting.
 delete-collection-workers||int|1|etcd|on||Workers a DeleteCollection call uses.

@@ -1,5 +1,6 @@
 //! The generic server flags, each as kube-apiserver documents it:
-//! `--cors-allowed-origins`, `--service-node-port-range`, `--external-hostname`,
+//! `--cors-allowed-origins`, `--strict-transport-security-directives`,
+//! `--service-node-port-range`, `--external-hostname`,
 //! `--min-request-timeout`, `--etcd-healthcheck-timeout`, and the shutdown
 //! states (`--shutdown-delay-duration` and `--shutdown-send-retry-after` seen
 //! from a client: `/readyz` failing first, watches ending, requests refused).
@@ -62,6 +63,37 @@ async fn cors_allowed_origins_answer_preflights_and_tag_responses() {
     let plain = harness::start().await;
     let (_, h) = with_origin(&plain, "GET", "https://good.example").await;
     assert!(h.get("access-control-allow-origin").is_none());
+}
+
+#[tokio::test]
+async fn strict_transport_security_directives_go_on_every_response() {
+    let directives: Vec<String> = ["max-age=31536000", "includeSubDomains", "preload"]
+        .map(String::from)
+        .to_vec();
+    let value = kapi_server::filters::hsts_value(&directives).unwrap();
+    let s = harness::start_configured(move |o| o.chain.hsts = value).await;
+    for (method, origin) in [("GET", "https://any.example"), ("OPTIONS", "x")] {
+        let (_, h) = with_origin(&s, method, origin).await;
+        assert_eq!(
+            h["strict-transport-security"],
+            "max-age=31536000; includeSubDomains; preload"
+        );
+    }
+    // Errors carry it too.
+    let req = http::Request::get("/api/v1/namespaces/default/configmaps/none")
+        .body(kube::client::Body::from(Vec::new()))
+        .unwrap();
+    let resp = s.client.send(req).await.expect("transport");
+    assert_eq!(resp.status(), 404);
+    assert!(resp.headers().contains_key("strict-transport-security"));
+    let plain = harness::start().await;
+    let (_, h) = with_origin(&plain, "GET", "https://any.example").await;
+    assert!(h.get("strict-transport-security").is_none());
+    // Upstream's validation.
+    for bad in [&["max-age"][..], &["includeSubdomains"], &[""]] {
+        let bad: Vec<String> = bad.iter().map(|s| s.to_string()).collect();
+        assert!(kapi_server::filters::hsts_value(&bad).is_err(), "{bad:?}");
+    }
 }
 
 fn node_port_service(name: &str, node_port: Option<u16>) -> Vec<u8> {

@@ -288,6 +288,10 @@ fn bad_flag_values_are_refused_as_upstream() {
             "Error: --etcd-servers-overrides invalid, must be of format: group/resource#servers, where servers are URLs, semicolon separated\n",
         ),
         (
+            &["--strict-transport-security-directives=max-age,preload"][..],
+            "Error: --strict-transport-security-directives invalid, allowed values: max-age=expireTime, includeSubDomains, preload.",
+        ),
+        (
             &["--cors-allowed-origins=example.com"][..],
             "Error: --cors-allowed-origins has an invalid regular expression: regular expression does not pin to start/end of host in the origin header",
         ),
