@@ -119,7 +119,7 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
         .advertise_address
         .clone()
         .unwrap_or_else(|| "127.0.0.1".into());
-    let listener = tokio::net::TcpListener::bind((a.bind_address.as_str(), a.secure_port))
+    let listener = crate::serving::bind(&a)
         .await
         .map_err(|e| format!("binding {}:{}: {e}", a.bind_address, a.secure_port))?;
     let port = listener.local_addr().map_err(|e| e.to_string())?.port();

@@ -1,4 +1,6 @@
-//! The secure port as the serving flags describe it — TLS (`--tls-min-version`,
+//! The secure port as the serving flags describe it — the socket
+//! (`--bind-address`, `--secure-port`, `--permit-address-sharing`,
+//! `--permit-port-sharing`: [`bind`]), TLS (`--tls-min-version`,
 //! `--tls-cipher-suites`, `--tls-sni-cert-key`), connections
 //! (`--http2-max-streams-per-connection`, `--disable-http2-serving`,
 //! `--goaway-chance`) — and graceful termination on SIGTERM/SIGINT
@@ -20,6 +22,7 @@ use std::time::Duration;
 
 use kapi_http::lifecycle::Lifecycle;
 use kapi_server::tls::{self, ConnectionSettings, NamedCert, ServingConfigs, TlsSettings};
+use tokio::net::{TcpListener, TcpSocket};
 
 use crate::serve::ServeArgs;
 
@@ -128,4 +131,26 @@ async fn termination_signal() {
         _ = ctrl_c => {},
         _ = term.recv() => {},
     }
+}
+
+/// The listening socket. SO_REUSEADDR (`--permit-address-sharing`: a restart
+/// does not wait for TIME_WAIT sockets) is set on every listener, as Go's
+/// runtime sets it on Linux listeners whatever the flag says, so the flag
+/// changes nothing more here than upstream; SO_REUSEPORT with
+/// `--permit-port-sharing` lets several servers listen on one port, the
+/// kernel spreading connections between them.
+pub async fn bind(a: &ServeArgs) -> std::io::Result<TcpListener> {
+    let addr = tokio::net::lookup_host((a.bind_address.as_str(), a.secure_port))
+        .await?
+        .next()
+        .ok_or_else(|| std::io::Error::other("no address"))?;
+    let socket = if addr.is_ipv4() {
+        TcpSocket::new_v4()?
+    } else {
+        TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.set_reuseport(a.permit_port_sharing)?;
+    socket.bind(addr)?;
+    socket.listen(1024)
 }

@@ -99,6 +99,7 @@ pub struct ServeArgs {
     pub goaway_chance: f64,
     /// `--cors-allowed-origins`, compiled (`None`: CORS off).
     pub cors: Option<kapi_http::cors::Cors>,
+    pub permit_port_sharing: bool,
     /// `--strict-transport-security-directives`, validated and joined.
     pub hsts: Option<axum::http::HeaderValue>,
     pub external_hostname: Option<String>,
@@ -290,6 +291,7 @@ impl ServeArgs {
             disable_http2_serving: f.bool("disable-http2-serving"),
             goaway_chance: goaway_chance(f)?,
             cors: kapi_http::cors::Cors::new(&f.list("cors-allowed-origins"))?,
+            permit_port_sharing: f.bool("permit-port-sharing"),
             hsts: kapi_server::filters::hsts_value(
                 &Some(f.list("strict-transport-security-directives"))
                     .filter(|d| d.iter().any(|x| !x.is_empty()))

@@ -231,8 +231,8 @@ bind-address||ip|0.0.0.0|secure|on||Address to listen on for HTTPS.
 cert-dir||string|/var/run/kubernetes|secure|on||Where apiserver.crt/apiserver.key are read from, or written to when missing (ignored with --tls-cert-file). Without the flag, kapi serve keeps its certificates under --data-dir/pki.
 disable-http2-serving||bool|false|secure|on||Serve HTTP/1.1 only.
 http2-max-streams-per-connection||int|0|secure|on||Concurrent HTTP/2 streams a client may open per connection (0: upstream's default, 100).
-permit-address-sharing||bool|false|secure|todo||Bind with SO_REUSEADDR.
-permit-port-sharing||bool|false|secure|todo||Bind with SO_REUSEPORT so several servers share the port.
+permit-address-sharing||bool|false|secure|on||Bind with SO_REUSEADDR (set on every listener, as Go does on Linux).
+permit-port-sharing||bool|false|secure|on||Bind with SO_REUSEPORT so several servers share the port.
 secure-port||int|6443|secure|on||Port to serve HTTPS on (kapi also takes 0: a free port).
 tls-cert-file||string||secure|on||Serving certificate (PEM, chain after the leaf); without it one is generated (see --cert-dir).
 tls-cipher-suites||strings||secure|on||TLS 1.2 cipher suites the server allows (IANA names; TLS 1.3 suites are not configurable, as in Go; CBC, RC4, 3DES and RSA key exchange suites are accepted but not offered); empty keeps the defaults.

@@ -304,3 +304,35 @@ fn bad_flag_values_are_refused_as_upstream() {
         assert!(err.contains(want), "{args:?}: {err}");
     }
 }
+
+/// `--permit-port-sharing`: kapi listens on a port another socket with
+/// SO_REUSEPORT already holds; without the flag the port is taken.
+#[test]
+fn permit_port_sharing_shares_the_port() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let holder = rt.block_on(async {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.set_reuseport(true).unwrap();
+        socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        socket.listen(16).unwrap()
+    });
+    let port = holder.local_addr().unwrap().port();
+    let dir = tempfile::tempdir().unwrap();
+    let base = |extra: &[&str]| -> Vec<String> {
+        let mut v = vec![
+            format!("--cert-dir={}", dir.path().join("certs").display()),
+            format!("--secure-port={port}"),
+            "--bind-address=127.0.0.1".into(),
+        ];
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    let taken = base(&[]);
+    let argv: Vec<&str> = taken.iter().map(String::as_str).collect();
+    let (code, _, err) = run_once(dir.path(), &argv);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("Address already in use"), "{err}");
+    let server = crate::proc::Server::start(dir.path(), &base(&["--permit-port-sharing"]));
+    assert_eq!(server.port(), port);
+    drop(holder);
+}
