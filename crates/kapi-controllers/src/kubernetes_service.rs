@@ -1,6 +1,7 @@
 //! The `default/kubernetes` Service and its endpoints, as kube-apiserver's
 //! bootstrap controller and lease endpoint reconciler keep them: the Service on
-//! the first address of the service range, port 443 → the secure port; the
+//! the first address of the service range, port 443 → the secure port (of
+//! type NodePort on `--kubernetes-service-node-port` when that is set); the
 //! Endpoints (labelled `endpointslice.kubernetes.io/skip-mirror`) and — when
 //! `discovery.k8s.io/v1 endpointslices` is served, looked up at run time — the
 //! EndpointSlice `kubernetes`, both with this server's advertise address. A
@@ -38,13 +39,25 @@ pub fn service(cx: &Context) -> Value {
         "apiVersion": "v1", "kind": "Service",
         "metadata": {"name": NAME, "namespace": NAMESPACE,
                      "labels": {"component": "apiserver", "provider": "kubernetes"}},
-        "spec": {"type": "ClusterIP", "clusterIP": ip, "clusterIPs": [ip], "sessionAffinity": "None",
+        "spec": {"type": service_type(cx), "clusterIP": ip, "clusterIPs": [ip], "sessionAffinity": "None",
                  "ports": service_ports(cx)},
     })
 }
 
 fn service_ports(cx: &Context) -> Value {
-    json!([{"name": "https", "port": 443, "protocol": "TCP", "targetPort": cx.port}])
+    let mut port = json!({"name": "https", "port": 443, "protocol": "TCP", "targetPort": cx.port});
+    if cx.kubernetes_service_node_port > 0 {
+        port["nodePort"] = json!(cx.kubernetes_service_node_port);
+    }
+    json!([port])
+}
+
+fn service_type(cx: &Context) -> &'static str {
+    if cx.kubernetes_service_node_port > 0 {
+        "NodePort"
+    } else {
+        "ClusterIP"
+    }
 }
 
 /// The advertised IP (the host part of `advertise_address`), if it is one.
@@ -193,8 +206,9 @@ async fn ensure_service(cx: &Context) -> Result<(), ApiError> {
         other => other?,
     };
     let ports = service_ports(cx);
+    let kind = service_type(cx);
     if current.pointer("/spec/ports") == Some(&ports)
-        && current.pointer("/spec/type") == Some(&json!("ClusterIP"))
+        && current.pointer("/spec/type") == Some(&json!(kind))
     {
         return Ok(());
     }
@@ -209,7 +223,7 @@ async fn ensure_service(cx: &Context) -> Result<(), ApiError> {
             |cur| {
                 let mut next = cur.cloned().ok_or_else(|| ApiError::internal("gone"))?;
                 next["spec"]["ports"] = ports.clone();
-                next["spec"]["type"] = json!("ClusterIP");
+                next["spec"]["type"] = json!(kind);
                 Ok(next)
             },
         )

@@ -151,6 +151,8 @@ pub struct Context {
     pub port: u16,
     /// The `kubernetes` Service's ClusterIP (the range's first address).
     pub kubernetes_service_ip: String,
+    /// `--kubernetes-service-node-port` (0: the Service is ClusterIP).
+    pub kubernetes_service_node_port: u16,
 }
 
 /// Which controllers run and what they publish.

@@ -30,6 +30,9 @@ pub struct ServerConfig {
     pub service_cidr: Cidr,
     /// `--service-node-port-range`, inclusive.
     pub node_ports: (u16, u16),
+    /// `--kubernetes-service-node-port`: the `kubernetes` Service is of type
+    /// NodePort on this port (0: ClusterIP).
+    pub kubernetes_service_node_port: u16,
     /// `--min-request-timeout`: a watch without `timeoutSeconds` lasts a
     /// random time between this and twice this.
     pub min_request_timeout: Duration,
@@ -59,6 +62,7 @@ impl ServerConfig {
             port,
             service_cidr,
             node_ports: crate::services::DEFAULT_NODE_PORTS,
+            kubernetes_service_node_port: 0,
             min_request_timeout: Duration::from_secs(1800),
             external_address: None,
             etcd_healthcheck_timeout: Duration::from_secs(2),

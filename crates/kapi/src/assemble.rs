@@ -221,6 +221,7 @@ impl Built {
             advertise_address: server.config.advertise_address.clone(),
             port: server.config.port,
             kubernetes_service_ip: server.config.service_cidr.nth(1).to_string(),
+            kubernetes_service_node_port: server.config.kubernetes_service_node_port,
         });
         kapi_controllers::bootstrap(&cx).await?;
         server.repair_services().await?;

@@ -64,6 +64,7 @@ fn chain_options(a: &ServeArgs) -> Result<ChainOptions, String> {
 fn server_config(a: &ServeArgs, advertise: &str, port: u16, service_cidr: Cidr) -> ServerConfig {
     let mut config = ServerConfig::new(format!("{advertise}:{port}"), port, service_cidr);
     config.node_ports = a.service_node_port_range;
+    config.kubernetes_service_node_port = a.kubernetes_service_node_port;
     config.min_request_timeout = a.min_request_timeout;
     config.external_address = a.external_hostname.as_ref().map(|h| format!("{h}:{port}"));
     config.etcd_healthcheck_timeout = a.etcd_healthcheck_timeout;

@@ -109,6 +109,8 @@ pub struct ServeArgs {
     pub shutdown_watch_termination_grace_period: Duration,
     /// `--service-node-port-range`, inclusive.
     pub service_node_port_range: (u16, u16),
+    /// `--kubernetes-service-node-port` (0: the `kubernetes` Service is ClusterIP).
+    pub kubernetes_service_node_port: u16,
     pub etcd_healthcheck_timeout: Duration,
     pub etcd_readycheck_timeout: Duration,
     /// The built-in `(group, version, resource)`s `--runtime-config` turns off.
@@ -314,6 +316,7 @@ impl ServeArgs {
                         .to_string()
                 })?,
             service_node_port_range: node_port_range(f)?,
+            kubernetes_service_node_port: kubernetes_service_node_port(f)?,
             etcd_healthcheck_timeout: f.duration("etcd-healthcheck-timeout")?,
             etcd_readycheck_timeout: f.duration("etcd-readycheck-timeout")?,
             runtime_config_off: kapi::runtime_config_off(&pairs(
@@ -473,6 +476,22 @@ fn node_port_range(f: &Flags) -> Result<(u16, u16), String> {
         return Err("--service-node-port-range must not be empty".into());
     }
     Ok((base, base + (size - 1)))
+}
+
+/// `--kubernetes-service-node-port`, checked as upstream: a port, inside
+/// `--service-node-port-range` when not 0.
+fn kubernetes_service_node_port(f: &Flags) -> Result<u16, String> {
+    let port = f.int_in("kubernetes-service-node-port", i64::MIN, i64::MAX)?;
+    if !(0..=65535).contains(&port) {
+        return Err(format!("--kubernetes-service-node-port {port} must be between 0 and 65535, inclusive. If 0, the Kubernetes master service will be of type ClusterIP."));
+    }
+    let (lo, hi) = node_port_range(f)?;
+    if port > 0 && !(i64::from(lo)..=i64::from(hi)).contains(&port) {
+        return Err(format!(
+            "kubernetes service node port range {lo}-{hi} doesn't contain {port}"
+        ));
+    }
+    Ok(port as u16)
 }
 
 /// `lease` and `none` as kapi has them; upstream's deprecated `master-count`

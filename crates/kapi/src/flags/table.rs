@@ -359,7 +359,7 @@ kubelet-port||uint|10250|misc|noop|kubelet-port is deprecated and will be remove
 kubelet-preferred-address-types||strings|Hostname,InternalDNS,InternalIP,ExternalDNS,ExternalIP|misc|on||Node address types tried, in order, to reach kubelets.
 kubelet-read-only-port||uint|10255|misc|noop|kubelet-read-only-port is deprecated and will be removed.|Kubelet read-only port.
 kubelet-timeout||duration|5s|misc|on||Timeout of kubelet calls.
-kubernetes-service-node-port||int|0|misc|todo||Make the kubernetes service a NodePort service on this port (0: ClusterIP).
+kubernetes-service-node-port||int|0|misc|on||Make the kubernetes service a NodePort service on this port (0: ClusterIP).
 max-connection-bytes-per-sec||int|0|misc|todo||Throttle each long-running connection to this many bytes a second (0: off).
 peer-advertise-ip||string||misc|todo||IP other API servers use to proxy requests here (version skew).
 peer-advertise-port||string||misc|todo||Port other API servers use to proxy requests here (version skew).

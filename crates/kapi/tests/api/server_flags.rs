@@ -109,6 +109,39 @@ fn node_port_service(name: &str, node_port: Option<u16>) -> Vec<u8> {
     .unwrap()
 }
 
+/// `--kubernetes-service-node-port`: the `kubernetes` Service is a NodePort
+/// Service on that port, which no other Service may then take.
+#[tokio::test]
+async fn kubernetes_service_node_port_makes_it_a_node_port_service() {
+    let s = harness::start_configured(|o| o.config.kubernetes_service_node_port = 30443).await;
+    let (code, svc) = s
+        .get_json("/api/v1/namespaces/default/services/kubernetes")
+        .await;
+    assert_eq!(code, 200, "{svc}");
+    assert_eq!(svc["spec"]["type"], "NodePort");
+    assert_eq!(svc["spec"]["ports"][0]["nodePort"], 30443);
+    assert_eq!(svc["spec"]["ports"][0]["port"], 443);
+    let path = "/api/v1/namespaces/default/services";
+    let (code, out) = s
+        .send_json("POST", path, node_port_service("clash", Some(30443)))
+        .await;
+    assert_eq!(code, 422, "{out}");
+    assert!(
+        out["message"]
+            .as_str()
+            .unwrap()
+            .contains("provided port is already allocated"),
+        "{out}"
+    );
+    // Without the flag: ClusterIP, no node port.
+    let plain = harness::start().await;
+    let (_, svc) = plain
+        .get_json("/api/v1/namespaces/default/services/kubernetes")
+        .await;
+    assert_eq!(svc["spec"]["type"], "ClusterIP");
+    assert!(svc["spec"]["ports"][0].get("nodePort").is_none());
+}
+
 #[tokio::test]
 async fn service_node_port_range_bounds_allocation_and_requests() {
     let s = harness::start_configured(|o| o.config.node_ports = (40000, 40001)).await;

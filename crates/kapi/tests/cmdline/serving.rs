@@ -288,6 +288,10 @@ fn bad_flag_values_are_refused_as_upstream() {
             "Error: --etcd-servers-overrides invalid, must be of format: group/resource#servers, where servers are URLs, semicolon separated\n",
         ),
         (
+            &["--kubernetes-service-node-port=443"][..],
+            "Error: kubernetes service node port range 30000-32767 doesn't contain 443\n",
+        ),
+        (
             &["--strict-transport-security-directives=max-age,preload"][..],
             "Error: --strict-transport-security-directives invalid, allowed values: max-age=expireTime, includeSubDomains, preload.",
         ),
