@@ -38,6 +38,9 @@ pub struct KubeletConfig {
     /// `--kubelet-timeout`: bounds the dial and the wait for response headers
     /// of non-streaming kubelet calls.
     pub timeout: Duration,
+    /// `--max-connection-bytes-per-sec`: each direction of a piped upgrade
+    /// at most this many bytes a second (0: unlimited).
+    pub max_bytes_per_sec: u64,
     /// Opens TCP connections (tests route node addresses elsewhere).
     pub dialer: Arc<dyn Dialer>,
 }
@@ -49,6 +52,7 @@ impl std::fmt::Debug for KubeletConfig {
             .field("certificate_authority", &self.certificate_authority)
             .field("preferred_address_types", &self.preferred_address_types)
             .field("timeout", &self.timeout)
+            .field("max_bytes_per_sec", &self.max_bytes_per_sec)
             .finish_non_exhaustive()
     }
 }
@@ -64,6 +68,7 @@ impl Default for KubeletConfig {
                 .map(|s| s.to_string())
                 .collect(),
             timeout: Duration::from_secs(5),
+            max_bytes_per_sec: 0,
             dialer: Arc::new(TcpDialer),
         }
     }

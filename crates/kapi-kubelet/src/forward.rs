@@ -167,12 +167,20 @@ pub async fn upgrade(
     }
     let backend = hyper::upgrade::on(&mut resp);
     let (parts, _) = resp.into_parts();
+    let rate = t.config.max_bytes_per_sec;
     tokio::spawn(async move {
         let (Ok(c), Ok(b)) = (client.await, backend.await) else {
             return;
         };
         let (mut c, mut b) = (TokioIo::new(c), TokioIo::new(b));
-        if let Err(e) = tokio::io::copy_bidirectional(&mut c, &mut b).await {
+        let done = if rate > 0 {
+            crate::throttle::copy_bidirectional(c, b, rate).await
+        } else {
+            tokio::io::copy_bidirectional(&mut c, &mut b)
+                .await
+                .map(|_| ())
+        };
+        if let Err(e) = done {
             tracing::debug!(error = %e, "upgraded connection ended");
         }
     });

@@ -7,7 +7,7 @@
 //! endpoint; the proxyable-address check) and `options.rs` (query options,
 //! kubelet URL) → `transport.rs` (dial through the `config.rs` dialer, TLS
 //! with the kubelet client identity) → `forward.rs` (streamed HTTP, piped
-//! upgrades), `translate.rs` (WebSocket v5 → SPDY, over `spdy/`) or
+//! upgrades, rate-limited by `throttle.rs` under `--max-connection-bytes-per-sec`), `translate.rs` (WebSocket v5 → SPDY, over `spdy/`) or
 //! `tunnel.rs` (port-forward's SPDY-in-WebSocket). Nothing here knows the
 //! filter chain: authentication, authorization, audit and flow control have
 //! run before the server calls in.
@@ -18,6 +18,7 @@ pub mod forward;
 pub mod location;
 pub mod options;
 pub mod spdy;
+pub mod throttle;
 pub mod translate;
 pub mod transport;
 pub mod tunnel;

@@ -26,6 +26,7 @@ use tokio_tungstenite::tungstenite::Message;
 use crate::forward;
 use crate::location::Location;
 use crate::spdy::{Session, Stream};
+use crate::throttle;
 use crate::transport::Transport;
 use crate::ws::{self, Socket};
 
@@ -183,14 +184,16 @@ async fn run(t: Arc<Transport>, loc: Location, path: String, streams: Streams, s
         }
         let _ = sink.close().await;
     });
+    let rate = t.config.max_bytes_per_sec;
     let input = tokio::spawn(client_input(
         source,
         opened.stdin,
         opened.resize,
         session.clone(),
+        rate,
     ));
-    let out = relay(opened.stdout, ws::STDOUT, tx.clone());
-    let err = relay(opened.stderr, ws::STDERR, tx.clone());
+    let out = relay(opened.stdout, ws::STDOUT, tx.clone(), rate);
+    let err = relay(opened.stderr, ws::STDERR, tx.clone(), rate);
     let mut error = opened.error;
     let status = async {
         let mut all = Vec::new();
@@ -212,9 +215,11 @@ async fn run(t: Arc<Transport>, loc: Location, path: String, streams: Streams, s
     session.shutdown().await;
 }
 
-async fn relay(stream: Option<Stream>, channel: u8, tx: mpsc::Sender<Message>) {
+async fn relay(stream: Option<Stream>, channel: u8, tx: mpsc::Sender<Message>, rate: u64) {
     let Some(mut stream) = stream else { return };
+    let mut limit = throttle::Limiter::of(rate);
     while let Some(chunk) = stream.recv().await {
+        throttle::pass(&mut limit, chunk.len()).await;
         if tx
             .send(Message::binary(ws::frame(channel, &chunk)))
             .await
@@ -231,7 +236,9 @@ async fn client_input(
     stdin: Option<Stream>,
     resize: Option<Stream>,
     session: Session,
+    rate: u64,
 ) {
+    let mut limit = throttle::Limiter::of(rate);
     while let Some(Ok(msg)) = source.next().await {
         let data: Bytes = match msg {
             Message::Binary(b) => b,
@@ -256,6 +263,7 @@ async fn client_input(
             _ => None,
         };
         if let Some(s) = target {
+            throttle::pass(&mut limit, rest.len()).await;
             if s.send(rest).await.is_err() {
                 break;
             }

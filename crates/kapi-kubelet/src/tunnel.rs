@@ -23,6 +23,7 @@ use tokio_tungstenite::tungstenite::Message;
 
 use crate::forward;
 use crate::location::Location;
+use crate::throttle::{self, Limiter};
 use crate::transport::Transport;
 use crate::ws;
 
@@ -57,22 +58,29 @@ pub async fn tunnel(
     }
     let backend = hyper::upgrade::on(&mut resp);
     let (answer, socket) = ws::accept(&mut req, ws::SPDY_TUNNEL).map_err(ApiError::bad_request)?;
+    let rate = t.config.max_bytes_per_sec;
     tokio::spawn(async move {
         let (Some(socket), Ok(backend)) = (socket.await, backend.await) else {
             return;
         };
-        pipe(socket, TokioIo::new(backend)).await;
+        pipe(socket, TokioIo::new(backend), rate).await;
     });
     Ok(answer)
 }
 
-async fn pipe(socket: ws::Socket, backend: TokioIo<hyper::upgrade::Upgraded>) {
+async fn pipe(socket: ws::Socket, backend: TokioIo<hyper::upgrade::Upgraded>, rate: u64) {
     let (mut sink, mut source) = socket.split();
     let (mut rd, mut wr) = tokio::io::split(backend);
+    let (mut up_limit, mut down_limit) = (Limiter::of(rate), Limiter::of(rate));
     let up = async {
         while let Some(Ok(msg)) = source.next().await {
             match msg {
-                Message::Binary(b) if wr.write_all(&b).await.is_err() => break,
+                Message::Binary(b) => {
+                    if wr.write_all(&b).await.is_err() {
+                        break;
+                    }
+                    throttle::pass(&mut up_limit, b.len()).await;
+                }
                 Message::Close(_) => break,
                 _ => {}
             }
@@ -88,6 +96,7 @@ async fn pipe(socket: ws::Socket, backend: TokioIo<hyper::upgrade::Upgraded>) {
                     if sink.send(Message::binary(buf[..n].to_vec())).await.is_err() {
                         break;
                     }
+                    throttle::pass(&mut down_limit, n).await;
                 }
             }
         }

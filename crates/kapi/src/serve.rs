@@ -322,6 +322,7 @@ fn kubelet_connector(a: &ServeArgs) -> Result<kapi_kubelet::Connector, String> {
         certificate_authority: a.kubelet_certificate_authority.clone(),
         preferred_address_types: a.kubelet_preferred_address_types.clone(),
         timeout: a.kubelet_timeout,
+        max_bytes_per_sec: a.max_connection_bytes_per_sec,
         ..Default::default()
     };
     kapi_kubelet::Connector::new(config).map_err(|e| format!("kubelet client: {e}"))

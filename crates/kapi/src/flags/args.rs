@@ -128,6 +128,8 @@ pub struct ServeArgs {
     pub kubelet_certificate_authority: Option<PathBuf>,
     pub kubelet_preferred_address_types: Vec<String>,
     pub kubelet_timeout: Duration,
+    /// `--max-connection-bytes-per-sec` (0: unlimited).
+    pub max_connection_bytes_per_sec: u64,
     /// `--enable-aggregator-routing`: services dialled at their endpoints.
     pub enable_aggregator_routing: bool,
 }
@@ -334,6 +336,9 @@ impl ServeArgs {
             kubelet_client_key: f.opt_path("kubelet-client-key"),
             kubelet_certificate_authority: f.opt_path("kubelet-certificate-authority"),
             kubelet_preferred_address_types: f.list_nonempty("kubelet-preferred-address-types"),
+            max_connection_bytes_per_sec: f
+                .int_in("max-connection-bytes-per-sec", i64::MIN, i64::MAX)?
+                .max(0) as u64,
             kubelet_timeout: f.duration("kubelet-timeout")?,
             enable_aggregator_routing: f.bool("enable-aggregator-routing"),
         })

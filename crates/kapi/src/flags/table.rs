@@ -360,7 +360,7 @@ kubelet-preferred-address-types||strings|Hostname,InternalDNS,InternalIP,Externa
 kubelet-read-only-port||uint|10255|misc|noop|kubelet-read-only-port is deprecated and will be removed.|Kubelet read-only port.
 kubelet-timeout||duration|5s|misc|on||Timeout of kubelet calls.
 kubernetes-service-node-port||int|0|misc|on||Make the kubernetes service a NodePort service on this port (0: ClusterIP).
-max-connection-bytes-per-sec||int|0|misc|todo||Throttle each long-running connection to this many bytes a second (0: off).
+max-connection-bytes-per-sec||int|0|misc|on||Throttle each direction of upgraded connections to nodes, pods and services (exec, attach, port-forward, proxy) to this many bytes a second (0: off).
 peer-advertise-ip||string||misc|todo||IP other API servers use to proxy requests here (version skew).
 peer-advertise-port||string||misc|todo||Port other API servers use to proxy requests here (version skew).
 peer-ca-file||string||misc|todo||CA of other API servers' serving certificates.

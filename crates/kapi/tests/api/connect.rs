@@ -179,6 +179,28 @@ async fn exec_through_the_translator_carries_streams_and_exit_codes() {
     assert_eq!(status.status.as_deref(), Some("Success"));
 }
 
+/// `--max-connection-bytes-per-sec`: exec's streams arrive whole, no faster
+/// than the limit.
+#[tokio::test]
+async fn max_connection_bytes_per_sec_paces_exec_streams() {
+    let env = connect_env::start_with(|k| k.max_bytes_per_sec = 4_000, |_| {}).await;
+    pod(&env.s, "web", &["app"], Some("n1")).await;
+    let pods: Api<Pod> = env.s.api("default");
+    let ap = AttachParams::default().stdin(true).stderr(false);
+    let started = std::time::Instant::now();
+    let mut p = pods.exec("web", ["cat"], &ap).await.unwrap();
+    let mut stdin = p.stdin().unwrap();
+    let sent = "x".repeat(6_000);
+    stdin.write_all(sent.as_bytes()).await.unwrap();
+    stdin.shutdown().await.unwrap();
+    drop(stdin);
+    let mut out = String::new();
+    p.stdout().unwrap().read_to_string(&mut out).await.unwrap();
+    assert_eq!(out, sent);
+    // 6 kB at 4 kB/s: past the first second's budget, it waits.
+    assert!(started.elapsed() >= std::time::Duration::from_millis(1_000));
+}
+
 #[tokio::test]
 async fn portforward_over_websocket_reaches_the_pod_port() {
     let env = connect_env::start(|_| {}).await;

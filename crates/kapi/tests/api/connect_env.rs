@@ -42,6 +42,14 @@ pub struct Env {
 
 /// Start the world; `configure` may change the server options further.
 pub async fn start(configure: impl FnOnce(&mut kapi::Options)) -> Env {
+    start_with(|_| {}, configure).await
+}
+
+/// [`start`] with the kubelet connection changed by `kubelet` first.
+pub async fn start_with(
+    kubelet: impl FnOnce(&mut KubeletConfig),
+    configure: impl FnOnce(&mut kapi::Options),
+) -> Env {
     let certs = tempfile::tempdir().unwrap();
     let pki = kapi_server::tls::load_or_generate(certs.path(), &[NODE_IP.to_owned()]).unwrap();
     let (client_cert, client_key) = pki
@@ -71,13 +79,14 @@ pub async fn start(configure: impl FnOnce(&mut kapi::Options)) -> Env {
     for port in [80, 8080] {
         routes.insert((POD_IP.to_owned(), port), pod.addr.port());
     }
-    let config = KubeletConfig {
+    let mut config = KubeletConfig {
         client_certificate: Some(write("client.crt", &client_cert)),
         client_key: Some(write("client.key", &client_key)),
         certificate_authority: Some(write("ca.crt", &pki.ca_cert_pem)),
         dialer: Arc::new(MapDialer(routes)),
         ..Default::default()
     };
+    kubelet(&mut config);
     let connector = Arc::new(Connector::new(config).unwrap());
     let s = harness::start_configured(|o| {
         o.kubelet = connector;
