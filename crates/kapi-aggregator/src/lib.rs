@@ -83,6 +83,9 @@ pub struct Settings {
     pub auth_info: Option<authinfo::Info>,
     /// How APIServices' services are dialled (`--enable-aggregator-routing`).
     pub routing: kapi_client::service_resolver::Routing,
+    /// `--aggregator-reject-forwarding-redirect` (default on): an extension
+    /// server's redirect is answered 502 instead of passed to the client.
+    pub reject_forwarding_redirect: bool,
 }
 
 impl Default for Settings {
@@ -92,6 +95,7 @@ impl Default for Settings {
             resync: Duration::from_secs(30),
             auth_info: None,
             routing: Default::default(),
+            reject_forwarding_redirect: true,
         }
     }
 }

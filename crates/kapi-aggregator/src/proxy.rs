@@ -122,6 +122,17 @@ async fn proxy(agg: &Aggregator, remote: Remote, req: Request) -> Response {
     };
     let out = outgoing(req, &user, &remote.server_name(), endpoint.port);
     match super::client::send(&endpoint, &remote.server_name(), remote.tls.clone(), out).await {
+        Ok(resp) if agg.settings.reject_forwarding_redirect && is_redirect(&resp) => {
+            // As upstream's proxy with RejectForwardingRedirects.
+            let msg = "the backend attempted to redirect this request, which is not permitted";
+            let mut out = Response::new(Body::from(msg));
+            *out.status_mut() = StatusCode::BAD_GATEWAY;
+            out.headers_mut().insert(
+                axum::http::header::CONTENT_TYPE,
+                axum::http::HeaderValue::from_static("text/plain; charset=utf-8"),
+            );
+            out
+        }
         Ok(resp) => {
             let (mut parts, body) = resp.into_parts();
             for h in HOP_BY_HOP {
@@ -148,6 +159,11 @@ const HOP_BY_HOP: &[&str] = &[
     "transfer-encoding",
     "upgrade",
 ];
+
+/// A 3xx answer with a `Location`.
+fn is_redirect<B>(resp: &hyper::Response<B>) -> bool {
+    resp.status().is_redirection() && resp.headers().contains_key(axum::http::header::LOCATION)
+}
 
 fn is_upgrade(req: &Request) -> bool {
     req.headers()

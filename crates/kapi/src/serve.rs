@@ -221,6 +221,7 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
         aggregator: kapi_aggregator::Settings {
             proxy_client,
             auth_info: Some(auth_info),
+            reject_forwarding_redirect: a.aggregator_reject_forwarding_redirect,
             routing: if a.enable_aggregator_routing {
                 Routing::Endpoints
             } else {

@@ -132,6 +132,7 @@ pub struct ServeArgs {
     pub max_connection_bytes_per_sec: u64,
     /// `--enable-aggregator-routing`: services dialled at their endpoints.
     pub enable_aggregator_routing: bool,
+    pub aggregator_reject_forwarding_redirect: bool,
 }
 
 /// The `--oidc-*` flags.
@@ -341,6 +342,7 @@ impl ServeArgs {
                 .max(0) as u64,
             kubelet_timeout: f.duration("kubelet-timeout")?,
             enable_aggregator_routing: f.bool("enable-aggregator-routing"),
+            aggregator_reject_forwarding_redirect: f.bool("aggregator-reject-forwarding-redirect"),
         })
     }
 }

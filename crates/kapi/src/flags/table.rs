@@ -340,7 +340,7 @@ vmodule||pattern=N,...||logs|noop||Per-file verbosity (pattern=N, comma-separate
 # Traces flags
 tracing-config-file||string||traces|todo||Tracing configuration (OpenTelemetry endpoint and sampling).
 # Misc flags
-aggregator-reject-forwarding-redirect||bool|true|misc|todo||Do not pass redirects from extension API servers back to the client.
+aggregator-reject-forwarding-redirect||bool|true|misc|on||Do not pass redirects from extension API servers back to the client.
 allow-privileged||bool|false|misc|on||Allow pod specs with privileged containers (without it they are refused 422, as upstream).
 apiserver-count||int|1|misc|noop|apiserver-count is deprecated and will be removed in a future version|Number of API servers (only for the master-count endpoint reconciler).
 coordinated-leadership-lease-duration||duration|15s|misc|todo||Lease duration of coordinated leader election.

@@ -186,6 +186,44 @@ async fn a_remote_api_service_is_proxied_with_the_user_and_goes_unavailable() {
     assert_eq!(table["rows"][0]["cells"][2], "False (FailedDiscoveryCheck)");
 }
 
+/// `--aggregator-reject-forwarding-redirect` (on by default): an extension
+/// server's redirect becomes a 502; turned off, it reaches the client.
+#[tokio::test]
+async fn redirects_from_extension_servers_are_refused_unless_allowed() {
+    for reject in [true, false] {
+        let front_proxy = certs(None, "front-proxy-client");
+        let s = harness::start_configured(|o| {
+            o.aggregator.resync = Duration::from_millis(300);
+            o.aggregator.proxy_client = Some((front_proxy.cert.clone(), front_proxy.key.clone()));
+            o.aggregator.reject_forwarding_redirect = reject;
+        })
+        .await;
+        let ext = start_extension("wardle-api.wardle.svc", &front_proxy.ca).await;
+        register(&s, &ext).await;
+        wait_available(&s, &format!("v1.{GROUP}"), "True").await;
+        let req = http::Request::get(format!(
+            "/apis/{GROUP}/v1/namespaces/default/flunders/moved"
+        ))
+        .body(kube::client::Body::from(Vec::new()))
+        .unwrap();
+        let resp = s.client.send(req).await.unwrap();
+        let code = resp.status().as_u16();
+        let location = resp.headers().get("location").cloned();
+        let body = resp.into_body().collect().await.unwrap().to_bytes();
+        if reject {
+            assert_eq!(code, 502);
+            assert_eq!(
+                &body[..],
+                b"the backend attempted to redirect this request, which is not permitted"
+            );
+            assert!(location.is_none());
+        } else {
+            assert_eq!(code, 302);
+            assert_eq!(location.unwrap(), "https://elsewhere.example/");
+        }
+    }
+}
+
 #[tokio::test]
 async fn missing_services_and_endpoints_are_reported() {
     let s = harness::start().await;

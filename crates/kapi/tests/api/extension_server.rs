@@ -168,6 +168,16 @@ async fn one_flunder(
     req: Request,
 ) -> Response {
     record(&r, &req);
+    if name == "moved" {
+        // An extension server that redirects (the aggregator refuses to pass it on).
+        let mut resp = Response::new(axum::body::Body::empty());
+        *resp.status_mut() = http::StatusCode::FOUND;
+        resp.headers_mut().insert(
+            http::header::LOCATION,
+            http::HeaderValue::from_static("https://elsewhere.example/"),
+        );
+        return resp;
+    }
     json_response(flunder(&ns, &name))
 }
 
