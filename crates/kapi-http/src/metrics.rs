@@ -13,11 +13,16 @@
 //! series once into a [`Counter`] handle: an atomic the exposition reads, so
 //! counting takes no lock and allocates nothing.
 //!
+//! The metrics flags shape what is recorded and served ([`Policy`]):
+//! `--disabled-metrics` families are not served, and label values outside an
+//! `--allow-metric-labels` allow-list are recorded as `unexpected`, as
+//! upstream's component-base metrics do.
+//!
 //! Invariants: a series' label values follow its family's label names in
 //! order; a request is counted once, when its response body ends (or is
 //! dropped), so long-running requests count their whole duration as upstream.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -159,14 +164,90 @@ impl Counter {
     }
 }
 
+/// What the metrics flags ask for.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Policy {
+    /// `--disabled-metrics`: families not served.
+    pub disabled: BTreeSet<String>,
+    /// `--allow-metric-labels` / `--allow-metric-labels-manifest`: metric →
+    /// label → the values recorded as they are.
+    pub allow: BTreeMap<String, BTreeMap<String, BTreeSet<String>>>,
+}
+
+impl Policy {
+    /// Add an allow-list mapping (`metric,label` → `v1,v2,...`), as
+    /// upstream's `SetLabelAllowList` reads it.
+    pub fn allow_labels(&mut self, mapping: &BTreeMap<String, String>) {
+        for (key, values) in mapping {
+            let mut parts = key.split(',');
+            let (Some(metric), Some(label)) = (parts.next(), parts.next()) else {
+                continue;
+            };
+            self.allow.entry(metric.to_owned()).or_default().insert(
+                label.to_owned(),
+                values.split(',').map(str::to_owned).collect(),
+            );
+        }
+    }
+}
+
+pub const DISABLED_METRICS: Family = Family {
+    name: "disabled_metrics_total",
+    help: "[BETA] The count of disabled metrics.",
+    kind: Kind::Counter,
+    labels: &[],
+};
+pub const UNEXPECTED_LABELS: Family = Family {
+    name: "cardinality_enforcement_unexpected_categorizations_total",
+    help: "[ALPHA] The count of unexpected categorizations during cardinality enforcement.",
+    kind: Kind::Counter,
+    labels: &[],
+};
+
 /// A set of metric families and their series. Cheap to clone.
 #[derive(Clone, Default)]
 pub struct Metrics {
     inner: Arc<Mutex<BTreeMap<Key, Series>>>,
     families: Arc<Mutex<BTreeMap<&'static str, &'static Family>>>,
+    policy: Arc<Policy>,
 }
 
 impl Metrics {
+    /// A registry recording and serving as `policy` says.
+    pub fn with_policy(policy: Policy) -> Metrics {
+        let disabled = policy.disabled.len() as f64;
+        let m = Metrics {
+            policy: Arc::new(policy),
+            ..Metrics::default()
+        };
+        m.add(&DISABLED_METRICS, &[], disabled);
+        m
+    }
+
+    /// `labels`, with values outside the family's allow-lists `unexpected`.
+    fn constrained(&self, fam: &'static Family, labels: &[&str]) -> Vec<String> {
+        let Some(lists) = self.policy.allow.get(fam.name) else {
+            return labels.iter().map(|s| s.to_string()).collect();
+        };
+        let mut unexpected = 0;
+        let out = fam
+            .labels
+            .iter()
+            .zip(labels)
+            .map(|(name, value)| match lists.get(*name) {
+                Some(allowed) if !allowed.contains(*value) => {
+                    unexpected += 1;
+                    "unexpected".to_owned()
+                }
+                _ => value.to_string(),
+            })
+            .collect();
+        if unexpected > 0 {
+            self.add(&UNEXPECTED_LABELS, &[], f64::from(unexpected));
+        }
+        out
+    }
+
     fn with(&self, fam: &'static Family, labels: &[&str], f: impl FnOnce(&mut Series)) {
         debug_assert_eq!(labels.len(), fam.labels.len(), "{}", fam.name);
         self.families
@@ -174,7 +255,7 @@ impl Metrics {
             .expect("metrics lock")
             .entry(fam.name)
             .or_insert(fam);
-        let key = (fam.name, labels.iter().map(|s| s.to_string()).collect());
+        let key = (fam.name, self.constrained(fam, labels));
         let mut map = self.inner.lock().expect("metrics lock");
         let series = map.entry(key).or_insert_with(|| match fam.kind {
             Kind::Histogram(b) => Series::Histogram {
@@ -260,6 +341,9 @@ impl Metrics {
         let map = self.inner.lock().expect("metrics lock");
         let mut out = String::new();
         for (name, fam) in &families {
+            if self.policy.disabled.contains(*name) {
+                continue;
+            }
             let kind = match fam.kind {
                 Kind::Counter => "counter",
                 Kind::Gauge => "gauge",
@@ -494,5 +578,45 @@ mod tests {
             "{text}"
         );
         assert_eq!(m.value(&WATCH_EVENTS, &labels), 7.0);
+    }
+
+    #[test]
+    fn the_policy_disables_families_and_constrains_label_values() {
+        let mut policy = Policy::default();
+        policy.disabled.insert(WATCH_EVENTS.name.to_owned());
+        let mapping = [(
+            "apiserver_request_total,code".to_owned(),
+            "200,201".to_owned(),
+        )]
+        .into_iter()
+        .collect();
+        policy.allow_labels(&mapping);
+        let m = Metrics::with_policy(policy);
+        let labels = [
+            "GET",
+            "",
+            "",
+            "v1",
+            "pods",
+            "",
+            "namespace",
+            "apiserver",
+            "200",
+        ];
+        m.add(&REQUEST_TOTAL, &labels, 1.0);
+        let mut teapot = labels;
+        teapot[8] = "418";
+        m.add(&REQUEST_TOTAL, &teapot, 1.0);
+        m.add(&WATCH_EVENTS, &["", "v1", "Pod"], 1.0);
+        let text = m.render();
+        assert!(text.contains("code=\"200\""), "{text}");
+        assert!(text.contains("code=\"unexpected\""), "{text}");
+        assert!(!text.contains("code=\"418\""), "{text}");
+        assert!(!text.contains(WATCH_EVENTS.name), "{text}");
+        assert!(text.contains("disabled_metrics_total 1"), "{text}");
+        assert!(
+            text.contains("cardinality_enforcement_unexpected_categorizations_total 1"),
+            "{text}"
+        );
     }
 }

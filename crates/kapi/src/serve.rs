@@ -56,6 +56,7 @@ fn chain_options(a: &ServeArgs) -> Result<ChainOptions, String> {
         audit,
         cors: a.cors.clone(),
         hsts: a.hsts.clone(),
+        metrics: a.metrics.clone(),
         lifecycle: Some(Lifecycle::new(a.shutdown_send_retry_after)),
     })
 }

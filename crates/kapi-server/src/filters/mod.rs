@@ -163,6 +163,8 @@ pub struct ChainOptions {
     pub cors: Option<kapi_http::cors::Cors>,
     /// `--strict-transport-security-directives` ([`hsts_value`]); `None` sends none.
     pub hsts: Option<HeaderValue>,
+    /// The metrics flags (`--disabled-metrics`, `--allow-metric-labels`).
+    pub metrics: kapi_http::metrics::Policy,
     /// The server's shutdown state (`kapi serve` terminates through it).
     pub lifecycle: Option<kapi_http::lifecycle::Lifecycle>,
 }
@@ -177,6 +179,7 @@ impl Default for ChainOptions {
             audit: None,
             cors: None,
             hsts: None,
+            metrics: Default::default(),
             lifecycle: None,
         }
     }
@@ -205,7 +208,7 @@ pub enum Concurrency {
 impl Chain {
     /// Build the filters' state; opens the audit log.
     pub fn build(opts: &ChainOptions) -> Result<Chain, String> {
-        let metrics = Metrics::default();
+        let metrics = Metrics::with_policy(opts.metrics.clone());
         let concurrency = if opts.enable_priority_and_fairness {
             let limit = opts.max_requests_inflight + opts.max_mutating_requests_inflight;
             Concurrency::Apf(kapi_flowcontrol::FlowControl::new(

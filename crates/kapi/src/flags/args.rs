@@ -100,6 +100,9 @@ pub struct ServeArgs {
     /// `--cors-allowed-origins`, compiled (`None`: CORS off).
     pub cors: Option<kapi_http::cors::Cors>,
     pub permit_port_sharing: bool,
+    /// The metrics flags (`--disabled-metrics`, `--allow-metric-labels[-manifest]`,
+    /// `--show-hidden-metrics-for-version`).
+    pub metrics: kapi_http::metrics::Policy,
     /// `--strict-transport-security-directives`, validated and joined.
     pub hsts: Option<axum::http::HeaderValue>,
     pub external_hostname: Option<String>,
@@ -297,6 +300,7 @@ impl ServeArgs {
             goaway_chance: goaway_chance(f)?,
             cors: kapi_http::cors::Cors::new(&f.list("cors-allowed-origins"))?,
             permit_port_sharing: f.bool("permit-port-sharing"),
+            metrics: super::metrics::policy(f)?,
             hsts: kapi_server::filters::hsts_value(
                 &Some(f.list("strict-transport-security-directives"))
                     .filter(|d| d.iter().any(|x| !x.is_empty()))

@@ -13,6 +13,7 @@ mod args;
 pub mod audit;
 pub mod gates;
 pub mod help;
+pub mod metrics;
 pub mod parse;
 pub mod table;
 pub mod value;
@@ -183,6 +184,21 @@ impl Flags {
             .filter(|(s, _)| s.name == name)
             .filter_map(|(_, v)| v.split_once('='))
             .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+            .collect()
+    }
+
+    /// A `stringToString` flag: each occurrence's CSV fields, each `key=value`
+    /// split at its first `=` (pflag's reading; quote a field holding commas).
+    pub fn string_map(&self, name: &str) -> std::collections::BTreeMap<String, String> {
+        self.parsed
+            .given
+            .iter()
+            .filter(|(s, _)| s.name == name)
+            .flat_map(|(_, v)| value::csv_fields(v).unwrap_or_default())
+            .filter_map(|f| {
+                f.split_once('=')
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+            })
             .collect()
     }
 

@@ -324,10 +324,10 @@ admission-control-config-file||string||admission|on||AdmissionConfiguration file
 disable-admission-plugins||strings||admission|on||Admission plugins to turn off, even default ones (order does not matter).
 enable-admission-plugins||strings||admission|on||Admission plugins to turn on besides the defaults (order does not matter; plugins kapi lacks are named in the log and skipped).
 # Metrics flags
-allow-metric-labels||stringToString||metrics|todo||Allowed values of metric labels: <metric>,<label>='v1,v2'.
-allow-metric-labels-manifest||string||metrics|todo||File with the same mapping as --allow-metric-labels.
-disabled-metrics||strings||metrics|todo||Metrics (full names) not to serve.
-show-hidden-metrics-for-version||string||metrics|todo||Previous minor version (e.g. 1.32) whose hidden metrics are shown again.
+allow-metric-labels||stringToString||metrics|on||Allowed values of metric labels: <metric>,<label>='v1,v2'.
+allow-metric-labels-manifest||string||metrics|on||File with the same mapping as --allow-metric-labels.
+disabled-metrics||strings||metrics|on||Metrics (full names) not to serve.
+show-hidden-metrics-for-version||string||metrics|on||Previous minor version (1.32) whose hidden metrics are shown again (kapi hides none).
 # Logs flags
 log-flush-frequency||duration|5s|logs|noop||Longest time between log flushes (kapi writes each line at once).
 log-json-info-buffer-size||quantity|0|logs|noop||With JSON split streams, bytes of info messages buffered.

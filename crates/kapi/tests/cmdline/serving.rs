@@ -288,6 +288,18 @@ fn bad_flag_values_are_refused_as_upstream() {
             "Error: --etcd-servers-overrides invalid, must be of format: group/resource#servers, where servers are URLs, semicolon separated\n",
         ),
         (
+            &["--show-hidden-metrics-for-version=1.30"][..],
+            "Error: --show-hidden-metrics-for-version must be omitted or have the value '1.32'. Only the previous minor version is allowed\n",
+        ),
+        (
+            &["--disabled-metrics=9lives"][..],
+            "Error: --disabled-metrics must be fully qualified metric names matching",
+        ),
+        (
+            &["--allow-metric-labels=apiserver_request_total=200"][..],
+            "Error: --allow-metric-labels must have a list of kv pair with format `metricName,labelName=labelValue, labelValue,...`\n",
+        ),
+        (
             &["--kubernetes-service-node-port=443"][..],
             "Error: kubernetes service node port range 30000-32767 doesn't contain 443\n",
         ),
@@ -339,4 +351,47 @@ fn permit_port_sharing_shares_the_port() {
     let server = crate::proc::Server::start(dir.path(), &base(&["--permit-port-sharing"]));
     assert_eq!(server.port(), port);
     drop(holder);
+}
+
+/// The metrics flags on a real command line: a disabled family is not
+/// served; label values outside an allow-list are `unexpected`.
+#[tokio::test]
+async fn metrics_flags_shape_what_metrics_serves() {
+    let s = Setup::start(&flags(&[
+        "--disabled-metrics=apiserver_request_duration_seconds",
+        "--allow-metric-labels=\"apiserver_request_total,resource=namespaces,pods\"",
+    ]));
+    for path in ["/api/v1/namespaces", "/version", "/metrics"] {
+        let tls = s.client_config(&[&TLS13], None);
+        let stream = s.connect(tls, "localhost").await.expect("TLS");
+        assert_eq!(https::get(stream, path).await.0, 200, "{path}");
+    }
+    let tls = s.client_config(&[&TLS13], None);
+    let stream = s.connect(tls, "localhost").await.expect("TLS");
+    let (code, text) = https::get(stream, "/metrics").await;
+    assert_eq!(code, 200);
+    assert!(
+        !text.contains("apiserver_request_duration_seconds"),
+        "disabled"
+    );
+    assert!(text.contains("disabled_metrics_total 1"), "{text}");
+    let totals: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("apiserver_request_total{"))
+        .collect();
+    assert!(
+        totals.iter().any(|l| l.contains("resource=\"namespaces\"")),
+        "{totals:?}"
+    );
+    // /version and /metrics name no resource: outside the list.
+    assert!(
+        totals.iter().any(|l| l.contains("resource=\"unexpected\"")),
+        "{totals:?}"
+    );
+    assert!(
+        totals.iter().all(|l| l.contains("resource=\"namespaces\"")
+            || l.contains("resource=\"pods\"")
+            || l.contains("resource=\"unexpected\"")),
+        "{totals:?}"
+    );
 }
