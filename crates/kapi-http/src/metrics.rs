@@ -165,13 +165,26 @@ impl Counter {
 }
 
 /// What the metrics flags ask for.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Policy {
     /// `--disabled-metrics`: families not served.
     pub disabled: BTreeSet<String>,
     /// `--allow-metric-labels` / `--allow-metric-labels-manifest`: metric →
     /// label → the values recorded as they are.
     pub allow: BTreeMap<String, BTreeMap<String, BTreeSet<String>>>,
+    /// `--etcd-count-metric-poll-period`: how often `apiserver_storage_objects`
+    /// is refreshed (`None`: never, the metric is off).
+    pub count_poll: Option<std::time::Duration>,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            disabled: BTreeSet::new(),
+            allow: BTreeMap::new(),
+            count_poll: Some(std::time::Duration::ZERO),
+        }
+    }
 }
 
 impl Policy {
@@ -210,6 +223,8 @@ pub struct Metrics {
     inner: Arc<Mutex<BTreeMap<Key, Series>>>,
     families: Arc<Mutex<BTreeMap<&'static str, &'static Family>>>,
     policy: Arc<Policy>,
+    /// When object counts were last sampled.
+    counted: Arc<Mutex<Option<Instant>>>,
 }
 
 impl Metrics {
@@ -322,6 +337,19 @@ impl Metrics {
                 *count += 1;
             }
         });
+    }
+
+    /// Whether object counts are due for sampling (`--etcd-count-metric-poll-period`).
+    fn count_due(&self) -> bool {
+        let Some(period) = self.policy.count_poll else {
+            return false;
+        };
+        let mut last = self.counted.lock().expect("metrics lock");
+        let due = last.is_none_or(|t| t.elapsed() >= period);
+        if due {
+            *last = Some(Instant::now());
+        }
+        due
     }
 
     /// The current value of a counter or gauge series (tests, reviews).
@@ -499,7 +527,7 @@ pub async fn layer(State(metrics): State<Metrics>, mut req: Request, next: Next)
 
 /// `GET /metrics`: refresh the sampled gauges, then render.
 pub async fn serve(apis: &Apis, metrics: Metrics) -> Response {
-    if let Some(cache) = apis.cache() {
+    if let Some(cache) = apis.cache().filter(|_| metrics.count_due()) {
         let mut seen = std::collections::BTreeSet::new();
         for e in apis.all() {
             let gr = e.def.group_resource().to_string();
@@ -618,5 +646,22 @@ mod tests {
             text.contains("cardinality_enforcement_unexpected_categorizations_total 1"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn object_counts_are_sampled_once_per_poll_period() {
+        let hourly = Metrics::with_policy(Policy {
+            count_poll: Some(std::time::Duration::from_secs(3600)),
+            ..Policy::default()
+        });
+        assert!(hourly.count_due());
+        assert!(!hourly.count_due(), "within the period");
+        let off = Metrics::with_policy(Policy {
+            count_poll: None,
+            ..Policy::default()
+        });
+        assert!(!off.count_due());
+        let always = Metrics::default();
+        assert!(always.count_due() && always.count_due());
     }
 }

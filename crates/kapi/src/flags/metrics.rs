@@ -2,7 +2,9 @@
 //! `--disabled-metrics` (fully qualified names), `--allow-metric-labels` and
 //! `--allow-metric-labels-manifest` (`metric,label` → allowed values; the
 //! flag wins over the file), `--show-hidden-metrics-for-version` (only the
-//! previous minor version; kapi hides no metric, so it shows nothing more).
+//! previous minor version; kapi hides no metric, so it shows nothing more),
+//! `--etcd-count-metric-poll-period` (how often object counts are sampled; 0
+//! turns `apiserver_storage_objects` off).
 
 use std::collections::BTreeMap;
 
@@ -51,6 +53,8 @@ pub fn policy(f: &Flags) -> Result<Policy, String> {
         return Err(format!("--show-hidden-metrics-for-version must be omitted or have the value '{PREVIOUS_MINOR}'. Only the previous minor version is allowed"));
     }
     let mut policy = Policy::default();
+    let period = f.duration("etcd-count-metric-poll-period")?;
+    policy.count_poll = (!period.is_zero()).then_some(period);
     for name in f.list_nonempty("disabled-metrics") {
         if !is_metric_name(&name) {
             return Err(format!("--disabled-metrics must be fully qualified metric names matching \"^[a-zA-Z_:][a-zA-Z0-9_:]*$\", got {name:?}"));

@@ -212,7 +212,7 @@ encryption-provider-config-automatic-reload||bool|false|etcd|on||Reload --encryp
 etcd-cafile||string||etcd|on||CA certificate that signs etcd's serving certificate.
 etcd-certfile||string||etcd|on||Client certificate for etcd.
 etcd-compaction-interval||duration|5m0s|etcd|on||How often old revisions are compacted; 0 turns compaction off.
-etcd-count-metric-poll-period||duration|1m0s|etcd|todo||How often object counts per resource are refreshed for the metrics; 0 turns it off.
+etcd-count-metric-poll-period||duration|1m0s|etcd|on||How often object counts per resource are refreshed for the metrics; 0 turns it off.
 etcd-db-metric-poll-interval||duration|30s|etcd|todo||How often the storage size metric is refreshed; 0 turns it off.
 etcd-healthcheck-timeout||duration|2s|etcd|on||Timeout of the storage health check.
 etcd-keyfile||string||etcd|on||Key of --etcd-certfile.

@@ -354,12 +354,14 @@ fn permit_port_sharing_shares_the_port() {
 }
 
 /// The metrics flags on a real command line: a disabled family is not
-/// served; label values outside an allow-list are `unexpected`.
+/// served; label values outside an allow-list are `unexpected`; object
+/// counts are not sampled with a poll period of 0.
 #[tokio::test]
 async fn metrics_flags_shape_what_metrics_serves() {
     let s = Setup::start(&flags(&[
         "--disabled-metrics=apiserver_request_duration_seconds",
         "--allow-metric-labels=\"apiserver_request_total,resource=namespaces,pods\"",
+        "--etcd-count-metric-poll-period=0",
     ]));
     for path in ["/api/v1/namespaces", "/version", "/metrics"] {
         let tls = s.client_config(&[&TLS13], None);
@@ -375,6 +377,7 @@ async fn metrics_flags_shape_what_metrics_serves() {
         "disabled"
     );
     assert!(text.contains("disabled_metrics_total 1"), "{text}");
+    assert!(!text.contains("apiserver_storage_objects{"), "counts off");
     let totals: Vec<&str> = text
         .lines()
         .filter(|l| l.starts_with("apiserver_request_total{"))
