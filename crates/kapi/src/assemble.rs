@@ -35,6 +35,8 @@ pub struct Options {
     pub authorization_modes: Vec<Mode>,
     /// The webhook of `--authorization-mode=...,Webhook`.
     pub authorization_webhook: Option<Arc<authz::webhook::Webhook>>,
+    /// The policies of `--authorization-mode=...,ABAC` (`--authorization-policy-file`).
+    pub authorization_abac: Option<Arc<authz::abac::Abac>>,
     /// `--authorization-config` (instead of the modes and their webhook).
     pub authorization_config: Option<authz::structured::ConfigFile>,
     /// `--enable-admission-plugins` / `--disable-admission-plugins`.
@@ -67,6 +69,7 @@ impl Options {
             bootstrap_tokens: false,
             authorization_modes: vec![Mode::Rbac],
             authorization_webhook: None,
+            authorization_abac: None,
             authorization_config: None,
             admission: Selection::default(),
             service_accounts: Issuer::ephemeral(),
@@ -120,7 +123,11 @@ pub fn build(mut options: Options, slot: BackendSlot) -> Built {
     let apis = kapi_server::builtin_apis(&slot, &options.resources, &options.storage);
     let source = match options.authorization_config {
         Some(file) => authz::Source::File(file),
-        None => authz::Source::Modes(options.authorization_modes, options.authorization_webhook),
+        None => authz::Source::Modes(
+            options.authorization_modes,
+            options.authorization_webhook,
+            options.authorization_abac,
+        ),
     };
     let authz = Arc::new(Authorization::from_source(source, &apis));
     let mut authenticator = options.authenticator;

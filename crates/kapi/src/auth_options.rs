@@ -77,12 +77,13 @@ pub fn authentication(
     Ok(auth)
 }
 
-/// The authorizers: `(modes, their webhook, configuration file)`.
-pub type Authorizers = (
-    Vec<Mode>,
-    Option<Arc<authz::webhook::Webhook>>,
-    Option<authz::structured::ConfigFile>,
-);
+/// The authorizers the flags describe.
+pub struct Authorizers {
+    pub modes: Vec<Mode>,
+    pub webhook: Option<Arc<authz::webhook::Webhook>>,
+    pub abac: Option<Arc<authz::abac::Abac>>,
+    pub config: Option<authz::structured::ConfigFile>,
+}
 
 /// The authorizers the flags ask for.
 pub fn authorization(a: &ServeArgs) -> Result<Authorizers, String> {
@@ -91,7 +92,12 @@ pub fn authorization(a: &ServeArgs) -> Result<Authorizers, String> {
             return Err("--authorization-config can not be specified when --authorization-mode or --authorization-webhook-* flags are defined".into());
         }
         let file = authz::structured::ConfigFile::load(path)?;
-        return Ok((Vec::new(), None, Some(file)));
+        return Ok(Authorizers {
+            modes: Vec::new(),
+            webhook: None,
+            abac: None,
+            config: Some(file),
+        });
     }
     let modes = Mode::parse_list(&a.authorization_mode)
         .map_err(|e| format!("--authorization-mode: {e}"))?;
@@ -117,5 +123,20 @@ pub fn authorization(a: &ServeArgs) -> Result<Authorizers, String> {
             Some(Arc::new(authz::webhook::Webhook::new(conn, settings)?))
         }
     };
-    Ok((modes, webhook, None))
+    let abac = match (&a.authorization_policy_file, modes.contains(&Mode::Abac)) {
+        (None, true) => {
+            return Err("authorization-mode ABAC's authorization policy file not passed".into())
+        }
+        (Some(_), false) => {
+            return Err("cannot specify --authorization-policy-file without mode ABAC".into())
+        }
+        (None, false) => None,
+        (Some(path), true) => Some(Arc::new(authz::abac::Abac::load(path)?)),
+    };
+    Ok(Authorizers {
+        modes,
+        webhook,
+        abac,
+        config: None,
+    })
 }

@@ -180,8 +180,7 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
     };
     let authenticator =
         auth_options::authentication(&a, authenticator, &sa_issuers, &issuer.audiences())?;
-    let (authorization_modes, authorization_webhook, authorization_config) =
-        auth_options::authorization(&a)?;
+    let authorizers = auth_options::authorization(&a)?;
     let chain = chain_options(&a)?;
 
     let config = server_config(&a, &advertise, port, service_cidr);
@@ -214,9 +213,10 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
         config,
         authenticator,
         bootstrap_tokens: a.enable_bootstrap_token_auth,
-        authorization_modes,
-        authorization_webhook,
-        authorization_config,
+        authorization_modes: authorizers.modes,
+        authorization_webhook: authorizers.webhook,
+        authorization_abac: authorizers.abac,
+        authorization_config: authorizers.config,
         admission,
         service_accounts: issuer,
         aggregator: kapi_aggregator::Settings {

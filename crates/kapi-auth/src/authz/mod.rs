@@ -19,6 +19,7 @@
 //! roles and bindings), `policy.rs` (the bootstrap roles and bindings),
 //! `config.rs` and `structured.rs` (`--authorization-config` and its reload).
 
+pub mod abac;
 pub mod config;
 mod controller_roles;
 pub mod escalation;
@@ -186,6 +187,8 @@ pub enum Mode {
     Node,
     /// `--authorization-webhook-config-file`.
     Webhook,
+    /// `--authorization-policy-file`.
+    Abac,
 }
 
 impl Mode {
@@ -199,9 +202,10 @@ impl Mode {
                 "RBAC" => Mode::Rbac,
                 "Node" => Mode::Node,
                 "Webhook" => Mode::Webhook,
+                "ABAC" => Mode::Abac,
                 other => {
                     return Err(format!(
-                        "authorization-mode {other:?} is not a valid mode (supported: AlwaysAllow, AlwaysDeny, Node, RBAC, Webhook)"
+                        "authorization-mode {other:?} is not a valid mode (supported: ABAC, AlwaysAllow, AlwaysDeny, Node, RBAC, Webhook)"
                     ))
                 }
             };
@@ -275,12 +279,13 @@ impl Authorizer for NoWebhook {
 }
 
 impl Chain {
-    /// `modes` in order; `Webhook` is `webhook`.
+    /// `modes` in order; `Webhook` is `webhook`, `ABAC` is `abac`.
     pub fn new(
         modes: &[Mode],
         rbac: Arc<rbac::Rbac>,
         node: Arc<node::Node>,
         webhook: Option<Arc<webhook::Webhook>>,
+        abac: Option<Arc<abac::Abac>>,
     ) -> Chain {
         let modes = modes
             .iter()
@@ -293,6 +298,11 @@ impl Chain {
                     Mode::Webhook => match &webhook {
                         Some(w) => w.clone(),
                         None => Arc::new(NoWebhook),
+                    },
+                    // Refused before a server is built without its file.
+                    Mode::Abac => match &abac {
+                        Some(a) => a.clone(),
+                        None => Arc::new(abac::Abac::default()),
                     },
                 }
             })
@@ -347,8 +357,13 @@ impl Authorizer for Chain {
 /// Where the authorizers of a server come from.
 pub enum Source {
     /// `--authorization-mode`, with the webhook of
-    /// `--authorization-webhook-config-file` when it names `Webhook`.
-    Modes(Vec<Mode>, Option<Arc<webhook::Webhook>>),
+    /// `--authorization-webhook-config-file` when it names `Webhook` and the
+    /// policies of `--authorization-policy-file` when it names `ABAC`.
+    Modes(
+        Vec<Mode>,
+        Option<Arc<webhook::Webhook>>,
+        Option<Arc<abac::Abac>>,
+    ),
     /// `--authorization-config`, read and validated, reloaded when it changes.
     File(structured::ConfigFile),
 }
@@ -365,7 +380,7 @@ pub struct Authorization {
 impl Authorization {
     /// The modes in order over the resources of `apis`.
     pub fn new(modes: &[Mode], apis: &Apis) -> Authorization {
-        Authorization::from_source(Source::Modes(modes.to_vec(), None), apis)
+        Authorization::from_source(Source::Modes(modes.to_vec(), None, None), apis)
     }
 
     /// The authorizers `source` describes over the resources of `apis`; a
@@ -374,8 +389,8 @@ impl Authorization {
         let rbac = Arc::new(rbac::Rbac::new(apis));
         let node = Arc::new(node::Node::new(apis));
         let chain: Arc<dyn Authorizer> = match source {
-            Source::Modes(modes, webhook) => {
-                Arc::new(Chain::new(&modes, rbac.clone(), node, webhook))
+            Source::Modes(modes, webhook, abac) => {
+                Arc::new(Chain::new(&modes, rbac.clone(), node, webhook, abac))
             }
             Source::File(file) => structured::Reloading::start(file, rbac.clone(), node),
         };
@@ -418,7 +433,11 @@ mod tests {
             vec![Mode::Node, Mode::Rbac]
         );
         assert_eq!(Mode::parse_list("Webhook").unwrap(), vec![Mode::Webhook]);
-        assert!(Mode::parse_list("ABAC").is_err());
+        assert_eq!(
+            Mode::parse_list("ABAC,RBAC").unwrap(),
+            vec![Mode::Abac, Mode::Rbac]
+        );
+        assert!(Mode::parse_list("abac").is_err());
         assert!(Mode::parse_list("Node,Node").is_err());
         assert!(Mode::parse_list("RBAC,RBAC").is_err());
         assert!(Mode::parse_list("").is_err());

@@ -66,6 +66,7 @@ pub struct ServeArgs {
     /// was given (neither may be with `--authorization-config`).
     pub authorization_legacy_given: bool,
     pub authorization_config: Option<PathBuf>,
+    pub authorization_policy_file: Option<PathBuf>,
     pub authorization_webhook_config_file: Option<PathBuf>,
     pub authorization_webhook_version: String,
     pub authorization_webhook_cache_authorized_ttl: Duration,
@@ -241,6 +242,7 @@ impl ServeArgs {
             allow_privileged: f.bool("allow-privileged"),
             authorization_legacy_given: [
                 "authorization-mode",
+                "authorization-policy-file",
                 "authorization-webhook-config-file",
                 "authorization-webhook-version",
                 "authorization-webhook-cache-authorized-ttl",
@@ -249,6 +251,7 @@ impl ServeArgs {
             .iter()
             .any(|n| f.given(n)),
             authorization_config: f.opt_path("authorization-config"),
+            authorization_policy_file: f.opt_path("authorization-policy-file"),
             authorization_webhook_config_file: f.opt_path("authorization-webhook-config-file"),
             authorization_webhook_version: f.string("authorization-webhook-version"),
             authorization_webhook_cache_authorized_ttl: f

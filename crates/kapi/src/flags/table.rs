@@ -308,8 +308,8 @@ service-account-max-token-expiration||duration|0s|authn|on||Longest TokenRequest
 token-auth-file||string||authn|on||Static bearer tokens, CSV: token,user,uid,"group1,group2".
 # Authorization flags
 authorization-config||string||authz|on||Structured authorization configuration file (authorizer chain with webhooks).
-authorization-mode||strings|RBAC|authz|on||Authorizers in order: Node, RBAC, Webhook, AlwaysAllow, AlwaysDeny (ABAC not yet). kapi's default is RBAC, upstream's AlwaysAllow.
-authorization-policy-file||string||authz|todo||ABAC policy file (JSON lines).
+authorization-mode||strings|RBAC|authz|on||Authorizers in order: Node, RBAC, ABAC, Webhook, AlwaysAllow, AlwaysDeny. kapi's default is RBAC, upstream's AlwaysAllow.
+authorization-policy-file||string||authz|on||ABAC policy file (JSON lines).
 authorization-webhook-cache-authorized-ttl||duration|5m0s|authz|on||How long allowed webhook answers are cached.
 authorization-webhook-cache-unauthorized-ttl||duration|30s|authz|on||How long denied webhook answers are cached.
 authorization-webhook-config-file||string||authz|on||Kubeconfig of a SubjectAccessReview webhook (--authorization-mode=Webhook).
