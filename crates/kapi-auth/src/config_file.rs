@@ -6,7 +6,8 @@
 //! wrongly typed field is refused naming its path as well.
 //!
 //! The group's versions share one schema here (upstream converts them to one
-//! internal type), so one Rust type decodes them all.
+//! internal type), so one Rust type decodes them all. [`poll_while_alive`]
+//! is how a file that reloads is watched.
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer};
@@ -128,6 +129,27 @@ pub fn parse_go_duration(s: &str) -> Result<std::time::Duration, String> {
         rest = &rest[unit_len..];
     }
     Ok(std::time::Duration::from_nanos(nanos.round() as u64))
+}
+
+/// Call `reload` on `me` every `every` for as long as it lives (the task
+/// holds only a weak reference: dropping the object ends the polling).
+/// Without a runtime (a synchronous caller) nothing is polled.
+pub fn poll_while_alive<T, F, Fut>(me: &std::sync::Arc<T>, every: std::time::Duration, reload: F)
+where
+    T: Send + Sync + 'static,
+    F: Fn(std::sync::Arc<T>) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
+    let weak = std::sync::Arc::downgrade(me);
+    if let Ok(rt) = tokio::runtime::Handle::try_current() {
+        rt.spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                let Some(me) = weak.upgrade() else { return };
+                reload(me).await;
+            }
+        });
+    }
 }
 
 #[cfg(test)]

@@ -1,7 +1,8 @@
 //! Skipping verification of a server's certificate, as Go's
 //! `InsecureSkipVerify`: for APIServices with `insecureSkipTLSVerify`,
 //! `insecureSkipTLSVerifyBackend` log requests, kubelets without
-//! `--kubelet-certificate-authority`, and component status probes. Any
+//! `--kubelet-certificate-authority`, component status probes, and webhook
+//! kubeconfigs with `insecure-skip-tls-verify`. Any
 //! certificate chain is accepted; the handshake signatures are still checked
 //! against the presented key, as Go does.
 

@@ -19,12 +19,10 @@
 //! evaluated on a blocking thread ([`run`]) because a check waits for the
 //! (async) authorizer chain.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use kube_cel::cel::common::ast::{operators, CallExpr, EntryExpr, Expr, IdedExpr, LiteralValue};
 use kube_cel::cel::common::types::CelString;
-use kube_cel::cel::objects::{Key, Map as CelMap};
 use kube_cel::cel::{Context, ExecutionError, Value as Cel};
 use kube_cel::KubeCelExt;
 use serde_json::Value;
@@ -136,29 +134,8 @@ pub async fn run<T: Send + 'static>(blocking: bool, f: impl FnOnce() -> T + Send
     }
 }
 
-/// A JSON value as a CEL value.
-pub fn to_cel(v: &Value) -> Cel {
-    match v {
-        Value::Null => Cel::Null,
-        Value::Bool(b) => Cel::Bool(*b),
-        Value::Number(n) => match n.as_i64() {
-            Some(i) => Cel::Int(i),
-            None => match n.as_u64() {
-                Some(u) => Cel::UInt(u),
-                None => Cel::Float(n.as_f64().unwrap_or(0.0)),
-            },
-        },
-        Value::String(s) => Cel::String(Arc::new(s.clone())),
-        Value::Array(a) => Cel::List(Arc::new(a.iter().map(to_cel).collect())),
-        Value::Object(m) => {
-            let map: HashMap<Key, Cel> = m
-                .iter()
-                .map(|(k, v)| (Key::String(Arc::new(k.clone())), to_cel(v)))
-                .collect();
-            Cel::Map(CelMap { map: Arc::new(map) })
-        }
-    }
-}
+/// A JSON value as a CEL value (one conversion for every CEL user).
+pub use kapi_auth::cel::to_cel;
 
 fn dyn_identity(v: Cel) -> kube_cel::cel::ResolveResult {
     Ok(v)

@@ -13,7 +13,7 @@
 //! set stays. Errors at start stop the start, naming the field.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use kapi_http::user::UserInfo;
@@ -146,16 +146,7 @@ impl ConfigFile {
 
     /// Poll the file for changes until `self` is dropped.
     pub fn watch(self: &Arc<Self>) {
-        let weak: Weak<ConfigFile> = Arc::downgrade(self);
-        if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            rt.spawn(async move {
-                loop {
-                    tokio::time::sleep(POLL).await;
-                    let Some(me) = weak.upgrade() else { return };
-                    me.reload().await;
-                }
-            });
-        }
+        crate::config_file::poll_while_alive(self, POLL, |me| async move { me.reload().await });
     }
 
     /// Act on the file's contents if they changed.

@@ -12,7 +12,7 @@
 //! chain (their compiled views of the watch cache are not rebuilt).
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -132,16 +132,7 @@ impl Reloading {
             chain: RwLock::new(Arc::new(current)),
             tracked: Mutex::new(file.data),
         });
-        let weak: Weak<Reloading> = Arc::downgrade(&me);
-        if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            rt.spawn(async move {
-                loop {
-                    tokio::time::sleep(POLL).await;
-                    let Some(me) = weak.upgrade() else { return };
-                    me.reload().await;
-                }
-            });
-        }
+        crate::config_file::poll_while_alive(&me, POLL, |me| async move { me.reload().await });
         me
     }
 
