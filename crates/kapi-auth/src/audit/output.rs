@@ -13,6 +13,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use kapi_client::kubeconfig::WebhookConnection;
+use kapi_machinery::validation::go_quote;
 
 use super::logfile::{Rotating, Rotation};
 
@@ -211,27 +212,6 @@ fn rfc3339_nano(t: &str) -> String {
         "" => format!("{secs}Z"),
         f => format!("{secs}.{f}Z"),
     }
-}
-
-/// `s` as Go's `%q` writes it.
-fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32))
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 #[cfg(test)]
