@@ -96,39 +96,13 @@ where
     }
 }
 
-/// Parse a Go duration (`1h2m3.5s`, `300ms`, `0`); negative ones are refused.
+/// Parse a Go duration (`1h2m3.5s`, `300ms`, `0`) with
+/// [`kapi_http::limits::parse_go_duration`]; negative ones are refused.
 pub fn parse_go_duration(s: &str) -> Result<std::time::Duration, String> {
-    let bad = || format!("time: invalid duration {:?}", s);
-    if s == "0" {
-        return Ok(std::time::Duration::ZERO);
+    match kapi_http::limits::parse_go_duration(s)? {
+        (true, d) if !d.is_zero() => Err(format!("time: invalid duration {s:?}")),
+        (_, d) => Ok(d),
     }
-    let mut rest = s;
-    let mut nanos: f64 = 0.0;
-    if rest.is_empty() {
-        return Err(bad());
-    }
-    while !rest.is_empty() {
-        let num_len = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .ok_or_else(bad)?;
-        let number: f64 = rest[..num_len].parse().map_err(|_| bad())?;
-        rest = &rest[num_len..];
-        let unit_len = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let scale = match &rest[..unit_len] {
-            "ns" => 1.0,
-            "us" | "µs" | "μs" => 1e3,
-            "ms" => 1e6,
-            "s" => 1e9,
-            "m" => 60e9,
-            "h" => 3600e9,
-            _ => return Err(bad()),
-        };
-        nanos += number * scale;
-        rest = &rest[unit_len..];
-    }
-    Ok(std::time::Duration::from_nanos(nanos.round() as u64))
 }
 
 /// Call `reload` on `me` every `every` for as long as it lives (the task
