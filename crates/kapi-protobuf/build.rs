@@ -65,6 +65,7 @@ fn main() {
         parse_module(&module, &text, &mut messages, &mut groups);
         list_docs::rows(&module, &text, &mut list_rows);
     }
+    older_versions_of_known_groups(&messages, &mut groups);
     // Aggregated discovery's documents are top-level objects of a group that
     // has no resource, so nothing in k8s-pb names the group: say it here.
     for version in ["v2", "v2beta1"] {
@@ -79,6 +80,32 @@ fn main() {
     std::fs::write(dest, out).expect("write descriptors.rs");
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
     list_docs::write(&list_rows, &out_dir.join("list_docs.rs"));
+}
+
+/// A version module without `impl Resource` blocks (an older version
+/// k8s.io/api keeps so that servers can read what was stored at it, e.g.
+/// flowcontrol `v1beta3`, discovery `v1beta1`) belongs to the group of its
+/// sibling version modules.
+fn older_versions_of_known_groups(
+    messages: &[Message],
+    groups: &mut HashMap<Vec<String>, (String, String)>,
+) {
+    let mut found = Vec::new();
+    for m in messages {
+        let Some((version, parent)) = m.module.split_last() else {
+            continue;
+        };
+        if groups.contains_key(&m.module) || m.module.first().map(String::as_str) != Some("api") {
+            continue;
+        }
+        let sibling = groups
+            .iter()
+            .find(|(k, _)| k.len() == m.module.len() && k[..k.len() - 1] == *parent);
+        if let Some((_, (group, _))) = sibling {
+            found.push((m.module.clone(), (group.clone(), version.clone())));
+        }
+    }
+    groups.extend(found);
 }
 
 /// The unpacked source (`src/`) of `crate_dir`, from an override variable or

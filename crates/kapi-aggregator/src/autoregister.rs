@@ -17,12 +17,12 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use kapi_apiextensions::crd::CUSTOM_PREFIX;
 use kapi_machinery::fields::FieldSelector;
 use kapi_machinery::status::ApiError;
 use kapi_registry::meta;
 use kapi_registry::store::options::DeleteOptions;
 use kapi_registry::store::UpdateTarget;
+use kapi_registry::Origin;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
@@ -64,10 +64,7 @@ pub fn spawn(agg: Arc<Aggregator>) {
     };
     let mut on_start = HashMap::new();
     for ((group, version), entries) in agg.apis.by_group_version() {
-        if entries
-            .iter()
-            .all(|e| e.def.key_prefix.starts_with(CUSTOM_PREFIX))
-        {
+        if entries.iter().all(|e| e.def.origin == Origin::Custom) {
             continue;
         }
         match builtin_priority(&group, &version) {

@@ -9,7 +9,8 @@
 use std::collections::BTreeSet;
 
 use kapi_apiextensions::crd::types::Names;
-use kapi_apiextensions::crd::{Crd, CUSTOM_PREFIX};
+use kapi_apiextensions::crd::Crd;
+use kapi_registry::Origin;
 
 use crate::Context;
 
@@ -42,7 +43,7 @@ fn used_names(cx: &Context, crd: &Crd, others: &[Crd]) -> (BTreeSet<String>, BTr
     }
     for e in cx.apis.all() {
         let d = &e.def;
-        if d.group != crd.spec.group || d.key_prefix.starts_with(CUSTOM_PREFIX) {
+        if d.group != crd.spec.group || d.origin == Origin::Custom {
             continue;
         }
         resources.extend([d.resource.clone(), d.singular.clone()]);

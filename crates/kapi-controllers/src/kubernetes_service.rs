@@ -141,7 +141,7 @@ pub fn spawn(cx: Arc<Context>, reconcile_endpoints: bool) {
                 },
                 _ = tick.tick() => {
                     if let (true, Some(me)) = (reconcile_endpoints, me(&cx)) {
-                        if let Err(e) = masterleases::renew(&cx.slot, me).await {
+                        if let Err(e) = masterleases::renew(&cx.slot, cx.apis.codec(), me).await {
                             tracing::debug!(error = %e, "master lease renewal failed");
                         }
                     }
@@ -163,7 +163,7 @@ async fn reconcile(cx: &Context, reconcile_endpoints: bool) -> Result<(), ApiErr
         return Ok(());
     };
     // This server counts even before its first lease write lands.
-    let mut masters = masterleases::live(&cx.slot)
+    let mut masters = masterleases::live(&cx.slot, cx.apis.codec(), cx.port)
         .await
         .map_err(|e| ApiError::internal(e.to_string()))?;
     if !masters.contains(&me) {

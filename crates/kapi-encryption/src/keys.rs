@@ -5,10 +5,13 @@
 //! key, from the key prefixes the resource table declares.
 //!
 //! Two kinds of entries: a resource's own prefix (`/secrets/` → `secrets`),
-//! and a tree whose keys name their group and resource
-//! (`/customresources/` + `<group>/<plural>/…`, where custom resources live,
-//! so their keys resolve before — and after — their definition is served).
-//! A key under neither belongs to no resource and is stored as it is.
+//! and a tree whose keys name their group and resource (`/` +
+//! `<group>/<plural>/…`, where upstream keeps custom resources, so their keys
+//! resolve before — and after — their definition is served). A tree only
+//! holds groups with a dot, as every custom resource's group has, and is
+//! asked only when no resource prefix matched: `/masterleases/…` or
+//! `/ranges/…` are no custom resources. A key under neither belongs to no
+//! resource and is stored as it is.
 //! Several resources may share a prefix (core `events` and `events.k8s.io`
 //! events): the first declared wins, which is the core group's, as upstream
 //! stores `events.k8s.io` under the core resource.
@@ -53,6 +56,9 @@ impl KeyMap {
             let mut parts = rest.splitn(3, '/');
             let (group, resource) = (parts.next()?, parts.next()?);
             parts.next()?;
+            if !group.contains('.') {
+                return None;
+            }
             Some(GroupResource::new(group, resource))
         })
     }
@@ -77,7 +83,7 @@ mod tests {
         m.resource("/events", "", "events");
         m.resource("/events/", "events.k8s.io", "events");
         m.resource("/services/specs/", "", "services");
-        m.tree("/customresources/");
+        m.tree("/");
         let gr = |k: &str| m.lookup(k).map(|g| g.to_string());
         assert_eq!(gr("/secrets/default/s").as_deref(), Some("secrets"));
         assert_eq!(gr("/secrets").as_deref(), None);
@@ -85,10 +91,11 @@ mod tests {
         assert_eq!(gr("/services/specs/ns/s").as_deref(), Some("services"));
         assert_eq!(gr("/services/endpoints/ns/s"), None);
         assert_eq!(
-            gr("/customresources/example.com/widgets/ns/w").as_deref(),
+            gr("/example.com/widgets/ns/w").as_deref(),
             Some("widgets.example.com")
         );
-        assert_eq!(gr("/customresources/example.com/widgets"), None);
+        assert_eq!(gr("/example.com/widgets"), None);
+        assert_eq!(gr("/ranges/serviceips/x"), None, "a group has a dot");
         assert_eq!(gr("/masterleases/10.0.0.1"), None);
     }
 }

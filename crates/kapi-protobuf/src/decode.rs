@@ -1,6 +1,9 @@
 //! Protobuf → JSON: read wire bytes with a message descriptor into the JSON
 //! object model. Unknown field numbers and wire types that contradict the
-//! descriptor are errors (the request gets a 400, nothing is stored).
+//! descriptor are errors (the request gets a 400, nothing is stored) — except
+//! in a lenient read ([`message_lenient`], for what storage holds), which
+//! skips unknown field numbers as Go's generated code does, so an object a
+//! newer kube-apiserver stored still reads (without the fields it added).
 //!
 //! Go clients write every non-pointer field, zero or not, and Go's JSON omits
 //! those zeros (`omitempty`), so a zero scalar, an empty list and an empty map
@@ -21,10 +24,36 @@ use crate::Error;
 const MAX_DEPTH: usize = 100;
 
 pub fn message(idx: usize, bytes: &[u8]) -> Result<Value, Error> {
-    message_at(idx, bytes, 0)
+    message_at(idx, bytes, At::default())
 }
 
-fn message_at(idx: usize, bytes: &[u8], depth: usize) -> Result<Value, Error> {
+/// As [`message`], skipping field numbers the descriptor does not know.
+pub fn message_lenient(idx: usize, bytes: &[u8]) -> Result<Value, Error> {
+    let at = At {
+        depth: 0,
+        lenient: true,
+    };
+    message_at(idx, bytes, at)
+}
+
+/// Where a walk is: how deep, and whether unknown fields are skipped.
+#[derive(Debug, Clone, Copy, Default)]
+struct At {
+    depth: usize,
+    lenient: bool,
+}
+
+impl At {
+    fn deeper(self) -> At {
+        At {
+            depth: self.depth + 1,
+            ..self
+        }
+    }
+}
+
+fn message_at(idx: usize, bytes: &[u8], at: At) -> Result<Value, Error> {
+    let depth = at.depth;
     if depth > MAX_DEPTH {
         return Err(Error::Malformed(format!(
             "nested deeper than {MAX_DEPTH} levels"
@@ -39,13 +68,20 @@ fn message_at(idx: usize, bytes: &[u8], depth: usize) -> Result<Value, Error> {
     let mut r = Reader::new(bytes);
     while !r.done() {
         let (tag, raw) = r.field()?;
-        let slot = msg.slot_of_tag(tag).ok_or_else(|| {
-            Error::Malformed(format!("{}: unknown field number {tag}", msg.desc.kind))
-        })?;
+        let slot = match msg.slot_of_tag(tag) {
+            Some(slot) => slot,
+            None if at.lenient => continue,
+            None => {
+                return Err(Error::Malformed(format!(
+                    "{}: unknown field number {tag}",
+                    msg.desc.kind
+                )))
+            }
+        };
         let f = &msg.desc.fields[slot];
         let ctx = |e: Error| e.within(f.json);
         match f.label {
-            Label::Optional => values[slot] = Some(single(f, raw, depth).map_err(ctx)?),
+            Label::Optional => values[slot] = Some(single(f, raw, at).map_err(ctx)?),
             Label::Repeated => {
                 let arr = values[slot].get_or_insert_with(|| Value::Array(Vec::new()));
                 let arr = arr.as_array_mut().expect("array");
@@ -56,7 +92,7 @@ fn message_at(idx: usize, bytes: &[u8], depth: usize) -> Result<Value, Error> {
                             arr.push(varint(f.ty, v));
                         }
                     }
-                    (_, raw) => arr.push(single(f, raw, depth).map_err(ctx)?),
+                    (_, raw) => arr.push(single(f, raw, at).map_err(ctx)?),
                 }
             }
             Label::Map => {
@@ -65,7 +101,7 @@ fn message_at(idx: usize, bytes: &[u8], depth: usize) -> Result<Value, Error> {
                         "map entry is not length-delimited".into(),
                     )));
                 };
-                let (k, v) = map_entry(f, entry, depth).map_err(ctx)?;
+                let (k, v) = map_entry(f, entry, at).map_err(ctx)?;
                 let map = values[slot].get_or_insert_with(|| Value::Object(Map::new()));
                 map.as_object_mut().expect("object").insert(k, v);
             }
@@ -73,7 +109,15 @@ fn message_at(idx: usize, bytes: &[u8], depth: usize) -> Result<Value, Error> {
     }
     let mut out = Map::new();
     for (f, v) in msg.desc.fields.iter().zip(values) {
-        let Some(v) = v else { continue };
+        let Some(v) = v else {
+            if NULL_WHEN_EMPTY
+                .iter()
+                .any(|(k, fields)| *k == msg.desc.kind && fields.contains(&f.json))
+            {
+                out.insert(f.json.to_string(), Value::Null);
+            }
+            continue;
+        };
         if f.inline {
             if let Value::Object(fields) = v {
                 out.extend(fields);
@@ -132,6 +176,9 @@ pub const KEEP_ZERO: &[(&str, &[&str])] = &[
     ("ReplicaSetSpec", &["replicas"]),
     ("StatefulSetSpec", &["replicas", "revisionHistoryLimit"]),
     ("DaemonSetSpec", &["revisionHistoryLimit"]),
+    ("DeploymentStatus", &["collisionCount"]),
+    ("StatefulSetStatus", &["collisionCount"]),
+    ("DaemonSetStatus", &["collisionCount"]),
     ("RollingUpdateStatefulSetStrategy", &["partition"]),
     (
         "PodSpec",
@@ -196,7 +243,23 @@ pub const KEEP_ZERO: &[(&str, &[&str])] = &[
             "failedJobsHistoryLimit",
         ],
     ),
+    ("JobStatus", &["ready", "terminating"]),
     ("ReplicationControllerSpec", &["replicas"]),
+    ("HostPathVolumeSource", &["type"]),
+    // An empty class asks for no class (no default class is filled in).
+    ("PersistentVolumeClaimSpec", &["storageClassName"]),
+    (
+        "LimitedPriorityLevelConfiguration",
+        &[
+            "nominalConcurrencyShares",
+            "lendablePercent",
+            "borrowingLimitPercent",
+        ],
+    ),
+    (
+        "ExemptPriorityLevelConfiguration",
+        &["nominalConcurrencyShares", "lendablePercent"],
+    ),
     (
         "HorizontalPodAutoscalerSpec",
         &["minReplicas", "targetCPUUtilizationPercentage"],
@@ -227,6 +290,15 @@ pub const KEEP_ZERO: &[(&str, &[&str])] = &[
     ("ListMeta", &["remainingItemCount"]),
 ];
 
+/// List fields Go writes without `omitempty`: an empty one is `null` in
+/// upstream's JSON (`"endpoints": null`), not absent.
+pub const NULL_WHEN_EMPTY: &[(&str, &[&str])] = &[
+    ("EndpointSlice", &["endpoints", "ports"]),
+    ("HorizontalPodAutoscalerStatus", &["currentMetrics"]),
+    ("ClusterRole", &["rules"]),
+    ("Role", &["rules"]),
+];
+
 fn varint(ty: Ty, v: u64) -> Value {
     match ty {
         Ty::Bool => Value::Bool(v != 0),
@@ -235,11 +307,11 @@ fn varint(ty: Ty, v: u64) -> Value {
     }
 }
 
-fn single(f: &FieldDesc, raw: Raw<'_>, depth: usize) -> Result<Value, Error> {
-    value(f.ty, raw, depth)
+fn single(f: &FieldDesc, raw: Raw<'_>, at: At) -> Result<Value, Error> {
+    value(f.ty, raw, at)
 }
 
-fn value(ty: Ty, raw: Raw<'_>, depth: usize) -> Result<Value, Error> {
+fn value(ty: Ty, raw: Raw<'_>, at: At) -> Result<Value, Error> {
     Ok(match (ty, raw) {
         (Ty::Bool | Ty::Int32 | Ty::Int64, Raw::Varint(v)) => varint(ty, v),
         (Ty::Double, Raw::Fixed64(v)) => serde_json::Number::from_f64(f64::from_bits(v))
@@ -253,7 +325,7 @@ fn value(ty: Ty, raw: Raw<'_>, depth: usize) -> Result<Value, Error> {
         (Ty::Bytes, Raw::Bytes(b)) => {
             Value::String(base64::engine::general_purpose::STANDARD.encode(b))
         }
-        (Ty::Message(idx), Raw::Bytes(b)) => message_at(idx, b, depth + 1)?,
+        (Ty::Message(idx), Raw::Bytes(b)) => message_at(idx, b, at.deeper())?,
         _ => {
             return Err(Error::Malformed(
                 "wire type does not match the field".into(),
@@ -262,7 +334,7 @@ fn value(ty: Ty, raw: Raw<'_>, depth: usize) -> Result<Value, Error> {
     })
 }
 
-fn map_entry(f: &FieldDesc, entry: &[u8], depth: usize) -> Result<(String, Value), Error> {
+fn map_entry(f: &FieldDesc, entry: &[u8], at: At) -> Result<(String, Value), Error> {
     let mut key = String::new();
     let mut val = None;
     let mut r = Reader::new(entry);
@@ -273,7 +345,7 @@ fn map_entry(f: &FieldDesc, entry: &[u8], depth: usize) -> Result<(String, Value
                     .map_err(|_| Error::Malformed("map key is not valid UTF-8".into()))?
                     .to_owned()
             }
-            (2, raw) => val = Some(value(f.ty, raw, depth)?),
+            (2, raw) => val = Some(value(f.ty, raw, at)?),
             (tag, _) => {
                 return Err(Error::Malformed(format!(
                     "map entry: unknown field number {tag}"
@@ -288,7 +360,7 @@ fn map_entry(f: &FieldDesc, entry: &[u8], depth: usize) -> Result<(String, Value
             Ty::String | Ty::Bytes => Value::String(String::new()),
             Ty::Bool => Value::Bool(false),
             Ty::Double | Ty::Int32 | Ty::Int64 => Value::from(0),
-            Ty::Message(idx) => message_at(idx, &[], depth + 1)?,
+            Ty::Message(idx) => message_at(idx, &[], at.deeper())?,
         },
     };
     Ok((key, val))

@@ -1,6 +1,7 @@
 //! JSON → protobuf: walk a JSON value with a message descriptor and write the
-//! wire bytes. Absent and `null` fields are not written; present ones are, even
-//! when zero, so an explicit `replicas: 0` survives. JSON keys the message does
+//! wire bytes. Absent and `null` fields are not written (but for
+//! `ObjectMeta.creationTimestamp`, which Go always writes, empty when zero);
+//! present ones are, even when zero, so an explicit `replicas: 0` survives. JSON keys the message does
 //! not have are skipped, as upstream drops them when decoding into its types;
 //! `apiVersion`/`kind` travel in the envelope instead.
 
@@ -30,13 +31,23 @@ pub fn message(idx: usize, value: &Value, out: &mut Vec<u8>) -> Result<(), Error
             put_nested(out, f.tag, |out| message(inner, value, out))?;
             continue;
         }
-        let Some(v) = obj.get(f.json) else { continue };
-        if v.is_null() {
-            continue;
-        }
+        let v = match obj.get(f.json) {
+            Some(v) if !v.is_null() => v,
+            _ if always_written(msg.desc.kind, f.json) => {
+                put_bytes(out, f.tag, &[]);
+                continue;
+            }
+            _ => continue,
+        };
         field(f, v, out).map_err(|e| e.within(f.json))?;
     }
     Ok(())
+}
+
+/// A message field Go writes even when unset (a struct, not a pointer),
+/// empty: `ObjectMeta.creationTimestamp`, whose zero JSON shows as `null`.
+fn always_written(kind: &str, json: &str) -> bool {
+    kind == "ObjectMeta" && json == "creationTimestamp"
 }
 
 fn field(f: &FieldDesc, v: &Value, out: &mut Vec<u8>) -> Result<(), Error> {

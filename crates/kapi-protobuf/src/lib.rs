@@ -114,6 +114,20 @@ pub fn encode_object(value: &Value) -> Result<Vec<u8>, Error> {
 /// Decode an enveloped object into JSON with `apiVersion` and `kind` first.
 /// `default` (apiVersion, kind) types a body whose envelope leaves them empty.
 pub fn decode_object(bytes: &[u8], default: Option<(&str, &str)>) -> Result<Value, Error> {
+    decode_enveloped(bytes, default, false)
+}
+
+/// Decode an object as storage holds it: enveloped, typed by its envelope,
+/// field numbers this schema does not know skipped (a newer writer's fields).
+pub fn decode_stored(bytes: &[u8]) -> Result<Value, Error> {
+    decode_enveloped(bytes, None, true)
+}
+
+fn decode_enveloped(
+    bytes: &[u8],
+    default: Option<(&str, &str)>,
+    lenient: bool,
+) -> Result<Value, Error> {
     let rest = bytes.strip_prefix(MAGIC).ok_or(Error::Magic)?;
     let unknown = Schema::get()
         .by_path(UNKNOWN)
@@ -152,7 +166,12 @@ pub fn decode_object(bytes: &[u8], default: Option<(&str, &str)>) -> Result<Valu
                 .expect("decoder wrote base64")
         })
         .unwrap_or_default();
-    let body = decode_message(&av, &kind, &raw)?;
+    let idx = lookup(&av, &kind)?;
+    let body = if lenient {
+        decode::message_lenient(idx, &raw)?
+    } else {
+        decode::message(idx, &raw)?
+    };
     let mut out = Map::new();
     out.insert("kind".into(), Value::String(kind));
     out.insert("apiVersion".into(), Value::String(av));

@@ -96,7 +96,13 @@ fn special_of(path: &str) -> Special {
         // authentication/authorization/certificates `ExtraValue`: a string list
         // in JSON, a message with `repeated string items = 1` on the wire.
         p if p.starts_with("api.") && p.ends_with(".ExtraValue") => Special::Verbs,
-        p if p.starts_with("apiextensions_apiserver.") && p.ends_with(".JSON") => Special::RawJson,
+        // apiextensions' `JSON` (a schema's `default`, `example`, `enum`
+        // items), named `Json` by the generated types.
+        p if p.starts_with("apiextensions_apiserver.")
+            && (p.ends_with(".JSON") || p.ends_with(".Json")) =>
+        {
+            Special::RawJson
+        }
         _ => Special::None,
     }
 }

@@ -331,7 +331,9 @@ fn malformed_input_is_an_error_not_a_panic() {
 
 #[test]
 fn watch_frames_round_trip() {
-    let cm = json!({"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"name": "a"}});
+    // Go writes `creationTimestamp` (a struct) even when zero: `null` in JSON.
+    let cm = json!({"kind": "ConfigMap", "apiVersion": "v1",
+                    "metadata": {"name": "a", "creationTimestamp": null}});
     let mut stream = kapi_protobuf::encode_watch_frame("ADDED", &cm).unwrap();
     assert_eq!(&stream[..4], &((stream.len() - 4) as u32).to_be_bytes());
     stream.extend(kapi_protobuf::encode_watch_frame("DELETED", &cm).unwrap());
@@ -398,3 +400,6 @@ fn lists_assembled_from_item_bytes_are_identical() {
     assert_eq!(kapi_protobuf::item_key_len(2, 300), 3);
     assert_eq!(kapi_protobuf::item_key_len(2, 127), 2);
 }
+
+#[path = "roundtrip/stored.rs"]
+mod stored;

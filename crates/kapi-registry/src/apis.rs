@@ -22,6 +22,7 @@ use kapi_machinery::schema::{SchemaNav, TypeRef};
 use kapi_storage::Backend;
 
 use crate::cache::{CacheConfig, CachedBackend};
+use crate::codec::StorageCodec;
 use crate::{ResourceDef, Store, Verb};
 
 /// One resource of the table.
@@ -49,6 +50,8 @@ pub struct Apis {
     state: RwLock<State>,
     /// The watch cache every installed store reads and watches through.
     cache: Option<CachedBackend>,
+    /// How every installed store encodes and decodes its objects.
+    codec: StorageCodec,
     /// Key prefixes stored elsewhere (`--etcd-servers-overrides`).
     routes: Vec<Route>,
     /// Key prefixes served without a cache.
@@ -83,6 +86,9 @@ pub struct StorageOptions {
     pub hidden: Vec<(String, String, String)>,
     /// The caches' tuning (`consistent_reads` is the `ConsistentListFromCache` gate).
     pub cache: CacheConfig,
+    /// How every store encodes and decodes its objects (`--storage-media-type`,
+    /// older versions upgraded on read); the caches transcode with it too.
+    pub codec: StorageCodec,
 }
 
 impl Default for StorageOptions {
@@ -94,6 +100,7 @@ impl Default for StorageOptions {
             garbage_collection: true,
             hidden: Vec::new(),
             cache: CacheConfig::default(),
+            codec: StorageCodec::default(),
         }
     }
 }
@@ -135,6 +142,10 @@ impl Apis {
                 .map(|d| d.list_prefix(None))
         };
         let uncached: Vec<String> = opts.uncached.iter().filter_map(prefix_of).collect();
+        let cache_config = CacheConfig {
+            codec: Some(opts.codec.clone()),
+            ..opts.cache.clone()
+        };
         let mut routes: Vec<Route> = Vec::new();
         for (gr, other) in &opts.overrides {
             let Some(prefix) = prefix_of(gr) else {
@@ -142,7 +153,7 @@ impl Apis {
             };
             let cached = opts.watch_cache && !uncached.contains(&prefix);
             let cache = cached
-                .then(|| CachedBackend::new(other.clone(), [prefix.clone()], opts.cache.clone()));
+                .then(|| CachedBackend::new(other.clone(), [prefix.clone()], cache_config.clone()));
             routes.push(Route {
                 prefix,
                 backend: other.clone(),
@@ -156,9 +167,10 @@ impl Apis {
             .chain(extra_prefixes);
         let cache = opts
             .watch_cache
-            .then(|| CachedBackend::new(backend.clone(), main_prefixes, opts.cache.clone()));
+            .then(|| CachedBackend::new(backend.clone(), main_prefixes, cache_config.clone()));
         let apis = Apis {
             cache,
+            codec: opts.codec.clone(),
             routes,
             uncached,
             gc_disabled: !opts.garbage_collection,
@@ -188,6 +200,7 @@ impl Apis {
         };
         let mut store = Store::new(def.clone(), backend)
             .with_schema(schema, root)
+            .with_codec(self.codec.clone())
             .with_garbage_collection(!self.gc_disabled);
         if let Some(cache) = cache {
             store = store.with_cache(cache.clone());
@@ -244,6 +257,11 @@ impl Apis {
         let gone = st.by_gvr.remove(&gvr)?;
         st.order.retain(|e| !Arc::ptr_eq(e, &gone));
         Some(gone)
+    }
+
+    /// How the stores encode and decode their objects.
+    pub fn codec(&self) -> &StorageCodec {
+        &self.codec
     }
 
     /// The watch cache the stores read through.

@@ -11,6 +11,7 @@
 pub mod admission;
 pub mod apis;
 pub mod cache;
+pub mod codec;
 pub mod hooks;
 pub mod managed;
 pub mod meta;
@@ -19,6 +20,7 @@ pub mod resource;
 pub mod store;
 pub mod strategy;
 
+pub use codec::{MediaType, Origin, StorageCodec};
 pub use resource::{Conversion, ResourceDef, Subresource, Verb};
 pub use store::Store;
 pub use strategy::{Column, DefaultStrategy, GcPolicy, StatusMetadata, Strategy};

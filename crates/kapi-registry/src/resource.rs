@@ -10,6 +10,7 @@ use std::sync::Arc;
 use kapi_machinery::status::ApiError;
 use serde_json::Value;
 
+use crate::codec::Origin;
 use crate::strategy::Strategy;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -211,6 +212,10 @@ pub struct ResourceDef {
     /// (those with a protobuf message), false for custom resources, which
     /// upstream never serves as protobuf (JSON instead, or 406).
     pub protobuf: bool,
+    /// Which upstream server the kind belongs to, which decides how storage
+    /// encodes its objects (`codec`): built-in kinds in the server's media
+    /// type, the rest as JSON.
+    pub origin: Origin,
 }
 
 impl std::fmt::Debug for ResourceDef {

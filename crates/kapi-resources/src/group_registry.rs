@@ -49,7 +49,8 @@ pub(crate) fn resources() -> Vec<Decl> {
         .cluster_scoped()
         .categories(&["api-extensions"])
         .sub(vec![Subresource::Status])
-        .key("/apiregistration.k8s.io/apiservices"),
+        .key("/apiregistration.k8s.io/apiservices")
+        .stored_as_json(),
     );
     all
 }

@@ -29,4 +29,5 @@ pub mod registry;
 pub mod reviews;
 pub mod scheduling;
 pub mod storage;
+pub mod storage_versions;
 mod zero;

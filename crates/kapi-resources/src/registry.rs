@@ -13,7 +13,7 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use kapi_registry::{Conversion, ResourceDef, Strategy, Subresource, Verb};
+use kapi_registry::{Conversion, Origin, ResourceDef, Strategy, Subresource, Verb};
 
 use crate::apps::{DaemonSetStrategy, DeploymentStrategy, ReplicaSetStrategy, StatefulSetStrategy};
 use crate::autoscaling::{HpaConversion, HpaV1Strategy, HpaV2Strategy};
@@ -54,6 +54,7 @@ pub(crate) struct Decl {
     conversion: Option<Arc<dyn Conversion>>,
     /// Whether the kind has a protobuf message (not every served beta kind does).
     protobuf: bool,
+    origin: Origin,
 }
 
 impl Decl {
@@ -78,7 +79,15 @@ impl Decl {
             strategy,
             conversion: None,
             protobuf: true,
+            origin: Origin::Builtin,
         }
+    }
+
+    /// Stored as JSON whatever `--storage-media-type` says: a kind of
+    /// upstream's aggregator (or apiextensions) server.
+    pub(crate) fn stored_as_json(mut self) -> Self {
+        self.origin = Origin::BuiltinJson;
+        self
     }
 
     /// JSON only: the kind has no protobuf message in the codec's schema.
@@ -172,6 +181,7 @@ impl Decl {
             key_prefix,
             conversion: self.conversion,
             protobuf: self.protobuf,
+            origin: self.origin,
         }
     }
 }
@@ -533,5 +543,36 @@ mod tests {
         assert_eq!(find("nodes").key(None, "n1"), "/minions/n1");
         assert_eq!(find("configmaps").key(Some("a"), "b"), "/configmaps/a/b");
         assert_eq!(find("statefulsets").short_names, vec!["sts"]);
+    }
+
+    /// Every resource's etcd key prefix is kube-apiserver's: the resource's
+    /// plural (no group) unless upstream's storage factory names another
+    /// (`SpecialDefaultResourcePrefixes`), and `<group>/<plural>` for the
+    /// aggregator's APIServices (its own storage options).
+    #[test]
+    fn key_prefixes_are_upstreams() {
+        let special = [
+            ("", "replicationcontrollers", "/controllers"),
+            ("", "endpoints", "/services/endpoints"),
+            ("", "nodes", "/minions"),
+            ("", "services", "/services/specs"),
+            ("networking.k8s.io", "ingresses", "/ingress"),
+            (
+                "apiregistration.k8s.io",
+                "apiservices",
+                "/apiregistration.k8s.io/apiservices",
+            ),
+        ];
+        for def in builtin_resources() {
+            let want = special
+                .iter()
+                .find(|(g, r, _)| *g == def.group && *r == def.resource)
+                .map_or(format!("/{}", def.resource), |(_, _, p)| p.to_string());
+            assert_eq!(def.key_prefix, want, "{}", def.gvr());
+        }
+        assert_eq!(
+            find("serviceaccounts").key(Some("ns"), "default"),
+            "/serviceaccounts/ns/default"
+        );
     }
 }

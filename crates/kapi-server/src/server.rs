@@ -117,7 +117,9 @@ pub fn builtin_defs(settings: &kapi_resources::registry::Settings) -> Vec<Resour
 
 /// The resource table of the built-in API ([`builtin_defs`]) over `slot`,
 /// stored as `storage` says (the storage flags and the resources
-/// `--runtime-config` turns off), with its watch cache; custom resources are
+/// `--runtime-config` turns off), with its watch cache, objects read and
+/// written by the storage codec `storage` names the media type of (older
+/// storage versions brought to 1.33's on read); custom resources are
 /// installed into it as their definitions come.
 pub fn builtin_apis(
     slot: &BackendSlot,
@@ -127,13 +129,22 @@ pub fn builtin_apis(
     let defs = builtin_defs(settings);
     let backend: Arc<dyn kapi_storage::Backend> = Arc::new(slot.clone());
     let schema: Arc<dyn SchemaNav> = kapi_resources::patchmeta::BuiltinSchema::shared();
-    let custom = std::iter::once(kapi_apiextensions::crd::CUSTOM_PREFIX.to_owned());
     let root_of = |d: &ResourceDef| {
         kapi_resources::patchmeta::root_type(&d.group, &d.version, &d.kind)
             .unwrap_or(TypeRef::UNKNOWN)
     };
+    let storage = apis::StorageOptions {
+        codec: kapi_registry::StorageCodec::new(storage.codec.media_type())
+            .with_on_read(kapi_resources::storage_versions::on_read()),
+        ..storage.clone()
+    };
     Arc::new(apis::Apis::with_options(
-        defs, backend, schema, root_of, custom, storage,
+        defs,
+        backend,
+        schema,
+        root_of,
+        std::iter::empty(),
+        &storage,
     ))
 }
 

@@ -61,7 +61,7 @@ pub struct Options {
 
 impl Options {
     /// kube-apiserver's defaults: RBAC, the default admission plugins, an
-    /// ephemeral service account key.
+    /// ephemeral service account key, protobuf storage.
     pub fn new(config: ServerConfig) -> Options {
         Options {
             config,
@@ -178,7 +178,8 @@ fn encrypted_keys() -> KeyMap {
     {
         keys.resource(&def.list_prefix(None), &def.group, &def.resource);
     }
-    keys.tree(kapi_apiextensions::crd::CUSTOM_PREFIX);
+    // Custom resources, at upstream's `/<group>/<plural>/`.
+    keys.tree("/");
     keys
 }
 

@@ -4,7 +4,7 @@
 //! servers), each waited for within `--storage-ready-timeout`; and the
 //! resource table's storage options (`--watch-cache`, `--watch-cache-sizes`,
 //! `--enable-garbage-collector`, `--runtime-config`, the
-//! `ConsistentListFromCache` gate).
+//! `ConsistentListFromCache` gate, `--storage-media-type`).
 
 use std::sync::Arc;
 
@@ -69,5 +69,6 @@ pub async fn options(a: &ServeArgs) -> Result<StorageOptions, String> {
         garbage_collection: a.enable_garbage_collector,
         hidden: a.runtime_config_off.clone(),
         cache,
+        codec: kapi_registry::StorageCodec::new(a.storage_media_type),
     })
 }

@@ -1,6 +1,6 @@
 //! From a definition to what the server installs: one `ResourceDef` per served
-//! version, all sharing one key prefix (`/customresources/<group>/<plural>`,
-//! one watch-cache prefix holds every custom resource) and, when there are
+//! version, all sharing one key prefix (upstream's `/<group>/<plural>`, each
+//! added to the watch cache when installed) and, when there are
 //! several versions or the schemas have defaults, one [`CrdConversion`]
 //! (to the storage version; defaults on read).
 //!
@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use kapi_registry::{Conversion, ResourceDef, Subresource, Verb};
+use kapi_registry::{Conversion, Origin, ResourceDef, Subresource, Verb};
 use serde_json::Value;
 
 use super::conversion::{CrdConversion, ReviewClient};
@@ -20,9 +20,6 @@ use super::custom::{CustomStrategy, SinceFn};
 use super::jsonpath::JsonPath;
 use super::schema::Schema;
 use super::types::{Crd, Version};
-
-/// The storage prefix every custom resource lives under.
-pub const CUSTOM_PREFIX: &str = "/customresources/";
 
 /// A served version with its compiled schema (for OpenAPI and apply).
 pub struct Served {
@@ -89,10 +86,11 @@ pub fn served(
                 short_names: names.short_names.clone(),
                 categories: names.categories.clone(),
                 strategy: Arc::new(strategy),
-                key_prefix: format!("{CUSTOM_PREFIX}{group}/{}", crd.spec.names.plural),
+                key_prefix: format!("/{group}/{}", crd.spec.names.plural),
                 conversion: conversion.clone(),
                 // Upstream never serves custom resources as protobuf.
                 protobuf: false,
+                origin: Origin::Custom,
             };
             Served { def, schema }
         })

@@ -227,10 +227,7 @@ async fn wildcards_and_custom_resources() {
     for (key, prefix) in [
         ("/deployments/ns/d", "k8s:enc:aescbc:v1:apps:"),
         ("/configmaps/ns/c", "k8s:enc:aescbc:v1:all:"),
-        (
-            "/customresources/example.com/widgets/ns/w",
-            "k8s:enc:aescbc:v1:all:",
-        ),
+        ("/example.com/widgets/ns/w", "k8s:enc:aescbc:v1:all:"),
     ] {
         b.create(key, Bytes::from_static(PLAIN)).await.unwrap();
         assert!(

@@ -101,7 +101,7 @@ pub fn keys() -> KeyMap {
     keys.resource("/secrets/", "", "secrets");
     keys.resource("/configmaps/", "", "configmaps");
     keys.resource("/deployments/", "apps", "deployments");
-    keys.tree("/customresources/");
+    keys.tree("/");
     keys
 }
 

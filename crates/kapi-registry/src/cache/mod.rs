@@ -66,6 +66,13 @@ pub struct CacheConfig {
     /// The most bytes of other encodings (protobuf) kept beside the cached
     /// objects and events, process-wide (`encoded.rs`).
     pub encoded_budget: usize,
+    /// What the cache keeps of each value: with a codec (the default; the
+    /// server gives its own, which also upgrades older versions), an object
+    /// as JSON at its kind's storage version today, transcoded once as it
+    /// enters (`reflector.rs`), so every reader — selectors, the JSON fast
+    /// path, the store's decoding — reads JSON whatever the backend holds;
+    /// bytes that are no object, and every value without a codec, as stored.
+    pub codec: Option<crate::codec::StorageCodec>,
     /// Serve consistent reads (no `resourceVersion`) from memory once the
     /// cache has caught up (the `ConsistentListFromCache` feature gate); when
     /// false they go to the backend.
@@ -81,6 +88,7 @@ impl Default for CacheConfig {
             watcher_buffer: 1_000,
             fresh_timeout: Duration::from_secs(3),
             encoded_budget: 256 << 20,
+            codec: Some(crate::codec::StorageCodec::default()),
             consistent_reads: true,
         }
     }
@@ -129,6 +137,20 @@ impl Inner {
             fresh: self.config.history_fresh,
             max_events: self.config.history_max,
         }
+    }
+
+    /// `kv` as the cache keeps it (see [`CacheConfig::codec`]); bytes that are
+    /// no object in any encoding are kept as they are.
+    fn ingest(&self, mut kv: kapi_storage::KeyValue) -> kapi_storage::KeyValue {
+        if let Some(json) = self
+            .config
+            .codec
+            .as_ref()
+            .and_then(|c| c.to_json(&kv.value))
+        {
+            kv.value = json;
+        }
+        kv
     }
 
     fn publish(&self, revision: Revision) {

@@ -184,8 +184,15 @@ impl PrefixCache {
         let mut cached = Vec::with_capacity(events.len());
         let now = Instant::now();
         let indexer = self.indexer.get();
-        for event in events {
+        for mut event in events {
             let key = event.kv.key.clone();
+            // The backend's previous value as the cache holds it (transcoded),
+            // the bytes watchers of the decorator see.
+            if let (Some(p), Some(prev_kv)) = (st.objects.get(&key), event.prev.as_mut()) {
+                if p.kv.mod_revision == prev_kv.mod_revision {
+                    prev_kv.value = p.kv.value.clone();
+                }
+            }
             let (object, prev) = match event.kind {
                 EventKind::Put => {
                     let obj = CachedObject::new(event.kv.clone());

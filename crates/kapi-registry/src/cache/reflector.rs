@@ -5,6 +5,9 @@
 //! current even when only other resources change, and a consistent read never
 //! waits for a progress notification.
 //!
+//! Every value enters transcoded (`Inner::ingest`: JSON at today's storage
+//! version, whatever the backend holds), before any cache's lock is taken.
+//!
 //! A prefix added while the watch runs is filled between two batches by a list
 //! of that prefix at the revision the reflector has reached, so it misses
 //! nothing. Once a second every cache tells its watchers its revision (the
@@ -24,7 +27,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use kapi_storage::{Event, ListOptions, Result, StorageError, WatchMessage};
+use kapi_storage::{Event, EventKind, ListOptions, Result, StorageError, WatchMessage};
 
 use super::object::CachedObject;
 use super::prefix::PrefixCache;
@@ -116,8 +119,11 @@ async fn follow(inner: &Inner) -> Result<()> {
                     continue;
                 };
                 let mut routed: Vec<Vec<Event>> = vec![Vec::new(); caches.len()];
-                for e in events {
+                for mut e in events {
                     if let Some(i) = route(&caches, &e.kv.key) {
+                        if e.kind == EventKind::Put {
+                            e.kv = inner.ingest(e.kv);
+                        }
                         routed[i].push(e);
                     }
                 }
@@ -165,7 +171,7 @@ async fn list_into(
         let last = page.kvs.last().map(|kv| format!("{}\0", kv.key));
         for kv in page.kvs {
             if let Some(i) = route(caches, &kv.key) {
-                maps[i].insert(kv.key.clone(), CachedObject::new(kv));
+                maps[i].insert(kv.key.clone(), CachedObject::new(inner.ingest(kv)));
             }
         }
         match last {

@@ -305,7 +305,7 @@ fn attrs_of(def: &ResourceDef, kv: &kapi_storage::KeyValue) -> Option<Attrs> {
             Value::Object(meta),
         )]))
     } else {
-        serde_json::from_slice(&kv.value).ok()?
+        serde_json::from_slice(&super::json_of(kv).ok()?).ok()?
     };
     let labels = meta::meta(&obj)
         .and_then(|m| m.get("labels"))

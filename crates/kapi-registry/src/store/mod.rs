@@ -1,8 +1,9 @@
 //! The generic registry store: one implementation of create, get, list, update,
 //! delete and watch for every resource, parameterised by its [`ResourceDef`] and
-//! strategy. Objects are JSON; storage holds them without `resourceVersion`,
-//! which is filled from the storage revision on the way out, as upstream's etcd3
-//! store does.
+//! strategy. Objects are JSON; storage holds them encoded by the server's
+//! [`StorageCodec`] (protobuf, JSON or YAML, read whatever was written), at the
+//! storage version and without `resourceVersion`, which is filled from the
+//! storage revision on the way out, as upstream's etcd3 store does.
 //!
 //! One verb per file: `create.rs`, `update.rs`, `delete.rs`, `list.rs`,
 //! `watch.rs`. Where to look next: `kapi-storage` below, the handlers in
@@ -27,6 +28,7 @@ use kapi_machinery::status::ApiError;
 use kapi_storage::{Backend, KeyValue, StorageError};
 use serde_json::Value;
 
+use crate::codec::{sniff, MediaType, Sniffed, StorageCodec};
 use crate::meta;
 use crate::resource::ResourceDef;
 
@@ -46,6 +48,8 @@ pub struct Store {
     root: TypeRef,
     /// The watch cache reads and watches go through, once installed.
     cache: Option<crate::cache::CachedBackend>,
+    /// How objects are written to and read from the backend.
+    codec: StorageCodec,
     /// Deletes add and honour the garbage collector's finalizers
     /// (`--enable-garbage-collector`, on by default).
     garbage_collection: bool,
@@ -67,9 +71,21 @@ impl Store {
             schema: Arc::new(NoSchema),
             root: TypeRef::UNKNOWN,
             cache: None,
+            codec: StorageCodec::default(),
             garbage_collection: true,
             hooks: None,
         }
+    }
+
+    /// Encode and decode objects with `codec` (the default: protobuf, no
+    /// older versions to upgrade).
+    pub fn with_codec(mut self, codec: StorageCodec) -> Self {
+        self.codec = codec;
+        self
+    }
+
+    pub fn codec(&self) -> &StorageCodec {
+        &self.codec
     }
 
     /// Call `hooks` around this store's writes.
@@ -156,7 +172,7 @@ impl Store {
 
     /// Storage bytes to an object, with `resourceVersion` from the revision.
     pub(crate) fn decode(&self, kv: &KeyValue) -> Result<Value, ApiError> {
-        self.def.to_served(Self::decode_stored(kv)?)
+        self.def.to_served(self.decode_stored(kv)?)
     }
 
     /// Storage bytes of several objects at the served version (one conversion
@@ -176,7 +192,7 @@ impl Store {
     ) -> Result<Vec<Value>, ApiError> {
         let stored = kvs
             .into_iter()
-            .map(Self::decode_stored)
+            .map(|kv| self.decode_stored(kv))
             .collect::<Result<Vec<_>, _>>()?;
         self.def.to_served_all(stored)
     }
@@ -237,26 +253,57 @@ impl Store {
         metadata_only::<serde_json::Map<String, Value>>(kv)
     }
 
-    /// Storage bytes to the object as stored, with `resourceVersion`.
-    fn decode_stored(kv: &KeyValue) -> Result<Value, ApiError> {
-        let mut obj: Value = serde_json::from_slice(&kv.value)
+    /// Storage bytes to the object at its storage version, with `resourceVersion`.
+    fn decode_stored(&self, kv: &KeyValue) -> Result<Value, ApiError> {
+        let mut obj = self
+            .codec
+            .decode(&kv.value)
             .map_err(|e| ApiError::internal(format!("decoding {}: {e}", kv.key)))?;
-        if !obj.is_object() {
-            return Err(ApiError::internal(format!("{} is not an object", kv.key)));
-        }
         meta::set_str(&mut obj, "resourceVersion", &kv.mod_revision.to_string());
         Ok(obj)
     }
 
-    /// The stored form of `obj`: at the storage version, without `resourceVersion`.
+    /// The stored form of `obj`: at the storage version, without
+    /// `resourceVersion`, encoded as the codec writes the resource's kind.
     pub(crate) fn encode(&self, obj: &Value) -> Result<Bytes, ApiError> {
         let mut copy = self.def.to_storage(obj.clone())?;
         meta::remove(&mut copy, "resourceVersion");
-        let mut bytes = serde_json::to_vec(&copy).expect("JSON values serialize");
-        // The value lives in the backend and the cache for as long as the
-        // object: without this it keeps serde_json's doubled capacity too.
-        bytes.shrink_to_fit();
-        Ok(Bytes::from(bytes))
+        self.codec
+            .encode(self.def.origin, &copy)
+            .map_err(|e| self.unencodable(e))
+    }
+
+    /// `obj` as storage will give it back — the client's object read into
+    /// upstream's types, in effect: when the kind is stored as protobuf,
+    /// through the codec and back, keeping only what the message holds (no
+    /// keys the kind lacks, no `null`s, no zeros of Go's non-pointer fields).
+    /// An update compares this with the stored object, so an update that
+    /// changes nothing upstream would store is seen as one (no new revision,
+    /// no generation bump).
+    pub(crate) fn normalize(&self, obj: Value) -> Result<Value, ApiError> {
+        if self.codec.media_for(self.def.origin) != MediaType::Protobuf {
+            return Ok(obj);
+        }
+        let stored = self.def.to_storage(obj)?;
+        let bytes = self
+            .codec
+            .encode(self.def.origin, &stored)
+            .map_err(|e| self.unencodable(e))?;
+        let back = self
+            .codec
+            .decode(&bytes)
+            .map_err(|e| ApiError::internal(format!("decoding {}: {e}", self.def.kind)))?;
+        self.def.to_served(back)
+    }
+
+    /// An object that does not fit its kind's types: upstream fails to decode
+    /// the request body into them, a 400.
+    fn unencodable(&self, e: crate::codec::CodecError) -> ApiError {
+        let kind = &self.def.kind;
+        ApiError::bad_request(format!(
+            "{kind} in version {:?} cannot be handled as a {kind}: {e}",
+            self.def.version
+        ))
     }
 
     /// A storage failure as the client sees it.
@@ -305,9 +352,22 @@ fn metadata_only<M: serde::de::DeserializeOwned + Default>(kv: &KeyValue) -> Res
         #[serde(default = "Option::default")]
         metadata: Option<M>,
     }
-    let m: MetadataOnly<M> = serde_json::from_slice(&kv.value)
+    let m: MetadataOnly<M> = serde_json::from_slice(&json_of(kv)?)
         .map_err(|e| ApiError::internal(format!("decoding {}: {e}", kv.key)))?;
     Ok(m.metadata.unwrap_or_default())
+}
+
+/// The stored value as JSON: the bytes themselves when they are JSON (always
+/// so for what the watch cache holds), else transcoded. Only for reading
+/// metadata and fields, which no version upgrade changes.
+pub(crate) fn json_of(kv: &KeyValue) -> Result<std::borrow::Cow<'_, [u8]>, ApiError> {
+    if sniff(&kv.value) == Sniffed::Json {
+        return Ok(std::borrow::Cow::Borrowed(&kv.value[..]));
+    }
+    StorageCodec::default()
+        .to_json(&kv.value)
+        .map(|b| std::borrow::Cow::Owned(b.to_vec()))
+        .ok_or_else(|| ApiError::internal(format!("decoding {}: not an object", kv.key)))
 }
 
 mod metadata_only {

@@ -212,6 +212,8 @@ impl Store {
                 .prepare_for_subresource_update(sub, &mut new, old),
         }
         self.def.strategy.default(&mut new);
+        // Compared with the stored object from here on, as stored (`normalize`).
+        let mut new = self.normalize(new)?;
         if self.def.strategy.tracks_generation()
             && target != UpdateTarget::Binding
             && meta::spec_part(&new) != meta::spec_part(old)

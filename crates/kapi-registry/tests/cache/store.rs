@@ -31,6 +31,7 @@ pub(crate) fn def() -> Arc<ResourceDef> {
         key_prefix: "/t/configmaps".into(),
         conversion: None,
         protobuf: true,
+        origin: kapi_registry::Origin::Builtin,
     })
 }
 

@@ -60,6 +60,7 @@ impl Strategy for StatefulSetStrategy {
             set_default_str(policy, "whenScaled", "Retain");
         }
         for_each_item(spec, "volumeClaimTemplates", |pvc| {
+            typed_claim(pvc);
             if let Some(s) = child_obj(pvc, "spec") {
                 set_default_str(s, "volumeMode", "Filesystem");
             }
@@ -251,6 +252,27 @@ fn validate_update_strategy(obj: &Value, strategy: &FieldPath) -> ErrorList {
     errs
 }
 
+/// A claim template names its type, as upstream's v1 conversion writes it
+/// (to keep what clients saw before 1.17; kubernetes issue 87583), whatever
+/// was sent or stored (protobuf has no room for it).
+fn typed_claim(pvc: &mut Value) {
+    let Some(fields) = pvc.as_object_mut() else {
+        return;
+    };
+    let typed = fields.get("kind") == Some(&json!("PersistentVolumeClaim"))
+        && fields.get("apiVersion") == Some(&json!("v1"));
+    if typed {
+        return;
+    }
+    let rest = std::mem::take(fields);
+    fields.insert("kind".into(), json!("PersistentVolumeClaim"));
+    fields.insert("apiVersion".into(), json!("v1"));
+    fields.extend(
+        rest.into_iter()
+            .filter(|(k, _)| k != "kind" && k != "apiVersion"),
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -285,6 +307,11 @@ mod tests {
             spec["volumeClaimTemplates"][0]["spec"]["volumeMode"],
             "Filesystem"
         );
+        assert_eq!(
+            spec["volumeClaimTemplates"][0]["kind"],
+            "PersistentVolumeClaim"
+        );
+        assert_eq!(spec["volumeClaimTemplates"][0]["apiVersion"], "v1");
         assert_eq!(
             spec["volumeClaimTemplates"][0]["status"]["phase"],
             "Pending"

@@ -25,6 +25,7 @@ fn res(group: &str, version: &str, resource: &str, kind: &str, namespaced: bool)
         key_prefix: format!("/{resource}"),
         conversion: None,
         protobuf: true,
+        origin: kapi_registry::Origin::Builtin,
     }
 }
 

@@ -65,8 +65,7 @@ pub fn check_identity(ctx: &Ctx, obj: &mut Value, name_from_url: bool) -> Result
 }
 
 fn is_custom(def: &ResourceDef) -> bool {
-    def.key_prefix
-        .starts_with(kapi_apiextensions::crd::CUSTOM_PREFIX)
+    def.origin == kapi_registry::Origin::Custom
 }
 
 fn str_of<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {

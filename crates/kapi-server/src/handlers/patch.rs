@@ -54,11 +54,7 @@ const CUSTOM_PATCH_TYPES: &[&str] = &[
 
 pub async fn patch(ctx: &Ctx, body: Body, status: bool) -> Result<Response, ApiError> {
     let kind = patch_type(ctx.content_type())?;
-    let custom = ctx
-        .entry
-        .def
-        .key_prefix
-        .starts_with(kapi_apiextensions::crd::CUSTOM_PREFIX);
+    let custom = ctx.entry.def.origin == kapi_registry::Origin::Custom;
     if custom && kind == PatchType::Strategic {
         return Err(ApiError::unsupported_media_type(CUSTOM_PATCH_TYPES));
     }

@@ -25,6 +25,7 @@ pub struct ServeArgs {
     pub etcd_certfile: Option<String>,
     pub etcd_keyfile: Option<String>,
     pub etcd_compaction_interval: Duration,
+    pub storage_media_type: kapi_registry::MediaType,
     /// How long a lease granted for a TTL is reused on etcd.
     pub lease_reuse_duration: Duration,
     /// How long events live after each write (0: until deleted).
@@ -203,6 +204,7 @@ impl ServeArgs {
             etcd_certfile: f.opt_string("etcd-certfile"),
             etcd_keyfile: f.opt_string("etcd-keyfile"),
             etcd_compaction_interval: f.duration("etcd-compaction-interval")?,
+            storage_media_type: storage_media_type(f)?,
             lease_reuse_duration: Duration::from_secs(f.int_in(
                 "lease-reuse-duration-seconds",
                 1,
@@ -352,6 +354,24 @@ impl ServeArgs {
             aggregator_reject_forwarding_redirect: f.bool("aggregator-reject-forwarding-redirect"),
         })
     }
+}
+
+/// One of the three media types upstream stores in; empty is the default
+/// (protobuf). The error is upstream's.
+fn storage_media_type(f: &Flags) -> Result<kapi_registry::MediaType, String> {
+    use kapi_registry::MediaType;
+    let given = f.string("storage-media-type");
+    if given.is_empty() {
+        return Ok(MediaType::default());
+    }
+    MediaType::parse(&given).ok_or_else(|| {
+        let mut allowed: Vec<&str> = MediaType::ALL.iter().map(|m| m.as_str()).collect();
+        allowed.sort_unstable();
+        format!(
+            "--storage-media-type {given:?} invalid, allowed values: {}",
+            allowed.join(", ")
+        )
+    })
 }
 
 /// One `--etcd-servers-overrides` entry: `(group, resource)` and its servers.

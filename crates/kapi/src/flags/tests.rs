@@ -402,3 +402,29 @@ fn serve_args_defaults_of_both_invocations() {
         "--request-timeout must not be negative"
     );
 }
+
+#[test]
+fn storage_media_type_is_one_of_upstreams_three() {
+    use kapi_registry::MediaType;
+    let media = |v: &[&str]| ServeArgs::from_flags(&run(v).unwrap(), false);
+    assert_eq!(media(&[]).unwrap().storage_media_type, MediaType::Protobuf);
+    assert_eq!(
+        media(&["--storage-media-type="])
+            .unwrap()
+            .storage_media_type,
+        MediaType::Protobuf
+    );
+    for (flag, want) in [
+        ("application/json", MediaType::Json),
+        ("application/yaml", MediaType::Yaml),
+        ("application/vnd.kubernetes.protobuf", MediaType::Protobuf),
+    ] {
+        let arg = format!("--storage-media-type={flag}");
+        assert_eq!(media(&[&arg]).unwrap().storage_media_type, want);
+    }
+    assert_eq!(
+        media(&["--storage-media-type=application/xml"]).unwrap_err(),
+        "--storage-media-type \"application/xml\" invalid, allowed values: \
+         application/json, application/vnd.kubernetes.protobuf, application/yaml"
+    );
+}

@@ -534,10 +534,7 @@ async fn several_versions_with_conversion_none_and_deprecation() {
     assert_eq!(as_v1.types.unwrap().api_version, "stable.example.com/v1");
     let stored = s
         .backend
-        .get(
-            "/customresources/stable.example.com/crontabs/default/a",
-            None,
-        )
+        .get("/stable.example.com/crontabs/default/a", None)
         .await
         .unwrap()
         .unwrap();

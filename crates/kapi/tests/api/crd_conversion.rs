@@ -218,7 +218,7 @@ fn widget(version: &str, name: &str, spec: Value) -> DynamicObject {
 }
 
 async fn stored(s: &TestServer, name: &str) -> Option<Value> {
-    let key = format!("/customresources/conv.example.com/widgets/default/{name}");
+    let key = format!("/conv.example.com/widgets/default/{name}");
     let kv = s.backend.get(&key, None).await.unwrap()?;
     Some(serde_json::from_slice(&kv.value).unwrap())
 }

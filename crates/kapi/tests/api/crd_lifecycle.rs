@@ -87,7 +87,7 @@ async fn deleting_the_definition_deletes_objects_then_the_resource() {
     assert!(gone, "the definition is removed once its objects are gone");
     let left = s
         .backend
-        .list("/customresources/", Default::default())
+        .list("/stable.example.com/crontabs/", Default::default())
         .await
         .unwrap();
     assert!(left.kvs.is_empty(), "objects are deleted first");

@@ -123,8 +123,10 @@ async fn secrets_are_encrypted_at_rest_and_every_read_is_plaintext() {
         .await
         .unwrap();
     assert!(
-        stored(&s, "/configmaps/default/c").await.starts_with(b"{"),
-        "not configured: plain"
+        stored(&s, "/configmaps/default/c")
+            .await
+            .starts_with(b"k8s\0"),
+        "not configured: plain (protobuf, the default media type)"
     );
 
     let got = secrets.get("a").await.unwrap();

@@ -96,6 +96,20 @@ async fn start_with(
     serve(Arc::new(dir), slot, selection, configure).await
 }
 
+/// Start a server over `slot`, storage prepared by the test (an etcd, or an
+/// embedded store filled beforehand), with its own certificates.
+#[allow(dead_code)]
+pub async fn start_over(slot: BackendSlot, configure: impl FnOnce(&mut Options)) -> TestServer {
+    install_crypto_provider();
+    let dir = tempfile::tempdir().expect("tempdir");
+    slot.wait_ready(Duration::from_secs(10))
+        .await
+        .expect("store ready");
+    let items = ["*", "-serviceaccount", "-root-ca-cert-publisher"].map(String::from);
+    let selection = kapi_controllers::Selection::parse(&items).expect("controllers");
+    serve(Arc::new(dir), slot, selection, configure).await
+}
+
 impl TestServer {
     /// A second server over this one's storage and certificates, made as
     /// `configure` says (as a restart with other flags would); this one keeps
@@ -114,7 +128,7 @@ async fn serve(
     selection: kapi_controllers::Selection,
     configure: impl FnOnce(&mut Options),
 ) -> TestServer {
-    let backend = slot.current().expect("embedded store is ready at once");
+    let backend = slot.current().expect("the store is ready");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
