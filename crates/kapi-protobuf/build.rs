@@ -44,6 +44,7 @@ struct Message {
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=build_list_docs.rs");
+    println!("cargo:rerun-if-changed=go_fields.tsv");
     println!("cargo:rerun-if-env-changed=KAPI_K8S_PB_SRC");
     println!("cargo:rerun-if-env-changed=KAPI_K8S_OPENAPI_SRC");
     let pb_src = locate("KAPI_K8S_PB_SRC", K8S_PB);
@@ -75,7 +76,8 @@ fn main() {
             .or_insert_with(|| ("apidiscovery.k8s.io".into(), version.into()));
     }
     let names = json_names(&openapi_src.join(OPENAPI_VERSION_DIR));
-    let out = generate(&messages, &groups, &names);
+    let go = go_facts(Path::new("go_fields.tsv"));
+    let out = generate(&messages, &groups, &names, &go);
     let dest = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR")).join("descriptors.rs");
     std::fs::write(dest, out).expect("write descriptors.rs");
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
@@ -468,10 +470,53 @@ fn embedded(
     !inner.fields.is_empty() && shared * 2 >= inner.fields.len()
 }
 
+/// What `go_fields.tsv` says of one Go struct: its pointer fields and its
+/// fields without `omitempty`, by JSON name.
+struct GoStruct {
+    pointers: Vec<String>,
+    always: Vec<String>,
+}
+
+/// `go_fields.tsv` (written by `scripts/go-field-facts`), keyed by the k8s-pb
+/// message path: `k8s.io/api/apps/v1` + `StatefulSetSpec` is
+/// `api.apps.v1.StatefulSetSpec`, `k8s.io/kube-aggregator/...` is
+/// `kube_aggregator....`.
+fn go_facts(path: &Path) -> HashMap<String, GoStruct> {
+    let text = std::fs::read_to_string(path).expect("read go_fields.tsv");
+    let list = |s: &str| -> Vec<String> {
+        if s == "-" {
+            Vec::new()
+        } else {
+            s.split(',').map(str::to_string).collect()
+        }
+    };
+    let mut out = HashMap::new();
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let cols: Vec<&str> = line.split('\t').collect();
+        let [package, name, pointers, always] = cols[..] else {
+            panic!("go_fields.tsv: not four columns: {line}");
+        };
+        let module = package
+            .trim_start_matches("k8s.io/")
+            .replace('-', "_")
+            .replace('/', ".");
+        // By lower case: prost renames `HPAScalingRules` to `HpaScalingRules`.
+        out.insert(
+            format!("{module}.{name}").to_ascii_lowercase(),
+            GoStruct {
+                pointers: list(pointers),
+                always: list(always),
+            },
+        );
+    }
+    out
+}
+
 fn generate(
     messages: &[Message],
     groups: &HashMap<Vec<String>, (String, String)>,
     names: &Names,
+    go: &HashMap<String, GoStruct>,
 ) -> String {
     let index: BTreeMap<String, usize> = messages
         .iter()
@@ -488,10 +533,12 @@ fn generate(
             .cloned()
             .unwrap_or_else(|| (String::new(), m.module.last().cloned().unwrap_or_default()));
         let gv_known = groups.contains_key(&m.module);
+        let facts = go.get(&path.to_ascii_lowercase());
         writeln!(
             out,
-            "MessageDesc {{ path: {path:?}, group: {group:?}, version: {version:?}, kind: {:?}, resource_module: {gv_known}, fields: &[",
-            m.name
+            "MessageDesc {{ path: {path:?}, group: {group:?}, version: {version:?}, kind: {:?}, resource_module: {gv_known}, go_facts: {}, fields: &[",
+            m.name,
+            facts.is_some()
         )
         .unwrap();
         for f in &m.fields {
@@ -525,9 +572,15 @@ fn generate(
                 .required
                 .get(&path.to_ascii_lowercase())
                 .is_some_and(|r| r.contains(&json));
+            let pointer = facts.is_some_and(|g| g.pointers.contains(&json));
+            // Without facts, k8s-openapi's `Option`s stand for `omitempty`.
+            let omitempty = match facts {
+                Some(g) => !g.always.contains(&json),
+                None => !required,
+            };
             writeln!(
                 out,
-                "  FieldDesc {{ json: {json:?}, tag: {}, ty: {ty}, label: {label}, inline: {inline}, required: {required} }},",
+                "  FieldDesc {{ json: {json:?}, tag: {}, ty: {ty}, label: {label}, inline: {inline}, pointer: {pointer}, omitempty: {omitempty} }},",
                 f.tag
             )
             .unwrap();

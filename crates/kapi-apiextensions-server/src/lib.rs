@@ -16,6 +16,7 @@
 //! condition finds the resource served.
 
 mod finalizer;
+pub mod legacy;
 mod naming;
 mod webhook;
 
@@ -104,6 +105,17 @@ pub async fn start(cx: &Arc<Context>) {
     else {
         return;
     };
+    if let Some(backend) = cx.slot.current() {
+        match legacy::move_custom_objects(backend.as_ref()).await {
+            Ok(m) if m.moved + m.kept > 0 => tracing::info!(
+                moved = m.moved,
+                kept = m.kept,
+                "custom objects moved from kapi's old keys to upstream's"
+            ),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "moving custom objects from kapi's old keys"),
+        }
+    }
     let ctl = Arc::new(Controller {
         cx: cx.clone(),
         crds: crds.clone(),

@@ -7,15 +7,17 @@
 //!
 //! Go clients write every non-pointer field, zero or not, and Go's JSON omits
 //! those zeros (`omitempty`), so a zero scalar, an empty list and an empty map
-//! decode to an absent field — except the pointer fields in [`KEEP_ZERO`], where
-//! an explicit zero means something (`replicas: 0`). Messages always decode (an
+//! decode to an absent field — except in pointer fields, where an explicit zero
+//! means something (`replicas: 0`), and in fields without `omitempty`. Which
+//! fields are pointers is a fact of the Go types no schema carries: it comes
+//! from `go_fields.tsv` (see `scripts/go-field-facts`). Messages always decode (an
 //! empty `status` stays `{}`, as Go's JSON keeps empty structs); a zero `Time`
 //! is absent.
 
 use base64::Engine as _;
 use serde_json::{Map, Value};
 
-use crate::schema::{FieldDesc, Label, Schema, Special, Ty};
+use crate::schema::{FieldDesc, Label, MessageDesc, Schema, Special, Ty};
 use crate::special;
 use crate::wire::{Raw, Reader};
 use crate::Error;
@@ -110,10 +112,7 @@ fn message_at(idx: usize, bytes: &[u8], at: At) -> Result<Value, Error> {
     let mut out = Map::new();
     for (f, v) in msg.desc.fields.iter().zip(values) {
         let Some(v) = v else {
-            if NULL_WHEN_EMPTY
-                .iter()
-                .any(|(k, fields)| *k == msg.desc.kind && fields.contains(&f.json))
-            {
+            if null_when_absent(msg.desc, f) {
                 out.insert(f.json.to_string(), Value::Null);
             }
             continue;
@@ -124,7 +123,7 @@ fn message_at(idx: usize, bytes: &[u8], at: At) -> Result<Value, Error> {
             }
             continue;
         }
-        if omitted(msg.desc.kind, f, &v) {
+        if omitted(msg.desc, f, &v) {
             continue;
         }
         out.insert(f.json.to_string(), v);
@@ -133,171 +132,45 @@ fn message_at(idx: usize, bytes: &[u8], at: At) -> Result<Value, Error> {
 }
 
 /// Whether Go's JSON would leave this decoded value out.
-fn omitted(kind: &str, f: &FieldDesc, v: &Value) -> bool {
+fn omitted(msg: &MessageDesc, f: &FieldDesc, v: &Value) -> bool {
     match v {
-        // `ObjectMeta.creationTimestamp` is a struct, not a pointer: Go writes a
-        // zero one as `null` (what a JSON client sends for a pod template).
-        Value::Null => !(kind == "ObjectMeta" && f.json == "creationTimestamp"),
+        // A zero `Time` (or empty `RawExtension`) in a struct field that is not
+        // a pointer: Go writes it, as `null` (`creationTimestamp: null` in a
+        // pod template, `lastProbeTime: null` in a pod condition).
+        Value::Null => {
+            let struct_field = msg.go_facts && matches!(f.ty, Ty::Message(_)) && !f.pointer;
+            !(struct_field || (msg.kind == "ObjectMeta" && f.json == "creationTimestamp"))
+        }
         Value::Array(a) => a.is_empty(),
         Value::Object(o) if f.label == Label::Map => o.is_empty(),
         Value::String(s) if matches!(f.ty, Ty::String | Ty::Bytes) => {
-            s.is_empty() && !keeps_zero(kind, f)
+            s.is_empty() && !keeps_zero(f)
         }
-        Value::Bool(b) => !*b && !keeps_zero(kind, f),
+        Value::Bool(b) => !*b && !keeps_zero(f),
         Value::Number(n) if !matches!(f.ty, Ty::Message(_)) => {
-            n.as_f64() == Some(0.0) && !keeps_zero(kind, f)
+            n.as_f64() == Some(0.0) && !keeps_zero(f)
         }
         _ => false,
     }
 }
 
-/// A zero that means something: a field Go always writes (`PriorityClass.value`,
-/// `ContainerPort.containerPort`), or a pointer field listed in [`KEEP_ZERO`].
-fn keeps_zero(kind: &str, f: &FieldDesc) -> bool {
-    f.required
-        || KEEP_ZERO
-            .iter()
-            .any(|(k, fields)| *k == kind && fields.contains(&f.json))
+/// A zero that shows in Go's JSON: a pointer field that is set (`replicas: 0`,
+/// `storageClassName: ""`), or a field without `omitempty`
+/// (`PriorityClass.value`, `ContainerPort.containerPort`).
+fn keeps_zero(f: &FieldDesc) -> bool {
+    f.pointer || !f.omitempty
 }
 
-/// Pointer fields (`*int32`, `*bool`, `*string` in the Go types) of the served
-/// kinds whose zero value differs from absent. The Go pointer-ness is in no
-/// dependency's metadata (protobuf marks every field `optional`), so it is
-/// listed here, by message and JSON name.
-pub const KEEP_ZERO: &[(&str, &[&str])] = &[
-    (
-        "DeploymentSpec",
-        &[
-            "replicas",
-            "revisionHistoryLimit",
-            "progressDeadlineSeconds",
-        ],
-    ),
-    ("ReplicaSetSpec", &["replicas"]),
-    ("StatefulSetSpec", &["replicas", "revisionHistoryLimit"]),
-    ("DaemonSetSpec", &["revisionHistoryLimit"]),
-    ("DeploymentStatus", &["collisionCount"]),
-    ("StatefulSetStatus", &["collisionCount"]),
-    ("DaemonSetStatus", &["collisionCount"]),
-    ("RollingUpdateStatefulSetStrategy", &["partition"]),
-    (
-        "PodSpec",
-        &[
-            "terminationGracePeriodSeconds",
-            "activeDeadlineSeconds",
-            "automountServiceAccountToken",
-            "shareProcessNamespace",
-            "priority",
-            "enableServiceLinks",
-            "setHostnameAsFQDN",
-            "hostUsers",
-        ],
-    ),
-    ("ServiceAccount", &["automountServiceAccountToken"]),
-    (
-        "SecurityContext",
-        &[
-            "privileged",
-            "runAsUser",
-            "runAsGroup",
-            "runAsNonRoot",
-            "readOnlyRootFilesystem",
-            "allowPrivilegeEscalation",
-        ],
-    ),
-    (
-        "PodSecurityContext",
-        &["runAsUser", "runAsGroup", "runAsNonRoot", "fsGroup"],
-    ),
-    ("ConfigMap", &["immutable"]),
-    ("Secret", &["immutable"]),
-    ("ConfigMapVolumeSource", &["defaultMode", "optional"]),
-    ("SecretVolumeSource", &["defaultMode", "optional"]),
-    ("ProjectedVolumeSource", &["defaultMode"]),
-    ("DownwardAPIVolumeSource", &["defaultMode"]),
-    ("KeyToPath", &["mode"]),
-    ("ConfigMapKeySelector", &["optional"]),
-    ("SecretKeySelector", &["optional"]),
-    ("ConfigMapEnvSource", &["optional"]),
-    ("SecretEnvSource", &["optional"]),
-    ("ServiceSpec", &["allocateLoadBalancerNodePorts"]),
-    ("Toleration", &["tolerationSeconds"]),
-    (
-        "JobSpec",
-        &[
-            "parallelism",
-            "completions",
-            "backoffLimit",
-            "activeDeadlineSeconds",
-            "ttlSecondsAfterFinished",
-            "suspend",
-            "manualSelector",
-        ],
-    ),
-    (
-        "CronJobSpec",
-        &[
-            "startingDeadlineSeconds",
-            "suspend",
-            "successfulJobsHistoryLimit",
-            "failedJobsHistoryLimit",
-        ],
-    ),
-    ("JobStatus", &["ready", "terminating"]),
-    ("ReplicationControllerSpec", &["replicas"]),
-    ("HostPathVolumeSource", &["type"]),
-    // An empty class asks for no class (no default class is filled in).
-    ("PersistentVolumeClaimSpec", &["storageClassName"]),
-    (
-        "LimitedPriorityLevelConfiguration",
-        &[
-            "nominalConcurrencyShares",
-            "lendablePercent",
-            "borrowingLimitPercent",
-        ],
-    ),
-    (
-        "ExemptPriorityLevelConfiguration",
-        &["nominalConcurrencyShares", "lendablePercent"],
-    ),
-    (
-        "HorizontalPodAutoscalerSpec",
-        &["minReplicas", "targetCPUUtilizationPercentage"],
-    ),
-    ("HPAScalingRules", &["stabilizationWindowSeconds"]),
-    (
-        "LeaseSpec",
-        &["leaseDurationSeconds", "leaseTransitions", "holderIdentity"],
-    ),
-    ("EndpointConditions", &["ready", "serving", "terminating"]),
-    ("EndpointPort", &["port", "name"]),
-    ("StorageClass", &["allowVolumeExpansion"]),
-    (
-        "CSIDriverSpec",
-        &[
-            "attachRequired",
-            "podInfoOnMount",
-            "storageCapacity",
-            "requiresRepublish",
-            "seLinuxMount",
-        ],
-    ),
-    ("NetworkPolicyPort", &["endPort"]),
-    ("DeleteOptions", &["gracePeriodSeconds", "orphanDependents"]),
-    ("ScaleSpec", &["replicas"]),
-    ("OwnerReference", &["controller", "blockOwnerDeletion"]),
-    ("ObjectMeta", &["deletionGracePeriodSeconds"]),
-    ("ListMeta", &["remainingItemCount"]),
-];
-
-/// List fields Go writes without `omitempty`: an empty one is `null` in
-/// upstream's JSON (`"endpoints": null`), not absent.
-pub const NULL_WHEN_EMPTY: &[(&str, &[&str])] = &[
-    ("EndpointSlice", &["endpoints", "ports"]),
-    ("HorizontalPodAutoscalerStatus", &["currentMetrics"]),
-    ("ClusterRole", &["rules"]),
-    ("Role", &["rules"]),
-];
+/// A list or map field Go writes without `omitempty` reads as `null` when the
+/// wire has no entry (`"endpoints": null`, `"rules": null`), as Go's JSON
+/// writes a nil slice. Only where the Go struct is known.
+fn null_when_absent(msg: &MessageDesc, f: &FieldDesc) -> bool {
+    msg.go_facts
+        && !f.inline
+        && !f.pointer
+        && !f.omitempty
+        && matches!(f.label, Label::Repeated | Label::Map)
+}
 
 fn varint(ty: Ty, v: u64) -> Value {
     match ty {

@@ -1,6 +1,7 @@
 //! JSON → protobuf: walk a JSON value with a message descriptor and write the
 //! wire bytes. Absent and `null` fields are not written (but for
-//! `ObjectMeta.creationTimestamp`, which Go always writes, empty when zero);
+//! `ObjectMeta.creationTimestamp`, which Go always writes, empty when zero,
+//! and a `null` plain struct, written empty as Go writes its zero value);
 //! present ones are, even when zero, so an explicit `replicas: 0` survives. JSON keys the message does
 //! not have are skipped, as upstream drops them when decoding into its types;
 //! `apiVersion`/`kind` travel in the envelope instead.
@@ -8,7 +9,7 @@
 use base64::Engine as _;
 use serde_json::Value;
 
-use crate::schema::{FieldDesc, Label, Schema, Special, Ty};
+use crate::schema::{FieldDesc, Label, MessageDesc, Schema, Special, Ty};
 use crate::special;
 use crate::wire::{self, put_bytes, put_key, put_nested, put_varint};
 use crate::Error;
@@ -33,6 +34,12 @@ pub fn message(idx: usize, value: &Value, out: &mut Vec<u8>) -> Result<(), Error
         }
         let v = match obj.get(f.json) {
             Some(v) if !v.is_null() => v,
+            // `null` for a struct that is not a pointer: Go decodes it as the
+            // zero struct and writes that (a zero `Time` is empty bytes).
+            Some(_) if struct_field(msg.desc, f) => {
+                put_bytes(out, f.tag, &[]);
+                continue;
+            }
             _ if always_written(msg.desc.kind, f.json) => {
                 put_bytes(out, f.tag, &[]);
                 continue;
@@ -48,6 +55,11 @@ pub fn message(idx: usize, value: &Value, out: &mut Vec<u8>) -> Result<(), Error
 /// empty: `ObjectMeta.creationTimestamp`, whose zero JSON shows as `null`.
 fn always_written(kind: &str, json: &str) -> bool {
     kind == "ObjectMeta" && json == "creationTimestamp"
+}
+
+/// A message-typed field that is a plain Go struct, not a pointer.
+fn struct_field(msg: &MessageDesc, f: &FieldDesc) -> bool {
+    msg.go_facts && f.label == Label::Optional && matches!(f.ty, Ty::Message(_)) && !f.pointer
 }
 
 fn field(f: &FieldDesc, v: &Value, out: &mut Vec<u8>) -> Result<(), Error> {

@@ -26,7 +26,6 @@ mod wire;
 
 use serde_json::{Map, Value};
 
-pub use decode::KEEP_ZERO;
 pub use parts::{
     envelope, envelope_head, item_key_len, list_parts, put_item_key, watch_frame, ListParts,
     ENVELOPE_TAIL,

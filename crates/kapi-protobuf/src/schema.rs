@@ -38,9 +38,13 @@ pub struct FieldDesc {
     /// An embedded Go struct (`json:",inline"`, e.g. `Volume.volumeSource`):
     /// its fields sit in the parent's JSON object.
     pub inline: bool,
-    /// Go writes this field even at its zero value (no `omitempty`; k8s-openapi
-    /// declares it without `Option`): a zero on the wire is kept.
-    pub required: bool,
+    /// A Go pointer (`*int32`, `*bool`, `*Struct`): present on the wire means
+    /// set, so a zero there is kept (`replicas: 0`). From `go_fields.tsv`.
+    pub pointer: bool,
+    /// Go's JSON leaves this field out when it is zero. From `go_fields.tsv`,
+    /// or, for a message the table lacks, whether k8s-openapi declares the
+    /// field with `Option`.
+    pub omitempty: bool,
 }
 
 #[derive(Debug)]
@@ -52,6 +56,9 @@ pub struct MessageDesc {
     pub kind: &'static str,
     /// Whether `group`/`version` are known from a resource in the module.
     pub resource_module: bool,
+    /// Whether `go_fields.tsv` knows the Go struct (its fields' `pointer` and
+    /// `omitempty` are facts, not guesses).
+    pub go_facts: bool,
     pub fields: &'static [FieldDesc],
 }
 

@@ -181,11 +181,15 @@ fn admission_options(verb: Verb) -> &'static str {
     }
 }
 
+/// `spec.replicas` of a Scale; absent is 0, as in Go's `int32` (`ScaleSpec`
+/// writes it with `omitempty`, so a protobuf Scale of 0 reads without it).
 fn replicas_of(scale: &Value) -> Result<i64, ApiError> {
-    scale
-        .pointer("/spec/replicas")
-        .and_then(Value::as_i64)
-        .ok_or_else(|| ApiError::bad_request("spec.replicas must be an integer"))
+    match scale.pointer("/spec/replicas") {
+        None | Some(Value::Null) => Ok(0),
+        Some(v) => v
+            .as_i64()
+            .ok_or_else(|| ApiError::bad_request("spec.replicas must be an integer")),
+    }
 }
 
 /// The request's admission as a scale update sees it: the chain runs on

@@ -364,3 +364,73 @@ fn every_stored_value_reads_and_writes_back() {
     }
     assert_eq!((protobuf, json), (104, 7));
 }
+
+/// Custom objects an older kapi stored under `/customresources/<group>/<plural>/`
+/// move to upstream's `/<group>/<plural>/` when the server starts, and are
+/// served; one whose new key already holds another value stays where it was.
+#[tokio::test]
+async fn custom_objects_under_kapis_old_keys_move_to_upstreams() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = EmbeddedConfig::new(dir.path().join("store"));
+    let slot = factory::open(StorageConfig::Embedded(config)).expect("embedded");
+    let kvs = dump();
+    let value_of = |key: &str| {
+        kvs.iter()
+            .find(|(k, _)| k == key)
+            .unwrap_or_else(|| panic!("fixture has {key}"))
+            .1
+            .clone()
+    };
+    let crd = "/apiextensions.k8s.io/customresourcedefinitions/examples.fixture.example.com";
+    let first = value_of("/fixture.example.com/examples/first");
+    let mut second: Value = serde_json::from_slice(&first).unwrap();
+    second["metadata"]["name"] = json!("second");
+    second["metadata"]["uid"] = json!("5e7f6e4c-0000-4000-8000-000000000002");
+    let second = Bytes::from(serde_json::to_vec(&second).unwrap());
+    let clash = Bytes::from_static(b"{\"apiVersion\":\"fixture.example.com/v1\",\"kind\":\"Example\",\"metadata\":{\"name\":\"third\",\"uid\":\"5e7f6e4c-0000-4000-8000-000000000003\"}}");
+    load(
+        &slot,
+        &[
+            (crd.to_string(), value_of(crd)),
+            (
+                "/customresources/fixture.example.com/examples/first".into(),
+                first.clone(),
+            ),
+            (
+                "/customresources/fixture.example.com/examples/second".into(),
+                second,
+            ),
+            (
+                "/customresources/fixture.example.com/examples/third".into(),
+                clash.clone(),
+            ),
+            (
+                "/fixture.example.com/examples/third".into(),
+                Bytes::from([&clash[..], b" "].concat()),
+            ),
+        ],
+    )
+    .await;
+    let s = harness::start_over(slot, |_| {}).await;
+    for name in ["first", "second", "third"] {
+        let (code, got) = s
+            .get_json(&format!("/apis/fixture.example.com/v1/examples/{name}"))
+            .await;
+        assert_eq!(code, 200, "{name}: {got}");
+        assert_eq!(got["metadata"]["name"], json!(name));
+    }
+    let backend: Arc<dyn Backend> = s.slot.current().unwrap();
+    let left = backend
+        .list("/customresources/", Default::default())
+        .await
+        .unwrap();
+    let left: Vec<&str> = left.kvs.iter().map(|kv| kv.key.as_str()).collect();
+    assert_eq!(
+        left,
+        ["/customresources/fixture.example.com/examples/third"]
+    );
+    assert_eq!(
+        stored(&s, "/fixture.example.com/examples/first").await,
+        first
+    );
+}
