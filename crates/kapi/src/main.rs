@@ -20,6 +20,12 @@ mod storage;
 
 use std::path::Path;
 
+/// mimalloc rather than glibc's malloc: a request allocates and frees many
+/// small values, and glibc's allocator was ~14 % of a create's CPU
+/// (docs/performance.md, issue 26).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const USAGE: &str = "kapi: a Kubernetes API server\n\n\
 Usage:\n  kapi serve [flags]   run the API server (kapi serve --help lists the flags)\n  \
 kapi snapshot save FILE --data-dir DIR      back up the embedded store (also while it serves)\n  \
