@@ -253,18 +253,40 @@ impl Store {
         self.cached_object(&key, name, resource_version).await
     }
 
+    /// The object a GET without `resourceVersion` reads — the latest, as a
+    /// read from storage would give it — from the watch cache once it has caught
+    /// up with storage's current revision; `None` when the cache cannot say
+    /// (not ready, consistent reads from it off, or it did not catch up in time).
+    pub async fn get_cached_object_latest(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Option<Arc<CachedObject>>, ApiError> {
+        let key = self.def.key(namespace, name);
+        self.cached_at(&key, name, ReadAt::Consistent).await
+    }
+
     async fn cached_object(
         &self,
         key: &str,
         name: &str,
         resource_version: &str,
     ) -> Result<Option<Arc<CachedObject>>, ApiError> {
-        let Some(cache) = &self.cache else {
-            return Ok(None);
-        };
         let at = match parse_rv(resource_version)? {
             0 => ReadAt::Any,
             rv => ReadAt::AtLeast(rv),
+        };
+        self.cached_at(key, name, at).await
+    }
+
+    async fn cached_at(
+        &self,
+        key: &str,
+        name: &str,
+        at: ReadAt,
+    ) -> Result<Option<Arc<CachedObject>>, ApiError> {
+        let Some(cache) = &self.cache else {
+            return Ok(None);
         };
         match cache.get_cached(key, at).await {
             Ok(None) => Ok(None),

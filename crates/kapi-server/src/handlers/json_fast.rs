@@ -1,6 +1,7 @@
-//! The plain-JSON fast path from the watch cache. A GET with a
-//! `resourceVersion` answered by the cache is the stored bytes with the
-//! `resourceVersion` spliced in (no decode, no re-encode). A LIST: when the
+//! The plain-JSON fast path from the watch cache. A GET answered by the cache
+//! (with a `resourceVersion`, or without one once the cache has caught up with
+//! storage's current revision) is the cached bytes with the `resourceVersion`
+//! spliced in (no decode, no re-encode). A LIST: when the
 //! client wants plain JSON and the watch cache answers, the `<Kind>List` is written item by item from the cached bytes (each
 //! object's stored JSON with its `resourceVersion` spliced in), in chunks of about
 //! 64 KiB (`chunked.rs`), so no `Value` tree and no whole-response buffer is ever built: memory
@@ -71,7 +72,7 @@ pub async fn list_json(ctx: &Ctx) -> Result<Option<Response>, ApiError> {
     Ok(Some(resp))
 }
 
-/// GET `?resourceVersion=…` from the cache as the object's bytes, or `None`.
+/// A GET from the cache as the object's bytes, or `None`.
 pub async fn get_json(ctx: &Ctx) -> Result<Option<Response>, ApiError> {
     if !fast_path_applies(ctx) {
         return Ok(None);
@@ -92,16 +93,23 @@ pub async fn get_json(ctx: &Ctx) -> Result<Option<Response>, ApiError> {
     Ok(Some(resp))
 }
 
-/// The cached object a GET with a `resourceVersion` reads (any fast path's
-/// encoding), or `None` when the normal path must answer.
+/// The cached object a GET reads (any fast path's encoding): at or after its
+/// `resourceVersion`, or without one the latest (the cache caught up with
+/// storage first); `None` when the normal path must answer.
 pub async fn cached_for_get(ctx: &Ctx) -> Result<Option<Arc<CachedObject>>, ApiError> {
-    let Some(rv) = ctx.query.non_empty("resourceVersion") else {
-        return Ok(None);
-    };
-    ctx.entry
-        .store
-        .get_cached_object(ctx.namespace(), ctx.name(), rv)
-        .await
+    let store = &ctx.entry.store;
+    match ctx.query.non_empty("resourceVersion") {
+        Some(rv) => {
+            store
+                .get_cached_object(ctx.namespace(), ctx.name(), rv)
+                .await
+        }
+        None => {
+            store
+                .get_cached_object_latest(ctx.namespace(), ctx.name())
+                .await
+        }
+    }
 }
 
 /// `{"kind":…,"apiVersion":…,"metadata":{…},"items":[`
