@@ -13,6 +13,7 @@ pub mod apis;
 pub mod cache;
 pub mod codec;
 pub mod hooks;
+mod json_scan;
 pub mod managed;
 pub mod meta;
 pub mod ranges;

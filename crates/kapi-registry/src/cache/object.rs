@@ -14,6 +14,7 @@ use bytes::Bytes;
 use kapi_storage::{KeyValue, Revision};
 
 use super::encoded::{Encoded, Form};
+use crate::json_scan::members;
 
 /// Ask the CPU to start loading every cache line of the first
 /// [`PREFETCH_BYTES`] of `bytes`. A hint only: it changes no state and cannot fault.
@@ -181,91 +182,10 @@ impl CachedObject {
     }
 }
 
-fn skip_ws(b: &[u8], mut i: usize) -> usize {
-    while i < b.len() && b[i].is_ascii_whitespace() {
-        i += 1;
-    }
-    i
-}
-
-/// Index just past the string starting at `i` (which is a `"`).
-fn end_of_string(b: &[u8], mut i: usize) -> Option<usize> {
-    i += 1;
-    while i < b.len() {
-        match b[i] {
-            b'\\' => i += 2,
-            b'"' => return Some(i + 1),
-            _ => i += 1,
-        }
-    }
-    None
-}
-
-/// Index just past the JSON value starting at `i`.
-fn skip_value(b: &[u8], i: usize) -> Option<usize> {
-    match *b.get(i)? {
-        b'"' => end_of_string(b, i),
-        b'{' | b'[' => {
-            let mut depth = 0usize;
-            let mut j = i;
-            while j < b.len() {
-                match b[j] {
-                    b'"' => {
-                        j = end_of_string(b, j)?;
-                        continue;
-                    }
-                    b'{' | b'[' => depth += 1,
-                    b'}' | b']' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            return Some(j + 1);
-                        }
-                    }
-                    _ => {}
-                }
-                j += 1;
-            }
-            None
-        }
-        _ => {
-            let mut j = i;
-            while j < b.len() && !matches!(b[j], b',' | b'}' | b']') {
-                j += 1;
-            }
-            Some(j)
-        }
-    }
-}
-
 /// Where the value of the top-level `"metadata"` key opens, if it is an object.
 fn metadata_open_brace(b: &[u8]) -> Option<usize> {
-    let mut i = skip_ws(b, 0);
-    if b.get(i) != Some(&b'{') {
-        return None;
-    }
-    i += 1;
-    loop {
-        i = skip_ws(b, i);
-        match *b.get(i)? {
-            b',' => {
-                i += 1;
-                continue;
-            }
-            b'"' => {}
-            _ => return None,
-        }
-        let key_end = end_of_string(b, i)?;
-        let is_metadata = &b[i..key_end] == b"\"metadata\"";
-        i = skip_ws(b, key_end);
-        if b.get(i) != Some(&b':') {
-            return None;
-        }
-        i = skip_ws(b, i + 1);
-        if is_metadata {
-            return (b.get(i) == Some(&b'{')).then_some(i);
-        }
-        i = skip_value(b, i)?;
-    }
+    let (_, start) = members(b).find(|(key, _)| *key == b"\"metadata\"")?;
+    (b.get(start) == Some(&b'{')).then_some(start)
 }
 
 #[cfg(test)]

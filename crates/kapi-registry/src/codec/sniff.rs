@@ -3,6 +3,8 @@
 //! brace, anything else is tried as YAML), and reading a JSON object's
 //! `apiVersion` and `kind` without parsing the rest.
 
+use crate::json_scan::{members, skip_value};
+
 /// What stored bytes look like.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Sniffed {
@@ -26,43 +28,17 @@ pub fn sniff(bytes: &[u8]) -> Sniffed {
 /// over the other values. `None` when either is missing, is not a plain string
 /// (escapes are not decoded here), or the bytes are not an object.
 pub fn type_meta(b: &[u8]) -> Option<(String, String)> {
-    let mut i = skip_ws(b, 0);
-    if b.get(i) != Some(&b'{') {
-        return None;
-    }
-    i += 1;
     let (mut av, mut kind) = (None, None);
-    loop {
-        i = skip_ws(b, i);
-        match *b.get(i)? {
-            b',' => {
-                i += 1;
-                continue;
-            }
-            b'}' => break,
-            b'"' => {}
-            _ => return None,
-        }
-        let key_end = end_of_string(b, i)?;
-        let key = &b[i..key_end];
-        i = skip_ws(b, key_end);
-        if b.get(i) != Some(&b':') {
-            return None;
-        }
-        i = skip_ws(b, i + 1);
-        let end = skip_value(b, i)?;
+    for (key, start) in members(b) {
         let slot = match key {
-            b"\"apiVersion\"" => Some(&mut av),
-            b"\"kind\"" => Some(&mut kind),
-            _ => None,
+            b"\"apiVersion\"" => &mut av,
+            b"\"kind\"" => &mut kind,
+            _ => continue,
         };
-        if let Some(slot) = slot {
-            *slot = Some(plain_string(&b[i..end])?);
-        }
+        *slot = Some(plain_string(&b[start..skip_value(b, start)?])?);
         if av.is_some() && kind.is_some() {
             break;
         }
-        i = end;
     }
     Some((av?, kind?))
 }
@@ -74,62 +50,6 @@ fn plain_string(v: &[u8]) -> Option<String> {
         return None;
     }
     String::from_utf8(inner.to_vec()).ok()
-}
-
-fn skip_ws(b: &[u8], mut i: usize) -> usize {
-    while i < b.len() && b[i].is_ascii_whitespace() {
-        i += 1;
-    }
-    i
-}
-
-/// Index just past the string starting at `i` (which is a `"`).
-fn end_of_string(b: &[u8], mut i: usize) -> Option<usize> {
-    i += 1;
-    while i < b.len() {
-        match b[i] {
-            b'\\' => i += 2,
-            b'"' => return Some(i + 1),
-            _ => i += 1,
-        }
-    }
-    None
-}
-
-/// Index just past the JSON value starting at `i`.
-fn skip_value(b: &[u8], i: usize) -> Option<usize> {
-    match *b.get(i)? {
-        b'"' => end_of_string(b, i),
-        b'{' | b'[' => {
-            let mut depth = 0usize;
-            let mut j = i;
-            while j < b.len() {
-                match b[j] {
-                    b'"' => {
-                        j = end_of_string(b, j)?;
-                        continue;
-                    }
-                    b'{' | b'[' => depth += 1,
-                    b'}' | b']' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            return Some(j + 1);
-                        }
-                    }
-                    _ => {}
-                }
-                j += 1;
-            }
-            None
-        }
-        _ => {
-            let mut j = i;
-            while j < b.len() && !matches!(b[j], b',' | b'}' | b']') {
-                j += 1;
-            }
-            Some(j)
-        }
-    }
 }
 
 #[cfg(test)]

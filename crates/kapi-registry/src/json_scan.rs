@@ -1,0 +1,160 @@
+//! Reading the top level of a JSON object without parsing it: the keys, and
+//! where each value starts, found by skipping over the values. Used where one
+//! or two members of a stored object are wanted from its bytes (its
+//! `apiVersion`/`kind`, where its `metadata` opens) and a full parse would cost
+//! far more than the answer.
+//!
+//! Invariant: nothing here decodes escapes or validates the JSON beyond what
+//! skipping needs; malformed input ends the walk (`None`), it never panics.
+
+/// The members of the JSON object in `b`, in order: each key (with its quotes,
+/// escapes undecoded) and the index where its value starts. The walk skips a
+/// value only when the next member is asked for, so a caller that stops early
+/// reads no further. Ends at the closing brace, or at anything malformed
+/// (including bytes that are not an object).
+pub(crate) fn members(b: &[u8]) -> Members<'_> {
+    let i = skip_ws(b, 0);
+    let open = b.get(i) == Some(&b'{');
+    Members {
+        b,
+        i: i + 1,
+        value: None,
+        done: !open,
+    }
+}
+
+pub(crate) struct Members<'a> {
+    b: &'a [u8],
+    /// Where the walk is.
+    i: usize,
+    /// The start of the value last yielded, still to be skipped.
+    value: Option<usize>,
+    done: bool,
+}
+
+impl<'a> Iterator for Members<'a> {
+    type Item = (&'a [u8], usize);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let item = self.step();
+        self.done = item.is_none();
+        item
+    }
+}
+
+impl<'a> Members<'a> {
+    fn step(&mut self) -> Option<(&'a [u8], usize)> {
+        let b = self.b;
+        let mut i = match self.value.take() {
+            Some(start) => skip_value(b, start)?,
+            None => self.i,
+        };
+        loop {
+            i = skip_ws(b, i);
+            match *b.get(i)? {
+                b',' => i += 1,
+                b'"' => break,
+                _ => return None,
+            }
+        }
+        let key_end = end_of_string(b, i)?;
+        let key = &b[i..key_end];
+        i = skip_ws(b, key_end);
+        if b.get(i) != Some(&b':') {
+            return None;
+        }
+        let start = skip_ws(b, i + 1);
+        self.value = Some(start);
+        Some((key, start))
+    }
+}
+
+fn skip_ws(b: &[u8], mut i: usize) -> usize {
+    while i < b.len() && b[i].is_ascii_whitespace() {
+        i += 1;
+    }
+    i
+}
+
+/// Index just past the string starting at `i` (which is a `"`).
+fn end_of_string(b: &[u8], mut i: usize) -> Option<usize> {
+    i += 1;
+    while i < b.len() {
+        match b[i] {
+            b'\\' => i += 2,
+            b'"' => return Some(i + 1),
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+/// Index just past the JSON value starting at `i`.
+pub(crate) fn skip_value(b: &[u8], i: usize) -> Option<usize> {
+    match *b.get(i)? {
+        b'"' => end_of_string(b, i),
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            let mut j = i;
+            while j < b.len() {
+                match b[j] {
+                    b'"' => {
+                        j = end_of_string(b, j)?;
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(j + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                j += 1;
+            }
+            None
+        }
+        _ => {
+            let mut j = i;
+            while j < b.len() && !matches!(b[j], b',' | b'}' | b']') {
+                j += 1;
+            }
+            Some(j)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys(s: &str) -> Vec<String> {
+        members(s.as_bytes())
+            .map(|(k, _)| String::from_utf8_lossy(k).into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn walks_the_top_level_only() {
+        assert_eq!(
+            keys(r#" { "a" : [1, {"b":"}"}] , "c":{"d":1},"e":"x\"y" } "#),
+            [r#""a""#, r#""c""#, r#""e""#]
+        );
+        assert_eq!(keys("{}"), Vec::<String>::new());
+        assert_eq!(keys("[1]"), Vec::<String>::new());
+        let b = br#"{"a":{"x":1},"b":2}"#;
+        let starts: Vec<usize> = members(b).map(|(_, s)| s).collect();
+        assert_eq!(starts, [5, 17]);
+    }
+
+    #[test]
+    fn malformed_input_ends_the_walk() {
+        assert_eq!(keys(r#"{"a":1,"b""#), [r#""a""#]);
+        assert_eq!(keys(r#"{"a" 1}"#), Vec::<String>::new());
+        assert_eq!(keys(r#"{"a":[1,"#), [r#""a""#]);
+    }
+}
