@@ -331,6 +331,24 @@ impl TestServer {
         }
     }
 
+    /// GET `path` in Kubernetes protobuf (as Go clients ask); the answer must
+    /// be 200, decoded into the JSON model.
+    #[allow(dead_code)]
+    pub async fn get_protobuf(&self, path: &str) -> Value {
+        let req = http::Request::get(path)
+            .header("accept", "application/vnd.kubernetes.protobuf")
+            .body(Vec::new())
+            .unwrap();
+        let reply = self.exchange(req).await;
+        assert_eq!(
+            reply.code,
+            200,
+            "{path}: {}",
+            String::from_utf8_lossy(&reply.body)
+        );
+        kapi_protobuf::decode_object(&reply.body, None).expect("protobuf body")
+    }
+
     pub async fn get_json(&self, path: &str) -> (u16, Value) {
         self.raw(http::Request::get(path).body(Vec::new()).unwrap())
             .await

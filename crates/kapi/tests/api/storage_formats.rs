@@ -67,20 +67,10 @@ fn by_name(items: &[Value]) -> BTreeMap<String, Value> {
 }
 
 async fn protobuf_list(s: &TestServer, path: &str) -> Vec<Value> {
-    use http_body_util::BodyExt as _;
-    let req = http::Request::get(path)
-        .header("accept", "application/vnd.kubernetes.protobuf")
-        .body(Vec::new())
-        .unwrap();
-    let resp = s
-        .client
-        .send(req.map(kube::client::Body::from))
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 200);
-    let body = resp.into_body().collect().await.unwrap().to_bytes();
-    let list = kapi_protobuf::decode_object(&body, None).unwrap();
-    list["items"].as_array().unwrap().clone()
+    s.get_protobuf(path).await["items"]
+        .as_array()
+        .unwrap()
+        .clone()
 }
 
 /// Every read path of `s` answers `want` (name → object).

@@ -127,7 +127,7 @@ async fn check_served(s: &TestServer) {
             assert!(d.is_empty(), "{path}{query}: {d:#?}");
         }
         if want["kind"] != "Example" {
-            let got = protobuf_get(s, &path).await;
+            let got = s.get_protobuf(&path).await;
             let want = as_protobuf_carries_it(&want);
             let d = differences(&comparable(got), &want);
             assert!(d.is_empty(), "{path} as protobuf: {d:#?}");
@@ -176,23 +176,6 @@ fn diff_into(got: &Value, want: &Value, path: &str, out: &mut Vec<String>) {
         _ if got != want => out.push(format!("{path}: got {got}, want {want}")),
         _ => {}
     }
-}
-
-async fn protobuf_get(s: &TestServer, path: &str) -> Value {
-    use http_body_util::BodyExt as _;
-    let req = http::Request::get(path)
-        .header("accept", "application/vnd.kubernetes.protobuf")
-        .body(Vec::new())
-        .unwrap();
-    let resp = s
-        .client
-        .send(req.map(kube::client::Body::from))
-        .await
-        .unwrap();
-    let status = resp.status();
-    let body = resp.into_body().collect().await.unwrap().to_bytes();
-    assert_eq!(status, 200, "{path}: {}", String::from_utf8_lossy(&body));
-    kapi_protobuf::decode_object(&body, None).expect("protobuf body")
 }
 
 /// The fixture namespace lists as upstream listed it: the same names of

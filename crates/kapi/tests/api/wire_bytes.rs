@@ -154,14 +154,7 @@ async fn gets_read_their_writes_through_the_cache() {
         assert_eq!(code, 200);
         assert_eq!(read["data"]["n"], i.to_string());
         assert_eq!(read, written, "the GET reads what the write answered");
-        let req = http::Request::builder()
-            .uri(&one)
-            .header("accept", "application/vnd.kubernetes.protobuf")
-            .body(Vec::new())
-            .unwrap();
-        let reply = s.exchange(req).await;
-        assert_eq!(reply.code, 200);
-        let pb = kapi_protobuf::decode_object(&reply.body, None).unwrap();
+        let pb = s.get_protobuf(&one).await;
         assert_eq!(
             pb["metadata"]["resourceVersion"],
             written["metadata"]["resourceVersion"]
