@@ -137,10 +137,7 @@ fn omitted(msg: &MessageDesc, f: &FieldDesc, v: &Value) -> bool {
         // A zero `Time` (or empty `RawExtension`) in a struct field that is not
         // a pointer: Go writes it, as `null` (`creationTimestamp: null` in a
         // pod template, `lastProbeTime: null` in a pod condition).
-        Value::Null => {
-            let struct_field = msg.go_facts && matches!(f.ty, Ty::Message(_)) && !f.pointer;
-            !(struct_field || (msg.kind == "ObjectMeta" && f.json == "creationTimestamp"))
-        }
+        Value::Null => !(msg.go_facts && matches!(f.ty, Ty::Message(_)) && !f.pointer),
         Value::Array(a) => a.is_empty(),
         Value::Object(o) if f.label == Label::Map => o.is_empty(),
         Value::String(s) if matches!(f.ty, Ty::String | Ty::Bytes) => {
