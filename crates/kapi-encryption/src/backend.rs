@@ -248,6 +248,10 @@ impl Backend for EncryptedBackend {
         }
     }
 
+    async fn db_sizes(&self) -> Result<Vec<kapi_storage::DbSize>> {
+        self.inner.db_sizes().await
+    }
+
     fn name(&self) -> &'static str {
         self.inner.name()
     }

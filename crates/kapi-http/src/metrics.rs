@@ -26,7 +26,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue};
@@ -113,6 +113,19 @@ const STORAGE_OBJECTS: Family = Family {
     kind: Kind::Gauge,
     labels: &["resource"],
 };
+pub const STORAGE_SIZE: Family = Family {
+    name: "apiserver_storage_size_bytes",
+    help: "Size of the storage database file physically allocated in bytes.",
+    kind: Kind::Gauge,
+    labels: &["storage_cluster_id"],
+};
+/// Deprecated in 1.28, so hidden unless `--show-hidden-metrics-for-version`.
+pub const DB_TOTAL_SIZE: Family = Family {
+    name: "apiserver_storage_db_total_size_in_bytes",
+    help: "[ALPHA] (Deprecated since 1.28.0) Total size of the storage database file physically allocated in bytes.",
+    kind: Kind::Gauge,
+    labels: &["endpoint"],
+};
 pub const WATCH_EVENTS: Family = Family {
     name: "apiserver_watch_events_total",
     help: "Number of events sent in watch clients",
@@ -175,6 +188,12 @@ pub struct Policy {
     /// `--etcd-count-metric-poll-period`: how often `apiserver_storage_objects`
     /// is refreshed (`None`: never, the metric is off).
     pub count_poll: Option<std::time::Duration>,
+    /// `--show-hidden-metrics-for-version`: the metrics deprecated long
+    /// enough to be hidden are served again.
+    pub show_hidden: bool,
+    /// `--etcd-db-metric-poll-interval`: how often every storage member's
+    /// database size is asked for (`None`: never).
+    pub db_poll: Option<std::time::Duration>,
 }
 
 impl Default for Policy {
@@ -183,6 +202,8 @@ impl Default for Policy {
             disabled: BTreeSet::new(),
             allow: BTreeMap::new(),
             count_poll: Some(std::time::Duration::ZERO),
+            show_hidden: false,
+            db_poll: Some(std::time::Duration::from_secs(30)),
         }
     }
 }
@@ -350,6 +371,18 @@ impl Metrics {
             *last = Some(Instant::now());
         }
         due
+    }
+
+    /// Drop one series (a gauge whose source stopped answering).
+    pub fn remove(&self, fam: &'static Family, labels: &[&str]) {
+        let key = (fam.name, labels.iter().map(|s| s.to_string()).collect());
+        self.inner.lock().expect("metrics lock").remove(&key);
+    }
+
+    /// What the policy says of the members' database sizes: the poll period,
+    /// when the hidden series it feeds is served at all.
+    pub fn db_poll(&self) -> Option<std::time::Duration> {
+        self.policy.db_poll.filter(|_| self.policy.show_hidden)
     }
 
     /// The current value of a counter or gauge series (tests, reviews).
@@ -525,8 +558,57 @@ pub async fn layer(State(metrics): State<Metrics>, mut req: Request, next: Next)
     })
 }
 
+/// `apiserver_storage_db_total_size_in_bytes`, every member of every storage
+/// cluster asked for its database size each `--etcd-db-metric-poll-interval`
+/// (upstream's per-endpoint monitor; -1 for a member that does not answer),
+/// while the series is served (it is hidden without
+/// `--show-hidden-metrics-for-version`). Runs until the runtime ends.
+pub fn spawn_db_size_poll(metrics: &Metrics, apis: &Apis) {
+    let Some(period) = metrics.db_poll() else {
+        return;
+    };
+    let clusters = apis.storage_clusters().to_vec();
+    let metrics = metrics.clone();
+    tokio::spawn(async move {
+        loop {
+            for cluster in &clusters {
+                let Ok(Ok(sizes)) =
+                    tokio::time::timeout(period.max(Duration::from_secs(1)), cluster.db_sizes())
+                        .await
+                else {
+                    continue;
+                };
+                for size in sizes {
+                    let bytes = size.bytes.unwrap_or(-1) as f64;
+                    metrics.set(&DB_TOTAL_SIZE, &[&size.endpoint], bytes);
+                }
+            }
+            tokio::time::sleep(period).await;
+        }
+    });
+}
+
+/// `apiserver_storage_size_bytes`, asked of each storage cluster at scrape
+/// time as upstream's collector does (one second each; a cluster that does
+/// not answer has no series).
+async fn refresh_storage_sizes(apis: &Apis, metrics: &Metrics) {
+    for (i, cluster) in apis.storage_clusters().iter().enumerate() {
+        let id = format!("etcd-{i}");
+        let answer = tokio::time::timeout(Duration::from_secs(1), cluster.db_sizes()).await;
+        let bytes = match answer {
+            Ok(Ok(sizes)) => sizes.into_iter().find_map(|s| s.bytes),
+            _ => None,
+        };
+        match bytes {
+            Some(b) => metrics.set(&STORAGE_SIZE, &[&id], b as f64),
+            None => metrics.remove(&STORAGE_SIZE, &[&id]),
+        }
+    }
+}
+
 /// `GET /metrics`: refresh the sampled gauges, then render.
 pub async fn serve(apis: &Apis, metrics: Metrics) -> Response {
+    refresh_storage_sizes(apis, &metrics).await;
     if let Some(cache) = apis.cache().filter(|_| metrics.count_due()) {
         let mut seen = std::collections::BTreeSet::new();
         for e in apis.all() {

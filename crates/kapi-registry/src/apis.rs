@@ -60,6 +60,9 @@ pub struct Apis {
     hidden: Vec<(String, String, String)>,
     /// `--enable-garbage-collector=false` (default-constructed tables collect).
     gc_disabled: bool,
+    /// The storage clusters, each once: the main backend, then those of
+    /// `--etcd-servers-overrides` (upstream's `etcd-0`, `etcd-1`, …).
+    clusters: Vec<Arc<dyn Backend>>,
 }
 
 /// A key prefix on a backend of its own.
@@ -175,8 +178,16 @@ impl Apis {
             uncached,
             gc_disabled: !opts.garbage_collection,
             hidden: opts.hidden.clone(),
+            clusters: Vec::new(),
             ..Apis::default()
         };
+        let mut clusters: Vec<Arc<dyn Backend>> = vec![backend.clone()];
+        for r in &apis.routes {
+            if !clusters.iter().any(|c| Arc::ptr_eq(c, &r.backend)) {
+                clusters.push(r.backend.clone());
+            }
+        }
+        let apis = Apis { clusters, ..apis };
         for def in defs {
             let root = root_of(&def);
             apis.install(def, backend.clone(), schema.clone(), root);
@@ -262,6 +273,11 @@ impl Apis {
     /// How the stores encode and decode their objects.
     pub fn codec(&self) -> &StorageCodec {
         &self.codec
+    }
+
+    /// The storage clusters behind the stores, the main one first.
+    pub fn storage_clusters(&self) -> &[Arc<dyn Backend>] {
+        &self.clusters
     }
 
     /// The watch cache the stores read through.

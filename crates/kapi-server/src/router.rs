@@ -35,6 +35,7 @@ impl Server {
             kapi_flowcontrol::spawn_controller(&self.apis, fc.clone());
         }
         let m = chain.metrics.clone();
+        kapi_http::metrics::spawn_db_size_poll(&m, &self.apis);
         let routes = Router::new()
             .route(
                 "/metrics",

@@ -212,6 +212,24 @@ pub trait Backend: Send + Sync + 'static {
         Ok(false)
     }
 
+    /// The size of the database file each storage member keeps, by member:
+    /// for etcd, every endpoint's `dbSize` as its Status reports it (`None`
+    /// for a member that did not answer); for the embedded store, its data
+    /// directory's files. What `apiserver_storage_size_bytes` and
+    /// `apiserver_storage_db_total_size_in_bytes` report.
+    async fn db_sizes(&self) -> Result<Vec<DbSize>> {
+        Ok(Vec::new())
+    }
+
     /// A short name for logs and health checks.
     fn name(&self) -> &'static str;
+}
+
+/// One storage member's database size ([`Backend::db_sizes`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DbSize {
+    /// The member: an etcd endpoint URL, or the embedded store's directory.
+    pub endpoint: String,
+    /// Bytes physically allocated; `None` when the member did not answer.
+    pub bytes: Option<i64>,
 }

@@ -63,6 +63,49 @@ pub struct EtcdBackend {
     prefix: String,
     pub(crate) progress_interval: Duration,
     leases: Arc<LeaseManager>,
+    /// One client per endpoint, opened when first asked for its Status
+    /// ([`Backend::db_sizes`]; the balanced client cannot pick a member).
+    members: Arc<Members>,
+}
+
+/// The endpoints and a client to each, opened lazily.
+struct Members {
+    config: EtcdConfig,
+    clients: tokio::sync::Mutex<Vec<Option<Client>>>,
+}
+
+impl Members {
+    /// Every endpoint's `dbSize`; `None` where the member did not answer.
+    async fn db_sizes(&self) -> Vec<crate::DbSize> {
+        let mut clients = self.clients.lock().await;
+        let mut out = Vec::with_capacity(self.config.endpoints.len());
+        for (endpoint, slot) in self.config.endpoints.iter().zip(clients.iter_mut()) {
+            if slot.is_none() {
+                let opened = async {
+                    let opts = connect_options(&self.config)?;
+                    Client::connect([endpoint.as_str()], Some(opts))
+                        .await
+                        .map_err(map_err)
+                };
+                *slot = opened.await.ok();
+            }
+            let bytes = match slot.as_mut() {
+                Some(client) => match client.status().await {
+                    Ok(status) => Some(status.db_size()),
+                    Err(_) => {
+                        *slot = None;
+                        None
+                    }
+                },
+                None => None,
+            };
+            out.push(crate::DbSize {
+                endpoint: endpoint.clone(),
+                bytes,
+            });
+        }
+        out
+    }
 }
 
 /// How often a request is sent when the connection to the member the balanced
@@ -111,16 +154,22 @@ fn tls_options(cfg: &EtcdConfig) -> Result<Option<etcd_client::TlsOptions>> {
     Ok(Some(tls))
 }
 
+/// How every client of `cfg` connects.
+fn connect_options(cfg: &EtcdConfig) -> Result<ConnectOptions> {
+    let mut opts = ConnectOptions::new()
+        .with_connect_timeout(Duration::from_secs(2))
+        .with_timeout(cfg.request_timeout)
+        .with_keep_alive(Duration::from_secs(10), Duration::from_secs(5));
+    if let Some(tls) = tls_options(cfg)? {
+        opts = opts.with_tls(tls);
+    }
+    Ok(opts)
+}
+
 impl EtcdBackend {
     /// Connect and prove the connection with one read.
     pub async fn connect(cfg: &EtcdConfig) -> Result<Self> {
-        let mut opts = ConnectOptions::new()
-            .with_connect_timeout(Duration::from_secs(2))
-            .with_timeout(cfg.request_timeout)
-            .with_keep_alive(Duration::from_secs(10), Duration::from_secs(5));
-        if let Some(tls) = tls_options(cfg)? {
-            opts = opts.with_tls(tls);
-        }
+        let opts = connect_options(cfg)?;
         let client = Client::connect(&cfg.endpoints, Some(opts))
             .await
             .map_err(map_err)?;
@@ -129,6 +178,10 @@ impl EtcdBackend {
             prefix: cfg.prefix.trim_end_matches('/').to_owned(),
             progress_interval: cfg.progress_interval,
             leases: Arc::new(LeaseManager::new(cfg.lease_reuse)),
+            members: Arc::new(Members {
+                config: cfg.clone(),
+                clients: tokio::sync::Mutex::new(vec![None; cfg.endpoints.len()]),
+            }),
         };
         backend.current_revision().await?;
         Ok(backend)
@@ -430,6 +483,10 @@ impl Backend for EtcdBackend {
                 "etcd: health probe timed out".into(),
             )),
         }
+    }
+
+    async fn db_sizes(&self) -> Result<Vec<crate::DbSize>> {
+        Ok(self.members.db_sizes().await)
     }
 
     fn name(&self) -> &'static str {

@@ -203,6 +203,9 @@ impl Backend for BackendSlot {
     async fn is_stale(&self, kv: &KeyValue) -> Result<bool> {
         self.backend()?.is_stale(kv).await
     }
+    async fn db_sizes(&self) -> Result<Vec<crate::DbSize>> {
+        self.backend()?.db_sizes().await
+    }
     fn name(&self) -> &'static str {
         self.current().map_or("unconnected", |b| b.name())
     }

@@ -119,6 +119,10 @@ impl Backend for CachedBackend {
         self.backend().is_stale(kv).await
     }
 
+    async fn db_sizes(&self) -> Result<Vec<kapi_storage::DbSize>> {
+        self.backend().db_sizes().await
+    }
+
     fn name(&self) -> &'static str {
         self.backend().name()
     }

@@ -89,6 +89,8 @@ pub(crate) struct Shared {
     pub events: broadcast::Sender<Arc<Vec<Event>>>,
     failed: Mutex<Option<String>>,
     progress_interval: Duration,
+    /// The data directory (its files' sizes are the store's size).
+    dir: std::path::PathBuf,
 }
 
 impl Shared {
@@ -160,6 +162,7 @@ impl EmbeddedBackend {
             events,
             failed: Mutex::new(None),
             progress_interval: config.progress_interval,
+            dir: config.dir.clone(),
         });
         let committer = Committer {
             dir: config.dir.clone(),
@@ -336,7 +339,36 @@ impl Backend for EmbeddedBackend {
         }
     }
 
+    /// The bytes the data directory's files take (WAL segments, snapshots),
+    /// as one member named by the directory.
+    async fn db_sizes(&self) -> Result<Vec<crate::DbSize>> {
+        let dir = self.shared.dir.clone();
+        let bytes = tokio::task::spawn_blocking(move || dir_bytes(&dir))
+            .await
+            .ok()
+            .and_then(|r| r.ok());
+        Ok(vec![crate::DbSize {
+            endpoint: self.shared.dir.display().to_string(),
+            bytes,
+        }])
+    }
+
     fn name(&self) -> &'static str {
         "embedded"
     }
+}
+
+/// The bytes allocated to the files under `dir` (recursively).
+fn dir_bytes(dir: &std::path::Path) -> std::io::Result<i64> {
+    let mut total = 0i64;
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let meta = entry.metadata()?;
+        if meta.is_dir() {
+            total += dir_bytes(&entry.path())?;
+        } else {
+            total += i64::try_from(meta.len()).unwrap_or(i64::MAX);
+        }
+    }
+    Ok(total)
 }

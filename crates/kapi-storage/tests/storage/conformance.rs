@@ -338,7 +338,34 @@ suite!(
     too_old_after_compaction,
     guaranteed_update_loses_nothing,
     many_watchers_see_everything,
+    db_sizes_grow_with_what_is_stored,
 );
+
+/// Every member reports its database size, and storing a good deal more
+/// makes it no smaller (etcd's file grows in pages, the WAL in records).
+pub async fn db_sizes_grow_with_what_is_stored(s: Arc<dyn Backend>) {
+    let before = s.db_sizes().await.unwrap();
+    assert_eq!(before.len(), 1, "{before:?}");
+    let first = before[0].bytes.expect("the member answers");
+    // A fresh embedded store has written nothing yet; etcd's file never starts empty.
+    assert!(first >= 0, "{before:?}");
+    let big = Bytes::from(vec![b'x'; 64 * 1024]);
+    for i in 0..32 {
+        s.create(&format!("/t/big-{i}"), big.clone()).await.unwrap();
+    }
+    // etcd commits to its file in batches (every 100 ms by default).
+    let mut grown = first;
+    for _ in 0..50 {
+        let after = s.db_sizes().await.unwrap();
+        assert_eq!(after[0].endpoint, before[0].endpoint);
+        grown = after[0].bytes.expect("the member answers");
+        if grown >= first + 1024 * 1024 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{first} -> {grown}");
+}
 
 pub async fn many_watchers_see_everything(s: Arc<dyn Backend>) {
     s.create("/t/first", b("0")).await.unwrap();

@@ -2,9 +2,12 @@
 //! `--disabled-metrics` (fully qualified names), `--allow-metric-labels` and
 //! `--allow-metric-labels-manifest` (`metric,label` → allowed values; the
 //! flag wins over the file), `--show-hidden-metrics-for-version` (only the
-//! previous minor version; kapi hides no metric, so it shows nothing more),
+//! previous minor version; it shows the metrics upstream hides for having
+//! been deprecated long enough, here `apiserver_storage_db_total_size_in_bytes`),
 //! `--etcd-count-metric-poll-period` (how often object counts are sampled; 0
-//! turns `apiserver_storage_objects` off).
+//! turns `apiserver_storage_objects` off), `--etcd-db-metric-poll-interval`
+//! (how often each storage member's database size is asked for; 0 turns the
+//! polling off).
 
 use std::collections::BTreeMap;
 
@@ -52,9 +55,14 @@ pub fn policy(f: &Flags) -> Result<Policy, String> {
     if !hidden.is_empty() && hidden != PREVIOUS_MINOR {
         return Err(format!("--show-hidden-metrics-for-version must be omitted or have the value '{PREVIOUS_MINOR}'. Only the previous minor version is allowed"));
     }
-    let mut policy = Policy::default();
+    let mut policy = Policy {
+        show_hidden: !hidden.is_empty(),
+        ..Policy::default()
+    };
     let period = f.duration("etcd-count-metric-poll-period")?;
     policy.count_poll = (!period.is_zero()).then_some(period);
+    let db = f.duration("etcd-db-metric-poll-interval")?;
+    policy.db_poll = (!db.is_zero()).then_some(db);
     for name in f.list_nonempty("disabled-metrics") {
         if !is_metric_name(&name) {
             return Err(format!("--disabled-metrics must be fully qualified metric names matching \"^[a-zA-Z_:][a-zA-Z0-9_:]*$\", got {name:?}"));

@@ -213,7 +213,7 @@ etcd-cafile||string||etcd|on||CA certificate that signs etcd's serving certifica
 etcd-certfile||string||etcd|on||Client certificate for etcd.
 etcd-compaction-interval||duration|5m0s|etcd|on||How often old revisions are compacted; 0 turns compaction off.
 etcd-count-metric-poll-period||duration|1m0s|etcd|on||How often object counts per resource are refreshed for the metrics; 0 turns it off.
-etcd-db-metric-poll-interval||duration|30s|etcd|todo||How often the storage size metric is refreshed; 0 turns it off.
+etcd-db-metric-poll-interval||duration|30s|etcd|on||How often each storage member is asked for its database size (apiserver_storage_db_total_size_in_bytes, shown with --show-hidden-metrics-for-version); 0 turns it off.
 etcd-healthcheck-timeout||duration|2s|etcd|on||Timeout of the storage health check.
 etcd-keyfile||string||etcd|on||Key of --etcd-certfile.
 etcd-prefix||string|/registry|etcd|on||Key prefix of every object in etcd.
@@ -327,7 +327,7 @@ enable-admission-plugins||strings||admission|on||Admission plugins to turn on be
 allow-metric-labels||stringToString||metrics|on||Allowed values of metric labels: <metric>,<label>='v1,v2'.
 allow-metric-labels-manifest||string||metrics|on||File with the same mapping as --allow-metric-labels.
 disabled-metrics||strings||metrics|on||Metrics (full names) not to serve.
-show-hidden-metrics-for-version||string||metrics|on||Previous minor version (1.32) whose hidden metrics are shown again (kapi hides none).
+show-hidden-metrics-for-version||string||metrics|on||Previous minor version (1.32): the metrics hidden for being deprecated are shown again.
 # Logs flags
 log-flush-frequency||duration|5s|logs|noop||Longest time between log flushes (kapi writes each line at once).
 log-json-info-buffer-size||quantity|0|logs|noop||With JSON split streams, bytes of info messages buffered.

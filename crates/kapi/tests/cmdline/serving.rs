@@ -398,3 +398,82 @@ async fn metrics_flags_shape_what_metrics_serves() {
         "{totals:?}"
     );
 }
+
+/// Scrape `/metrics` of `s` as the admin.
+async fn scrape(s: &Setup) -> String {
+    let tls = s.client_config(&[&TLS13], None);
+    let stream = s.connect(tls, "localhost").await.expect("TLS");
+    let (code, text) = https::get(stream, "/metrics").await;
+    assert_eq!(code, 200, "{text}");
+    text
+}
+
+/// The value of the one series of `text` whose line starts with `series`.
+fn series_value(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find(|l| l.starts_with(series))
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+}
+
+/// The storage size metrics against a real etcd: `apiserver_storage_size_bytes`
+/// asked at scrape time (`storage_cluster_id="etcd-0"`), and the per-endpoint
+/// `apiserver_storage_db_total_size_in_bytes` that
+/// `--etcd-db-metric-poll-interval` drives, served only with
+/// `--show-hidden-metrics-for-version=1.32` (upstream deprecated it in 1.28),
+/// and not polled with an interval of 0.
+#[tokio::test]
+async fn storage_size_metrics_poll_each_etcd_member() {
+    let etcd = tokio::task::spawn_blocking(kapi_testkit::Etcd::start)
+        .await
+        .unwrap();
+    let servers = format!("--etcd-servers={}", etcd.client_url);
+    let endpoint = format!("endpoint=\"{}\"", etcd.client_url);
+    let shown = Setup::start(&flags(&[
+        &servers,
+        "--show-hidden-metrics-for-version=1.32",
+        "--etcd-db-metric-poll-interval=1s",
+    ]));
+    let size = "apiserver_storage_size_bytes{storage_cluster_id=\"etcd-0\"}";
+    let total = format!("apiserver_storage_db_total_size_in_bytes{{{endpoint}}}");
+    let mut text = scrape(&shown).await;
+    for _ in 0..50 {
+        if text.contains(&total) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        text = scrape(&shown).await;
+    }
+    let bytes = series_value(&text, size).expect("storage size");
+    assert!(bytes > 0.0, "{text}");
+    let polled = series_value(&text, &total).expect("polled size");
+    assert!(polled > 0.0, "{text}");
+    drop(shown);
+
+    let hidden = Setup::start(&flags(&[&servers, "--etcd-db-metric-poll-interval=1s"]));
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let text = scrape(&hidden).await;
+    assert!(series_value(&text, size).is_some_and(|b| b > 0.0), "{text}");
+    assert!(
+        !text.contains("apiserver_storage_db_total_size_in_bytes"),
+        "hidden: {text}"
+    );
+    drop(hidden);
+
+    let off = Setup::start(&flags(&[
+        &servers,
+        "--show-hidden-metrics-for-version=1.32",
+        "--etcd-db-metric-poll-interval=0",
+    ]));
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let text = scrape(&off).await;
+    assert!(!text.contains(&total), "not polled: {text}");
+}
+
+/// The embedded store reports its data directory's size as `etcd-0`.
+#[tokio::test]
+async fn storage_size_metric_of_the_embedded_store() {
+    let s = Setup::start(&[]);
+    let text = scrape(&s).await;
+    let size = "apiserver_storage_size_bytes{storage_cluster_id=\"etcd-0\"}";
+    assert!(series_value(&text, size).is_some_and(|b| b > 0.0), "{text}");
+}
