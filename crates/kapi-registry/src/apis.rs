@@ -275,6 +275,17 @@ impl Apis {
         &self.codec
     }
 
+    /// Whether every watch cache of the table (the main one and those of
+    /// `--etcd-servers-overrides`) is filled; true without caches.
+    pub fn caches_ready(&self) -> bool {
+        self.cache.iter().all(CachedBackend::all_ready)
+            && self
+                .routes
+                .iter()
+                .filter_map(|r| r.cache.as_ref())
+                .all(CachedBackend::all_ready)
+    }
+
     /// The storage clusters behind the stores, the main one first.
     pub fn storage_clusters(&self) -> &[Arc<dyn Backend>] {
         &self.clusters

@@ -57,6 +57,11 @@ pub struct Options {
     pub kubelet: Arc<kapi_kubelet::Connector>,
     /// `--allow-privileged`: pod specs may ask for privileged containers.
     pub allow_privileged: bool,
+    /// With the `WatchCacheInitializationPostStartHook` gate,
+    /// `--storage-initialization-timeout`: the `poststarthook/storage-readiness`
+    /// check of `/healthz`, `/livez` and `/readyz` fails until every watch
+    /// cache is filled or this long has passed since the server was built.
+    pub storage_readiness: Option<std::time::Duration>,
 }
 
 impl Options {
@@ -83,6 +88,7 @@ impl Options {
                     .expect("the default kubelet connection reads no files"),
             ),
             allow_privileged: false,
+            storage_readiness: None,
         }
     }
 }
@@ -119,8 +125,11 @@ pub fn build(mut options: Options, slot: BackendSlot) -> Built {
         }
         None => slot,
     };
-    let checks = encryption_checks(options.encryption.as_ref());
+    let mut checks = encryption_checks(options.encryption.as_ref());
     let apis = kapi_server::builtin_apis(&slot, &options.resources, &options.storage);
+    if let Some(timeout) = options.storage_readiness {
+        checks.push(storage_readiness(&apis, timeout));
+    }
     let source = match options.authorization_config {
         Some(file) => authz::Source::File(file),
         None => authz::Source::Modes(
@@ -199,6 +208,39 @@ fn encryption_checks(encryption: Option<&Arc<Encryption>>) -> Vec<Check> {
     }]
 }
 
+/// Upstream's `storage-readiness` start-up hook as a check: it waits for every
+/// watch cache to be filled, at most `timeout` (then it logs and gives up
+/// waiting, and the check passes), and once done it stays done.
+fn storage_readiness(apis: &Arc<kapi_registry::apis::Apis>, timeout: std::time::Duration) -> Check {
+    let apis = apis.clone();
+    let since = std::time::Instant::now();
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    Check {
+        name: "poststarthook/storage-readiness".into(),
+        endpoints: vec![Endpoint::Healthz, Endpoint::Livez, Endpoint::Readyz],
+        run: Arc::new(move || {
+            use std::sync::atomic::Ordering;
+            let finished = done.load(Ordering::Relaxed)
+                || apis.caches_ready()
+                || since.elapsed() >= timeout && {
+                    tracing::warn!(
+                        ?timeout,
+                        "deadline exceeded while waiting for storage readiness, ignoring"
+                    );
+                    true
+                };
+            done.store(finished, Ordering::Relaxed);
+            Box::pin(async move {
+                if finished {
+                    Ok(())
+                } else {
+                    Err("not finished".into())
+                }
+            })
+        }),
+    }
+}
+
 impl Built {
     /// The whole HTTP application: the filter chain the options describe in
     /// front of the servers, authenticating with [`Built::authenticator`].
@@ -257,4 +299,54 @@ pub fn runtime_config_off(
         .filter(|d| !rc.enabled(d))
         .map(|d| (d.group.clone(), d.version.clone(), d.resource.clone()))
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use kapi_storage::embedded::{EmbeddedBackend, EmbeddedConfig};
+    use kapi_storage::Backend;
+
+    use super::*;
+
+    async fn run(check: &Check) -> Result<(), String> {
+        (check.run)().await
+    }
+
+    /// The check fails while a watch cache is unfilled (an empty store: the
+    /// caches wait for a first write), passes once they are filled, and
+    /// stays passed; with a timeout already over it passes at once.
+    #[tokio::test]
+    async fn storage_readiness_waits_for_the_watch_caches_or_the_timeout() {
+        let dir = tempfile::tempdir().unwrap();
+        let backend = Arc::new(EmbeddedBackend::open(EmbeddedConfig::new(dir.path())).unwrap());
+        let slot = BackendSlot::ready("test".into(), backend.clone());
+        let apis = kapi_server::builtin_apis(
+            &slot,
+            &Default::default(),
+            &kapi_registry::apis::StorageOptions::default(),
+        );
+        let waiting = storage_readiness(&apis, Duration::from_secs(3600));
+        assert_eq!(waiting.name, "poststarthook/storage-readiness");
+        assert_eq!(run(&waiting).await, Err("not finished".into()));
+        let timed_out = storage_readiness(&apis, Duration::ZERO);
+        assert_eq!(run(&timed_out).await, Ok(()));
+
+        backend
+            .create("/registry/configmaps/default/a", "{}".into())
+            .await
+            .unwrap();
+        let mut ready = false;
+        for _ in 0..100 {
+            if run(&waiting).await.is_ok() {
+                ready = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(ready, "the caches filled after the first write");
+        assert!(apis.caches_ready());
+        assert_eq!(run(&waiting).await, Ok(()));
+    }
 }

@@ -238,6 +238,10 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
         encryption,
         kubelet: Arc::new(kubelet_connector(&a)?),
         allow_privileged: a.allow_privileged,
+        storage_readiness: a
+            .feature_gates
+            .enabled("WatchCacheInitializationPostStartHook")
+            .then_some(a.storage_initialization_timeout),
     };
     let built = kapi::build(options, slot);
     let server = built.server.clone();

@@ -280,12 +280,23 @@ impl CachedBackend {
         }
     }
 
-    /// Whether `prefix` is cached and the cache is filled.
     /// Whether `prefix` is cached at all (ready or still filling).
     pub fn caches(&self, prefix: &str) -> bool {
         self.cache(prefix).is_some()
     }
 
+    /// Whether every cached prefix is filled (upstream's watch caches'
+    /// readiness, which its `storage-readiness` start-up hook waits for).
+    pub fn all_ready(&self) -> bool {
+        self.inner()
+            .caches
+            .read()
+            .expect("caches lock")
+            .iter()
+            .all(|c| c.ready_revision().is_some())
+    }
+
+    /// Whether `prefix` is cached and the cache is filled.
     pub fn is_ready(&self, prefix: &str) -> bool {
         self.cache(prefix)
             .is_some_and(|c| c.ready_revision().is_some())

@@ -118,6 +118,9 @@ pub struct ServeArgs {
     pub kubernetes_service_node_port: u16,
     pub etcd_healthcheck_timeout: Duration,
     pub etcd_readycheck_timeout: Duration,
+    /// `--storage-initialization-timeout` (used with the
+    /// `WatchCacheInitializationPostStartHook` gate).
+    pub storage_initialization_timeout: Duration,
     /// The built-in `(group, version, resource)`s `--runtime-config` turns off.
     pub runtime_config_off: Vec<(String, String, String)>,
     pub feature_gates: super::gates::FeatureGates,
@@ -331,6 +334,7 @@ impl ServeArgs {
             kubernetes_service_node_port: kubernetes_service_node_port(f)?,
             etcd_healthcheck_timeout: f.duration("etcd-healthcheck-timeout")?,
             etcd_readycheck_timeout: f.duration("etcd-readycheck-timeout")?,
+            storage_initialization_timeout: f.duration("storage-initialization-timeout")?,
             runtime_config_off: kapi::runtime_config_off(&pairs(
                 &f.list_nonempty("runtime-config"),
             ))?,

@@ -22,6 +22,9 @@ pub const HONOURED: &[&str] = &[
     "ConsistentListFromCache",
     // `sendInitialEvents` watches are refused while off (kapi-server watch).
     "WatchList",
+    // The `poststarthook/storage-readiness` check (kapi assemble), bounded by
+    // `--storage-initialization-timeout`.
+    "WatchCacheInitializationPostStartHook",
 ];
 
 /// One gate at 1.33.

@@ -222,7 +222,7 @@ etcd-servers||strings||etcd|on||etcd URLs (comma-separated); without them kapi u
 etcd-servers-overrides||strings||etcd|on||Other etcd servers for some resources: group/resource#url;url, comma-separated.
 lease-reuse-duration-seconds||int|60|etcd|on||Seconds one etcd lease is reused for objects with a TTL.
 storage-backend||string||etcd|noop||Storage backend; only etcd3 exists (kapi chooses by --etcd-servers).
-storage-initialization-timeout||duration|1m0s|etcd|todo||How long readiness waits for storage to be initialized.
+storage-initialization-timeout||duration|1m0s|etcd|on||How long the storage-readiness start-up hook waits for the watch caches to be filled (with the WatchCacheInitializationPostStartHook gate).
 storage-media-type||string|application/vnd.kubernetes.protobuf|etcd|on||Encoding of stored objects.
 watch-cache||bool|true|etcd|on||Serve lists and watches from the in-memory watch cache.
 watch-cache-sizes||strings||etcd|on||Per-resource watch cache settings resource[.group]#size; 0 turns the cache off for that resource.

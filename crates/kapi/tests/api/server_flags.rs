@@ -299,3 +299,47 @@ async fn shutdown_send_retry_after_answers_429() {
         b"The apiserver is shutting down, please try again later.\n"
     );
 }
+
+/// `WatchCacheInitializationPostStartHook` with `--storage-initialization-timeout`:
+/// the `poststarthook/storage-readiness` check is on `/healthz`, `/livez` and
+/// `/readyz` (passed once the started server's caches are filled), and only
+/// with the gate.
+#[tokio::test]
+async fn storage_readiness_hook_is_a_check_of_every_health_endpoint() {
+    let s =
+        harness::start_configured(|o| o.storage_readiness = Some(Duration::from_secs(60))).await;
+    for ep in ["/healthz", "/livez", "/readyz"] {
+        let mut text = String::new();
+        for _ in 0..100 {
+            let (code, t) = s
+                .raw_text(
+                    http::Request::get(format!("{ep}?verbose"))
+                        .body(vec![])
+                        .unwrap(),
+                )
+                .await;
+            text = t;
+            if code == 200 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(
+            text.contains("[+]poststarthook/storage-readiness ok"),
+            "{ep}: {text}"
+        );
+        let (code, _) = s
+            .raw_text(
+                http::Request::get(format!("{ep}/poststarthook/storage-readiness"))
+                    .body(vec![])
+                    .unwrap(),
+            )
+            .await;
+        assert_eq!(code, 200, "{ep}");
+    }
+    let plain = harness::start().await;
+    let (_, text) = plain
+        .raw_text(http::Request::get("/readyz?verbose").body(vec![]).unwrap())
+        .await;
+    assert!(!text.contains("storage-readiness"), "{text}");
+}
