@@ -361,7 +361,17 @@ async fn fill(
     let name = meta::name(cached).to_owned();
     let version = meta::resource_version(cached).map(str::to_owned);
     let (sa_name, sa_uid) = (meta::name(account), meta::uid(account).unwrap_or(""));
-    let issuer = cx.service_accounts.clone();
+    // Signed before the update (an external signer answers asynchronously);
+    // used only when the stored secret still lacks a token.
+    let token = if needs(cached, ca).2 {
+        let signed = cx
+            .service_accounts
+            .legacy_token(&ns, (sa_name, sa_uid), &name)
+            .await;
+        Some(signed.map_err(|e| Failure::Final(ApiError::internal(e)))?)
+    } else {
+        None
+    };
     let gr = secrets.def.group_resource();
     let opts = WriteOptions::for_manager(CONTROLLER_MANAGER);
     let updated = secrets
@@ -389,7 +399,9 @@ async fn fill(
                 data["namespace"] = json!(b64(ns.as_bytes()));
             }
             if token_needed {
-                let token = issuer.legacy_token(&ns, (sa_name, sa_uid), &name);
+                let Some(token) = &token else {
+                    return Err(stale());
+                };
                 data["token"] = json!(b64(token.as_bytes()));
             }
             let m = meta::meta_mut(&mut secret);

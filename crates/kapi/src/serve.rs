@@ -173,7 +173,7 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
         let rh = RequestHeader::new(config)?;
         authenticator = authenticator.with_request_header(rh, CertVerifier::new(&x509_cas)?);
     }
-    let issuer = service_account_issuer(&a)?;
+    let issuer = service_account_issuer(&a).await?;
     let sa_issuers = match a.service_account_issuer.as_slice() {
         [] => vec![issuer.issuer().to_string()],
         given => given.to_vec(),
@@ -291,7 +291,42 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
     Ok(())
 }
 
-fn service_account_issuer(a: &ServeArgs) -> Result<Issuer, String> {
+/// The service account token issuer: an external signer
+/// (`--service-account-signing-endpoint`, whose longest token lifetime becomes
+/// the default `--service-account-max-token-expiration` and caps it), or keys
+/// of ours.
+async fn service_account_issuer(a: &ServeArgs) -> Result<Issuer, String> {
+    let max_given = a
+        .service_account_max_token_expiration
+        .map(|d| d.as_secs() as i64);
+    if let Some(endpoint) = &a.service_account_signing_endpoint {
+        let setup = |e: String| format!("while setting up external-jwt-signer: {e}");
+        let signer = kapi_auth::authn::external_signer::ExternalSigner::connect(endpoint)
+            .await
+            .map_err(setup)?;
+        let max = signer.max_token_expiration().await.map_err(setup)?;
+        if max < MIN_TOKEN_AGE {
+            return Err(format!("max token life supported by external-jwt-signer ({max}s) is less than acceptable (min {MIN_TOKEN_AGE}s)"));
+        }
+        if let Some(given) = max_given.filter(|g| *g > max) {
+            return Err(format!("service-account-max-token-expiration cannot be set longer than the token expiration supported by service-account-signing-endpoint: {} > {}",
+                go_secs(given), go_secs(max)));
+        }
+        let issuer = Issuer::external(
+            signer,
+            a.service_account_issuer.clone(),
+            a.api_audiences.clone(),
+            a.service_account_legacy_tokens,
+            max,
+        );
+        return Ok(issuer
+            .with_lookup(a.service_account_lookup)
+            .with_jwks_uri(a.service_account_jwks_uri.clone())
+            .with_expiration(
+                Some(max_given.unwrap_or(max)),
+                a.service_account_extend_token_expiration,
+            ));
+    }
     let signing = match &a.service_account_signing_key_file {
         Some(p) => read(p)?,
         None => Issuer::load_or_generate_key(&a.data_dir.join("sa.key"))?,
@@ -319,6 +354,15 @@ fn service_account_issuer(a: &ServeArgs) -> Result<Issuer, String> {
             )
     })
 }
+
+/// `secs` as Go prints a `time.Duration`.
+fn go_secs(secs: i64) -> String {
+    crate::flags::value::format_duration(i128::from(secs) * 1_000_000_000)
+}
+
+/// The shortest token lifetime an external signer must support (upstream's
+/// `MinTokenAgeSec`).
+const MIN_TOKEN_AGE: i64 = 600;
 
 /// The kubelet connection the `--kubelet-*` flags describe.
 fn kubelet_connector(a: &ServeArgs) -> Result<kapi_kubelet::Connector, String> {

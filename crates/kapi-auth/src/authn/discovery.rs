@@ -72,6 +72,9 @@ pub fn spki_der(key: &VerifyKey) -> Vec<u8> {
 
 /// Upstream's key id: base64url SHA-256 of the DER public key.
 pub fn key_id(key: &VerifyKey) -> String {
+    if let Some(kid) = key.given_kid() {
+        return kid.to_owned();
+    }
     B64.encode(ring::digest::digest(&ring::digest::SHA256, &spki_der(key)))
 }
 
@@ -157,7 +160,7 @@ pub fn configuration(issuer: &Issuer, advertise_address: &str) -> Option<Value> 
         .jwks_uri()
         .map(str::to_owned)
         .unwrap_or_else(|| format!("https://{advertise_address}{JWKS_PATH}"));
-    let mut algs: Vec<String> = key_set(issuer.verify_keys())["keys"]
+    let mut algs: Vec<String> = key_set(&issuer.discovery_keys())["keys"]
         .as_array()
         .into_iter()
         .flatten()
@@ -196,7 +199,7 @@ pub fn serve_configuration(issuer: &Issuer, advertise_address: &str) -> Response
 
 /// `GET /openid/v1/jwks`.
 pub fn serve_jwks(issuer: &Issuer, advertise_address: &str) -> Response {
-    let body = configuration(issuer, advertise_address).map(|_| key_set(issuer.verify_keys()));
+    let body = configuration(issuer, advertise_address).map(|_| key_set(&issuer.discovery_keys()));
     answer(body, "application/jwk-set+json")
 }
 

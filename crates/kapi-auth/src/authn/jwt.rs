@@ -43,6 +43,9 @@ pub struct VerifyKey {
     alg: Alg,
     /// EC: the uncompressed point; RSA: DER `RSAPublicKey`.
     public: Vec<u8>,
+    /// The key id an external signer gave the key (else it is derived from
+    /// the key, [`super::discovery::key_id`]).
+    kid: Option<String>,
 }
 
 impl VerifyKey {
@@ -54,6 +57,11 @@ impl VerifyKey {
     /// EC: the uncompressed point; RSA: DER `RSAPublicKey`.
     pub fn public(&self) -> &[u8] {
         &self.public
+    }
+
+    /// The key id given with the key, if any.
+    pub fn given_kid(&self) -> Option<&str> {
+        self.kid.as_deref()
     }
 
     fn verify(&self, msg: &[u8], sig: &[u8]) -> bool {
@@ -126,7 +134,18 @@ fn from_spki(der: &[u8]) -> Result<VerifyKey, String> {
         "1.2.840.10045.2.1" if public.len() == 65 => Alg::Es256,
         other => return Err(format!("unsupported public key algorithm {other}")),
     };
-    Ok(VerifyKey { alg, public })
+    Ok(VerifyKey {
+        alg,
+        public,
+        kid: None,
+    })
+}
+
+/// The key of a DER `SubjectPublicKeyInfo` (Go's PKIX form), known by `kid`.
+pub fn verify_key_from_spki(der: &[u8], kid: &str) -> Result<VerifyKey, String> {
+    let mut key = from_spki(der)?;
+    key.kid = Some(kid.to_owned());
+    Ok(key)
 }
 
 /// Every public key in `pem` (public keys, certificates, private keys).
@@ -160,10 +179,12 @@ impl SigningKey {
             SigningKey::Ec(k) => VerifyKey {
                 alg: Alg::Es256,
                 public: k.public_key().as_ref().to_vec(),
+                kid: None,
             },
             SigningKey::Rsa(k) => VerifyKey {
                 alg: Alg::Rs256,
                 public: k.public().as_ref().to_vec(),
+                kid: None,
             },
         }
     }
@@ -204,6 +225,12 @@ impl SigningKey {
         };
         format!("{msg}.{}", B64.encode(sig))
     }
+}
+
+/// The header of a token that looks like a JWT, unverified.
+pub fn peek_header(token: &str) -> Option<Value> {
+    let header = token.split('.').next()?;
+    serde_json::from_slice(&B64.decode(header).ok()?).ok()
 }
 
 /// The claims of a token that looks like a JWT, unverified; `None` otherwise.

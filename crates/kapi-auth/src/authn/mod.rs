@@ -33,6 +33,7 @@
 
 pub mod bootstrap;
 pub mod discovery;
+pub mod external_signer;
 pub mod jose;
 pub mod jwt;
 pub mod oidc;

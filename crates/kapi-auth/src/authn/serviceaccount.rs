@@ -26,6 +26,9 @@ use std::path::Path;
 use base64::Engine as _;
 use serde_json::{json, Value};
 
+use std::sync::Arc;
+
+use super::external_signer::ExternalSigner;
 use super::jwt::{self, SigningKey, VerifyKey};
 use super::UserInfo;
 use kapi_registry::apis::Apis;
@@ -35,9 +38,17 @@ pub const DEFAULT_ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
 const LEGACY_ISSUER: &str = "kubernetes/serviceaccount";
 const LEEWAY: i64 = 60;
 
+/// What signs tokens: a key of ours, or an external signer that also owns
+/// the keys tokens verify with.
+enum Signer {
+    Local(Box<SigningKey>),
+    External(Arc<ExternalSigner>),
+}
+
 /// Keys and names service account tokens are issued and checked with.
 pub struct Issuer {
-    signer: SigningKey,
+    signer: Signer,
+    /// The local keys tokens verify with (an external signer keeps its own).
     verify: Vec<VerifyKey>,
     issuers: Vec<String>,
     audiences: Vec<String>,
@@ -47,6 +58,8 @@ pub struct Issuer {
     jwks_uri: Option<String>,
     max_expiration: Option<i64>,
     extend_expiration: bool,
+    /// The longest an extended token may live (an external signer's maximum).
+    extended_cap: Option<i64>,
 }
 
 /// The expiration kubelet asks for projected tokens; such pod-bound tokens get
@@ -89,6 +102,43 @@ impl Issuer {
         for pem in verify_pems {
             verify.extend(jwt::parse_verify_keys(pem)?);
         }
+        Ok(Issuer::with_signer(
+            Signer::Local(Box::new(signer)),
+            verify,
+            issuers,
+            audiences,
+            legacy,
+        ))
+    }
+
+    /// Tokens signed by `signer` (`--service-account-signing-endpoint`) and
+    /// verified with the keys it publishes; its maximum token lifetime caps
+    /// extended tokens.
+    pub fn external(
+        signer: Arc<ExternalSigner>,
+        issuers: Vec<String>,
+        audiences: Vec<String>,
+        legacy: bool,
+        max_token_expiration: i64,
+    ) -> Issuer {
+        let mut issuer = Issuer::with_signer(
+            Signer::External(signer),
+            Vec::new(),
+            issuers,
+            audiences,
+            legacy,
+        );
+        issuer.extended_cap = Some(max_token_expiration);
+        issuer
+    }
+
+    fn with_signer(
+        signer: Signer,
+        verify: Vec<VerifyKey>,
+        issuers: Vec<String>,
+        audiences: Vec<String>,
+        legacy: bool,
+    ) -> Issuer {
         let issuers = if issuers.is_empty() {
             vec![DEFAULT_ISSUER.to_string()]
         } else {
@@ -99,7 +149,7 @@ impl Issuer {
         } else {
             audiences
         };
-        Ok(Issuer {
+        Issuer {
             signer,
             verify,
             issuers,
@@ -109,7 +159,8 @@ impl Issuer {
             jwks_uri: None,
             max_expiration: None,
             extend_expiration: true,
-        })
+            extended_cap: None,
+        }
     }
 
     /// `--service-account-lookup` (default true): whether a legacy token's
@@ -150,9 +201,43 @@ impl Issuer {
         self.jwks_uri.as_deref()
     }
 
-    /// Every key tokens verify with (the signer's first).
-    pub fn verify_keys(&self) -> &[VerifyKey] {
-        &self.verify
+    /// Every key tokens verify with (the signer's first); an external
+    /// signer's as last fetched.
+    pub fn verify_keys(&self) -> Vec<VerifyKey> {
+        match &self.signer {
+            Signer::Local(_) => self.verify.clone(),
+            Signer::External(s) => s.all_keys(),
+        }
+    }
+
+    /// The keys the OIDC key set publishes: [`Issuer::verify_keys`] but an
+    /// external signer's keys excluded from discovery.
+    pub fn discovery_keys(&self) -> Vec<VerifyKey> {
+        match &self.signer {
+            Signer::Local(_) => self.verify.clone(),
+            Signer::External(s) => s.discovery_keys(),
+        }
+    }
+
+    /// The claims of `token` when a key of ours (or of the external signer:
+    /// the keys its header's `kid` names, fetched again when unknown) signed it.
+    async fn verified(&self, token: &str) -> Result<Value, String> {
+        match &self.signer {
+            Signer::Local(_) => jwt::verify(token, &self.verify),
+            Signer::External(s) => {
+                let kid = jwt::peek_header(token)
+                    .and_then(|h| h.get("kid").and_then(Value::as_str).map(str::to_owned))
+                    .unwrap_or_default();
+                jwt::verify(token, &s.verify_keys(&kid).await)
+            }
+        }
+    }
+
+    async fn sign(&self, claims: &Value) -> Result<String, String> {
+        match &self.signer {
+            Signer::Local(key) => Ok(key.sign(claims)),
+            Signer::External(s) => s.sign(claims).await,
+        }
     }
 
     /// The requested expiration after the cap, with upstream's warning text
@@ -177,6 +262,7 @@ impl Issuer {
             !audiences.is_empty() && audiences.iter().all(|a| self.audiences.contains(a));
         if self.extend_expiration && pod_bound && requested == WARN_ONLY_EXPIRATION && kube_only {
             let max = self.max_expiration.unwrap_or(0).max(EXTENDED_EXPIRATION);
+            let max = self.extended_cap.map_or(max, |cap| max.min(cap));
             (max, requested)
         } else {
             (requested, 0)
@@ -200,7 +286,8 @@ impl Issuer {
     }
 
     /// A signed token for `b`; returns it with its expiry (Unix seconds).
-    pub fn issue(&self, b: &Binding<'_>) -> (String, i64) {
+    /// Fails only when an external signer does.
+    pub async fn issue(&self, b: &Binding<'_>) -> Result<(String, i64), String> {
         let now = now();
         let exp = now + b.expiration_seconds;
         let mut k8s = json!({"namespace": b.namespace,
@@ -217,14 +304,19 @@ impl Issuer {
             "sub": format!("system:serviceaccount:{}:{}", b.namespace, b.account.0),
             "kubernetes.io": k8s,
         });
-        (self.signer.sign(&claims), exp)
+        Ok((self.sign(&claims).await?, exp))
     }
 
     /// A legacy token for the secret `secret` of the account `(name, uid)` in
     /// `namespace`, as kube-controller-manager's tokens controller signs them
     /// (upstream `LegacyClaims`): issuer `kubernetes/serviceaccount`, the
     /// account's username as subject, no audience and no expiry.
-    pub fn legacy_token(&self, namespace: &str, account: (&str, &str), secret: &str) -> String {
+    pub async fn legacy_token(
+        &self,
+        namespace: &str,
+        account: (&str, &str),
+        secret: &str,
+    ) -> Result<String, String> {
         let claims = json!({
             "iss": LEGACY_ISSUER,
             "sub": format!("system:serviceaccount:{namespace}:{}", account.0),
@@ -233,12 +325,12 @@ impl Issuer {
             "kubernetes.io/serviceaccount/service-account.name": account.0,
             "kubernetes.io/serviceaccount/service-account.uid": account.1,
         });
-        self.signer.sign(&claims)
+        self.sign(&claims).await
     }
 
     /// Sign arbitrary claims (tests mint expired or odd tokens with this).
-    pub fn sign_claims(&self, claims: &Value) -> String {
-        self.signer.sign(claims)
+    pub async fn sign_claims(&self, claims: &Value) -> Result<String, String> {
+        self.sign(claims).await
     }
 
     /// The user of `token` when it is a valid service account token for one of
@@ -255,13 +347,13 @@ impl Issuer {
             if !self.legacy {
                 return Err("legacy service account tokens are not accepted".into());
             }
-            let claims = jwt::verify(token, &self.verify)?;
+            let claims = self.verified(token).await?;
             return self.legacy_user(apis, token, &claims).await;
         }
         if !self.issuers.iter().any(|i| i == iss) {
             return Err(super::UNKNOWN_TOKEN.into());
         }
-        let claims = jwt::verify(token, &self.verify)?;
+        let claims = self.verified(token).await?;
         let num = |k: &str| claims.get(k).and_then(Value::as_i64);
         let now = now();
         match num("exp") {

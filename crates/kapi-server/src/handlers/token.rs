@@ -124,16 +124,19 @@ pub async fn token(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {
     let (expiration, warning) = issuer.cap_expiration(expiration);
     let pod_bound = bound.as_ref().is_some_and(|(k, _, _)| k == "Pod");
     let (lifetime, warn_after) = issuer.extended(expiration, pod_bound, &audiences);
-    let (token, _) = issuer.issue(&Binding {
-        namespace: &ns,
-        account: (&name, &sa_uid),
-        object: bound
-            .as_ref()
-            .map(|(k, n, u)| (k.as_str(), n.as_str(), u.as_str())),
-        audiences: &audiences,
-        expiration_seconds: lifetime,
-        warn_after_seconds: warn_after,
-    });
+    let (token, _) = issuer
+        .issue(&Binding {
+            namespace: &ns,
+            account: (&name, &sa_uid),
+            object: bound
+                .as_ref()
+                .map(|(k, n, u)| (k.as_str(), n.as_str(), u.as_str())),
+            audiences: &audiences,
+            expiration_seconds: lifetime,
+            warn_after_seconds: warn_after,
+        })
+        .await
+        .map_err(|e| ApiError::internal(format!("failed to generate token: {e}")))?;
     let exp = now() + expiration;
     let mut spec = spec;
     spec["audiences"] = json!(audiences);

@@ -73,6 +73,8 @@ pub struct ServeArgs {
     pub authorization_webhook_cache_authorized_ttl: Duration,
     pub authorization_webhook_cache_unauthorized_ttl: Duration,
     pub service_account_signing_key_file: Option<PathBuf>,
+    /// `--service-account-signing-endpoint` (checked as upstream checks it).
+    pub service_account_signing_endpoint: Option<String>,
     pub service_account_key_file: Vec<PathBuf>,
     pub service_account_issuer: Vec<String>,
     pub api_audiences: Vec<String>,
@@ -196,6 +198,9 @@ impl ServeArgs {
             Some(dir) if as_kube_apiserver && !f.given("data-dir") => dir.join("kapi-data"),
             _ => f.path("data-dir"),
         };
+        let feature_gates = super::gates::FeatureGates::parse(&f.list_nonempty("feature-gates"))?;
+        let service_account_signing_endpoint = signing_endpoint(f, &feature_gates)?;
+        check_peer_flags(f, &feature_gates)?;
         Ok(ServeArgs {
             secure_port: f.int_in("secure-port", 0, 65535)? as u16,
             bind_address: f.string("bind-address"),
@@ -338,7 +343,8 @@ impl ServeArgs {
             runtime_config_off: kapi::runtime_config_off(&pairs(
                 &f.list_nonempty("runtime-config"),
             ))?,
-            feature_gates: super::gates::FeatureGates::parse(&f.list_nonempty("feature-gates"))?,
+            feature_gates,
+            service_account_signing_endpoint,
             watch_cache: f.bool("watch-cache"),
             watch_cache_off: watch_cache_sizes(&f.list_nonempty("watch-cache-sizes"))?,
             etcd_servers_overrides: etcd_servers_overrides(&f.list_nonempty("etcd-servers-overrides"))?,
@@ -376,6 +382,64 @@ fn storage_media_type(f: &Flags) -> Result<kapi_registry::MediaType, String> {
             allowed.join(", ")
         )
     })
+}
+
+/// `--service-account-signing-endpoint`, refused as upstream refuses it: with
+/// a key file, without the `ExternalServiceAccountTokenSigner` gate, or naming
+/// no socket (every error, one per line).
+fn signing_endpoint(
+    f: &Flags,
+    gates: &super::gates::FeatureGates,
+) -> Result<Option<String>, String> {
+    let Some(endpoint) = f.opt_string("service-account-signing-endpoint") else {
+        return Ok(None);
+    };
+    let mut errors = Vec::new();
+    if f.opt_string("service-account-signing-key-file").is_some()
+        || !f.list_nonempty("service-account-key-file").is_empty()
+    {
+        errors.push("can't set `--service-account-signing-key-file` and/or `--service-account-key-file` with `--service-account-signing-endpoint` (They are mutually exclusive)".to_string());
+    }
+    if !gates.enabled("ExternalServiceAccountTokenSigner") {
+        errors.push("setting `--service-account-signing-endpoint` requires enabling ExternalServiceAccountTokenSigner feature gate".into());
+    }
+    if let Err(e) = kapi_auth::authn::external_signer::check_endpoint(&endpoint) {
+        errors.push(e);
+    }
+    if errors.is_empty() {
+        Ok(Some(endpoint))
+    } else {
+        Err(errors.join("\n"))
+    }
+}
+
+/// The mixed-version proxy's flags need its gate, and the gate needs
+/// `StorageVersionAPI`, as upstream validates them (kapi does not implement
+/// the proxy itself: with the gate on the flags are accepted and named in the
+/// log as not implemented).
+fn check_peer_flags(f: &Flags, gates: &super::gates::FeatureGates) -> Result<(), String> {
+    let mut errors = Vec::new();
+    if gates.enabled("UnknownVersionInteroperabilityProxy") {
+        if !gates.enabled("StorageVersionAPI") {
+            errors.push(
+                "UnknownVersionInteroperabilityProxy feature requires StorageVersionAPI feature flag to be enabled"
+                    .to_string(),
+            );
+        }
+    } else {
+        for flag in ["peer-ca-file", "peer-advertise-ip", "peer-advertise-port"] {
+            if f.opt_string(flag).is_some() {
+                errors.push(format!(
+                    "--{flag} requires UnknownVersionInteroperabilityProxy feature to be turned on"
+                ));
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors.join("\n"))
+    }
 }
 
 /// One `--etcd-servers-overrides` entry: `(group, resource)` and its servers.

@@ -25,6 +25,8 @@ pub const HONOURED: &[&str] = &[
     // The `poststarthook/storage-readiness` check (kapi assemble), bounded by
     // `--storage-initialization-timeout`.
     "WatchCacheInitializationPostStartHook",
+    // `--service-account-signing-endpoint` is accepted only while on (kapi serve).
+    "ExternalServiceAccountTokenSigner",
 ];
 
 /// One gate at 1.33.

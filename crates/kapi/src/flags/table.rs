@@ -367,7 +367,7 @@ peer-ca-file||string||misc|todo||CA of other API servers' serving certificates.
 proxy-client-cert-file||string||misc|on||Client certificate presented to extension API servers and webhooks.
 proxy-client-key-file||string||misc|on||Key of --proxy-client-cert-file.
 runtime-config-emulation-forward-compatible||bool|false|misc|todo||Install --runtime-config APIs newer than the emulated version.
-service-account-signing-endpoint||string||misc|todo||Socket of an external service account token signer.
+service-account-signing-endpoint||string||misc|on||Unix socket (a path, or @name) of an external service account token signer (ExternalServiceAccountTokenSigner gate); excludes the key file flags.
 service-account-signing-key-file||string||misc|on||Key that signs service account tokens (generated as sa.key under --data-dir when absent).
 service-cluster-ip-range||string|10.0.0.0/24|misc|on||CIDR service cluster IPs come from.
 service-node-port-range||portRange|30000-32767|misc|on||Ports NodePort services may use, N1-N2 inclusive.

@@ -417,8 +417,13 @@ async fn bad_credentials_are_unauthorized() {
         "sub": "system:serviceaccount:default:default",
         "kubernetes.io": {"namespace": "default", "serviceaccount": {"name": "default", "uid": "x"}}})
     };
-    let wrong_key = issuer.sign_claims(&claims(now + 3600));
-    let expired = s.server.service_accounts.sign_claims(&claims(now - 600));
+    let wrong_key = issuer.sign_claims(&claims(now + 3600)).await.unwrap();
+    let expired = s
+        .server
+        .service_accounts
+        .sign_claims(&claims(now - 600))
+        .await
+        .unwrap();
     for token in ["nope", "a.b.c", "", wrong_key.as_str(), expired.as_str()] {
         if token.is_empty() {
             continue;

@@ -102,7 +102,7 @@ async fn token_secret_is_filled_and_authenticates_only_with_legacy_tokens() {
     );
     assert_eq!(annotations["kubernetes.io/service-account.name"], "robot");
     // Upstream's legacy claims, signed with the server's key, no expiry.
-    let claims = kapi_auth::authn::jwt::verify(&token, s.server.service_accounts.verify_keys())
+    let claims = kapi_auth::authn::jwt::verify(&token, &s.server.service_accounts.verify_keys())
         .expect("signed by the server");
     assert_eq!(
         claims,
@@ -142,12 +142,17 @@ async fn token_secret_is_filled_and_authenticates_only_with_legacy_tokens() {
     assert_eq!(used["data"], secret["data"], "the token is kept");
 
     // A token signed with the right key but not held by the secret is refused.
-    let forged = s.server.service_accounts.sign_claims(&json!({
+    let forged = s
+        .server
+        .service_accounts
+        .sign_claims(&json!({
         "iss": "kubernetes/serviceaccount", "sub": "system:serviceaccount:default:robot",
         "kubernetes.io/serviceaccount/namespace": "default",
         "kubernetes.io/serviceaccount/secret.name": "robot-token-2",
         "kubernetes.io/serviceaccount/service-account.name": "robot",
-        "kubernetes.io/serviceaccount/service-account.uid": uid, "extra": 1}));
+        "kubernetes.io/serviceaccount/service-account.uid": uid, "extra": 1}))
+        .await
+        .unwrap();
     assert_eq!(whoami(&s, &forged).await.0, 401);
 
     // Same key, legacy tokens turned off: refused, with upstream's Status.

@@ -251,7 +251,9 @@ async fn token_request_flow() {
     let iss = kapi_auth::authn::serviceaccount::DEFAULT_ISSUER;
     let expired = s.server.service_accounts.sign_claims(&json!({"iss": iss, "aud": [iss],
         "exp": now - 120, "nbf": now - 4000, "iat": now - 4000, "sub": "system:serviceaccount:apps:robot",
-        "kubernetes.io": {"namespace": "apps", "serviceaccount": {"name": "robot", "uid": sa["metadata"]["uid"]}}}));
+        "kubernetes.io": {"namespace": "apps", "serviceaccount": {"name": "robot", "uid": sa["metadata"]["uid"]}}}))
+        .await
+        .unwrap();
     assert_eq!(
         call(
             &s.client_with_token(&expired).await,

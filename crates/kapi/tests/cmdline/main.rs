@@ -11,6 +11,7 @@ mod auth_flags;
 mod encryption;
 mod envtest;
 mod etcd_tls;
+mod ext_signer;
 mod https;
 mod invocation;
 mod kubeadm;
