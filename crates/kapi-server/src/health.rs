@@ -182,14 +182,17 @@ pub async fn readyz_one(
 /// The Kubernetes version kapi serves; kubectl's dispatcher picks its binary by the minor.
 pub const GIT_VERSION: &str = concat!("v1.33.0-kapi.", env!("CARGO_PKG_VERSION_MINOR"));
 
-pub async fn version() -> Response {
+/// `GET /version`: the binary's version, the emulated one and the minimum
+/// compatibility version (`--emulated-version`).
+pub async fn version(State(srv): State<Arc<Server>>) -> Response {
+    let (emulated, min_compat) = srv.config.emulation;
     let body = json!({
         "major": "1",
         "minor": "33",
         "emulationMajor": "1",
-        "emulationMinor": "33",
+        "emulationMinor": emulated.to_string(),
         "minCompatibilityMajor": "1",
-        "minCompatibilityMinor": "32",
+        "minCompatibilityMinor": min_compat.to_string(),
         "gitVersion": GIT_VERSION,
         "gitCommit": option_env!("KAPI_GIT_COMMIT").unwrap_or("unknown"),
         "gitTreeState": "clean",

@@ -51,6 +51,9 @@ pub struct ServerConfig {
     pub discovery_v2beta1: bool,
     /// Watches may ask for `sendInitialEvents` (the `WatchList` feature gate).
     pub watch_list: bool,
+    /// `--emulated-version`: the kube minor emulated and the minimum
+    /// compatibility minor (`/version` reports both).
+    pub emulation: (u32, u32),
 }
 
 impl ServerConfig {
@@ -70,6 +73,7 @@ impl ServerConfig {
             delete_collection_workers: 1,
             discovery_v2beta1: false,
             watch_list: false,
+            emulation: (33, 32),
         }
     }
 

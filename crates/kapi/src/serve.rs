@@ -73,6 +73,7 @@ fn server_config(a: &ServeArgs, advertise: &str, port: u16, service_cidr: Cidr) 
     config.delete_collection_workers = a.delete_collection_workers;
     config.discovery_v2beta1 = !a.feature_gates.enabled("AggregatedDiscoveryRemoveBetaType");
     config.watch_list = a.feature_gates.enabled("WatchList");
+    config.emulation = (a.emulation.minor, a.emulation.min_compatibility_minor());
     config
 }
 

@@ -126,6 +126,8 @@ pub struct ServeArgs {
     /// The built-in `(group, version, resource)`s `--runtime-config` turns off.
     pub runtime_config_off: Vec<(String, String, String)>,
     pub feature_gates: super::gates::FeatureGates,
+    /// `--emulated-version` and its companions.
+    pub emulation: super::emulation::Emulation,
     pub watch_cache: bool,
     /// `--watch-cache-sizes`: `(group, resource)` with size 0.
     pub watch_cache_off: Vec<(String, String)>,
@@ -198,6 +200,11 @@ impl ServeArgs {
             Some(dir) if as_kube_apiserver && !f.given("data-dir") => dir.join("kapi-data"),
             _ => f.path("data-dir"),
         };
+        let emulation = super::emulation::Emulation::parse(
+            &f.list_nonempty("emulated-version"),
+            f.bool("emulation-forward-compatible"),
+            f.bool("runtime-config-emulation-forward-compatible"),
+        )?;
         let feature_gates = super::gates::FeatureGates::parse(&f.list_nonempty("feature-gates"))?;
         let service_account_signing_endpoint = signing_endpoint(f, &feature_gates)?;
         check_peer_flags(f, &feature_gates)?;
@@ -344,6 +351,7 @@ impl ServeArgs {
                 &f.list_nonempty("runtime-config"),
             ))?,
             feature_gates,
+            emulation,
             service_account_signing_endpoint,
             watch_cache: f.bool("watch-cache"),
             watch_cache_off: watch_cache_sizes(&f.list_nonempty("watch-cache-sizes"))?,

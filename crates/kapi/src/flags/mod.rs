@@ -11,6 +11,7 @@
 
 mod args;
 pub mod audit;
+pub mod emulation;
 pub mod gates;
 pub mod help;
 pub mod metrics;

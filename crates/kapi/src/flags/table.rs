@@ -346,8 +346,8 @@ apiserver-count||int|1|misc|noop|apiserver-count is deprecated and will be remov
 coordinated-leadership-lease-duration||duration|15s|misc|todo||Lease duration of coordinated leader election.
 coordinated-leadership-renew-deadline||duration|10s|misc|todo||Renew deadline of coordinated leader election.
 coordinated-leadership-retry-period||duration|2s|misc|todo||Retry period of coordinated leader election.
-emulated-version||strings||misc|todo||Versions components emulate, [component=]major.minor (kube up to 1.33).
-emulation-forward-compatible||bool|false|misc|todo||With an emulated version, also turn on newer versions of the beta APIs it has.
+emulated-version||strings||misc|on||Versions components emulate, [component=]major.minor (kube up to 1.33).
+emulation-forward-compatible||bool|false|misc|on||With an emulated version, also turn on newer versions of the beta APIs it has.
 enable-aggregator-routing||bool|false|misc|on||Dial the services of APIServices and webhooks at a ready endpoint instead of their cluster IP (needed without kube-proxy on this host).
 enable-logs-handler||bool|false|misc|noop|Log handler functionality is deprecated|Serve the server's log directory at /logs.
 endpoint-reconciler-type||string|lease|misc|on||Who keeps default/kubernetes endpoints: lease, none (master-count works as lease).
@@ -366,7 +366,7 @@ peer-advertise-port||string||misc|todo||Port other API servers use to proxy requ
 peer-ca-file||string||misc|todo||CA of other API servers' serving certificates.
 proxy-client-cert-file||string||misc|on||Client certificate presented to extension API servers and webhooks.
 proxy-client-key-file||string||misc|on||Key of --proxy-client-cert-file.
-runtime-config-emulation-forward-compatible||bool|false|misc|todo||Install --runtime-config APIs newer than the emulated version.
+runtime-config-emulation-forward-compatible||bool|false|misc|on||Install --runtime-config APIs newer than the emulated version.
 service-account-signing-endpoint||string||misc|on||Unix socket (a path, or @name) of an external service account token signer (ExternalServiceAccountTokenSigner gate); excludes the key file flags.
 service-account-signing-key-file||string||misc|on||Key that signs service account tokens (generated as sa.key under --data-dir when absent).
 service-cluster-ip-range||string|10.0.0.0/24|misc|on||CIDR service cluster IPs come from.

@@ -477,3 +477,46 @@ async fn storage_size_metric_of_the_embedded_store() {
     let size = "apiserver_storage_size_bytes{storage_cluster_id=\"etcd-0\"}";
     assert!(series_value(&text, size).is_some_and(|b| b > 0.0), "{text}");
 }
+
+/// `--emulated-version`: `/version` reports the emulated minor and the
+/// minimum compatibility one (its minor minus one, not below 1.31); versions
+/// outside 1.31–1.33 and the forward-compatible switches without an older
+/// emulated version stop the start with upstream's messages.
+#[tokio::test]
+async fn emulated_version_shows_in_version_and_is_checked() {
+    for (flag, emulated, min_compat) in [("1.32", "32", "31"), ("kube=1.31", "31", "31")] {
+        let s = Setup::start(&flags(&[
+            &format!("--emulated-version={flag}"),
+            "--emulation-forward-compatible=true",
+        ]));
+        let tls = s.client_config(&[&TLS13], None);
+        let stream = s.connect(tls, "localhost").await.expect("TLS");
+        let (code, text) = https::get(stream, "/version").await;
+        assert_eq!(code, 200, "{text}");
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["minor"], "33", "{v}");
+        assert_eq!(v["emulationMinor"], emulated, "{v}");
+        assert_eq!(v["minCompatibilityMinor"], min_compat, "{v}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let base = [
+        format!("--cert-dir={}", dir.path().join("certs").display()),
+        "--secure-port=0".to_string(),
+        "--bind-address=127.0.0.1".to_string(),
+    ];
+    for (extra, message) in [
+        ("--emulated-version=1.30", "emulation version 1.30 is not between [1.31, 1.33.0]"),
+        ("--emulated-version=wardle=1.2", "component not registered: wardle"),
+        ("--emulated-version=1.32.1", "patch version not allowed, got: kube=1.32.1"),
+        (
+            "--runtime-config-emulation-forward-compatible=true",
+            "ServerRunOptions.RuntimeConfigEmulationForwardCompatible cannot be set to true if the emulation version is the same as the binary version",
+        ),
+    ] {
+        let mut argv: Vec<&str> = base.iter().map(String::as_str).collect();
+        argv.push(extra);
+        let (code, _, err) = run_once(dir.path(), &argv);
+        assert_eq!(code, 1, "{extra}: {err}");
+        assert!(err.contains(message), "{extra}: {err}");
+    }
+}
