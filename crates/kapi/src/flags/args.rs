@@ -205,7 +205,10 @@ impl ServeArgs {
             f.bool("emulation-forward-compatible"),
             f.bool("runtime-config-emulation-forward-compatible"),
         )?;
-        let feature_gates = super::gates::FeatureGates::parse(&f.list_nonempty("feature-gates"))?;
+        let feature_gates = super::gates::FeatureGates::parse_at(
+            &f.list_nonempty("feature-gates"),
+            emulation.minor,
+        )?;
         let service_account_signing_endpoint = signing_endpoint(f, &feature_gates)?;
         check_peer_flags(f, &feature_gates)?;
         Ok(ServeArgs {

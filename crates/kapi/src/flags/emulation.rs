@@ -9,7 +9,8 @@
 //!
 //! What an emulated version changes in kapi: `/version`'s `emulationMinor` and
 //! `minCompatibilityMinor`, and the feature gates, evaluated at the emulated
-//! version ([`super::gates`]). The API kapi serves is the same from 1.31 to
+//! version ([`super::gates`]: their defaults then, and gates newer than it
+//! cannot be set). The API kapi serves is the same from 1.31 to
 //! 1.33 (every group-version it serves was introduced by 1.31), so no group
 //! is removed from discovery; `--runtime-config` keys for group-versions kapi
 //! does not serve are skipped as always.

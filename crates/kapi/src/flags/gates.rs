@@ -1,17 +1,20 @@
-//! `--feature-gates`: kube-apiserver 1.33's feature gates, one row each
-//! (`name|default|stage|locked`, their state at 1.33: the last of upstream's
-//! versioned specs not newer than 1.33), parsed and checked as upstream's
-//! feature gate does, and [`FeatureGates`], what was asked.
+//! `--feature-gates`: kube-apiserver 1.33's feature gates with their history
+//! (`gates_versioned.tsv`: one row per upstream versioned spec up to 1.33,
+//! `name, version, default, stage, locked`), evaluated at the emulated
+//! version (`--emulated-version`, default 1.33) as upstream's versioned
+//! feature gate does: a gate's state is its last spec not newer than that
+//! version; a gate with none yet is `PreAlpha` (off, and cannot be set).
 //!
 //! Invariants: an unknown name stops the start (`unrecognized feature gate:
-//! X`), so does setting a gate locked to its default to the other value;
-//! setting a GA or deprecated gate is accepted with upstream's warning.
-//! `AllAlpha`/`AllBeta` set every alpha/beta gate not set by name. The gates
-//! kapi acts on are [`HONOURED`]; the others are accepted and change nothing
-//! in kapi (named in the log when set).
+//! X`), so does setting a gate locked to its default to the other value, or a
+//! `PreAlpha` one; setting a GA or deprecated gate is accepted with upstream's
+//! warning. `AllAlpha`/`AllBeta` set every alpha/beta gate (at the emulated
+//! version) not set by name. The gates kapi acts on are [`HONOURED`]; the
+//! others are accepted and change nothing in kapi (named in the log when set).
 
 use std::collections::BTreeMap;
 
+use super::emulation::BINARY_MINOR;
 use super::value::parse_bool;
 
 /// The gates whose value changes what kapi does, and where.
@@ -29,47 +32,127 @@ pub const HONOURED: &[&str] = &[
     "ExternalServiceAccountTokenSigner",
 ];
 
-/// One gate at 1.33.
+/// One gate at one version.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Gate {
     pub name: &'static str,
     pub default: bool,
+    /// `Alpha`, `Beta`, `GA`, `Deprecated`, or `PreAlpha` before its first spec.
     pub stage: &'static str,
     pub locked: bool,
 }
 
-/// The gates, parsed once.
-pub fn gates() -> &'static [Gate] {
-    static GATES: std::sync::OnceLock<Vec<Gate>> = std::sync::OnceLock::new();
-    GATES.get_or_init(|| {
-        TABLE
+/// One upstream versioned spec.
+struct Spec {
+    name: &'static str,
+    /// `(major, minor)`.
+    version: (u32, u32),
+    default: bool,
+    stage: &'static str,
+    locked: bool,
+}
+
+fn specs() -> &'static [Spec] {
+    static SPECS: std::sync::OnceLock<Vec<Spec>> = std::sync::OnceLock::new();
+    SPECS.get_or_init(|| {
+        include_str!("gates_versioned.tsv")
             .lines()
-            .filter(|l| !l.trim().is_empty())
+            .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
             .map(|l| {
-                let c: Vec<&'static str> = l.split('|').collect();
-                Gate {
+                let c: Vec<&'static str> = l.split('\t').collect();
+                let (major, minor) = c[1].split_once('.').expect("major.minor");
+                Spec {
                     name: c[0],
-                    default: c[1] == "true",
-                    stage: c[2],
-                    locked: c[3] == "locked",
+                    version: (major.parse().expect("major"), minor.parse().expect("minor")),
+                    default: c[2] == "true",
+                    stage: c[3],
+                    locked: c.get(4) == Some(&"locked"),
                 }
             })
             .collect()
     })
 }
 
-/// The gates' values after `--feature-gates`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// Every gate's state at 1.`minor`.
+pub fn gates_at(minor: u32) -> Vec<Gate> {
+    let mut out: Vec<Gate> = Vec::new();
+    for spec in specs() {
+        let applies = spec.version <= (1, minor);
+        match out.last_mut() {
+            Some(g) if g.name == spec.name => {
+                if applies {
+                    *g = gate_of(spec);
+                }
+            }
+            _ => out.push(if applies {
+                gate_of(spec)
+            } else {
+                Gate {
+                    name: spec.name,
+                    default: false,
+                    stage: "PreAlpha",
+                    locked: false,
+                }
+            }),
+        }
+    }
+    out
+}
+
+fn gate_of(spec: &Spec) -> Gate {
+    Gate {
+        name: spec.name,
+        default: spec.default,
+        stage: spec.stage,
+        locked: spec.locked,
+    }
+}
+
+/// The gates at the binary's version (1.33).
+#[cfg(test)]
+fn gates() -> &'static [Gate] {
+    static GATES: std::sync::OnceLock<Vec<Gate>> = std::sync::OnceLock::new();
+    GATES.get_or_init(|| gates_at(BINARY_MINOR))
+}
+
+/// The gates' values after `--feature-gates`, at the emulated version.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FeatureGates {
     set: BTreeMap<&'static str, bool>,
     /// Warnings upstream logs for what was set (GA or deprecated gates).
     pub warnings: Vec<String>,
+    /// The emulated minor the gates are evaluated at.
+    minor: u32,
+    /// Every gate's state there.
+    gates: Vec<Gate>,
+}
+
+impl Default for FeatureGates {
+    fn default() -> Self {
+        FeatureGates::at(BINARY_MINOR)
+    }
 }
 
 impl FeatureGates {
     /// Parse every `--feature-gates` value (`[kube:]Name=bool`, comma-separated).
+    #[cfg(test)]
     pub fn parse(values: &[String]) -> Result<FeatureGates, String> {
-        let mut out = FeatureGates::default();
+        FeatureGates::parse_at(values, BINARY_MINOR)
+    }
+
+    /// The gates' defaults at 1.`minor`, none set.
+    fn at(minor: u32) -> FeatureGates {
+        FeatureGates {
+            set: BTreeMap::new(),
+            warnings: Vec::new(),
+            minor,
+            gates: gates_at(minor),
+        }
+    }
+
+    /// [`FeatureGates::parse`] at the emulated version 1.`minor`.
+    pub fn parse_at(values: &[String], minor: u32) -> Result<FeatureGates, String> {
+        let mut out = FeatureGates::at(minor);
         let mut all: Vec<(&str, bool)> = Vec::new();
         for value in values {
             for pair in value.split(',').map(str::trim).filter(|p| !p.is_empty()) {
@@ -98,7 +181,7 @@ impl FeatureGates {
             } else {
                 "Beta"
             };
-            for g in gates().iter().filter(|g| g.stage == stage && !g.locked) {
+            for g in out.gates.iter().filter(|g| g.stage == stage && !g.locked) {
                 out.set.entry(g.name).or_insert(on);
             }
         }
@@ -106,7 +189,8 @@ impl FeatureGates {
     }
 
     fn set_one(&mut self, name: &str, on: bool) -> Result<(), String> {
-        let gate = gates()
+        let gate = *self
+            .gates
             .iter()
             .find(|g| g.name == name)
             .ok_or_else(|| format!("unrecognized feature gate: {name}"))?;
@@ -114,6 +198,12 @@ impl FeatureGates {
             return Err(format!(
                 "cannot set feature gate {name} to {on}, feature is locked to {}",
                 gate.default
+            ));
+        }
+        if gate.stage == "PreAlpha" {
+            return Err(format!(
+                "cannot set feature gate {name} to {on}, feature is PreAlpha at emulated version 1.{}",
+                self.minor
             ));
         }
         match gate.stage {
@@ -134,7 +224,7 @@ impl FeatureGates {
         match self.set.get(name) {
             Some(on) => *on,
             None => {
-                gates()
+                self.gates
                     .iter()
                     .find(|g| g.name == name)
                     .unwrap_or_else(|| panic!("feature gate {name} is not in the table"))
@@ -152,197 +242,6 @@ impl FeatureGates {
             .collect()
     }
 }
-
-/// name|default at 1.33|stage|locked
-const TABLE: &str = "
-AggregatedDiscoveryRemoveBetaType|true|Deprecated|
-AllowDNSOnlyNodeCSR|false|Deprecated|
-AllowInsecureKubeletCertificateSigningRequests|false|Deprecated|
-AllowOverwriteTerminationGracePeriodSeconds|false|Deprecated|
-AllowParsingUserUIDFromCertAuth|true|Beta|
-AllowServiceLBStatusOnNonLB|false|Deprecated|locked
-AllowUnsafeMalformedObjectDeletion|false|Alpha|
-AnonymousAuthConfigurableEndpoints|true|Beta|
-AnyVolumeDataSource|true|GA|locked
-APIResponseCompression|true|Beta|
-APIServerIdentity|true|Beta|
-APIServerTracing|true|Beta|
-APIServingWithRoutine|false|Alpha|
-AuthorizeNodeWithSelectors|true|Beta|
-AuthorizeWithSelectors|true|Beta|
-BtreeWatchCache|true|GA|locked
-CBORServingAndStorage|false|Alpha|
-ClientsAllowCBOR|false|Alpha|
-ClientsPreferCBOR|false|Alpha|
-CloudControllerManagerWebhook|false|Alpha|
-ClusterTrustBundle|false|Beta|
-ClusterTrustBundleProjection|false|Beta|
-ComponentFlagz|false|Alpha|
-ComponentSLIs|true|GA|locked
-ComponentStatusz|false|Alpha|
-ConcurrentWatchObjectDecode|false|Beta|
-ConsistentListFromCache|true|Beta|
-ContainerCheckpoint|true|Beta|
-ContainerStopSignals|false|Alpha|
-ContextualLogging|true|Beta|
-CoordinatedLeaderElection|false|Beta|
-CPUCFSQuotaPeriod|false|Alpha|
-CPUManagerPolicyAlphaOptions|false|Alpha|
-CPUManagerPolicyBetaOptions|true|Beta|
-CPUManagerPolicyOptions|true|GA|locked
-CRDValidationRatcheting|true|GA|locked
-CronJobsScheduledAnnotation|true|GA|locked
-CrossNamespaceVolumeDataSource|false|Alpha|
-CSIMigrationPortworx|true|GA|locked
-CSIVolumeHealth|false|Alpha|
-CustomResourceFieldSelectors|true|GA|locked
-DeclarativeValidation|true|Beta|
-DeclarativeValidationTakeover|false|Beta|
-DeploymentReplicaSetTerminatingReplicas|false|Alpha|
-DevicePluginCDIDevices|true|GA|locked
-DisableAllocatorDualWrite|false|Beta|
-DisableCPUQuotaWithExclusiveCPUs|true|Beta|
-DisableNodeKubeProxyVersion|true|Deprecated|
-DRAAdminAccess|false|Alpha|
-DRADeviceTaints|false|Alpha|
-DRAPartitionableDevices|false|Alpha|
-DRAPrioritizedList|false|Alpha|
-DRAResourceClaimDeviceStatus|true|Beta|
-DynamicResourceAllocation|false|Beta|
-EventedPLEG|false|Alpha|
-ExecProbeTimeout|true|GA|
-ExternalServiceAccountTokenSigner|false|Alpha|
-GitRepoVolumeDriver|false|Deprecated|
-GracefulNodeShutdown|true|Beta|
-GracefulNodeShutdownBasedOnPodPriority|true|Beta|
-HonorPVReclaimPolicy|true|GA|locked
-HPAConfigurableTolerance|false|Alpha|
-HPAScaleToZero|false|Alpha|
-ImageMaximumGCAge|true|Beta|
-ImageVolume|false|Beta|
-InformerResourceVersion|false|Alpha|
-InPlacePodVerticalScaling|true|Beta|
-InPlacePodVerticalScalingAllocatedStatus|false|Deprecated|
-InPlacePodVerticalScalingExclusiveCPUs|false|Alpha|
-InTreePluginPortworxUnregister|false|Alpha|
-JobBackoffLimitPerIndex|true|GA|locked
-JobManagedBy|true|Beta|
-JobPodReplacementPolicy|true|Beta|
-JobSuccessPolicy|true|GA|locked
-KMSv1|false|Deprecated|
-KubeletCgroupDriverFromCRI|true|Beta|
-KubeletCrashLoopBackOffMax|false|Alpha|
-KubeletEnsureSecretPulledImages|false|Alpha|
-KubeletFineGrainedAuthz|true|Beta|
-KubeletInUserNamespace|false|Alpha|
-KubeletPodResourcesDynamicResources|false|Alpha|
-KubeletPodResourcesGet|false|Alpha|
-KubeletPodResourcesListUseActivePods|false|GA|
-KubeletPSI|false|Alpha|
-KubeletRegistrationGetOnExistsOnly|false|Deprecated|
-KubeletSeparateDiskGC|true|Beta|
-KubeletServiceAccountTokenForCredentialProviders|false|Alpha|
-KubeletTracing|true|Beta|
-LegacySidecarContainers|false|Deprecated|
-ListFromCacheSnapshot|false|Alpha|
-LoadBalancerIPMode|true|GA|locked
-LocalStorageCapacityIsolationFSQuotaMonitoring|false|Beta|
-LogarithmicScaleDown|true|GA|locked
-LoggingAlphaOptions|false|Alpha|
-LoggingBetaOptions|true|Beta|
-MatchLabelKeysInPodAffinity|true|GA|locked
-MatchLabelKeysInPodTopologySpread|true|Beta|
-MaxUnavailableStatefulSet|false|Alpha|
-MemoryManager|true|GA|locked
-MemoryQoS|false|Alpha|
-MultiCIDRServiceAllocator|true|GA|
-MutableCSINodeAllocatableCount|false|Alpha|
-MutatingAdmissionPolicy|false|Alpha|
-NFTablesProxyMode|true|GA|locked
-NodeInclusionPolicyInPodTopologySpread|true|GA|locked
-NodeLogQuery|false|Beta|
-NodeSwap|true|Beta|
-OpenAPIEnums|true|Beta|
-OrderedNamespaceDeletion|true|Beta|
-PodAndContainerStatsFromCRI|false|Alpha|
-PodDeletionCost|true|Beta|
-PodDisruptionConditions|true|GA|locked
-PodIndexLabel|true|GA|locked
-PodLevelResources|false|Alpha|
-PodLifecycleSleepAction|true|Beta|
-PodLifecycleSleepActionAllowZero|true|Beta|
-PodLogsQuerySplitStreams|false|Alpha|
-PodObservedGenerationTracking|false|Alpha|
-PodReadyToStartContainersCondition|true|Beta|
-PodSchedulingReadiness|true|GA|locked
-PodTopologyLabelsAdmission|false|Alpha|
-PortForwardWebsockets|true|Beta|
-PreferSameTrafficDistribution|false|Alpha|
-ProcMountType|true|Beta|
-QOSReserved|false|Alpha|
-RecoverVolumeExpansionFailure|true|Beta|
-RecursiveReadOnlyMounts|true|GA|locked
-ReduceDefaultCrashLoopBackOffDecay|false|Alpha|
-RelaxedDNSSearchValidation|true|Beta|
-RelaxedEnvironmentVariableValidation|true|Beta|
-ReloadKubeletServerCertificateFile|true|Beta|
-RemoteRequestHeaderUID|true|Beta|
-ResilientWatchCacheInitialization|true|Beta|
-ResourceHealthStatus|false|Alpha|
-RetryGenerateName|true|GA|locked
-RotateKubeletServerCertificate|true|Beta|
-RuntimeClassInImageCriAPI|false|Alpha|
-SchedulerAsyncPreemption|true|Beta|
-SchedulerPopFromBackoffQ|true|Beta|
-SchedulerQueueingHints|true|Beta|
-SELinuxChangePolicy|true|Beta|
-SELinuxMount|false|Beta|
-SELinuxMountReadWriteOncePod|true|Beta|
-SeparateCacheWatchRPC|false|Deprecated|
-SeparateTaintEvictionController|true|Beta|
-ServiceAccountNodeAudienceRestriction|true|Beta|
-ServiceAccountTokenJTI|true|GA|locked
-ServiceAccountTokenNodeBinding|true|GA|locked
-ServiceAccountTokenNodeBindingValidation|true|GA|locked
-ServiceAccountTokenPodNodeInfo|true|GA|locked
-ServiceTrafficDistribution|true|GA|locked
-SidecarContainers|true|GA|locked
-SizeMemoryBackedVolumes|true|GA|locked
-StatefulSetAutoDeletePVC|true|GA|locked
-StorageCapacityScoring|false|Alpha|
-StorageNamespaceIndex|true|Deprecated|
-StorageVersionAPI|false|Alpha|
-StorageVersionHash|true|Beta|
-StorageVersionMigrator|false|Alpha|
-StreamingCollectionEncodingToJSON|true|Beta|
-StreamingCollectionEncodingToProtobuf|true|Beta|
-StrictCostEnforcementForVAP|true|GA|locked
-StrictCostEnforcementForWebhooks|true|GA|locked
-StrictIPCIDRValidation|false|Alpha|
-StructuredAuthenticationConfiguration|true|Beta|
-StructuredAuthorizationConfiguration|true|GA|locked
-SupplementalGroupsPolicy|true|Beta|
-SystemdWatchdog|true|Beta|
-TopologyAwareHints|true|GA|locked
-TopologyManagerPolicyAlphaOptions|false|Alpha|
-TopologyManagerPolicyBetaOptions|true|Beta|
-TopologyManagerPolicyOptions|true|GA|
-TranslateStreamCloseWebsocketRequests|true|Beta|
-UnauthenticatedHTTP2DOSMitigation|true|Beta|
-UnknownVersionInteroperabilityProxy|false|Alpha|
-UserNamespacesPodSecurityStandards|false|Alpha|
-UserNamespacesSupport|true|Beta|
-VolumeAttributesClass|false|Beta|
-WatchCacheInitializationPostStartHook|false|Beta|
-WatchFromStorageWithoutResourceVersion|false|Deprecated|locked
-WatchList|false|Beta|
-WatchListClient|false|Beta|
-WindowsCPUAndMemoryAffinity|false|Alpha|
-WindowsGracefulNodeShutdown|false|Alpha|
-WindowsHostNetwork|false|Deprecated|
-WinDSR|true|Beta|
-WinOverlay|true|Beta|
-";
 
 #[cfg(test)]
 mod tests {
@@ -378,7 +277,45 @@ mod tests {
         }
         let mut names: Vec<&str> = gates().iter().map(|g| g.name).collect();
         let n = names.len();
+        names.sort();
         names.dedup();
         assert_eq!(names.len(), n, "names are unique");
+        // Upstream's gate strings, not the Go constants' names.
+        assert!(parse("CustomCPUCFSQuotaPeriod=true").is_ok());
+        assert!(parse("RuntimeClassInImageCriApi=true").is_ok());
+        assert!(parse("ElasticIndexedJob=true").is_ok());
+    }
+
+    #[test]
+    fn gates_at_an_emulated_version() {
+        let at = |v: &str, minor: u32| FeatureGates::parse_at(&[v.to_string()], minor);
+        // WatchList: beta and on in 1.32, off again in 1.33.
+        assert!(!at("", 33).unwrap().enabled("WatchList"));
+        assert!(at("", 32).unwrap().enabled("WatchList"));
+        // ExternalServiceAccountTokenSigner arrived as alpha in 1.32.
+        assert!(at("ExternalServiceAccountTokenSigner=true", 32).is_ok());
+        assert_eq!(
+            at("ExternalServiceAccountTokenSigner=true", 31).unwrap_err(),
+            "cannot set feature gate ExternalServiceAccountTokenSigner to true, feature is PreAlpha at emulated version 1.31"
+        );
+        assert!(!at("", 31)
+            .unwrap()
+            .enabled("ExternalServiceAccountTokenSigner"));
+        // Every gate has a state at every emulated version; the binary's
+        // states are the 1.33 ones.
+        for minor in 31..=33 {
+            assert_eq!(gates_at(minor).len(), gates().len());
+        }
+        assert_eq!(gates_at(33), gates());
+        // The specs are in order: one run per gate, versions rising.
+        let specs = specs();
+        for w in specs.windows(2) {
+            if w[0].name == w[1].name {
+                assert!(w[0].version < w[1].version, "{}", w[0].name);
+            }
+        }
+        // AllBeta reaches the betas of the emulated version.
+        let g = at("AllBeta=false", 32).unwrap();
+        assert!(!g.enabled("WatchList"));
     }
 }

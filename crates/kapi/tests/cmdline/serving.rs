@@ -480,8 +480,9 @@ async fn storage_size_metric_of_the_embedded_store() {
 
 /// `--emulated-version`: `/version` reports the emulated minor and the
 /// minimum compatibility one (its minor minus one, not below 1.31); versions
-/// outside 1.31–1.33 and the forward-compatible switches without an older
-/// emulated version stop the start with upstream's messages.
+/// outside 1.31–1.33, a gate set that did not exist yet at the emulated
+/// version, and the forward-compatible switches without an older emulated
+/// version stop the start with upstream's messages.
 #[tokio::test]
 async fn emulated_version_shows_in_version_and_is_checked() {
     for (flag, emulated, min_compat) in [("1.32", "32", "31"), ("kube=1.31", "31", "31")] {
@@ -509,12 +510,16 @@ async fn emulated_version_shows_in_version_and_is_checked() {
         ("--emulated-version=wardle=1.2", "component not registered: wardle"),
         ("--emulated-version=1.32.1", "patch version not allowed, got: kube=1.32.1"),
         (
+            "--emulated-version=1.31 --feature-gates=ExternalServiceAccountTokenSigner=true",
+            "cannot set feature gate ExternalServiceAccountTokenSigner to true, feature is PreAlpha at emulated version 1.31",
+        ),
+        (
             "--runtime-config-emulation-forward-compatible=true",
             "ServerRunOptions.RuntimeConfigEmulationForwardCompatible cannot be set to true if the emulation version is the same as the binary version",
         ),
     ] {
         let mut argv: Vec<&str> = base.iter().map(String::as_str).collect();
-        argv.push(extra);
+        argv.extend(extra.split(' '));
         let (code, _, err) = run_once(dir.path(), &argv);
         assert_eq!(code, 1, "{extra}: {err}");
         assert!(err.contains(message), "{extra}: {err}");
