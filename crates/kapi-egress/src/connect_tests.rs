@@ -134,3 +134,75 @@ fn proxy_addresses() {
     );
     assert!(status_line("SSH-2.0").is_err());
 }
+
+#[tokio::test]
+async fn tunnels_over_tls_presenting_the_client_certificate() {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+    let dir = tempfile::tempdir().unwrap();
+    let pki = kapi_http::tls::load_or_generate(dir.path(), &["127.0.0.1".into()]).unwrap();
+    let (cert, key) = pki.issue_client_cert("konnectivity-client", &[]).unwrap();
+    let write = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p.display().to_string()
+    };
+    let tls = crate::config::TlsConfig {
+        ca_bundle: write("ca.crt", &pki.ca_cert_pem),
+        client_cert: write("client.crt", &cert),
+        client_key: write("client.key", &key),
+    };
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(CertificateDer::from_pem_slice(pki.ca_cert_pem.as_bytes()).unwrap())
+        .unwrap();
+    let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+        Arc::new(roots),
+        provider.clone(),
+    )
+    .build()
+    .unwrap();
+    let chain = CertificateDer::pem_slice_iter(pki.serving_cert_pem.as_bytes())
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap();
+    let server_key = PrivateKeyDer::from_pem_slice(pki.serving_key_pem.as_bytes()).unwrap();
+    let server = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(chain, server_key)
+        .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(server));
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = l.local_addr().unwrap().port();
+    let seen = proxy_on(
+        async move {
+            let tcp = l.accept().await.unwrap().0;
+            let s = acceptor.accept(tcp).await.unwrap();
+            assert!(s
+                .get_ref()
+                .1
+                .peer_certificates()
+                .is_some_and(|c| !c.is_empty()));
+            Box::new(s) as BoxIo
+        },
+        b"HTTP/1.1 200 OK\r\n\r\n",
+    )
+    .await;
+    let dialer = HttpConnect::tcp(&TcpTransport {
+        url: format!("https://127.0.0.1:{port}"),
+        tls_config: Some(tls),
+    })
+    .unwrap();
+    let mut c = dialer.dial("192.0.2.10", 10250).await.unwrap();
+    c.write_all(b"ping").await.unwrap();
+    let mut echo = [0u8; 4];
+    c.read_exact(&mut echo).await.unwrap();
+    assert_eq!(&echo, b"ping");
+    assert!(seen
+        .await
+        .unwrap()
+        .starts_with("CONNECT 192.0.2.10:10250 HTTP/1.1\r\n"));
+}
