@@ -60,6 +60,9 @@ pub struct Context {
     pub authz: Arc<dyn Authorizer>,
     /// How webhooks' services are dialled (`--enable-aggregator-routing`).
     pub routing: kapi_client::service_resolver::Routing,
+    /// How webhooks are reached: a `url` through the `controlplane`
+    /// selection, a `service` through `cluster` (`--egress-selector-config-file`).
+    pub egress: kapi_egress::Egress,
 }
 
 /// Upstream's plugin order.
@@ -412,6 +415,7 @@ mod tests {
             apis: Arc::new(Apis::default()),
             authz: Arc::new(kapi_auth::authz::AlwaysAllow),
             routing: Default::default(),
+            egress: Default::default(),
         };
         for name in IMPLEMENTED.iter().filter(|n| **n != "AlwaysAdmit") {
             let row = upstream.iter().find(|r| r.0 == *name);

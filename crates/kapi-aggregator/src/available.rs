@@ -220,6 +220,7 @@ async fn check_remote(agg: &Aggregator, name: &str, obj: &Value) -> Outcome {
             Ok(t) => t.clone(),
             Err(_) => client::tls_config(&[], true, None).expect("an insecure config builds"),
         },
+        dialer: agg.settings.egress.cluster(),
         available: false,
         discovery: None,
         openapi_v2: None,
@@ -272,7 +273,7 @@ async fn probe(
     // As upstream, the check itself does not verify the serving certificate
     // (a best-effort reachability check); what is served is fetched verified.
     let insecure = client::tls_config(&[], true, proxy_client).expect("an insecure config builds");
-    match get(&endpoint, &remote.server_name(), insecure, &path).await {
+    match get(&endpoint, remote, insecure, &path).await {
         Ok((status, _)) if status.is_success() || status.is_redirection() => {}
         Ok((status, _)) => {
             return Outcome::new(
@@ -292,7 +293,7 @@ async fn probe(
             )
         }
     }
-    match get(&endpoint, &remote.server_name(), remote.tls.clone(), &path).await {
+    match get(&endpoint, remote, remote.tls.clone(), &path).await {
         Ok((status, body)) if status.is_success() => match serde_json::from_slice(&body) {
             Ok(list) => remote.discovery = Some(Arc::new(list)),
             Err(e) => tracing::debug!(apiservice = %remote.name, error = %e, "discovery document"),
@@ -308,8 +309,7 @@ async fn probe(
 
 /// Refresh the remote's OpenAPI documents (kept as they were on failure).
 async fn fetch_openapi(endpoint: &Endpoint, remote: &mut Remote) {
-    let name = remote.server_name();
-    if let Ok((status, body)) = get(endpoint, &name, remote.tls.clone(), "/openapi/v2").await {
+    if let Ok((status, body)) = get(endpoint, remote, remote.tls.clone(), "/openapi/v2").await {
         if status.is_success() {
             if let Ok(doc) = serde_json::from_slice::<Value>(&body) {
                 remote.openapi_v2 = Some(Arc::new(doc));
@@ -320,7 +320,7 @@ async fn fetch_openapi(endpoint: &Endpoint, remote: &mut Remote) {
         return;
     }
     let path = format!("/openapi/v3/apis/{}/{}", remote.group, remote.version);
-    if let Ok((status, body)) = get(endpoint, &name, remote.tls.clone(), &path).await {
+    if let Ok((status, body)) = get(endpoint, remote, remote.tls.clone(), &path).await {
         if status.is_success() && serde_json::from_slice::<Value>(&body).is_ok() {
             let hash = kapi_resources::openapi::hash(&body);
             remote.openapi_v3 = Some((body, hash));
@@ -331,10 +331,11 @@ async fn fetch_openapi(endpoint: &Endpoint, remote: &mut Remote) {
 /// `GET path` as `system:kube-aggregator` in `system:masters`, as upstream's check.
 pub(crate) async fn get(
     endpoint: &Endpoint,
-    server_name: &str,
+    remote: &Remote,
     tls: Arc<rustls::ClientConfig>,
     path: &str,
 ) -> Result<(StatusCode, bytes::Bytes), ClientError> {
+    let server_name = &remote.server_name();
     let req = hyper::Request::builder()
         .method(Method::GET)
         .uri(path)
@@ -345,7 +346,7 @@ pub(crate) async fn get(
         .body(Body::empty())
         .map_err(|e| ClientError::Http(e.to_string()))?;
     let fetch = async {
-        let resp = client::send(endpoint, server_name, tls, req).await?;
+        let resp = client::send(endpoint, server_name, tls, &remote.dialer, req).await?;
         let status = resp.status();
         let body = http_body_util::Limited::new(resp.into_body(), MAX_DISCOVERY)
             .collect()

@@ -1,5 +1,6 @@
 //! The HTTPS client to extension servers: one connection per request
-//! (HTTP/1.1 over rustls with the ring provider), dialled at the endpoint the
+//! (HTTP/1.1 over rustls with the ring provider), opened by the `cluster`
+//! egress selection's dialer at the endpoint the
 //! service resolver picked while verifying the certificate for the service's
 //! DNS name `<svc>.<ns>.svc` against the APIService's `caBundle` — or not at
 //! all under `insecureSkipTLSVerify` — and presenting the front-proxy client
@@ -71,16 +72,19 @@ pub fn tls_config(
     Ok(Arc::new(config))
 }
 
-/// Send `req` (origin-form URI) to `endpoint` over TLS as `server_name`.
+/// Send `req` (origin-form URI) to `endpoint` over TLS as `server_name`,
+/// the connection opened by `dialer`.
 pub async fn send(
     endpoint: &Endpoint,
     server_name: &str,
     tls: Arc<rustls::ClientConfig>,
+    dialer: &Arc<dyn kapi_egress::Dialer>,
     req: Request<Body>,
 ) -> Result<Response<hyper::body::Incoming>, ClientError> {
     let authority = endpoint.authority();
     let dial = async {
-        let tcp = tokio::net::TcpStream::connect(&authority)
+        let tcp = dialer
+            .dial(&endpoint.host, endpoint.port)
             .await
             .map_err(|e| ClientError::Dial(authority.clone(), e.to_string()))?;
         let name = ServerName::try_from(server_name.to_owned())

@@ -53,6 +53,8 @@ pub struct Remote {
     pub port: i64,
     /// How requests reach it (trust, server name, client certificate).
     pub tls: Arc<rustls::ClientConfig>,
+    /// What opens its connections (the `cluster` egress selection).
+    pub dialer: Arc<dyn kapi_egress::Dialer>,
     /// `Available` is True.
     pub available: bool,
     /// The server's `APIResourceList` for this group-version, when fetched.
@@ -86,6 +88,10 @@ pub struct Settings {
     /// `--aggregator-reject-forwarding-redirect` (default on): an extension
     /// server's redirect is answered 502 instead of passed to the client.
     pub reject_forwarding_redirect: bool,
+    /// How extension servers are reached (the `cluster` selection of
+    /// `--egress-selector-config-file`, as upstream's proxy and
+    /// availability checks).
+    pub egress: kapi_egress::Egress,
 }
 
 impl Default for Settings {
@@ -96,6 +102,7 @@ impl Default for Settings {
             auth_info: None,
             routing: Default::default(),
             reject_forwarding_redirect: true,
+            egress: Default::default(),
         }
     }
 }

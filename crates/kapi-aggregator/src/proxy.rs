@@ -121,7 +121,15 @@ async fn proxy(agg: &Aggregator, remote: Remote, req: Request) -> Response {
         }
     };
     let out = outgoing(req, &user, &remote.server_name(), endpoint.port);
-    match super::client::send(&endpoint, &remote.server_name(), remote.tls.clone(), out).await {
+    match super::client::send(
+        &endpoint,
+        &remote.server_name(),
+        remote.tls.clone(),
+        &remote.dialer,
+        out,
+    )
+    .await
+    {
         Ok(resp) if agg.settings.reject_forwarding_redirect && is_redirect(&resp) => {
             // As upstream's proxy with RejectForwardingRedirects.
             let msg = "the backend attempted to redirect this request, which is not permitted";

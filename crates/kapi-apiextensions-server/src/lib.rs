@@ -95,6 +95,8 @@ pub struct Context {
     /// How conversion webhooks' services are dialled
     /// (`--enable-aggregator-routing`).
     pub routing: kapi_client::service_resolver::Routing,
+    /// How conversion webhooks are reached (`--egress-selector-config-file`).
+    pub egress: kapi_egress::Egress,
 }
 
 /// Install the definitions there are, then follow changes.

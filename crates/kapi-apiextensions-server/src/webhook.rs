@@ -2,7 +2,9 @@
 //! clientConfig` (`url`, or `service` resolved through its endpoints by
 //! `service_resolver.rs`), TLS verified against `caBundle` (the system roots
 //! without one), one HTTPS POST of a `ConversionReview` per conversion, 30 s
-//! at most (upstream's client timeout, also sent as `?timeout=30s`).
+//! at most (upstream's client timeout, also sent as `?timeout=30s`). A `url`
+//! is dialled through the `controlplane` egress selection, a `service`
+//! through `cluster`, as upstream's webhook client configuration does.
 //!
 //! The store converts synchronously (`kapi_registry::Conversion`), so a post
 //! blocks its caller: on the multi-threaded runtime through `block_in_place`
@@ -20,7 +22,6 @@ use hyper_util::rt::TokioIo;
 use kapi_apiextensions::crd::ReviewClient;
 use rustls::pki_types::{CertificateDer, ServerName};
 use serde_json::Value;
-use tokio::net::TcpStream;
 
 use crate::Context;
 
@@ -28,6 +29,9 @@ use crate::Context;
 const TIMEOUT: Duration = Duration::from_secs(30);
 /// The largest response accepted.
 const MAX_RESPONSE: usize = 64 << 20;
+
+/// What opens the connection, and the host and port it is asked for.
+type Dial = (Arc<dyn kapi_egress::Dialer>, String, u16);
 
 /// Where the webhook is.
 enum Target {
@@ -77,8 +81,15 @@ impl WebhookClient {
         let (url, host, port, path, dial) = self.endpoint().await?;
         let fail = |e: &dyn std::fmt::Display| format!("Post {url:?}: {e}");
         let tls = self.tls.clone().map_err(|e| fail(&e))?;
+        let (dialer, dial_host, dial_port) = dial;
+        let dial = if dial_host.contains(':') {
+            format!("[{dial_host}]:{dial_port}")
+        } else {
+            format!("{dial_host}:{dial_port}")
+        };
         let exchange = async {
-            let tcp = TcpStream::connect(&dial)
+            let tcp = dialer
+                .dial(&dial_host, dial_port)
                 .await
                 .map_err(|e| fail(&format!("dial tcp {dial}: connect: {}", io_error(&e))))?;
             let name = ServerName::try_from(host.clone()).map_err(|e| fail(&e))?;
@@ -123,8 +134,9 @@ impl WebhookClient {
             .map_err(|_| fail(&"context deadline exceeded"))?
     }
 
-    /// (URL as upstream prints it, TLS host, port, request path, address to dial).
-    async fn endpoint(&self) -> Result<(String, String, u16, String, String), String> {
+    /// (URL as upstream prints it, TLS host, port, request path, what to dial).
+    async fn endpoint(&self) -> Result<(String, String, u16, String, Dial), String> {
+        let cx = self.cx.upgrade().ok_or("the server is shutting down")?;
         match &self.target {
             Target::Url(url) => {
                 let rest = url
@@ -137,11 +149,7 @@ impl WebhookClient {
                 let (host, port) = split_authority(authority)?;
                 let path = with_timeout(path);
                 let printed = format!("https://{authority}{path}");
-                let dial = if host.contains(':') {
-                    format!("[{host}]:{port}")
-                } else {
-                    format!("{host}:{port}")
-                };
+                let dial = (cx.egress.control_plane(), host.clone(), port);
                 Ok((printed, host, port, path, dial))
             }
             Target::Service {
@@ -153,13 +161,13 @@ impl WebhookClient {
                 let host = format!("{name}.{namespace}.svc");
                 let path = with_timeout(if path.is_empty() { "/" } else { path });
                 let printed = format!("https://{host}:{port}{path}");
-                let cx = self.cx.upgrade().ok_or("the server is shutting down")?;
                 let resolve = kapi_client::service_resolver::resolve_with;
                 let ep = resolve(&cx.apis, cx.routing, namespace, name, *port)
                     .await
                     .map_err(|e| format!("Post {printed:?}: {e}"))?;
                 let port = u16::try_from(*port).map_err(|e| e.to_string())?;
-                Ok((printed, host, port, path, ep.authority()))
+                let dial = (cx.egress.cluster(), ep.host, ep.port);
+                Ok((printed, host, port, path, dial))
             }
         }
     }

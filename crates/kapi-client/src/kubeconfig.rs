@@ -32,6 +32,13 @@ const RETRY_FIRST: Duration = Duration::from_millis(500);
 const RETRY_STEPS: u32 = 5;
 
 impl WebhookConnection {
+    /// This connection opened by `dialer` (the `controlplane` egress
+    /// selection, for the authentication, authorization and audit webhooks).
+    pub fn via(mut self, dialer: std::sync::Arc<dyn kapi_egress::Dialer>) -> Self {
+        self.target.dialer = dialer;
+        self
+    }
+
     /// POST `review` (JSON) and decode the JSON answer. Answers 429 and 5xx
     /// are retried with upstream's backoff; the whole exchange (retries
     /// included) is bounded by `timeout`.

@@ -9,6 +9,11 @@
 //! requests they serve (their answers are cached by the callers), and a fresh
 //! connection never carries a stale TLS session into a changed CA.
 //!
+//! Every connection is opened by the call's [`Target::dialer`]: direct unless
+//! the egress selector says otherwise (a `service` reached through the
+//! `cluster` selection, a `url` through `controlplane`, as upstream's
+//! webhook client configuration does).
+//!
 //! Errors are worded as Go's HTTP client reports them (`Post "<url>": ...`),
 //! because upstream's `failed calling webhook` messages embed them.
 
@@ -22,6 +27,7 @@ use hyper_util::rt::TokioIo;
 use rustls::pki_types::ServerName;
 use serde_json::Value;
 
+use kapi_egress::{Dialer, Egress, TcpDialer};
 use kapi_registry::apis::Apis;
 
 use crate::service_resolver::Routing;
@@ -30,20 +36,38 @@ use crate::service_resolver::Routing;
 const MAX_RESPONSE: usize = 8 << 20;
 
 /// Where a call goes: the address to connect to, the name the certificate must
-/// carry, and the URL as Go would print it.
-#[derive(Debug, Clone)]
+/// carry, the URL as Go would print it, and what opens the connection.
+#[derive(Clone)]
 pub struct Target {
     pub connect: (String, u16),
     pub server_name: String,
     pub path: String,
     pub url: String,
+    pub dialer: Arc<dyn Dialer>,
 }
 
-/// Resolve a `clientConfig` (a `url`, or a `service` through `apis`, dialled
-/// as `routing` says) into a call target.
-pub async fn target(apis: &Apis, routing: Routing, cc: &Value) -> Result<Target, String> {
+impl std::fmt::Debug for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Target")
+            .field("connect", &self.connect)
+            .field("server_name", &self.server_name)
+            .field("path", &self.path)
+            .field("url", &self.url)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Resolve a `clientConfig` (a `url`, dialled through the `controlplane`
+/// egress selection; or a `service` through `apis`, dialled as `routing`
+/// says through the `cluster` selection) into a call target.
+pub async fn target(
+    apis: &Apis,
+    routing: Routing,
+    egress: &Egress,
+    cc: &Value,
+) -> Result<Target, String> {
     if let Some(url) = cc.get("url").and_then(Value::as_str) {
-        return parse_url(url);
+        return Ok(parse_url(url)?.via(egress.control_plane()));
     }
     let svc = cc
         .get("service")
@@ -67,6 +91,7 @@ pub async fn target(apis: &Apis, routing: Routing, cc: &Value) -> Result<Target,
         server_name: host,
         path,
         url,
+        dialer: egress.cluster(),
     })
 }
 
@@ -75,6 +100,12 @@ impl Target {
     /// discovery or key set URL).
     pub fn from_url(url: &str) -> Result<Target, String> {
         parse_url(url)
+    }
+
+    /// This target with its connections opened by `dialer`.
+    pub fn via(mut self, dialer: Arc<dyn Dialer>) -> Target {
+        self.dialer = dialer;
+        self
     }
 
     /// This target with the certificate checked for `name` instead of the
@@ -118,6 +149,7 @@ fn parse_url(url: &str) -> Result<Target, String> {
         server_name: host.to_string(),
         path,
         url: url.to_string(),
+        dialer: Arc::new(TcpDialer),
     })
 }
 
@@ -283,7 +315,9 @@ fn success(status: u16, bytes: Vec<u8>) -> Result<Vec<u8>, String> {
 
 async fn exchange(t: &Target, tls: &ClientTls, call: Call<'_>) -> Result<(u16, Vec<u8>), String> {
     let name = ServerName::try_from(t.server_name.clone()).map_err(|e| e.to_string())?;
-    let tcp = tokio::net::TcpStream::connect((t.connect.0.as_str(), t.connect.1))
+    let tcp = t
+        .dialer
+        .dial(&t.connect.0, t.connect.1)
         .await
         .map_err(|e| format!("dial tcp {}:{}: {e}", t.connect.0, t.connect.1))?;
     let tls = tokio_rustls::TlsConnector::from(tls.0.clone())

@@ -7,14 +7,15 @@
 //! kubelet client config has no CA); the client certificate, when given, is
 //! presented on every kubelet connection and on `https:` proxy connections to
 //! pods and services (upstream's proxy transport carries the same TLS
-//! identity). Every dial goes through the [`Dialer`], the seam tests use to
-//! reach a fake kubelet at a node address.
+//! identity). Every dial goes through the [`Dialer`]: the `cluster` egress
+//! selection's (`kapi-egress`), or in tests a seam that reaches a fake
+//! kubelet at a node address.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncWrite};
+pub use kapi_egress::{BoxIo, Dialer, Io, TcpDialer};
 
 /// The address types tried, in order, when none is configured.
 pub const DEFAULT_ADDRESS_TYPES: &[&str] = &[
@@ -41,7 +42,8 @@ pub struct KubeletConfig {
     /// `--max-connection-bytes-per-sec`: each direction of a piped upgrade
     /// at most this many bytes a second (0: unlimited).
     pub max_bytes_per_sec: u64,
-    /// Opens TCP connections (tests route node addresses elsewhere).
+    /// Opens connections: the `cluster` egress selection (tests route node
+    /// addresses elsewhere).
     pub dialer: Arc<dyn Dialer>,
 }
 
@@ -71,30 +73,5 @@ impl Default for KubeletConfig {
             max_bytes_per_sec: 0,
             dialer: Arc::new(TcpDialer),
         }
-    }
-}
-
-/// A byte stream to a destination.
-pub trait Io: AsyncRead + AsyncWrite + Send + Unpin + 'static {}
-impl<T: AsyncRead + AsyncWrite + Send + Unpin + 'static> Io for T {}
-
-pub type BoxIo = Box<dyn Io>;
-
-/// Opens connections to `host:port`.
-#[async_trait::async_trait]
-pub trait Dialer: Send + Sync {
-    async fn dial(&self, host: &str, port: u16) -> std::io::Result<BoxIo>;
-}
-
-/// Plain TCP.
-pub struct TcpDialer;
-
-#[async_trait::async_trait]
-impl Dialer for TcpDialer {
-    async fn dial(&self, host: &str, port: u16) -> std::io::Result<BoxIo> {
-        let host = host.trim_start_matches('[').trim_end_matches(']');
-        let s = tokio::net::TcpStream::connect((host, port)).await?;
-        let _ = s.set_nodelay(true);
-        Ok(Box::new(s))
     }
 }

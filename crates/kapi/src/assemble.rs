@@ -53,8 +53,12 @@ pub struct Options {
     pub resources: kapi_resources::registry::Settings,
     /// `--encryption-provider-config`, loaded ([`Encryption::load`]).
     pub encryption: Option<Arc<Encryption>>,
-    /// How kubelets and proxied addresses are reached (`--kubelet-*`).
+    /// How kubelets and proxied addresses are reached (`--kubelet-*`; its
+    /// dialer is the `cluster` egress selection's).
     pub kubelet: Arc<kapi_kubelet::Connector>,
+    /// `--egress-selector-config-file`: how webhooks, extension servers and
+    /// (through `kubelet`) nodes are reached.
+    pub egress: kapi_egress::Egress,
     /// `--allow-privileged`: pod specs may ask for privileged containers.
     pub allow_privileged: bool,
     /// With the `WatchCacheInitializationPostStartHook` gate,
@@ -89,6 +93,7 @@ impl Options {
             ),
             allow_privileged: false,
             storage_readiness: None,
+            egress: kapi_egress::Egress::default(),
         }
     }
 }
@@ -106,6 +111,8 @@ pub struct Built {
     pub encryption: Option<Arc<Encryption>>,
     /// Who requests are from, as [`Built::router`] authenticates them.
     pub authenticator: Arc<Authenticator>,
+    /// How conversion webhooks are reached.
+    pub egress: kapi_egress::Egress,
 }
 
 /// The servers `options` describe, serving the built-in API over `slot`.
@@ -147,6 +154,7 @@ pub fn build(mut options: Options, slot: BackendSlot) -> Built {
         apis: apis.clone(),
         authz: authz.clone() as Arc<dyn Authorizer>,
         routing: options.aggregator.routing,
+        egress: options.egress.clone(),
     };
     let admission = Arc::new(
         options
@@ -154,6 +162,7 @@ pub fn build(mut options: Options, slot: BackendSlot) -> Built {
             .build_with(&plugins, options.allow_privileged),
     );
     let openapi = Arc::new(Published::new(OpenApi::build(&apis.defs())));
+    options.aggregator.egress = options.egress.clone();
     let aggregator = Arc::new(Aggregator::new(options.aggregator, apis.clone()));
     let server = Server::new(ServerParts {
         config: options.config,
@@ -173,6 +182,7 @@ pub fn build(mut options: Options, slot: BackendSlot) -> Built {
         chain: options.chain,
         encryption: options.encryption,
         authenticator: Arc::new(authenticator),
+        egress: options.egress,
     }
 }
 
@@ -262,6 +272,7 @@ impl Built {
             schema: server.schema.clone(),
             openapi: server.openapi.clone(),
             routing: self.aggregator.routing(),
+            egress: self.egress.clone(),
         };
         kapi_apiextensions_server::start(&Arc::new(apiextensions)).await;
         let cx = Arc::new(kapi_controllers::Context {

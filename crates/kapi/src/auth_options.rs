@@ -4,7 +4,8 @@
 //! authorizers (`--authorization-mode` with its webhook, or
 //! `--authorization-config`), with upstream's checks of which flags go
 //! together and its error texts. Every file is read and validated here, so a
-//! bad one stops the start naming the flag and the field.
+//! bad one stops the start naming the flag and the field. The webhooks are
+//! dialled through the `controlplane` egress selection, as upstream's.
 
 use std::sync::Arc;
 
@@ -13,6 +14,7 @@ use kapi_auth::authn::structured::{ConfigFile, Jwt};
 use kapi_auth::authn::webhook::TokenWebhook;
 use kapi_auth::authn::Authenticator;
 use kapi_auth::authz::{self, Mode};
+use kapi_egress::Egress;
 
 use crate::flags::ServeArgs;
 
@@ -28,6 +30,7 @@ pub fn authentication(
     mut auth: Authenticator,
     sa_issuers: &[String],
     api_audiences: &[String],
+    egress: &Egress,
 ) -> Result<Authenticator, String> {
     let o = &a.oidc;
     if a.authentication_config.is_some() && o.given {
@@ -65,7 +68,8 @@ pub fn authentication(
     }
     if let Some(path) = &a.authentication_token_webhook_config_file {
         let conn = kapi_client::kubeconfig::load(path)
-            .map_err(|e| format!("--authentication-token-webhook-config-file: {e}"))?;
+            .map_err(|e| format!("--authentication-token-webhook-config-file: {e}"))?
+            .via(egress.control_plane());
         let hook = TokenWebhook::new(
             conn,
             &a.authentication_token_webhook_version,
@@ -86,12 +90,12 @@ pub struct Authorizers {
 }
 
 /// The authorizers the flags ask for.
-pub fn authorization(a: &ServeArgs) -> Result<Authorizers, String> {
+pub fn authorization(a: &ServeArgs, egress: &Egress) -> Result<Authorizers, String> {
     if let Some(path) = &a.authorization_config {
         if a.authorization_legacy_given {
             return Err("--authorization-config can not be specified when --authorization-mode or --authorization-webhook-* flags are defined".into());
         }
-        let file = authz::structured::ConfigFile::load(path)?;
+        let file = authz::structured::ConfigFile::load_via(path, egress.control_plane())?;
         return Ok(Authorizers {
             modes: Vec::new(),
             webhook: None,
@@ -114,7 +118,8 @@ pub fn authorization(a: &ServeArgs) -> Result<Authorizers, String> {
         (None, false) => None,
         (Some(path), true) => {
             let conn = kapi_client::kubeconfig::load(path)
-                .map_err(|e| format!("--authorization-webhook-config-file: {e}"))?;
+                .map_err(|e| format!("--authorization-webhook-config-file: {e}"))?
+                .via(egress.control_plane());
             let settings = authz::webhook::Settings::from_flags(
                 &a.authorization_webhook_version,
                 a.authorization_webhook_cache_authorized_ttl,

@@ -11,6 +11,7 @@ use kapi_auth::authn::requestheader::{CertVerifier, RequestHeader, RequestHeader
 use kapi_auth::authn::serviceaccount::Issuer;
 use kapi_auth::authn::{Authenticator, TokenFile};
 use kapi_client::service_resolver::Routing;
+use kapi_egress::Egress;
 use kapi_http::lifecycle::Lifecycle;
 use kapi_server::{tls, ChainOptions, Cidr, ServerConfig};
 
@@ -19,7 +20,7 @@ pub use crate::flags::ServeArgs;
 use crate::serving::TerminationSettings;
 
 /// The filter settings the flags ask for.
-fn chain_options(a: &ServeArgs) -> Result<ChainOptions, String> {
+fn chain_options(a: &ServeArgs, egress: &Egress) -> Result<ChainOptions, String> {
     let audit = match &a.audit_policy_file {
         Some(policy) if a.audit_log_path.is_some() || a.audit_webhook_config_file.is_some() => {
             let policy = kapi_auth::audit::policy::Policy::load(policy)
@@ -34,7 +35,8 @@ fn chain_options(a: &ServeArgs) -> Result<ChainOptions, String> {
             let webhook = match &a.audit_webhook_config_file {
                 Some(path) => Some(kapi_auth::audit::sink::WebhookOptions {
                     connection: kapi_client::kubeconfig::load(path)
-                        .map_err(|e| format!("initializing audit webhook: {e}"))?,
+                        .map_err(|e| format!("initializing audit webhook: {e}"))?
+                        .via(egress.control_plane()),
                     initial_backoff: a.audit.webhook_initial_backoff,
                     delivery: a.audit.webhook_delivery.clone(),
                 }),
@@ -92,6 +94,26 @@ async fn encryption(a: &ServeArgs) -> Result<Option<Arc<kapi_encryption::Encrypt
     kapi_encryption::Encryption::load(settings).await.map(Some)
 }
 
+/// `--egress-selector-config-file`, loaded (a bad file stops the start with
+/// upstream's message, naming the file). kapi's etcd client dials by itself:
+/// an `etcd` selection other than `Direct` is refused when etcd is used.
+fn egress(a: &ServeArgs) -> Result<Egress, String> {
+    let Some(path) = &a.egress_selector_config_file else {
+        return Ok(Egress::default());
+    };
+    let flag = format!("--egress-selector-config-file {}", path.display());
+    let egress = Egress::load(path).map_err(|e| format!("{flag}: {e}"))?;
+    if egress.etcd() != kapi_egress::Protocol::Direct {
+        if !a.etcd_servers.is_empty() || !a.etcd_servers_overrides.is_empty() {
+            return Err(format!(
+                "{flag}: the etcd egress selection must be Direct: kapi does not route its etcd client (etcd-client) through a proxy"
+            ));
+        }
+        tracing::warn!("{flag}: the etcd egress selection has no effect without --etcd-servers");
+    }
+    Ok(egress)
+}
+
 fn read(path: &PathBuf) -> Result<String, String> {
     std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))
 }
@@ -114,6 +136,7 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
         .map_err(|e| format!("--service-cluster-ip-range: {e}"))?;
     std::fs::create_dir_all(&a.data_dir)
         .map_err(|e| format!("creating {}: {e}", a.data_dir.display()))?;
+    let egress = egress(&a)?;
     let encryption = encryption(&a).await?;
     let slot = crate::storage::open_main(&a).await?;
     let storage = crate::storage::options(&a).await?;
@@ -180,9 +203,9 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
         given => given.to_vec(),
     };
     let authenticator =
-        auth_options::authentication(&a, authenticator, &sa_issuers, &issuer.audiences())?;
-    let authorizers = auth_options::authorization(&a)?;
-    let chain = chain_options(&a)?;
+        auth_options::authentication(&a, authenticator, &sa_issuers, &issuer.audiences(), &egress)?;
+    let authorizers = auth_options::authorization(&a, &egress)?;
+    let chain = chain_options(&a, &egress)?;
 
     let config = server_config(&a, &advertise, port, service_cidr);
     let mut selected = a.controllers.clone();
@@ -237,12 +260,13 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
             event_ttl: a.event_ttl,
         },
         encryption,
-        kubelet: Arc::new(kubelet_connector(&a)?),
+        kubelet: Arc::new(kubelet_connector(&a, &egress)?),
         allow_privileged: a.allow_privileged,
         storage_readiness: a
             .feature_gates
             .enabled("WatchCacheInitializationPostStartHook")
             .then_some(a.storage_initialization_timeout),
+        egress,
     };
     let built = kapi::build(options, slot);
     let server = built.server.clone();
@@ -365,8 +389,9 @@ fn go_secs(secs: i64) -> String {
 /// `MinTokenAgeSec`).
 const MIN_TOKEN_AGE: i64 = 600;
 
-/// The kubelet connection the `--kubelet-*` flags describe.
-fn kubelet_connector(a: &ServeArgs) -> Result<kapi_kubelet::Connector, String> {
+/// The kubelet connection the `--kubelet-*` flags describe, dialled (as
+/// the proxies to pods, services and nodes) through the `cluster` selection.
+fn kubelet_connector(a: &ServeArgs, egress: &Egress) -> Result<kapi_kubelet::Connector, String> {
     let config = kapi_kubelet::KubeletConfig {
         client_certificate: a.kubelet_client_certificate.clone(),
         client_key: a.kubelet_client_key.clone(),
@@ -374,7 +399,7 @@ fn kubelet_connector(a: &ServeArgs) -> Result<kapi_kubelet::Connector, String> {
         preferred_address_types: a.kubelet_preferred_address_types.clone(),
         timeout: a.kubelet_timeout,
         max_bytes_per_sec: a.max_connection_bytes_per_sec,
-        ..Default::default()
+        dialer: egress.cluster(),
     };
     kapi_kubelet::Connector::new(config).map_err(|e| format!("kubelet client: {e}"))
 }

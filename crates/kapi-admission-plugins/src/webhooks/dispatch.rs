@@ -183,7 +183,7 @@ impl Context {
             ))));
         }
         let cc = h.spec.get("clientConfig").cloned().unwrap_or(Value::Null);
-        let target = webhook::target(&self.apis, self.routing, &cc)
+        let target = webhook::target(&self.apis, self.routing, &self.egress, &cc)
             .await
             .map_err(|e| CallError::Calling(format!("failed to call webhook: {e}")))?;
         let uid = super::new_uid();

@@ -20,22 +20,40 @@ use async_trait::async_trait;
 use super::config::{self, Validated};
 use super::{node, rbac, webhook};
 use super::{AlwaysAllow, AlwaysDeny, Attributes, Authorizer, Chain, Decision, RuleSet};
+use kapi_egress::Dialer;
 use kapi_http::user::UserInfo;
 
 const POLL: Duration = Duration::from_secs(1);
 
 /// The configuration file as loaded at start.
-#[derive(Debug)]
 pub struct ConfigFile {
     path: PathBuf,
     data: String,
     authorizers: Vec<Validated>,
     /// The webhooks of `authorizers`, connected, in order.
     hooks: Vec<Arc<webhook::Webhook>>,
+    /// Opens the webhooks' connections (the `controlplane` egress selection).
+    dialer: Arc<dyn Dialer>,
+}
+
+impl std::fmt::Debug for ConfigFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConfigFile")
+            .field("path", &self.path)
+            .field("authorizers", &self.authorizers)
+            .finish_non_exhaustive()
+    }
 }
 
 impl ConfigFile {
+    /// The file at `path`, its webhooks dialled directly.
     pub fn load(path: &Path) -> Result<ConfigFile, String> {
+        ConfigFile::load_via(path, Arc::new(kapi_egress::TcpDialer))
+    }
+
+    /// The file at `path`, its webhooks' connections (also after a reload)
+    /// opened by `dialer`.
+    pub fn load_via(path: &Path, dialer: Arc<dyn Dialer>) -> Result<ConfigFile, String> {
         let data = std::fs::read_to_string(path).map_err(|e| {
             format!(
                 "failed to read authorization config file {:?}: {e}",
@@ -49,7 +67,7 @@ impl ConfigFile {
             )
         })?;
         // The webhooks' kubeconfig files must load too.
-        let hooks = webhooks(&authorizers).map_err(|e| {
+        let hooks = webhooks(&authorizers, &dialer).map_err(|e| {
             format!(
                 "invalid authorization config file {:?}: {e}",
                 path.display()
@@ -60,12 +78,16 @@ impl ConfigFile {
             data,
             authorizers,
             hooks,
+            dialer,
         })
     }
 }
 
 /// Connect every webhook of `list`.
-fn webhooks(list: &[Validated]) -> Result<Vec<Arc<webhook::Webhook>>, String> {
+fn webhooks(
+    list: &[Validated],
+    dialer: &Arc<dyn Dialer>,
+) -> Result<Vec<Arc<webhook::Webhook>>, String> {
     list.iter()
         .filter_map(|a| match a {
             Validated::Webhook(w) => Some(w),
@@ -73,7 +95,8 @@ fn webhooks(list: &[Validated]) -> Result<Vec<Arc<webhook::Webhook>>, String> {
         })
         .map(|w| {
             let conn = kapi_client::kubeconfig::load(Path::new(&w.kubeconfig))
-                .map_err(|e| format!("authorizer {:?}: {e}", w.name))?;
+                .map_err(|e| format!("authorizer {:?}: {e}", w.name))?
+                .via(dialer.clone());
             webhook::Webhook::new(conn, w.settings.clone()).map(Arc::new)
         })
         .collect()
@@ -82,10 +105,11 @@ fn webhooks(list: &[Validated]) -> Result<Vec<Arc<webhook::Webhook>>, String> {
 /// The chain of `list`, its webhooks connected.
 fn chain(
     list: &[Validated],
+    dialer: &Arc<dyn Dialer>,
     rbac: &Arc<rbac::Rbac>,
     node: &Arc<node::Node>,
 ) -> Result<Chain, String> {
-    Ok(chain_of(list, webhooks(list)?, rbac, node))
+    Ok(chain_of(list, webhooks(list, dialer)?, rbac, node))
 }
 
 /// The chain of `list` with its webhooks `hooks` (in order).
@@ -114,6 +138,7 @@ fn chain_of(
 /// The chain of a configuration file, current as of the last reload.
 pub struct Reloading {
     path: PathBuf,
+    dialer: Arc<dyn Dialer>,
     rbac: Arc<rbac::Rbac>,
     node: Arc<node::Node>,
     chain: RwLock<Arc<Chain>>,
@@ -127,6 +152,7 @@ impl Reloading {
         let current = chain_of(&file.authorizers, file.hooks, &rbac, &node);
         let me = Arc::new(Reloading {
             path: file.path,
+            dialer: file.dialer,
             rbac,
             node,
             chain: RwLock::new(Arc::new(current)),
@@ -151,7 +177,8 @@ impl Reloading {
         if *self.tracked.lock().expect("tracked lock") == data {
             return;
         }
-        let built = config::parse(&data).and_then(|list| chain(&list, &self.rbac, &self.node));
+        let built = config::parse(&data)
+            .and_then(|list| chain(&list, &self.dialer, &self.rbac, &self.node));
         match built {
             Ok(c) => {
                 *self.chain.write().expect("chain lock") = Arc::new(c);

@@ -31,6 +31,8 @@ pub struct ServeArgs {
     /// How long events live after each write (0: until deleted).
     pub event_ttl: Duration,
     pub encryption_provider_config: Option<PathBuf>,
+    /// `--egress-selector-config-file`: an `EgressSelectorConfiguration`.
+    pub egress_selector_config_file: Option<PathBuf>,
     pub encryption_provider_config_automatic_reload: bool,
     pub storage_ready_timeout: Duration,
     pub service_cluster_ip_range: String,
@@ -230,6 +232,7 @@ impl ServeArgs {
             )? as u64),
             event_ttl: f.duration("event-ttl")?,
             encryption_provider_config: f.opt_path("encryption-provider-config"),
+            egress_selector_config_file: f.opt_path("egress-selector-config-file"),
             encryption_provider_config_automatic_reload: f
                 .bool("encryption-provider-config-automatic-reload"),
             storage_ready_timeout: f.duration("storage-ready-timeout")?,

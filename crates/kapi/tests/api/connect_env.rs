@@ -50,6 +50,16 @@ pub async fn start_with(
     kubelet: impl FnOnce(&mut KubeletConfig),
     configure: impl FnOnce(&mut kapi::Options),
 ) -> Env {
+    start_routed(|routes| Arc::new(MapDialer(routes)), kubelet, configure).await
+}
+
+/// [`start_with`], kapi dialling the fake kubelet and pod through the dialer
+/// `dialer` makes of the routes (`(host, port)` → loopback port).
+pub async fn start_routed(
+    dialer: impl FnOnce(HashMap<(String, u16), u16>) -> Arc<dyn Dialer>,
+    kubelet: impl FnOnce(&mut KubeletConfig),
+    configure: impl FnOnce(&mut kapi::Options),
+) -> Env {
     let certs = tempfile::tempdir().unwrap();
     let pki = kapi_server::tls::load_or_generate(certs.path(), &[NODE_IP.to_owned()]).unwrap();
     let (client_cert, client_key) = pki
@@ -83,7 +93,7 @@ pub async fn start_with(
         client_certificate: Some(write("client.crt", &client_cert)),
         client_key: Some(write("client.key", &client_key)),
         certificate_authority: Some(write("ca.crt", &pki.ca_cert_pem)),
-        dialer: Arc::new(MapDialer(routes)),
+        dialer: dialer(routes),
         ..Default::default()
     };
     kubelet(&mut config);

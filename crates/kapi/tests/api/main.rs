@@ -39,6 +39,7 @@ mod crd_schema;
 mod crud;
 mod defaults;
 mod discovery;
+mod egress;
 mod encryption;
 mod encryption_kms;
 mod error_texts;

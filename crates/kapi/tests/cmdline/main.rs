@@ -8,6 +8,7 @@
 
 mod audit_flags;
 mod auth_flags;
+mod egress;
 mod encryption;
 mod envtest;
 mod etcd_tls;
