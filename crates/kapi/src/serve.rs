@@ -103,7 +103,7 @@ fn egress(a: &ServeArgs) -> Result<Egress, String> {
     };
     let flag = format!("--egress-selector-config-file {}", path.display());
     let egress = Egress::load(path).map_err(|e| format!("{flag}: {e}"))?;
-    if egress.etcd() != kapi_egress::Protocol::Direct {
+    if egress.etcd_protocol() != kapi_egress::Protocol::Direct {
         if !a.etcd_servers.is_empty() || !a.etcd_servers_overrides.is_empty() {
             return Err(format!(
                 "{flag}: the etcd egress selection must be Direct: kapi does not route its etcd client (etcd-client) through a proxy"
