@@ -102,7 +102,12 @@ fn egress(a: &ServeArgs) -> Result<Egress, String> {
         return Ok(Egress::default());
     };
     let flag = format!("--egress-selector-config-file {}", path.display());
-    Egress::load(path).map_err(|e| format!("{flag}: {e}"))
+    let egress = Egress::load(path).map_err(|e| format!("{flag}: {e}"))?;
+    let etcd_used = !a.etcd_servers.is_empty() || !a.etcd_servers_overrides.is_empty();
+    if egress.etcd_protocol() != kapi_egress::Protocol::Direct && !etcd_used {
+        tracing::warn!("{flag}: the etcd egress selection has no effect without --etcd-servers");
+    }
+    Ok(egress)
 }
 
 fn read(path: &PathBuf) -> Result<String, String> {
