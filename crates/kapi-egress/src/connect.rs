@@ -207,7 +207,7 @@ fn status_line(head: &str) -> Result<(u16, String), String> {
 }
 
 /// `host:port`, bracketing IPv6 hosts, as Go's `net.JoinHostPort`.
-fn join_host_port(host: &str, port: u16) -> String {
+pub(crate) fn join_host_port(host: &str, port: u16) -> String {
     if host.contains(':') {
         format!("[{host}]:{port}")
     } else {

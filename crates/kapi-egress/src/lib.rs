@@ -11,16 +11,17 @@
 //! context without a selection dials directly, as upstream.
 //!
 //! Every dial of those callers goes through a [`Dialer`]: [`TcpDialer`]
-//! (`Direct`) or [`connect::HttpConnect`] (`HTTPConnect` to a konnectivity
-//! server or any HTTP CONNECT proxy, over TCP, TLS or a unix socket). The
-//! file is read and validated in `config.rs`; [`Egress`] is what it
-//! becomes, built once at start and never changed.
-//!
-//! Not implemented: the `GRPC` proxy protocol (konnectivity's
-//! `ProxyService`), refused by [`Egress::load`] with a message saying so.
+//! (`Direct`), [`connect::HttpConnect`] (`HTTPConnect` to a konnectivity
+//! server or any HTTP CONNECT proxy, over TCP, TLS or a unix socket) or
+//! [`grpc::Konnectivity`] (`GRPC`: konnectivity's `ProxyService` over a unix
+//! socket, `grpc.rs`). The etcd client dials through the `etcd` selection's
+//! dialer too (the binary hands it to the storage). The file is read and
+//! validated in `config.rs`; [`Egress`] is what it becomes, built once at
+//! start and never changed.
 
 pub mod config;
 pub mod connect;
+pub mod grpc;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -79,15 +80,15 @@ impl Network {
 pub struct Egress {
     control_plane: Arc<dyn Dialer>,
     cluster: Arc<dyn Dialer>,
-    /// The etcd selection's protocol: the etcd client dials by itself, so the
-    /// caller checks this instead of asking for a dialer.
-    etcd: Protocol,
+    etcd: Arc<dyn Dialer>,
+    /// The etcd selection's protocol (`Direct` without one), for messages.
+    etcd_protocol: Protocol,
 }
 
 impl std::fmt::Debug for Egress {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Egress")
-            .field("etcd", &self.etcd)
+            .field("etcd", &self.etcd_protocol)
             .finish_non_exhaustive()
     }
 }
@@ -97,7 +98,8 @@ impl Default for Egress {
         Egress {
             control_plane: Arc::new(TcpDialer),
             cluster: Arc::new(TcpDialer),
-            etcd: Protocol::Direct,
+            etcd: Arc::new(TcpDialer),
+            etcd_protocol: Protocol::Direct,
         }
     }
 }
@@ -146,14 +148,16 @@ impl Egress {
                     s.connection.proxy_protocol
                 )
             })?;
-            // Built for etcd too, so that its files are checked as upstream does.
             let dialer = dialer(&s.connection, protocol).map_err(|e| {
                 format!("failed to create dialer for egressSelection {name:?}: {e}")
             })?;
             match network {
                 Network::ControlPlane => egress.control_plane = dialer,
                 Network::Cluster => egress.cluster = dialer,
-                Network::Etcd => egress.etcd = protocol,
+                Network::Etcd => {
+                    egress.etcd = dialer;
+                    egress.etcd_protocol = protocol;
+                }
             }
         }
         Ok(egress)
@@ -165,17 +169,17 @@ impl Egress {
         match network {
             Network::ControlPlane => self.control_plane = dialer,
             Network::Cluster => self.cluster = dialer,
-            Network::Etcd => {}
+            Network::Etcd => self.etcd = dialer,
         }
         self
     }
 
-    /// The dialer of `network`; etcd's is always direct here (see [`Egress::etcd`]).
+    /// The dialer of `network`.
     pub fn dialer(&self, network: Network) -> Arc<dyn Dialer> {
         match network {
             Network::ControlPlane => self.control_plane.clone(),
             Network::Cluster => self.cluster.clone(),
-            Network::Etcd => Arc::new(TcpDialer),
+            Network::Etcd => self.etcd.clone(),
         }
     }
 
@@ -187,9 +191,13 @@ impl Egress {
         self.dialer(Network::ControlPlane)
     }
 
+    pub fn etcd(&self) -> Arc<dyn Dialer> {
+        self.dialer(Network::Etcd)
+    }
+
     /// The protocol the `etcd` selection asks for (`Direct` without one).
-    pub fn etcd(&self) -> Protocol {
-        self.etcd
+    pub fn etcd_protocol(&self) -> Protocol {
+        self.etcd_protocol
     }
 }
 
@@ -198,16 +206,20 @@ fn dialer(c: &Connection, protocol: Protocol) -> Result<Arc<dyn Dialer>, String>
     match protocol {
         Protocol::Direct => Ok(Arc::new(TcpDialer)),
         Protocol::HttpConnect => {
-            let t = c.transport.as_ref().ok_or("transport must be set for HTTPConnect")?;
+            let t = c
+                .transport
+                .as_ref()
+                .ok_or("transport must be set for HTTPConnect")?;
             match (&t.uds, &t.tcp) {
                 (Some(uds), _) => Ok(Arc::new(connect::HttpConnect::uds(&uds.uds_name))),
                 (None, Some(tcp)) => Ok(Arc::new(connect::HttpConnect::tcp(tcp)?)),
                 (None, None) => Err("Either a TCP or UDS transport must be specified".into()),
             }
         }
-        Protocol::Grpc => Err(
-            "the GRPC proxy protocol (konnectivity's ProxyService) is not implemented in kapi; use HTTPConnect (konnectivity-server --mode=http-connect)"
-                .into(),
-        ),
+        // Upstream's message; validation already asks for `uds`.
+        Protocol::Grpc => match c.transport.as_ref().and_then(|t| t.uds.as_ref()) {
+            Some(uds) => Ok(Arc::new(grpc::Konnectivity::uds(&uds.uds_name))),
+            None => Err("UDS transport must be specified for GRPC".into()),
+        },
     }
 }

@@ -24,6 +24,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use crate::backend::{
     Backend, Deleted, KeyValue, ListOptions, ListPage, Result, Revision, StorageError, WatchStream,
 };
+use crate::etcd_dial::EtcdDialer;
 use crate::etcd_lease::LeaseManager;
 
 /// How to reach etcd.
@@ -40,6 +41,9 @@ pub struct EtcdConfig {
     /// How long a lease granted for a TTL is reused by later writes with the
     /// same TTL (upstream `--lease-reuse-duration-seconds`).
     pub lease_reuse: Duration,
+    /// Opens the connections to the members (the `etcd` egress selection);
+    /// `None`: `etcd-client` connects by itself.
+    pub dialer: Option<EtcdDialer>,
 }
 
 impl EtcdConfig {
@@ -53,6 +57,7 @@ impl EtcdConfig {
             request_timeout: Duration::from_secs(10),
             progress_interval: Duration::from_secs(5),
             lease_reuse: Duration::from_secs(60),
+            dialer: None,
         }
     }
 }
@@ -81,13 +86,9 @@ impl Members {
         let mut out = Vec::with_capacity(self.config.endpoints.len());
         for (endpoint, slot) in self.config.endpoints.iter().zip(clients.iter_mut()) {
             if slot.is_none() {
-                let opened = async {
-                    let opts = connect_options(&self.config)?;
-                    Client::connect([endpoint.as_str()], Some(opts))
-                        .await
-                        .map_err(map_err)
-                };
-                *slot = opened.await.ok();
+                *slot = open(&self.config, std::slice::from_ref(endpoint))
+                    .await
+                    .ok();
             }
             let bytes = match slot.as_mut() {
                 Some(client) => match client.status().await {
@@ -154,25 +155,43 @@ fn tls_options(cfg: &EtcdConfig) -> Result<Option<etcd_client::TlsOptions>> {
     Ok(Some(tls))
 }
 
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// HTTP/2 keep-alive: the ping interval and how long its answer may take.
+const KEEP_ALIVE: (Duration, Duration) = (Duration::from_secs(10), Duration::from_secs(5));
+
 /// How every client of `cfg` connects.
 fn connect_options(cfg: &EtcdConfig) -> Result<ConnectOptions> {
     let mut opts = ConnectOptions::new()
-        .with_connect_timeout(Duration::from_secs(2))
+        .with_connect_timeout(CONNECT_TIMEOUT)
         .with_timeout(cfg.request_timeout)
-        .with_keep_alive(Duration::from_secs(10), Duration::from_secs(5));
+        .with_keep_alive(KEEP_ALIVE.0, KEEP_ALIVE.1);
     if let Some(tls) = tls_options(cfg)? {
         opts = opts.with_tls(tls);
     }
     Ok(opts)
 }
 
+/// A client of `endpoints` (all of `cfg`'s, or one member's), through
+/// `cfg`'s dialer when it has one.
+async fn open(cfg: &EtcdConfig, endpoints: &[String]) -> Result<Client> {
+    let opts = connect_options(cfg)?;
+    let Some(dialer) = &cfg.dialer else {
+        return Client::connect(endpoints, Some(opts))
+            .await
+            .map_err(map_err);
+    };
+    let settings = crate::etcd_dial::Settings {
+        connect_timeout: CONNECT_TIMEOUT,
+        request_timeout: cfg.request_timeout,
+        keep_alive: KEEP_ALIVE,
+    };
+    crate::etcd_dial::client(dialer, endpoints, tls_options(cfg)?, &settings, opts).await
+}
+
 impl EtcdBackend {
     /// Connect and prove the connection with one read.
     pub async fn connect(cfg: &EtcdConfig) -> Result<Self> {
-        let opts = connect_options(cfg)?;
-        let client = Client::connect(&cfg.endpoints, Some(opts))
-            .await
-            .map_err(map_err)?;
+        let client = open(cfg, &cfg.endpoints).await?;
         let backend = EtcdBackend {
             client,
             prefix: cfg.prefix.trim_end_matches('/').to_owned(),

@@ -10,6 +10,7 @@ mod backend;
 pub mod compactor;
 pub mod embedded;
 pub mod etcd;
+pub mod etcd_dial;
 mod etcd_lease;
 mod etcd_watch;
 pub mod factory;

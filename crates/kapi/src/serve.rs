@@ -95,20 +95,16 @@ async fn encryption(a: &ServeArgs) -> Result<Option<Arc<kapi_encryption::Encrypt
 }
 
 /// `--egress-selector-config-file`, loaded (a bad file stops the start with
-/// upstream's message, naming the file). kapi's etcd client dials by itself:
-/// an `etcd` selection other than `Direct` is refused when etcd is used.
+/// upstream's message, naming the file). The `etcd` selection reaches the
+/// etcd client through `storage.rs`.
 fn egress(a: &ServeArgs) -> Result<Egress, String> {
     let Some(path) = &a.egress_selector_config_file else {
         return Ok(Egress::default());
     };
     let flag = format!("--egress-selector-config-file {}", path.display());
     let egress = Egress::load(path).map_err(|e| format!("{flag}: {e}"))?;
-    if egress.etcd() != kapi_egress::Protocol::Direct {
-        if !a.etcd_servers.is_empty() || !a.etcd_servers_overrides.is_empty() {
-            return Err(format!(
-                "{flag}: the etcd egress selection must be Direct: kapi does not route its etcd client (etcd-client) through a proxy"
-            ));
-        }
+    let etcd_used = !a.etcd_servers.is_empty() || !a.etcd_servers_overrides.is_empty();
+    if egress.etcd_protocol() != kapi_egress::Protocol::Direct && !etcd_used {
         tracing::warn!("{flag}: the etcd egress selection has no effect without --etcd-servers");
     }
     Ok(egress)
@@ -138,8 +134,8 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
         .map_err(|e| format!("creating {}: {e}", a.data_dir.display()))?;
     let egress = egress(&a)?;
     let encryption = encryption(&a).await?;
-    let slot = crate::storage::open_main(&a).await?;
-    let storage = crate::storage::options(&a).await?;
+    let slot = crate::storage::open_main(&a, &egress).await?;
+    let storage = crate::storage::options(&a, &egress).await?;
 
     let advertise = a
         .advertise_address

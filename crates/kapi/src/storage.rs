@@ -1,23 +1,44 @@
 //! Storage as the flags describe it: the embedded store under `--data-dir`,
 //! or etcd at `--etcd-servers` (`--etcd-prefix`, the TLS files), plus the
 //! backends of `--etcd-servers-overrides` (same prefix and TLS files, other
-//! servers), each waited for within `--storage-ready-timeout`; and the
+//! servers), each waited for within `--storage-ready-timeout`, every etcd
+//! connection dialled through the `etcd` egress selection unless it is
+//! `Direct` (then `etcd-client` dials by itself, as without a file); and the
 //! resource table's storage options (`--watch-cache`, `--watch-cache-sizes`,
 //! `--enable-garbage-collector`, `--runtime-config`, the
 //! `ConsistentListFromCache` gate, `--storage-media-type`).
 
 use std::sync::Arc;
 
+use kapi_egress::{Dialer, Egress, Protocol};
 use kapi_registry::apis::StorageOptions;
 use kapi_storage::embedded::EmbeddedConfig;
 use kapi_storage::etcd::EtcdConfig;
+use kapi_storage::etcd_dial::{DialedIo, EtcdDial, EtcdDialer};
 use kapi_storage::factory::{self, StorageConfig};
 use kapi_storage::slot::BackendSlot;
 
 use crate::serve::ServeArgs;
 
-fn etcd_config(a: &ServeArgs, servers: Vec<String>) -> StorageConfig {
+/// The `etcd` egress selection as the storage's dialer.
+struct ViaEgress(Arc<dyn Dialer>);
+
+#[async_trait::async_trait]
+impl EtcdDial for ViaEgress {
+    async fn dial(&self, host: &str, port: u16) -> std::io::Result<Box<dyn DialedIo>> {
+        let io = self.0.dial(host, port).await?;
+        Ok(Box::new(io))
+    }
+}
+
+fn etcd_dialer(egress: &Egress) -> Option<EtcdDialer> {
+    (egress.etcd_protocol() != Protocol::Direct)
+        .then(|| EtcdDialer(Arc::new(ViaEgress(egress.etcd()))))
+}
+
+fn etcd_config(a: &ServeArgs, egress: &Egress, servers: Vec<String>) -> StorageConfig {
     let mut cfg = EtcdConfig::new(servers);
+    cfg.dialer = etcd_dialer(egress);
     cfg.prefix = a.etcd_prefix.clone();
     cfg.ca_file = a.etcd_cafile.clone();
     cfg.cert_file = a.etcd_certfile.clone();
@@ -26,16 +47,16 @@ fn etcd_config(a: &ServeArgs, servers: Vec<String>) -> StorageConfig {
     StorageConfig::Etcd(cfg)
 }
 
-fn storage_config(a: &ServeArgs) -> StorageConfig {
+fn storage_config(a: &ServeArgs, egress: &Egress) -> StorageConfig {
     if a.etcd_servers.is_empty() {
         return StorageConfig::Embedded(EmbeddedConfig::new(a.data_dir.join("store")));
     }
-    etcd_config(a, a.etcd_servers.clone())
+    etcd_config(a, egress, a.etcd_servers.clone())
 }
 
 /// The main storage, ready.
-pub async fn open_main(a: &ServeArgs) -> Result<BackendSlot, String> {
-    let slot = factory::open(storage_config(a)).map_err(|e| e.to_string())?;
+pub async fn open_main(a: &ServeArgs, egress: &Egress) -> Result<BackendSlot, String> {
+    let slot = factory::open(storage_config(a, egress)).map_err(|e| e.to_string())?;
     slot.wait_ready(a.storage_ready_timeout).await?;
     if let Some(backend) = slot.current() {
         kapi_storage::compactor::spawn(backend, a.etcd_compaction_interval);
@@ -45,10 +66,11 @@ pub async fn open_main(a: &ServeArgs) -> Result<BackendSlot, String> {
 
 /// The resource table's storage options, opening (and waiting for) the
 /// backends of `--etcd-servers-overrides`.
-pub async fn options(a: &ServeArgs) -> Result<StorageOptions, String> {
+pub async fn options(a: &ServeArgs, egress: &Egress) -> Result<StorageOptions, String> {
     let mut overrides = Vec::new();
     for ((group, resource), servers) in &a.etcd_servers_overrides {
-        let slot = factory::open(etcd_config(a, servers.clone())).map_err(|e| e.to_string())?;
+        let slot =
+            factory::open(etcd_config(a, egress, servers.clone())).map_err(|e| e.to_string())?;
         slot.wait_ready(a.storage_ready_timeout)
             .await
             .map_err(|e| format!("--etcd-servers-overrides {group}/{resource}: {e}"))?;

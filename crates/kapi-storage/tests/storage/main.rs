@@ -5,6 +5,7 @@
 //! Debian's `etcd` on a free loopback port.
 
 mod conformance;
+mod dialer;
 mod durability;
 mod fixtures;
 mod history;

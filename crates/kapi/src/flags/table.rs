@@ -317,7 +317,7 @@ authorization-webhook-version||string|v1beta1|authz|on||SubjectAccessReview vers
 # API enablement flags
 runtime-config||mapStringString||api|on||Turn API groups, versions or resources on and off: api/all, api/ga, api/beta, api/alpha, v1, group/version, group/version/resource = true|false (discovery, OpenAPI and routes follow; kapi serves every version it has by default).
 # Egress selector flags
-egress-selector-config-file||string||egress|on||File with apiserver egress selector configuration (EgressSelectorConfiguration): how the server reaches the cluster (kubelets, proxies, extension servers, webhook services) and the control plane (authentication, authorization and audit webhooks, webhook URLs); Direct or HTTPConnect. GRPC, and etcd other than Direct, are refused.
+egress-selector-config-file||string||egress|on||File with apiserver egress selector configuration (EgressSelectorConfiguration): how the server reaches the cluster (kubelets, proxies, extension servers, webhook services) and the control plane (authentication, authorization and audit webhooks, webhook URLs) and etcd; Direct, HTTPConnect (TCP, TLS or a unix socket) or GRPC (konnectivity, a unix socket).
 # Admission flags
 admission-control||strings||admission|on|use --enable-admission-plugins or --disable-admission-plugins instead|The complete list of admission plugins (replaces the default set; not with --enable-/--disable-admission-plugins).
 admission-control-config-file||string||admission|on||AdmissionConfiguration file with per-plugin settings (PodSecurity defaults and exemptions, ResourceQuota limited resources; other plugins' settings are named in the log and ignored).
