@@ -25,6 +25,9 @@ pub const HONOURED: &[&str] = &[
     // The `poststarthook/storage-readiness` check (kapi assemble), bounded by
     // `--storage-initialization-timeout`.
     "WatchCacheInitializationPostStartHook",
+    // `--tracing-config-file` is refused while off, as upstream's
+    // `TracingOptions.ApplyTo` (kapi serve, `otel::read`).
+    "APIServerTracing",
 ];
 
 /// One gate at 1.33.
