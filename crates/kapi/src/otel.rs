@@ -24,7 +24,9 @@ use opentelemetry::trace::TracerProvider as _;
 use opentelemetry::{InstrumentationScope, KeyValue};
 use opentelemetry_otlp::{WithExportConfig as _, WithTonicConfig as _};
 use opentelemetry_sdk::propagation::{BaggagePropagator, TraceContextPropagator};
-use opentelemetry_sdk::trace::{BatchConfigBuilder, BatchSpanProcessor, Sampler, SdkTracerProvider};
+use opentelemetry_sdk::trace::{
+    BatchConfigBuilder, BatchSpanProcessor, Sampler, SdkTracerProvider,
+};
 use opentelemetry_sdk::Resource;
 use serde::Deserialize;
 
@@ -116,8 +118,7 @@ fn grpc_target(endpoint: &str) -> Result<Target, String> {
         Some((s, rest))
             if !s.is_empty()
                 && s.starts_with(|c: char| c.is_ascii_alphabetic())
-                && s
-                    .chars()
+                && s.chars()
                     .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')) =>
         {
             (s.to_ascii_lowercase(), rest)
@@ -161,7 +162,10 @@ fn aggregate(errs: &[String]) -> String {
 /// then the file is read (the error names it), decoded and validated.
 pub fn read(path: &Path, gate_enabled: bool) -> Result<TracingConfiguration, String> {
     if !path.exists() {
-        return Err(format!("tracing-config-file {} does not exist", path.display()));
+        return Err(format!(
+            "tracing-config-file {} does not exist",
+            path.display()
+        ));
     }
     if !gate_enabled {
         return Err(

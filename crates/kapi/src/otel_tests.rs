@@ -22,17 +22,20 @@ fn yaml_and_json_at_both_versions() {
 
 #[test]
 fn defaults_sample_nothing_at_localhost_4317() {
-    let c = parse("apiVersion: apiserver.config.k8s.io/v1beta1\nkind: TracingConfiguration\n")
-        .unwrap();
+    let c =
+        parse("apiVersion: apiserver.config.k8s.io/v1beta1\nkind: TracingConfiguration\n").unwrap();
     assert_eq!(c, TracingConfiguration::default());
     assert_eq!(c.ratio(), 0.0);
-    assert_eq!(grpc_target(DEFAULT_ENDPOINT).unwrap(), Target::Tcp("localhost:4317".into()));
+    assert_eq!(
+        grpc_target(DEFAULT_ENDPOINT).unwrap(),
+        Target::Tcp("localhost:4317".into())
+    );
 }
 
 #[test]
 fn v1_is_not_a_version_of_1_33() {
-    let e = parse("apiVersion: apiserver.config.k8s.io/v1\nkind: TracingConfiguration\n")
-        .unwrap_err();
+    let e =
+        parse("apiVersion: apiserver.config.k8s.io/v1\nkind: TracingConfiguration\n").unwrap_err();
     assert!(
         e.starts_with("unable to decode tracing configuration data: no kind \"TracingConfiguration\" is registered for version \"apiserver.config.k8s.io/v1\""),
         "{e}"
@@ -42,7 +45,10 @@ fn v1_is_not_a_version_of_1_33() {
 #[test]
 fn kind_and_unknown_fields_are_checked_strictly() {
     let e = parse("apiVersion: apiserver.config.k8s.io/v1beta1\nendpoint: x:1\n").unwrap_err();
-    assert_eq!(e, "unable to decode tracing configuration data: Object 'Kind' is missing");
+    assert_eq!(
+        e,
+        "unable to decode tracing configuration data: Object 'Kind' is missing"
+    );
     let e = parse(
         "apiVersion: apiserver.config.k8s.io/v1beta1\nkind: TracingConfiguration\nsamplingRate: 5\n",
     )
@@ -71,13 +77,22 @@ fn sampling_rate_range() {
 
 #[test]
 fn endpoints_as_grpc_targets() {
-    assert_eq!(grpc_target("collector:4317").unwrap(), Target::Tcp("collector:4317".into()));
-    assert_eq!(grpc_target("dns:///collector:4317").unwrap(), Target::Tcp("collector:4317".into()));
+    assert_eq!(
+        grpc_target("collector:4317").unwrap(),
+        Target::Tcp("collector:4317".into())
+    );
+    assert_eq!(
+        grpc_target("dns:///collector:4317").unwrap(),
+        Target::Tcp("collector:4317".into())
+    );
     assert_eq!(
         grpc_target("dns://8.8.8.8/collector:4317").unwrap(),
         Target::Tcp("collector:4317".into())
     );
-    assert_eq!(grpc_target("unix:///run/otel.sock").unwrap(), Target::Unix("/run/otel.sock".into()));
+    assert_eq!(
+        grpc_target("unix:///run/otel.sock").unwrap(),
+        Target::Unix("/run/otel.sock".into())
+    );
     let head = "apiVersion: apiserver.config.k8s.io/v1beta1\nkind: TracingConfiguration\n";
     let e = parse(&format!("{head}endpoint: http://collector:4317\n")).unwrap_err();
     assert_eq!(
@@ -102,13 +117,22 @@ fn the_file_is_named_and_the_gate_checked() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("nope.yaml");
     let e = read(&missing, true).unwrap_err();
-    assert_eq!(e, format!("tracing-config-file {} does not exist", missing.display()));
+    assert_eq!(
+        e,
+        format!("tracing-config-file {} does not exist", missing.display())
+    );
     let bad = dir.path().join("bad.yaml");
     std::fs::write(&bad, "apiVersion: apiserver.config.k8s.io/v1beta1\nkind: TracingConfiguration\nsamplingRatePerMillion: -1\n").unwrap();
     let e = read(&bad, true).unwrap_err();
-    assert!(e.starts_with("failed to read tracing config: failed to validate"), "{e}");
+    assert!(
+        e.starts_with("failed to read tracing config: failed to validate"),
+        "{e}"
+    );
     let e = read(&bad, false).unwrap_err();
-    assert_eq!(e, "APIServerTracing feature is not enabled, but tracing config file was provided");
+    assert_eq!(
+        e,
+        "APIServerTracing feature is not enabled, but tracing config file was provided"
+    );
 }
 
 #[test]

@@ -35,9 +35,7 @@ use kapi_http::request::RequestInfo;
 use kapi_http::user::UserInfo;
 use opentelemetry::global::BoxedTracer;
 use opentelemetry::propagation::{Extractor, TextMapPropagator};
-use opentelemetry::trace::{
-    Link, SpanBuilder, SpanKind, Status, TraceContextExt, Tracer,
-};
+use opentelemetry::trace::{Link, SpanBuilder, SpanKind, Status, TraceContextExt, Tracer};
 use opentelemetry::{Context, KeyValue};
 
 /// The groups whose trace context is trusted (upstream's
@@ -112,10 +110,11 @@ impl Extractor for HeaderReader<'_> {
 pub async fn layer(State(t): State<Tracing>, mut req: Request, next: Next) -> Response {
     let remote = t.propagator.extract(&HeaderReader(req.headers()));
     let remote_span = remote.span().span_context().clone();
-    let trusted = req
-        .extensions()
-        .get::<UserInfo>()
-        .is_some_and(|u| u.groups.iter().any(|g| TRUSTED_GROUPS.contains(&g.as_str())));
+    let trusted = req.extensions().get::<UserInfo>().is_some_and(|u| {
+        u.groups
+            .iter()
+            .any(|g| TRUSTED_GROUPS.contains(&g.as_str()))
+    });
     let (parent, links) = if remote_span.is_valid() && !trusted {
         (Context::new(), vec![Link::with_context(remote_span)])
     } else {
@@ -225,7 +224,10 @@ fn request_attributes(req: &Request) -> Vec<KeyValue> {
             attrs.push(KeyValue::new("http.client_ip", first.to_owned()));
         }
     }
-    attrs.push(KeyValue::new("net.protocol.version", protocol_version(req.version())));
+    attrs.push(KeyValue::new(
+        "net.protocol.version",
+        protocol_version(req.version()),
+    ));
     let target = req
         .uri()
         .path_and_query()
@@ -290,7 +292,8 @@ impl SpanBody {
         if let Some(cx) = self.cx.take() {
             if self.count && self.wrote > 0 {
                 let wrote = i64::try_from(self.wrote).unwrap_or(i64::MAX);
-                cx.span().set_attribute(KeyValue::new("http.wrote_bytes", wrote));
+                cx.span()
+                    .set_attribute(KeyValue::new("http.wrote_bytes", wrote));
             }
             cx.span().end();
         }
@@ -351,7 +354,10 @@ mod tests {
             "GET /api/v1/namespaces/{:namespace}/pods/{:name}"
         );
         assert_eq!(
-            span_name("POST", info("/apis/apps/v1/namespaces/ns/deployments").as_ref()),
+            span_name(
+                "POST",
+                info("/apis/apps/v1/namespaces/ns/deployments").as_ref()
+            ),
             "POST /apis/apps/v1/namespaces/{:namespace}/deployments"
         );
         assert_eq!(
@@ -363,7 +369,10 @@ mod tests {
             "GET /api/v1/namespaces/{:namespace}/namespaces/{:name}"
         );
         assert_eq!(
-            span_name("GET", info("/apis/rbac.authorization.k8s.io/v1/clusterroles").as_ref()),
+            span_name(
+                "GET",
+                info("/apis/rbac.authorization.k8s.io/v1/clusterroles").as_ref()
+            ),
             "GET /apis/rbac.authorization.k8s.io/v1/clusterroles"
         );
     }

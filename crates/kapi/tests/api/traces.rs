@@ -156,12 +156,21 @@ async fn tracing_exports_request_and_handler_spans() {
     let create = named(&got, "POST /api/v1/namespaces/{:namespace}/configmaps");
     assert_eq!(create.len(), 1, "spans: {:?}", names(&got));
     let create = create[0];
-    assert_eq!(create.resource.get("service.name").map(String::as_str), Some("apiserver"));
     assert_eq!(
-        create.resource.get("service.instance.id").map(String::as_str),
+        create.resource.get("service.name").map(String::as_str),
+        Some("apiserver")
+    );
+    assert_eq!(
+        create
+            .resource
+            .get("service.instance.id")
+            .map(String::as_str),
         Some("apiserver-test")
     );
-    assert_eq!(create.scope, "go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp");
+    assert_eq!(
+        create.scope,
+        "go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+    );
     assert_eq!(create.span.kind, 2, "a server span");
     assert_eq!(create.attr("http.method").as_deref(), Some("POST"));
     assert_eq!(create.attr("http.status_code").as_deref(), Some("201"));
@@ -169,7 +178,10 @@ async fn tracing_exports_request_and_handler_spans() {
         create.attr("http.target"),
         Some(format!("/api/v1/namespaces/{ns}/configmaps"))
     );
-    assert_eq!(create.attr("user_agent.original").as_deref(), Some("tracing-test/1.0"));
+    assert_eq!(
+        create.attr("user_agent.original").as_deref(),
+        Some("tracing-test/1.0")
+    );
     assert_eq!(create.attr("http.scheme").as_deref(), Some("https"));
     assert!(create.attr("net.protocol.version").is_some());
     assert!(create.attr("net.sock.peer.addr").is_some());
@@ -187,16 +199,32 @@ async fn tracing_exports_request_and_handler_spans() {
     assert_eq!(handler.attr("resource").as_deref(), Some("configmaps"));
     assert_eq!(handler.attr("namespace").as_deref(), Some(ns.as_str()));
     assert_eq!(handler.attr("scope").as_deref(), Some("resource"));
-    assert_eq!(handler.attr("protocol").as_deref().map(|p| p.starts_with("HTTP/")), Some(true));
+    assert_eq!(
+        handler
+            .attr("protocol")
+            .as_deref()
+            .map(|p| p.starts_with("HTTP/")),
+        Some(true)
+    );
     assert_eq!(handler.attr("audit-id"), create.attr("audit-id"));
 
-    let get = named(&got, "GET /api/v1/namespaces/{:namespace}/configmaps/{:name}");
+    let get = named(
+        &got,
+        "GET /api/v1/namespaces/{:namespace}/configmaps/{:name}",
+    );
     assert_eq!(get.len(), 1, "spans: {:?}", names(&got));
     let get_handler = named(&got, "Get");
     assert!(get_handler
         .iter()
-        .any(|g| g.span.parent_span_id == get[0].span.span_id && g.attr("name").as_deref() == Some("c")));
-    assert_eq!(named(&got, "GET").iter().filter(|g| g.attr("http.target").as_deref() == Some("/version")).count(), 1);
+        .any(|g| g.span.parent_span_id == get[0].span.span_id
+            && g.attr("name").as_deref() == Some("c")));
+    assert_eq!(
+        named(&got, "GET")
+            .iter()
+            .filter(|g| g.attr("http.target").as_deref() == Some("/version"))
+            .count(),
+        1
+    );
 }
 
 fn names(got: &[Got]) -> Vec<&str> {
@@ -277,11 +305,10 @@ async fn tracing_at_rate_zero_without_context_exports_nothing() {
 async fn tracing_a_watch_span_ends_with_the_watch() {
     let (collected, addr) = collector().await;
     let (srv, pipeline) = traced_server(addr, 1_000_000).await;
-    let req = http::Request::get(
-        "/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=1",
-    )
-    .body(Vec::new())
-    .unwrap();
+    let req =
+        http::Request::get("/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=1")
+            .body(Vec::new())
+            .unwrap();
     let started = std::time::Instant::now();
     let (code, _) = srv.raw_text(req).await;
     assert_eq!(code, 200);
