@@ -58,6 +58,8 @@ fn chain_options(a: &ServeArgs) -> Result<ChainOptions, String> {
         hsts: a.hsts.clone(),
         metrics: a.metrics.clone(),
         lifecycle: Some(Lifecycle::new(a.shutdown_send_retry_after)),
+        // Set by `run` from `--tracing-config-file` (`trace_pipeline`).
+        tracing: None,
     })
 }
 
