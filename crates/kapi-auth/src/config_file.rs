@@ -1,5 +1,6 @@
 //! Decoding the API server's own configuration files
-//! (`AuthenticationConfiguration`, `AuthorizationConfiguration`) as upstream's
+//! (`AuthenticationConfiguration`, `AuthorizationConfiguration`, and the
+//! binary's `TracingConfiguration`) as upstream's
 //! strict decoder does: YAML or JSON, `apiVersion` and `kind` checked against
 //! the versions served, and a field the type does not have refused with its
 //! path (`strict decoding error: unknown field "jwt[0].issuer.foo"`). A
@@ -13,7 +14,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
-/// The group of both configuration kinds.
+/// The group of these configuration kinds.
 pub const GROUP: &str = "apiserver.config.k8s.io";
 
 /// Decode `data` as `kind` of [`GROUP`] at one of `versions`.

@@ -481,8 +481,9 @@ fn num(v: f64) -> String {
     }
 }
 
-/// Upstream's metric verb: `LIST`, `WATCH`, `APPLY`, the method otherwise.
-fn metric_verb(method: &str, info: Option<&request::RequestInfo>, apply: bool) -> String {
+/// Upstream's metric verb (`NormalizedVerb`): `LIST`, `WATCH`, `APPLY`, the
+/// method otherwise. The handlers' trace spans name it too.
+pub fn metric_verb(method: &str, info: Option<&request::RequestInfo>, apply: bool) -> String {
     match info.map(|i| i.verb) {
         Some("list") => "LIST".into(),
         Some("watch") => "WATCH".into(),

@@ -60,6 +60,8 @@ fn chain_options(a: &ServeArgs, egress: &Egress) -> Result<ChainOptions, String>
         hsts: a.hsts.clone(),
         metrics: a.metrics.clone(),
         lifecycle: Some(Lifecycle::new(a.shutdown_send_retry_after)),
+        // Set by `run` from `--tracing-config-file` (`trace_pipeline`).
+        tracing: None,
     })
 }
 
@@ -134,6 +136,7 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
         .map_err(|e| format!("creating {}: {e}", a.data_dir.display()))?;
     let egress = egress(&a)?;
     let encryption = encryption(&a).await?;
+    let traces = trace_pipeline(&a)?;
     let slot = crate::storage::open_main(&a, &egress).await?;
     let storage = crate::storage::options(&a, &egress).await?;
 
@@ -201,7 +204,8 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
     let authenticator =
         auth_options::authentication(&a, authenticator, &sa_issuers, &issuer.audiences(), &egress)?;
     let authorizers = auth_options::authorization(&a, &egress)?;
-    let chain = chain_options(&a, &egress)?;
+    let mut chain = chain_options(&a, &egress)?;
+    chain.tracing = traces.as_ref().map(kapi::otel::Pipeline::tracing);
 
     let config = server_config(&a, &advertise, port, service_cidr);
     let mut selected = a.controllers.clone();
@@ -309,7 +313,30 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
         .await
         .map_err(|e| format!("serving: {e}"))?;
     tracing::info!("[graceful-termination] all connections closed; exiting");
+    if let Some(traces) = traces {
+        // The last batch of spans goes out before the process ends.
+        let done = tokio::task::spawn_blocking(move || traces.shutdown()).await;
+        if let Ok(Err(e)) = done {
+            tracing::warn!("failed to shut down tracer provider: {e}");
+        }
+    }
     Ok(())
+}
+
+/// `--tracing-config-file`: the trace pipeline it describes (a bad file, or
+/// the APIServerTracing gate off, stops the start with upstream's message).
+fn trace_pipeline(a: &ServeArgs) -> Result<Option<kapi::otel::Pipeline>, String> {
+    let Some(path) = &a.tracing_config_file else {
+        return Ok(None);
+    };
+    let config = kapi::otel::read(path, a.feature_gates.enabled("APIServerTracing"))?;
+    let pipeline = kapi::otel::Pipeline::start(&config, &kapi::otel::apiserver_id())?;
+    tracing::info!(
+        endpoint = config.endpoint.as_deref().unwrap_or("localhost:4317"),
+        sampling_rate_per_million = config.sampling_rate_per_million.unwrap_or(0),
+        "tracing requests (APIServerTracing)"
+    );
+    Ok(Some(pipeline))
 }
 
 /// The service account token issuer: an external signer

@@ -13,7 +13,9 @@
 //! 6. HSTS, when `--strict-transport-security-directives` are given ([`hsts`]),
 //!    then CORS, when origins are allowed (`kapi_http::cors`), before
 //!    authentication as upstream's (a preflight carries no credentials);
-//! 7. authentication (`kapi_auth::authn`);
+//! 7. authentication (`kapi_auth::authn`), then, with
+//!    `--tracing-config-file`, the request span ([`trace`]), after it as
+//!    upstream's since 1.33 (it trusts a privileged caller's trace context);
 //! 8. audit events, when an audit policy is set (`kapi_auth::audit::layer`);
 //! 9. impersonation (`kapi_auth::authz::impersonation`);
 //! 10. API Priority and Fairness (`kapi-flowcontrol`), or max-inflight when
@@ -71,6 +73,10 @@ pub fn apply(
         .clone()
         .map(|c| from_fn_with_state(c, kapi_http::cors::layer));
     let hsts = chain.hsts.clone().map(|h| from_fn_with_state(h, hsts));
+    let traced = chain
+        .tracing
+        .clone()
+        .map(|t| from_fn_with_state(t, trace::layer));
     let filters = ServiceBuilder::new()
         .layer(from_fn(kapi_http::pretty::layer))
         .layer(from_fn_with_state(chain.metrics.clone(), metrics::layer))
@@ -81,6 +87,7 @@ pub fn apply(
         .option_layer(hsts)
         .option_layer(cors)
         .layer(from_fn_with_state(auth, authn::authenticate_layer))
+        .option_layer(traced)
         .option_layer(auditing)
         .layer(from_fn_with_state(authz.clone(), impersonate_layer))
         .layer(concurrency)
@@ -167,6 +174,9 @@ pub struct ChainOptions {
     pub metrics: kapi_http::metrics::Policy,
     /// The server's shutdown state (`kapi serve` terminates through it).
     pub lifecycle: Option<kapi_http::lifecycle::Lifecycle>,
+    /// `--tracing-config-file`'s tracers; `None` traces nothing (the filter
+    /// is left out of the chain).
+    pub tracing: Option<trace::Tracing>,
 }
 
 impl Default for ChainOptions {
@@ -181,6 +191,7 @@ impl Default for ChainOptions {
             hsts: None,
             metrics: Default::default(),
             lifecycle: None,
+            tracing: None,
         }
     }
 }
@@ -196,6 +207,7 @@ pub struct Chain {
     pub cors: Option<kapi_http::cors::Cors>,
     pub hsts: Option<HeaderValue>,
     pub lifecycle: Option<kapi_http::lifecycle::Lifecycle>,
+    pub tracing: Option<trace::Tracing>,
 }
 
 /// APF, or the two max-inflight limits when APF is off.
@@ -240,9 +252,12 @@ impl Chain {
             cors: opts.cors.clone(),
             hsts: opts.hsts.clone(),
             lifecycle: opts.lifecycle.clone(),
+            tracing: opts.tracing.clone(),
         })
     }
 }
+
+pub mod trace;
 
 #[cfg(test)]
 mod tests;

@@ -139,6 +139,7 @@ async fn handle(
         negotiate::protobuf_kind(def),
         table,
     )?;
+    let span = super::traced::start(&parts, &info, verb);
     let ctx = Ctx {
         srv,
         entry: entry.clone(),
@@ -164,7 +165,7 @@ async fn handle(
         headers: parts.headers,
     };
     let warning = ctx.entry.def.strategy.deprecation_warning();
-    let mut resp = serve(ctx, verb, sub, body).await?;
+    let mut resp = super::traced::finish(span, serve(ctx, verb, sub, body).await)?;
     if let Some(text) = warning {
         let value = format!(
             "299 - \"{}\"",

@@ -24,6 +24,7 @@ mod pb_fast;
 mod reviews;
 mod scale;
 mod token;
+mod traced;
 mod update;
 mod watch;
 

@@ -34,6 +34,8 @@ pub struct ServeArgs {
     /// `--egress-selector-config-file`: an `EgressSelectorConfiguration`.
     pub egress_selector_config_file: Option<PathBuf>,
     pub encryption_provider_config_automatic_reload: bool,
+    /// `--tracing-config-file` (APIServerTracing), read at start (`otel.rs`).
+    pub tracing_config_file: Option<PathBuf>,
     pub storage_ready_timeout: Duration,
     pub service_cluster_ip_range: String,
     pub tls_cert_file: Option<PathBuf>,
@@ -233,6 +235,7 @@ impl ServeArgs {
             event_ttl: f.duration("event-ttl")?,
             encryption_provider_config: f.opt_path("encryption-provider-config"),
             egress_selector_config_file: f.opt_path("egress-selector-config-file"),
+            tracing_config_file: f.opt_path("tracing-config-file"),
             encryption_provider_config_automatic_reload: f
                 .bool("encryption-provider-config-automatic-reload"),
             storage_ready_timeout: f.duration("storage-ready-timeout")?,

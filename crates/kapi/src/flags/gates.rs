@@ -30,6 +30,9 @@ pub const HONOURED: &[&str] = &[
     "WatchCacheInitializationPostStartHook",
     // `--service-account-signing-endpoint` is accepted only while on (kapi serve).
     "ExternalServiceAccountTokenSigner",
+    // `--tracing-config-file` is refused while off, as upstream's
+    // `TracingOptions.ApplyTo` (kapi serve, `otel::read`).
+    "APIServerTracing",
 ];
 
 /// One gate at one version.

@@ -338,7 +338,7 @@ logging-format||string|text|logs|on||Log format: text or json (one JSON object p
 v|v|Level|0|logs|on||Log verbosity: 0-1 info, 2-4 debug, 5 and up trace (RUST_LOG is used when the flag is absent).
 vmodule||pattern=N,...||logs|noop||Per-file verbosity (pattern=N, comma-separated).
 # Traces flags
-tracing-config-file||string||traces|todo||Tracing configuration (OpenTelemetry endpoint and sampling).
+tracing-config-file||string||traces|on||TracingConfiguration file (APIServerTracing): spans of every request sent over OTLP/gRPC to its endpoint (default localhost:4317), samplingRatePerMillion of them (default 0: only requests carrying a trusted sampled trace context).
 # Misc flags
 aggregator-reject-forwarding-redirect||bool|true|misc|on||Do not pass redirects from extension API servers back to the client.
 allow-privileged||bool|false|misc|on||Allow pod specs with privileged containers (without it they are refused 422, as upstream).

@@ -82,6 +82,7 @@ mod subres_scale;
 mod subresources;
 mod table_negotiation;
 mod token_requests;
+mod traces;
 mod trailing_slashes;
 mod upstream_store;
 mod vap;
