@@ -26,52 +26,11 @@ pub fn decode<T: DeserializeOwned>(data: &str, kind: &str, versions: &[&str]) ->
     let obj = doc
         .as_object_mut()
         .ok_or("couldn't get version/kind; json parse error: not an object")?;
-    let api_version = obj
-        .remove("apiVersion")
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_default();
-    let found_kind = obj
-        .remove("kind")
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_default();
-    if api_version.is_empty() {
-        return Err("Object 'apiVersion' is missing".into());
-    }
-    if found_kind.is_empty() {
-        return Err("Object 'Kind' is missing".into());
-    }
-    let version = api_version.strip_prefix(&format!("{GROUP}/"));
-    if found_kind != kind || !version.is_some_and(|v| versions.contains(&v)) {
-        return Err(format!(
-            "no kind {found_kind:?} is registered for version {api_version:?} (want {kind} of {})",
-            versions
-                .iter()
-                .map(|v| format!("{GROUP}/{v}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
+    kapi_machinery::config_file::check_type(obj, GROUP, kind, versions, false)?;
     serde_path_to_error::deserialize(doc).map_err(|e| {
         let path = e.path().to_string();
-        let inner = e.into_inner().to_string();
-        match unknown_field(&inner) {
-            Some(field) => {
-                let full = match path.as_str() {
-                    "." | "" => field.to_string(),
-                    p if p.ends_with(field) => p.to_string(),
-                    p => format!("{p}.{field}"),
-                };
-                format!("strict decoding error: unknown field {full:?}")
-            }
-            None => format!("{path}: {inner}"),
-        }
+        kapi_machinery::config_file::strict_error(&path, &e.into_inner().to_string())
     })
-}
-
-/// The name in serde's "unknown field `x`, expected ..." message.
-fn unknown_field(msg: &str) -> Option<&str> {
-    let rest = msg.strip_prefix("unknown field `")?;
-    rest.split('`').next()
 }
 
 /// A field that may be `null` in the file (Go decodes null as the zero value).

@@ -120,30 +120,7 @@ pub fn parse(data: &str) -> Result<EgressSelectorConfiguration, String> {
     let obj = doc
         .as_object_mut()
         .ok_or("couldn't get version/kind; json parse error: not an object")?;
-    let take = |obj: &mut serde_json::Map<String, Value>, k: &str| {
-        obj.remove(k)
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default()
-    };
-    let api_version = take(obj, "apiVersion");
-    let kind = take(obj, "kind");
-    if kind.is_empty() {
-        return Err("Object 'Kind' is missing".into());
-    }
-    if api_version.is_empty() {
-        return Err("Object 'apiVersion' is missing".into());
-    }
-    let version = api_version.strip_prefix(&format!("{GROUP}/"));
-    if kind != KIND || !version.is_some_and(|v| VERSIONS.contains(&v)) {
-        return Err(format!(
-            "no kind {kind:?} is registered for version {api_version:?} (want {KIND} of {})",
-            VERSIONS
-                .iter()
-                .map(|v| format!("{GROUP}/{v}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
+    kapi_machinery::config_file::check_type(obj, GROUP, KIND, &VERSIONS, true)?;
     let mut config: EgressSelectorConfiguration =
         serde_path_to_error::deserialize(doc).map_err(strict_error)?;
     for s in &mut config.egress_selections {
@@ -157,21 +134,7 @@ pub fn parse(data: &str) -> Result<EgressSelectorConfiguration, String> {
 /// serde's error as upstream's strict decoder words it.
 fn strict_error(e: serde_path_to_error::Error<serde_json::Error>) -> String {
     let path = e.path().to_string();
-    let inner = e.into_inner().to_string();
-    let unknown = inner
-        .strip_prefix("unknown field `")
-        .and_then(|rest| rest.split('`').next());
-    match unknown {
-        Some(field) => {
-            let full = match path.as_str() {
-                "." | "" => field.to_string(),
-                p if p.ends_with(field) => p.to_string(),
-                p => format!("{p}.{field}"),
-            };
-            format!("strict decoding error: unknown field {full:?}")
-        }
-        None => format!("{path}: {inner}"),
-    }
+    kapi_machinery::config_file::strict_error(&path, &e.into_inner().to_string())
 }
 
 /// Upstream's `ValidateEgressSelectorConfiguration`: the aggregated message,

@@ -509,6 +509,6 @@ pub async fn layer(State(fc): State<FlowControl>, req: Request, next: Next) -> R
         release();
         resp
     } else {
-        limits::on_body_end(resp, None::<fn()>, release)
+        limits::on_body_end(resp, limits::NO_FRAMES, release)
     }
 }

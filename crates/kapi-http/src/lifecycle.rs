@@ -24,7 +24,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use tokio::sync::{watch, Notify};
 
-use crate::limits::{on_body_end, Kind};
+use crate::limits::{on_body_end, Kind, NO_FRAMES};
 use crate::tls::GoAway;
 
 /// Paths never refused while shutting down.
@@ -177,7 +177,7 @@ pub async fn layer(State(lc): State<Lifecycle>, mut req: Request, next: Next) ->
     let watch = std::ptr::eq(counter, &lc.0.watches);
     req.extensions_mut().insert(lc.clone());
     let resp = next.run(req).await;
-    on_body_end(resp, None::<fn()>, move || {
+    on_body_end(resp, NO_FRAMES, move || {
         if watch {
             lc.0.watches.done()
         } else {

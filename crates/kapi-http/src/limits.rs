@@ -267,31 +267,34 @@ pub async fn max_inflight(State(lim): State<MaxInflight>, req: Request, next: Ne
     };
     let executing = Executing::start(&lim.metrics, kind.mutating);
     let resp = next.run(req).await;
-    on_body_end(resp, None::<fn()>, move || {
+    on_body_end(resp, NO_FRAMES, move || {
         drop(permit);
         drop(executing);
     })
 }
 
 /// Run `on_end` once when the response body has been sent (or dropped: the
-/// client went away), and `on_frame` for every data frame.
+/// client went away), and `on_frame` with the length of every data frame.
 pub fn on_body_end(
     resp: Response,
-    on_frame: Option<impl Fn() + Send + 'static>,
+    on_frame: Option<impl Fn(usize) + Send + 'static>,
     on_end: impl FnOnce() + Send + 'static,
 ) -> Response {
     let (parts, body) = resp.into_parts();
     let guarded = Guarded {
         inner: body,
-        on_frame: on_frame.map(|f| Box::new(f) as Box<dyn Fn() + Send>),
+        on_frame: on_frame.map(|f| Box::new(f) as Box<dyn Fn(usize) + Send>),
         on_end: Some(Box::new(on_end)),
     };
     Response::from_parts(parts, Body::new(guarded))
 }
 
+/// No per-frame callback ([`on_body_end`]'s `on_frame`).
+pub const NO_FRAMES: Option<fn(usize)> = None;
+
 struct Guarded {
     inner: Body,
-    on_frame: Option<Box<dyn Fn() + Send>>,
+    on_frame: Option<Box<dyn Fn(usize) + Send>>,
     on_end: Option<Box<dyn FnOnce() + Send>>,
 }
 
@@ -321,8 +324,8 @@ impl HttpBody for Guarded {
         let polled = Pin::new(&mut this.inner).poll_frame(cx);
         match &polled {
             Poll::Ready(Some(Ok(frame))) => {
-                if let (Some(f), true) = (&this.on_frame, frame.is_data()) {
-                    f();
+                if let (Some(f), Some(data)) = (&this.on_frame, frame.data_ref()) {
+                    f(data.len());
                 }
             }
             Poll::Ready(_) => this.end(),

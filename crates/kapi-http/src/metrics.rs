@@ -549,7 +549,7 @@ pub async fn layer(State(metrics): State<Metrics>, mut req: Request, next: Next)
     let on_frame = watch.then(|| {
         let l = [&labels.0[2], &labels.0[3], &labels.0[4]].map(String::as_str);
         let events = metrics.counter(&WATCH_EVENTS, &l);
-        move || events.inc()
+        move |_: usize| events.inc()
     });
     crate::limits::on_body_end(resp, on_frame, move || {
         let mut all: Vec<&str> = labels.0.iter().map(String::as_str).collect();

@@ -8,6 +8,7 @@
 
 pub mod apply;
 pub mod cel;
+pub mod config_file;
 pub mod fieldpath;
 pub mod fields;
 pub mod gojson;

@@ -466,7 +466,7 @@ pub async fn layer(State(audit): State<Audit>, mut req: Request, next: Next) -> 
             ev.insert("responseStatus".into(), response_status(code, None));
         });
         let ev = event.clone();
-        return limits::on_body_end(resp, None::<fn()>, move || {
+        return limits::on_body_end(resp, limits::NO_FRAMES, move || {
             ev.emit("ResponseComplete", |e| {
                 with_request(e);
                 e.insert("responseStatus".into(), response_status(code, None));
@@ -486,7 +486,7 @@ pub async fn layer(State(audit): State<Audit>, mut req: Request, next: Next) -> 
             || (kind.verb == "create" && code < 300));
     if !want_body {
         let ev = event.clone();
-        return limits::on_body_end(resp, None::<fn()>, move || {
+        return limits::on_body_end(resp, limits::NO_FRAMES, move || {
             ev.emit("ResponseComplete", |e| {
                 with_request(e);
                 e.insert("responseStatus".into(), response_status(code, None));

@@ -18,17 +18,14 @@
 //! (`handlers/traced.rs`). The SDK, the sampler and the exporter live in the
 //! binary (`kapi/src/otel.rs`): this crate sees only the OpenTelemetry API.
 
-use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::task::{Context as TaskContext, Poll};
 use std::time::SystemTime;
 
-use axum::body::Body;
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{header, HeaderMap};
 use axum::middleware::Next;
 use axum::response::Response;
-use bytes::Bytes;
 use kapi_auth::audit::AuditId;
 use kapi_http::limits::{Deadline, Kind};
 use kapi_http::request::RequestInfo;
@@ -152,14 +149,22 @@ pub async fn layer(State(t): State<Tracing>, mut req: Request, next: Next) -> Re
 /// End the span of `cx` when `resp`'s body ends (or is dropped unsent);
 /// `count` records the bytes written as `http.wrote_bytes`, as `otelhttp`.
 pub fn end_with_body(resp: Response, cx: Context, count: bool) -> Response {
-    let (parts, body) = resp.into_parts();
-    let traced = SpanBody {
-        inner: body,
-        cx: Some(cx),
-        count,
-        wrote: 0,
-    };
-    Response::from_parts(parts, Body::new(traced))
+    let wrote = Arc::new(AtomicU64::new(0));
+    let counted = wrote.clone();
+    let on_frame = count.then(|| {
+        move |len: usize| {
+            counted.fetch_add(len as u64, Ordering::Relaxed);
+        }
+    });
+    kapi_http::limits::on_body_end(resp, on_frame, move || {
+        let wrote = wrote.load(Ordering::Relaxed);
+        if count && wrote > 0 {
+            let wrote = i64::try_from(wrote).unwrap_or(i64::MAX);
+            cx.span()
+                .set_attribute(KeyValue::new("http.wrote_bytes", wrote));
+        }
+        cx.span().end();
+    })
 }
 
 /// The request span's name, as upstream's span name formatter.
@@ -276,64 +281,6 @@ fn split_host_port(host: &str) -> (&str, Option<u16>) {
     match host.rsplit_once(':') {
         Some((name, port)) if !name.contains(':') => (name, port.parse().ok()),
         _ => (host, None),
-    }
-}
-
-/// A response body that ends a span when it ends.
-struct SpanBody {
-    inner: Body,
-    cx: Option<Context>,
-    count: bool,
-    wrote: u64,
-}
-
-impl SpanBody {
-    fn end(&mut self) {
-        if let Some(cx) = self.cx.take() {
-            if self.count && self.wrote > 0 {
-                let wrote = i64::try_from(self.wrote).unwrap_or(i64::MAX);
-                cx.span()
-                    .set_attribute(KeyValue::new("http.wrote_bytes", wrote));
-            }
-            cx.span().end();
-        }
-    }
-}
-
-impl Drop for SpanBody {
-    fn drop(&mut self) {
-        self.end();
-    }
-}
-
-impl http_body::Body for SpanBody {
-    type Data = Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut TaskContext<'_>,
-    ) -> Poll<Option<Result<http_body::Frame<Bytes>, axum::Error>>> {
-        let this = self.get_mut();
-        let polled = Pin::new(&mut this.inner).poll_frame(cx);
-        match &polled {
-            Poll::Ready(Some(Ok(frame))) => {
-                if let Some(data) = frame.data_ref() {
-                    this.wrote += data.len() as u64;
-                }
-            }
-            Poll::Ready(_) => this.end(),
-            Poll::Pending => {}
-        }
-        polled
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> http_body::SizeHint {
-        self.inner.size_hint()
     }
 }
 
