@@ -151,10 +151,8 @@ pub async fn layer(State(t): State<Tracing>, mut req: Request, next: Next) -> Re
 pub fn end_with_body(resp: Response, cx: Context, count: bool) -> Response {
     let wrote = Arc::new(AtomicU64::new(0));
     let counted = wrote.clone();
-    let on_frame = count.then(|| {
-        move |len: usize| {
-            counted.fetch_add(len as u64, Ordering::Relaxed);
-        }
+    let on_frame = count.then_some(move |len: usize| {
+        counted.fetch_add(len as u64, Ordering::Relaxed);
     });
     kapi_http::limits::on_body_end(resp, on_frame, move || {
         let wrote = wrote.load(Ordering::Relaxed);
