@@ -22,6 +22,7 @@
 pub mod config;
 pub mod connect;
 pub mod grpc;
+pub mod unix;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use base64::Engine as _;
 use hyper_util::rt::TokioIo;
+use kapi_egress::unix::UnixSocket;
 use serde::Deserialize;
 use tonic::transport::{Channel, Endpoint, Uri};
 
@@ -66,13 +67,6 @@ pub struct ExternalSigner {
     fetching: tokio::sync::Mutex<()>,
 }
 
-/// Where `--service-account-signing-endpoint` points.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Socket {
-    Path(PathBuf),
-    Abstract(String),
-}
-
 /// Upstream's check of the flag's value: an absolute filesystem location, or
 /// `@` and a name in the abstract namespace, without spaces (nor another `@`
 /// in the name).
@@ -80,7 +74,7 @@ pub fn check_endpoint(endpoint: &str) -> Result<(), String> {
     parse_endpoint(endpoint).map(|_| ())
 }
 
-fn parse_endpoint(endpoint: &str) -> Result<Socket, String> {
+fn parse_endpoint(endpoint: &str) -> Result<UnixSocket, String> {
     let invalid = || {
         format!("invalid value {endpoint:?} passed for `--service-account-signing-endpoint`, should be a valid location on the filesystem or must be prefixed with @ to name UDS in abstract namespace")
     };
@@ -89,7 +83,7 @@ fn parse_endpoint(endpoint: &str) -> Result<Socket, String> {
         if name.is_empty() || !name.chars().all(name_char) {
             return Err(invalid());
         }
-        return Ok(Socket::Abstract(name.to_owned()));
+        return Ok(UnixSocket::Abstract(name.to_owned()));
     }
     let segments_ok = endpoint.strip_prefix('/').is_some_and(|rest| {
         rest.split('/')
@@ -98,20 +92,7 @@ fn parse_endpoint(endpoint: &str) -> Result<Socket, String> {
     if !segments_ok || endpoint.len() < 2 {
         return Err(invalid());
     }
-    Ok(Socket::Path(PathBuf::from(endpoint)))
-}
-
-async fn connect(socket: &Socket) -> std::io::Result<tokio::net::UnixStream> {
-    match socket {
-        Socket::Path(p) => tokio::net::UnixStream::connect(p).await,
-        Socket::Abstract(name) => {
-            use std::os::linux::net::SocketAddrExt;
-            let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes())?;
-            let std = std::os::unix::net::UnixStream::connect_addr(&addr)?;
-            std.set_nonblocking(true)?;
-            tokio::net::UnixStream::from_std(std)
-        }
-    }
+    Ok(UnixSocket::Path(PathBuf::from(endpoint)))
 }
 
 /// A gRPC failure as Go's grpc names it.
@@ -158,7 +139,7 @@ impl ExternalSigner {
         let channel = Endpoint::from_static("http://localhost").connect_with_connector_lazy(
             tower::service_fn(move |_: Uri| {
                 let socket = socket.clone();
-                async move { connect(&socket).await.map(TokioIo::new) }
+                async move { socket.connect().await.map(TokioIo::new) }
             }),
         );
         let signer = Arc::new(ExternalSigner {
@@ -394,7 +375,7 @@ mod tests {
         }
         assert_eq!(
             parse_endpoint("@signer"),
-            Ok(Socket::Abstract("signer".into()))
+            Ok(UnixSocket::Abstract("signer".into()))
         );
     }
 }

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use hyper_util::rt::TokioIo;
+use kapi_egress::unix::UnixSocket;
 use tonic::transport::{Channel, Endpoint, Uri};
 
 use super::api::key_management_service_client::KeyManagementServiceClient;
@@ -21,14 +22,7 @@ pub struct KmsClient {
     client: KeyManagementServiceClient<Channel>,
 }
 
-/// Where a `unix://` endpoint points: a path, or an abstract socket name.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Socket {
-    Path(PathBuf),
-    Abstract(String),
-}
-
-fn parse_endpoint(endpoint: &str) -> Result<Socket, String> {
+fn parse_endpoint(endpoint: &str) -> Result<UnixSocket, String> {
     let rest = endpoint.strip_prefix("unix:").ok_or_else(|| {
         format!(
             "unsupported scheme in {endpoint:?} for remote KMS provider, only unix is supported"
@@ -50,21 +44,8 @@ fn parse_endpoint(endpoint: &str) -> Result<Socket, String> {
         ));
     }
     match path.strip_prefix("/@") {
-        Some(name) => Ok(Socket::Abstract(name.to_owned())),
-        None => Ok(Socket::Path(PathBuf::from(path))),
-    }
-}
-
-async fn connect(socket: &Socket) -> std::io::Result<tokio::net::UnixStream> {
-    match socket {
-        Socket::Path(p) => tokio::net::UnixStream::connect(p).await,
-        Socket::Abstract(name) => {
-            use std::os::linux::net::SocketAddrExt;
-            let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes())?;
-            let std = std::os::unix::net::UnixStream::connect_addr(&addr)?;
-            std.set_nonblocking(true)?;
-            tokio::net::UnixStream::from_std(std)
-        }
+        Some(name) => Ok(UnixSocket::Abstract(name.to_owned())),
+        None => Ok(UnixSocket::Path(PathBuf::from(path))),
     }
 }
 
@@ -85,7 +66,7 @@ impl KmsClient {
         let channel = Endpoint::from_static("http://localhost").connect_with_connector_lazy(
             tower::service_fn(move |_: Uri| {
                 let socket = socket.clone();
-                async move { connect(&socket).await.map(TokioIo::new) }
+                async move { socket.connect().await.map(TokioIo::new) }
             }),
         );
         Ok(KmsClient {
@@ -157,17 +138,17 @@ mod tests {
     fn endpoints() {
         assert_eq!(
             parse_endpoint("unix:///var/run/kms.sock"),
-            Ok(Socket::Path("/var/run/kms.sock".into()))
+            Ok(UnixSocket::Path("/var/run/kms.sock".into()))
         );
         assert_eq!(
             parse_endpoint("unix:///@kms"),
-            Ok(Socket::Abstract("kms".into()))
+            Ok(UnixSocket::Abstract("kms".into()))
         );
         assert!(parse_endpoint("tcp://x:1").is_err());
         assert!(parse_endpoint("unix://host/x").is_err());
         assert_eq!(
             parse_endpoint("unix:/k.sock"),
-            Ok(Socket::Path("/k.sock".into()))
+            Ok(UnixSocket::Path("/k.sock".into()))
         );
     }
 }
