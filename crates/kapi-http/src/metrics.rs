@@ -166,6 +166,21 @@ enum Series {
 
 type Key = (&'static str, Vec<String>);
 
+/// The series of every family, found by a hash of the family's name and the
+/// label values (several series only when two hash alike), so recording a
+/// value allocates nothing once its series exists.
+type SeriesMap = std::collections::HashMap<u64, Vec<(Key, Series)>>;
+
+fn series_hash<'a>(name: &str, values: impl Iterator<Item = &'a str>) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    name.hash(&mut h);
+    for v in values {
+        v.hash(&mut h);
+    }
+    h.finish()
+}
+
 /// One counter series, resolved once by [`Metrics::counter`]; incrementing it
 /// is one atomic add. Cheap to clone.
 #[derive(Clone, Debug)]
@@ -241,7 +256,7 @@ pub const UNEXPECTED_LABELS: Family = Family {
 /// A set of metric families and their series. Cheap to clone.
 #[derive(Clone, Default)]
 pub struct Metrics {
-    inner: Arc<Mutex<BTreeMap<Key, Series>>>,
+    inner: Arc<Mutex<SeriesMap>>,
     families: Arc<Mutex<BTreeMap<&'static str, &'static Family>>>,
     policy: Arc<Policy>,
     /// When object counts were last sampled.
@@ -260,11 +275,10 @@ impl Metrics {
         m
     }
 
-    /// `labels`, with values outside the family's allow-lists `unexpected`.
-    fn constrained(&self, fam: &'static Family, labels: &[&str]) -> Vec<String> {
-        let Some(lists) = self.policy.allow.get(fam.name) else {
-            return labels.iter().map(|s| s.to_string()).collect();
-        };
+    /// `labels`, with values outside the family's allow-lists `unexpected`;
+    /// `None` when the family has no allow-lists (the values stand as given).
+    fn constrained(&self, fam: &'static Family, labels: &[&str]) -> Option<Vec<String>> {
+        let lists = self.policy.allow.get(fam.name)?;
         let mut unexpected = 0;
         let out = fam
             .labels
@@ -281,27 +295,49 @@ impl Metrics {
         if unexpected > 0 {
             self.add(&UNEXPECTED_LABELS, &[], f64::from(unexpected));
         }
-        out
+        Some(out)
     }
 
     fn with(&self, fam: &'static Family, labels: &[&str], f: impl FnOnce(&mut Series)) {
         debug_assert_eq!(labels.len(), fam.labels.len(), "{}", fam.name);
-        self.families
-            .lock()
-            .expect("metrics lock")
-            .entry(fam.name)
-            .or_insert(fam);
-        let key = (fam.name, self.constrained(fam, labels));
+        let owned = self.constrained(fam, labels);
+        let shown: Vec<&str>;
+        let values: &[&str] = match &owned {
+            Some(v) => {
+                shown = v.iter().map(String::as_str).collect();
+                &shown
+            }
+            None => labels,
+        };
+        let hash = series_hash(fam.name, values.iter().copied());
         let mut map = self.inner.lock().expect("metrics lock");
-        let series = map.entry(key).or_insert_with(|| match fam.kind {
-            Kind::Histogram(b) => Series::Histogram {
-                counts: vec![0; b.len()],
-                sum: 0.0,
-                count: 0,
-            },
-            _ => Series::Value(0.0),
+        let bucket = map.entry(hash).or_default();
+        let found = bucket.iter().position(|((n, v), _)| {
+            *n == fam.name && v.iter().map(String::as_str).eq(values.iter().copied())
         });
-        f(series);
+        let at = match found {
+            Some(i) => i,
+            None => {
+                // A new series: its family is now served.
+                self.families
+                    .lock()
+                    .expect("metrics lock")
+                    .entry(fam.name)
+                    .or_insert(fam);
+                let series = match fam.kind {
+                    Kind::Histogram(b) => Series::Histogram {
+                        counts: vec![0; b.len()],
+                        sum: 0.0,
+                        count: 0,
+                    },
+                    _ => Series::Value(0.0),
+                };
+                let key = (fam.name, values.iter().map(|s| s.to_string()).collect());
+                bucket.push((key, series));
+                bucket.len() - 1
+            }
+        };
+        f(&mut bucket[at].1);
     }
 
     /// Add to a counter or gauge.
@@ -375,8 +411,16 @@ impl Metrics {
 
     /// Drop one series (a gauge whose source stopped answering).
     pub fn remove(&self, fam: &'static Family, labels: &[&str]) {
-        let key = (fam.name, labels.iter().map(|s| s.to_string()).collect());
-        self.inner.lock().expect("metrics lock").remove(&key);
+        let hash = series_hash(fam.name, labels.iter().copied());
+        let mut map = self.inner.lock().expect("metrics lock");
+        if let Some(bucket) = map.get_mut(&hash) {
+            bucket.retain(|((n, v), _)| {
+                !(*n == fam.name && v.iter().map(String::as_str).eq(labels.iter().copied()))
+            });
+            if bucket.is_empty() {
+                map.remove(&hash);
+            }
+        }
     }
 
     /// What the policy says of the members' database sizes: the poll period,
@@ -387,8 +431,14 @@ impl Metrics {
 
     /// The current value of a counter or gauge series (tests, reviews).
     pub fn value(&self, fam: &'static Family, labels: &[&str]) -> f64 {
-        let key = (fam.name, labels.iter().map(|s| s.to_string()).collect());
-        match self.inner.lock().expect("metrics lock").get(&key) {
+        let hash = series_hash(fam.name, labels.iter().copied());
+        let map = self.inner.lock().expect("metrics lock");
+        let found = map.get(&hash).and_then(|bucket| {
+            bucket.iter().find(|((n, v), _)| {
+                *n == fam.name && v.iter().map(String::as_str).eq(labels.iter().copied())
+            })
+        });
+        match found.map(|(_, s)| s) {
             Some(Series::Value(v)) => *v,
             Some(Series::Atomic(a)) => a.load(Ordering::Relaxed) as f64,
             Some(Series::Histogram { count, .. }) => *count as f64,
@@ -400,6 +450,9 @@ impl Metrics {
     pub fn render(&self) -> String {
         let families = self.families.lock().expect("metrics lock").clone();
         let map = self.inner.lock().expect("metrics lock");
+        // In the text format's order: by family, then by label values.
+        let mut sorted: Vec<&(Key, Series)> = map.values().flatten().collect();
+        sorted.sort_by(|a, b| a.0.cmp(&b.0));
         let mut out = String::new();
         for (name, fam) in &families {
             if self.policy.disabled.contains(*name) {
@@ -411,7 +464,8 @@ impl Metrics {
                 Kind::Histogram(_) => "histogram",
             };
             let _ = writeln!(out, "# HELP {name} {}\n# TYPE {name} {kind}", fam.help);
-            let range = map.range((*name, Vec::new())..);
+            let start = sorted.partition_point(|((n, _), _)| n < name);
+            let range = sorted[start..].iter();
             for ((n, values), series) in range.take_while(|((n, _), _)| n == name) {
                 let labels = label_text(fam.labels, values);
                 match series {
