@@ -177,7 +177,7 @@ struct Entry {
 }
 
 struct Config {
-    schemas: Vec<Schema>,
+    schemas: Vec<Arc<Schema>>,
     levels: HashMap<String, Arc<Entry>>,
     /// Sum of the nominal limits: what borrowing divides.
     nominal_sum: usize,
@@ -267,7 +267,10 @@ impl FlowControl {
             }
             let nominal_sum = out.values().map(|e| e.bounds.nominal).sum();
             *cfg = Arc::new(Config {
-                schemas: config::ordered(schemas, &levels),
+                schemas: config::ordered(schemas, &levels)
+                    .into_iter()
+                    .map(Arc::new)
+                    .collect(),
                 levels: out,
                 nominal_sum,
             });
@@ -367,7 +370,7 @@ impl FlowControl {
     }
 
     /// The schema and level a request goes to, with its flow hash.
-    fn classify(&self, d: &Digest) -> (Schema, Arc<Entry>, u64) {
+    fn classify(&self, d: &Digest) -> (Arc<Schema>, Arc<Entry>, u64) {
         let cfg = self.inner.config.read().expect("apf lock").clone();
         let schema = cfg.schemas.iter().find(|s| s.matches(d)).cloned();
         let (schema, level) = match schema.and_then(|s| cfg.levels.get(&s.level).map(|l| (s, l))) {
@@ -384,7 +387,9 @@ impl FlowControl {
                     .find(|s| s.name == "catch-all")
                     .cloned()
                     .unwrap_or_else(|| {
-                        Schema::from_object(&serde_json::json!({"metadata": {"name": "catch-all"}}))
+                        Arc::new(Schema::from_object(
+                            &serde_json::json!({"metadata": {"name": "catch-all"}}),
+                        ))
                     });
                 (s, catch_all)
             }

@@ -224,7 +224,14 @@ impl Schema {
 }
 
 fn gvk_key(group: &str, version: &str, kind: &str) -> String {
-    format!("{group}/{version}/{}", kind.to_ascii_lowercase())
+    // One allocation: this is looked up for every object encoded or decoded.
+    let mut key = String::with_capacity(group.len() + version.len() + kind.len() + 2);
+    key.push_str(group);
+    key.push('/');
+    key.push_str(version);
+    key.push('/');
+    key.extend(kind.chars().map(|c| c.to_ascii_lowercase()));
+    key
 }
 
 /// The `meta/v1` kinds that travel as top-level objects.
