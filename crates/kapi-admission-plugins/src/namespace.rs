@@ -9,12 +9,49 @@
 use async_trait::async_trait;
 use kapi_machinery::status::{ApiError, Cause, GroupResource};
 use kapi_registry::meta;
+use kapi_registry::store::Store;
+use serde::de::IgnoredAny;
+use serde::Deserialize;
 
 use crate::Context;
 use kapi_admission::{Attributes, Operation, Plugin};
 
 /// Upstream's immortal namespaces.
 pub const IMMORTAL: &[&str] = &["default", "kube-system", "kube-public"];
+
+/// Whether namespace `name` is being terminated (being deleted, or in phase
+/// `Terminating`); not found when it does not exist. Read from the watch cache
+/// once it has caught up with storage (the consistency of a read from
+/// storage, as before), and only the two fields it needs of the cached
+/// JSON; from storage when the cache cannot answer.
+async fn terminating(store: &Store, name: &str) -> Result<bool, ApiError> {
+    #[derive(Deserialize, Default)]
+    struct Namespace {
+        #[serde(default)]
+        metadata: Metadata,
+        #[serde(default)]
+        status: Status,
+    }
+    #[derive(Deserialize, Default)]
+    struct Metadata {
+        #[serde(rename = "deletionTimestamp", default)]
+        deletion_timestamp: Option<IgnoredAny>,
+    }
+    #[derive(Deserialize, Default)]
+    struct Status {
+        #[serde(default)]
+        phase: Option<String>,
+    }
+    if let Some(obj) = store.get_cached_object_latest(None, name).await? {
+        if let Ok(ns) = serde_json::from_slice::<Namespace>(&obj.kv.value) {
+            return Ok(ns.metadata.deletion_timestamp.is_some()
+                || ns.status.phase.as_deref() == Some("Terminating"));
+        }
+    }
+    let ns = store.get(None, name, None).await?;
+    Ok(meta::is_deleting(&ns)
+        || ns.pointer("/status/phase").and_then(|p| p.as_str()) == Some("Terminating"))
+}
 
 pub struct Lifecycle {
     pub(crate) cx: Context,
@@ -67,8 +104,8 @@ impl Plugin for Lifecycle {
         let Some(namespaces) = cx.apis.lookup("", "v1", "namespaces") else {
             return Ok(());
         };
-        let ns = match namespaces.store.get(None, &a.namespace, None).await {
-            Ok(ns) => ns,
+        let terminating = match terminating(&namespaces.store, &a.namespace).await {
+            Ok(t) => t,
             Err(e) if e.is_not_found() => {
                 return Err(ApiError::not_found(
                     GroupResource::new("", "namespaces"),
@@ -77,8 +114,6 @@ impl Plugin for Lifecycle {
             }
             Err(e) => return Err(e),
         };
-        let terminating = meta::is_deleting(&ns)
-            || ns.pointer("/status/phase").and_then(|p| p.as_str()) == Some("Terminating");
         if a.operation == Operation::Create && terminating {
             let msg = format!(
                 "unable to create new content in namespace {} because it is being terminated",

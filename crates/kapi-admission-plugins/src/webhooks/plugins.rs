@@ -111,9 +111,13 @@ impl Plugin for MutatingWebhook {
     }
     async fn admit(&self, a: &mut Attributes) -> Result<(), ApiError> {
         let cx = &self.cx;
+        let hooks = cx.hooks("mutatingwebhookconfigurations").await?;
+        if hooks.is_empty() {
+            return Ok(());
+        }
         let mut at = attrs(a);
         let mut out = Outcome::default();
-        let result = cx.run_mutating_webhooks(&mut at, &mut out).await;
+        let result = cx.run_mutating_webhooks(&mut at, hooks, &mut out).await;
         hand_back(a, out);
         result?;
         a.object = at.object;
@@ -142,8 +146,12 @@ impl Plugin for ValidatingWebhook {
     }
     async fn validate(&self, a: &Attributes) -> Result<(), ApiError> {
         let cx = &self.cx;
+        let hooks = cx.hooks("validatingwebhookconfigurations").await?;
+        if hooks.is_empty() {
+            return Ok(());
+        }
         let mut out = Outcome::default();
-        let result = cx.run_validating_webhooks(&attrs(a), &mut out).await;
+        let result = cx.run_validating_webhooks(&attrs(a), hooks, &mut out).await;
         hand_back(a, out);
         result
     }
@@ -170,8 +178,14 @@ impl Plugin for ValidatingPolicy {
     }
     async fn validate(&self, a: &Attributes) -> Result<(), ApiError> {
         let cx = &self.cx;
+        let policies = cx.list_sorted("validatingadmissionpolicies").await?;
+        if policies.is_empty() {
+            return Ok(());
+        }
         let mut out = Outcome::default();
-        let result = cx.run_validating_policies(&attrs(a), &mut out).await;
+        let result = cx
+            .run_validating_policies(&attrs(a), policies, &mut out)
+            .await;
         merge_policy_annotations(&mut out);
         hand_back(a, out);
         result
