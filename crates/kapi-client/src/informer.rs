@@ -271,6 +271,9 @@ async fn run(entry: Arc<Entry>, field: FieldSelector, shape: Shape, tx: mpsc::Se
             field: field.clone(),
             resource_version: rv.clone(),
             allow_bookmarks: true,
+            // The shapes that keep only metadata read it from the cached
+            // object (the parser skips the rest) instead of a whole decode.
+            cached_objects: shape != Shape::Full,
             ..Default::default()
         };
         let mut events = match entry.store.watch(None, &opts).await {
@@ -286,7 +289,19 @@ async fn run(entry: Arc<Entry>, field: FieldSelector, shape: Shape, tx: mpsc::Se
             }
         };
         while let Some(ev) = events.recv().await {
-            let obj = ev.object;
+            let obj = match &ev.cached {
+                Some(c) => match entry.store.decode_metadata(&c.object.kv, false) {
+                    Ok(mut v) => {
+                        meta::set_str(&mut v, "resourceVersion", &c.revision.to_string());
+                        v
+                    }
+                    Err(e) => {
+                        tracing::debug!(resource = %entry.def.gvr(), key = %c.object.kv.key, error = %e, "informer skipped an undecodable object");
+                        continue;
+                    }
+                },
+                None => ev.object,
+            };
             match ev.kind {
                 WatchEventType::Error => {
                     tracing::debug!(resource = %entry.def.gvr(), status = %obj, "informer watch ended");
