@@ -125,7 +125,7 @@ async fn handle(
         return Err(not_found());
     }
     if let Some(s) = sub.as_ref().filter(|s| super::connect::is_connect(s)) {
-        return super::connect::serve(srv, &entry, &info, s, parts, body).await;
+        return Box::pin(super::connect::serve(srv, &entry, &info, s, parts, body)).await;
     }
     let accept_header = parts.headers.get(axum::http::header::ACCEPT);
     // Only readable paths have a table form (upstream's create-only
@@ -178,7 +178,10 @@ async fn handle(
     Ok(resp)
 }
 
-/// Hand the request to its verb's handler.
+/// Hand the request to its verb's handler. Each handler's future is boxed
+/// on its own: held inline, every request's future would be as large as the
+/// largest handler's (a create's, with admission and storage) and be moved
+/// whole into the heap, a GET paying for a create's size.
 async fn serve(
     ctx: Ctx,
     verb: Verb,
@@ -186,33 +189,37 @@ async fn serve(
     body: Body,
 ) -> Result<Response, ApiError> {
     match (verb, sub) {
-        (Verb::Get, None) => get::get(&ctx).await,
-        (Verb::List, None) => list::list(&ctx).await,
-        (Verb::Watch, None) => watch::watch(ctx).await,
-        (Verb::Create, None) => create::create(&ctx, body).await,
-        (Verb::Update, None) => update::update(&ctx, body, false).await,
-        (Verb::Patch, None) => patch::patch(&ctx, body, false).await,
-        (Verb::Delete, None) => delete::delete(&ctx, body).await,
-        (Verb::DeleteCollection, None) => delete::delete_collection(&ctx, body).await,
+        (Verb::Get, None) => Box::pin(get::get(&ctx)).await,
+        (Verb::List, None) => Box::pin(list::list(&ctx)).await,
+        (Verb::Watch, None) => Box::pin(watch::watch(ctx)).await,
+        (Verb::Create, None) => Box::pin(create::create(&ctx, body)).await,
+        (Verb::Update, None) => Box::pin(update::update(&ctx, body, false)).await,
+        (Verb::Patch, None) => Box::pin(patch::patch(&ctx, body, false)).await,
+        (Verb::Delete, None) => Box::pin(delete::delete(&ctx, body)).await,
+        (Verb::DeleteCollection, None) => Box::pin(delete::delete_collection(&ctx, body)).await,
         (
             Verb::Get,
             Some(Subresource::Status | Subresource::Approval | Subresource::EphemeralContainers),
-        ) => get::get(&ctx).await,
+        ) => Box::pin(get::get(&ctx)).await,
         (
             Verb::Update,
             Some(Subresource::Status | Subresource::Approval | Subresource::EphemeralContainers),
-        ) => update::update(&ctx, body, true).await,
+        ) => Box::pin(update::update(&ctx, body, true)).await,
         (
             Verb::Patch,
             Some(Subresource::Status | Subresource::Approval | Subresource::EphemeralContainers),
-        ) => patch::patch(&ctx, body, true).await,
-        (verb, Some(sub @ Subresource::Scale { .. })) => scale::scale(&ctx, verb, &sub, body).await,
-        (Verb::Update, Some(Subresource::Finalize)) => {
-            update::update_target(&ctx, body, UpdateTarget::Finalize).await
+        ) => Box::pin(patch::patch(&ctx, body, true)).await,
+        (verb, Some(sub @ Subresource::Scale { .. })) => {
+            Box::pin(scale::scale(&ctx, verb, &sub, body)).await
         }
-        (Verb::Create, Some(Subresource::Eviction)) => eviction::evict(&ctx, body).await,
-        (Verb::Create, Some(Subresource::Binding)) => binding::bind_subresource(&ctx, body).await,
-        (Verb::Create, Some(Subresource::Token)) => token::token(&ctx, body).await,
+        (Verb::Update, Some(Subresource::Finalize)) => {
+            Box::pin(update::update_target(&ctx, body, UpdateTarget::Finalize)).await
+        }
+        (Verb::Create, Some(Subresource::Eviction)) => Box::pin(eviction::evict(&ctx, body)).await,
+        (Verb::Create, Some(Subresource::Binding)) => {
+            Box::pin(binding::bind_subresource(&ctx, body)).await
+        }
+        (Verb::Create, Some(Subresource::Token)) => Box::pin(token::token(&ctx, body)).await,
         _ => Err(ApiError::method_not_supported(
             ctx.entry.def.group_resource(),
             ctx.info.verb,
