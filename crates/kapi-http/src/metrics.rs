@@ -181,6 +181,11 @@ fn series_hash<'a>(name: &str, values: impl Iterator<Item = &'a str>) -> u64 {
     h.finish()
 }
 
+/// Whether `key` names family `name`'s series with label values `values`.
+fn is_series(key: &Key, name: &str, values: &[&str]) -> bool {
+    key.0 == name && key.1.iter().map(String::as_str).eq(values.iter().copied())
+}
+
 /// One counter series, resolved once by [`Metrics::counter`]; incrementing it
 /// is one atomic add. Cheap to clone.
 #[derive(Clone, Debug)]
@@ -312,9 +317,9 @@ impl Metrics {
         let hash = series_hash(fam.name, values.iter().copied());
         let mut map = self.inner.lock().expect("metrics lock");
         let bucket = map.entry(hash).or_default();
-        let found = bucket.iter().position(|((n, v), _)| {
-            *n == fam.name && v.iter().map(String::as_str).eq(values.iter().copied())
-        });
+        let found = bucket
+            .iter()
+            .position(|(key, _)| is_series(key, fam.name, values));
         let at = match found {
             Some(i) => i,
             None => {
@@ -414,9 +419,7 @@ impl Metrics {
         let hash = series_hash(fam.name, labels.iter().copied());
         let mut map = self.inner.lock().expect("metrics lock");
         if let Some(bucket) = map.get_mut(&hash) {
-            bucket.retain(|((n, v), _)| {
-                !(*n == fam.name && v.iter().map(String::as_str).eq(labels.iter().copied()))
-            });
+            bucket.retain(|(key, _)| !is_series(key, fam.name, labels));
             if bucket.is_empty() {
                 map.remove(&hash);
             }
@@ -434,9 +437,9 @@ impl Metrics {
         let hash = series_hash(fam.name, labels.iter().copied());
         let map = self.inner.lock().expect("metrics lock");
         let found = map.get(&hash).and_then(|bucket| {
-            bucket.iter().find(|((n, v), _)| {
-                *n == fam.name && v.iter().map(String::as_str).eq(labels.iter().copied())
-            })
+            bucket
+                .iter()
+                .find(|(key, _)| is_series(key, fam.name, labels))
         });
         match found.map(|(_, s)| s) {
             Some(Series::Value(v)) => *v,
