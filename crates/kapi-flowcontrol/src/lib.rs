@@ -41,8 +41,8 @@ use std::time::Duration;
 
 use axum::extract::{Request, State};
 use axum::http::HeaderValue;
-use axum::middleware::Next;
 use axum::response::Response;
+use kapi_http::next::Next;
 use tokio::time::Instant;
 
 use config::{Digest, LevelSpec, Schema};
@@ -423,7 +423,7 @@ fn set_headers(resp: &mut Response, schema: &Schema, level: &LevelSpec) {
 }
 
 /// The APF filter.
-pub async fn layer(State(fc): State<FlowControl>, req: Request, next: Next) -> Response {
+pub async fn layer<N: Next>(State(fc): State<FlowControl>, req: Request, next: N) -> Response {
     let kind = Kind::of(&req);
     let watch = kind.verb == "watch";
     if kind.long_running && !watch {

@@ -8,9 +8,9 @@
 //! or `:`), as upstream requires since CVE-2022-1996; [`Cors::new`] refuses
 //! one that does not, naming the flag.
 
+use crate::next::Next;
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, Method, StatusCode};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 const ALLOW_METHODS: &str = "POST, GET, OPTIONS, PUT, DELETE, PATCH";
@@ -67,7 +67,7 @@ fn invalid(why: &str) -> String {
 }
 
 /// The filter.
-pub async fn layer(State(cors): State<Cors>, req: Request, next: Next) -> Response {
+pub async fn layer<N: Next>(State(cors): State<Cors>, req: Request, next: N) -> Response {
     let origin = req
         .headers()
         .get(header::ORIGIN)

@@ -15,6 +15,7 @@
 //! - `cors.rs` — `--cors-allowed-origins`;
 //! - `metrics.rs` — the metric registry with upstream's names and the filter
 //!   that records every request;
+//! - `next.rs` — what a filter hands a request on to ([`next::Next`]);
 //! - `tls.rs`, `tls/` — certificates, rustls configuration, the admin
 //!   kubeconfig and the accept loops.
 //!
@@ -27,6 +28,7 @@ pub mod lifecycle;
 pub mod limits;
 pub mod metrics;
 pub mod negotiate;
+pub mod next;
 pub mod pretty;
 pub mod request;
 pub mod strict;

@@ -18,9 +18,9 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use crate::next::Next;
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use tokio::sync::{watch, Notify};
 
@@ -150,7 +150,7 @@ fn exempt(req: &Request) -> bool {
 
 /// The filter: refuse or count each request, and hand the lifecycle to the
 /// handlers (the watch handler ends its stream when not accepting).
-pub async fn layer(State(lc): State<Lifecycle>, mut req: Request, next: Next) -> Response {
+pub async fn layer<N: Next>(State(lc): State<Lifecycle>, mut req: Request, next: N) -> Response {
     if exempt(&req) {
         req.extensions_mut().insert(lc);
         return next.run(req).await;

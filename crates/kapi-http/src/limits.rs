@@ -17,10 +17,10 @@ use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
+use crate::next::Next;
 use axum::body::{Body, Bytes, HttpBody};
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use kapi_machinery::status::ApiError;
 use tokio::sync::Semaphore;
@@ -133,7 +133,7 @@ pub fn parse_go_duration(s: &str) -> Result<(bool, Duration), String> {
 
 /// The deadline and timeout filter: a non-long-running request gets
 /// `min(?timeout, --request-timeout)` and is answered 504 when it runs past it.
-pub async fn timeout(State(max): State<Duration>, mut req: Request, next: Next) -> Response {
+pub async fn timeout<N: Next>(State(max): State<Duration>, mut req: Request, next: N) -> Response {
     let kind = Kind::of(&req);
     if kind.long_running {
         return next.run(req).await;
@@ -272,7 +272,11 @@ impl MaxInflight {
 }
 
 /// The max-inflight filter (APF off).
-pub async fn max_inflight(State(lim): State<MaxInflight>, req: Request, next: Next) -> Response {
+pub async fn max_inflight<N: Next>(
+    State(lim): State<MaxInflight>,
+    req: Request,
+    next: N,
+) -> Response {
     let kind = Kind::of(&req);
     if kind.long_running {
         return next.run(req).await;
@@ -421,7 +425,7 @@ mod timeout_tests {
         };
         Router::new()
             .route("/api/v1/namespaces", get(handler))
-            .layer(from_fn_with_state(limit, timeout))
+            .layer(from_fn_with_state(limit, timeout::<axum::middleware::Next>))
     }
 
     fn request() -> Request {

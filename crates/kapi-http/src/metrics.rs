@@ -28,9 +28,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::next::Next;
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use crate::request::{self, Query};
@@ -595,7 +595,7 @@ fn request_labels(req: &Request, kind: &crate::limits::Kind) -> RequestLabels {
 
 /// The filter: count and time every request when its response ends; count the
 /// events of watch responses.
-pub async fn layer(State(metrics): State<Metrics>, mut req: Request, next: Next) -> Response {
+pub async fn layer<N: Next>(State(metrics): State<Metrics>, mut req: Request, next: N) -> Response {
     let started = Instant::now();
     let kind = crate::limits::Kind::of(&req);
     let labels = request_labels(&req, &kind);

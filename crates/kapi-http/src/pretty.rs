@@ -10,10 +10,10 @@
 //! proxied and streamed subresources pass as they are, as upstream encodes
 //! those without its pretty serializer.
 
+use crate::next::Next;
 use axum::body::Body;
 use axum::extract::Request;
 use axum::http::{header, HeaderMap, Method, Uri};
-use axum::middleware::Next;
 use axum::response::Response;
 
 /// Whether the request asks for indented JSON.
@@ -52,7 +52,7 @@ fn whole_object(uri: &Uri) -> bool {
 }
 
 /// The middleware: indent the JSON body of responses to requests that ask.
-pub async fn layer(req: Request, next: Next) -> Response {
+pub async fn layer<N: Next>(req: Request, next: N) -> Response {
     let indent = wanted(req.uri(), req.headers()) && whole_object(req.uri());
     let resp = next.run(req).await;
     if !indent {

@@ -13,6 +13,10 @@
 //! server in front) and does not change afterwards; `kapi::assemble` builds the
 //! parts. Where to look next: `handlers/mod.rs`.
 
+// The filter chain (`filters/`) nests a dozen stages' futures in one type;
+// proving it `Send` takes the compiler deeper than its default limit.
+#![recursion_limit = "256"]
+
 mod bootstrap;
 pub mod discovery;
 pub mod filters;

@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use axum::extract::{Request, State};
-use axum::middleware::Next;
 use axum::response::Response;
+use kapi_http::next::Next;
 use serde_json::Value;
 
 /// The group-versions served elsewhere.
@@ -32,10 +32,10 @@ pub trait RemoteApis: Send + Sync {
 }
 
 /// The middleware asking the remote side first.
-pub async fn delegate(
+pub async fn delegate<N: Next>(
     State(remote): State<Option<Arc<dyn RemoteApis>>>,
     req: Request,
-    next: Next,
+    next: N,
 ) -> Response {
     let Some(remote) = remote else {
         return next.run(req).await;

@@ -13,7 +13,7 @@ use kapi_auth::authn::Authenticator;
 
 use crate::filters::{self, ChainOptions};
 use crate::server::Server;
-use crate::{discovery, handlers, health, openapi, remote};
+use crate::{discovery, handlers, health, openapi};
 
 impl Server {
     /// The whole HTTP application, filters included, with the default limits
@@ -82,18 +82,21 @@ impl Server {
             .route("/openapi/v3", get(openapi::v3_index))
             .route("/openapi/v3/{*path}", get(openapi::v3_document))
             .fallback(handlers::dispatch)
-            // The server in front of this one (the aggregator) gets each
-            // request first, after the filters (`filters::apply`).
-            .layer(axum::middleware::from_fn_with_state(
-                self.remote.clone(),
-                remote::delegate,
-            ))
             .with_state(self.clone());
         let auth = Arc::new(
             auth.as_ref()
                 .clone()
                 .with_service_accounts(self.service_accounts.clone(), self.apis.clone()),
         );
-        Ok(filters::apply(routes, auth, self.authz.clone(), &chain))
+        // The server in front of this one (the aggregator) gets each request
+        // first, after the filters.
+        let remote = self.remote.clone();
+        Ok(filters::apply(
+            routes,
+            auth,
+            self.authz.clone(),
+            &chain,
+            remote,
+        ))
     }
 }

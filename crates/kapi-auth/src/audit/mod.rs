@@ -30,9 +30,9 @@ use std::sync::{Arc, Mutex};
 use axum::body::Body;
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{header, HeaderValue};
-use axum::middleware::Next;
 use axum::response::Response;
 use futures::FutureExt;
+use kapi_http::next::Next;
 use serde_json::{json, Map, Value};
 
 use kapi_http::limits::{self, Kind};
@@ -133,10 +133,10 @@ impl Audit {
 /// record requests that failed authentication (the audit filter proper runs
 /// after authentication and never sees them), as upstream's
 /// `WithFailedAuthenticationAudit`: one ResponseStarted event, no user.
-pub async fn id_layer(
+pub async fn id_layer<N: Next>(
     State(audit): State<Option<Audit>>,
     mut req: Request,
-    next: Next,
+    next: N,
 ) -> Response {
     let id = req
         .headers()
@@ -386,7 +386,7 @@ fn response_status(code: u16, status_body: Option<&Value>) -> Value {
 }
 
 /// The audit filter (after authentication).
-pub async fn layer(State(audit): State<Audit>, mut req: Request, next: Next) -> Response {
+pub async fn layer<N: Next>(State(audit): State<Audit>, mut req: Request, next: N) -> Response {
     let kind = Kind::of(&req);
     let anonymous = UserInfo::anonymous();
     let user = req

@@ -47,8 +47,8 @@ use std::sync::Arc;
 
 use axum::extract::{Request, State};
 use axum::http::{header, StatusCode};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use kapi_http::next::Next;
 
 use kapi_http::tls::PeerIdentity;
 use kapi_registry::apis::Apis;
@@ -357,10 +357,10 @@ fn with_authenticated_group(mut user: UserInfo) -> UserInfo {
 /// axum middleware (`axum::middleware::from_fn_with_state`): authenticate the
 /// request, store the [`UserInfo`] in its extensions and drop the consumed
 /// `Authorization` header, or answer 401 with a `metav1.Status` body.
-pub async fn authenticate_layer(
+pub async fn authenticate_layer<N: Next>(
     State(auth): State<Arc<Authenticator>>,
     mut req: Request,
-    next: Next,
+    next: N,
 ) -> Response {
     let peer = req
         .extensions()
@@ -556,7 +556,7 @@ mod tests {
             )
             .layer(axum::middleware::from_fn_with_state(
                 auth,
-                authenticate_layer,
+                authenticate_layer::<axum::middleware::Next>,
             ));
         let call = |header: Option<&str>| {
             let mut req = axum::http::Request::builder().uri("/");

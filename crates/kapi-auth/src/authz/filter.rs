@@ -15,8 +15,8 @@
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
-use axum::middleware::Next;
 use axum::response::Response;
+use kapi_http::next::Next;
 use kapi_machinery::status::{ApiError, GroupResource};
 
 use super::{Attributes, ResourceAttrs};
@@ -95,10 +95,10 @@ pub fn forbidden(attrs: &Attributes, reason: &str) -> ApiError {
 }
 
 /// axum middleware: authorize the request as its (possibly impersonated) user.
-pub async fn authorize_layer(
+pub async fn authorize_layer<N: Next>(
     State(authz): State<Arc<dyn Authorizer>>,
     req: Request,
-    next: Next,
+    next: N,
 ) -> Response {
     let user = req
         .extensions()

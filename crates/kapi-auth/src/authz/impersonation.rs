@@ -22,8 +22,8 @@ use std::sync::Arc;
 
 use axum::extract::{Request, State};
 use axum::http::HeaderMap;
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use kapi_http::next::Next;
 
 use super::{filter::forbidden, Attributes, ResourceAttrs};
 use crate::authz::Authorizer;
@@ -170,10 +170,10 @@ fn checks(w: &Wanted, requester: &UserInfo) -> (Vec<Attributes>, UserInfo) {
 }
 
 /// axum middleware: replace the request's user by the impersonated one.
-pub async fn impersonate_layer(
+pub async fn impersonate_layer<N: Next>(
     State(authz): State<Arc<dyn Authorizer>>,
     mut req: Request,
-    next: Next,
+    next: N,
 ) -> Response {
     let w = match wanted(req.headers()) {
         Ok(None) => return next.run(req).await,

@@ -20,20 +20,24 @@
 //! 9. impersonation (`kapi_auth::authz::impersonation`);
 //! 10. API Priority and Fairness (`kapi-flowcontrol`), or max-inflight when
 //!     it is off (`kapi_http::limits::max_inflight`);
-//! 11. authorization (`kapi_auth::authz::filter`).
+//! 11. authorization (`kapi_auth::authz::filter`);
+//! 12. the server in front of this one, when there is one (the aggregator,
+//!     [`crate::remote`]), which serves remote APIs and hands back the rest.
 //!
 //! [`Chain`] is the built state of the filters that keep state (metrics,
 //! audit sink, concurrency), from [`ChainOptions`] (the flags).
 
+use std::convert::Infallible;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
-use axum::extract::Request;
+use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
-use axum::middleware::{from_fn, from_fn_with_state, Next};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
+use futures::future::BoxFuture;
 use futures::FutureExt;
 use kapi_auth::audit;
 use kapi_auth::authn::{self, Authenticator};
@@ -42,66 +46,226 @@ use kapi_auth::authz::impersonation::impersonate_layer;
 use kapi_auth::authz::Authorizer;
 use kapi_http::limits::{self, MaxInflight};
 use kapi_http::metrics::{self, Metrics};
-use tower::util::Either;
-use tower::ServiceBuilder;
+use kapi_http::next::{Next, Then};
+use tower::ServiceExt;
 
-/// Put `routes` behind the whole filter chain.
+use crate::remote::{self, RemoteApis};
+
+/// Put `routes` behind the whole filter chain; `remote`, the server in front
+/// of this one in the delegation chain (the aggregator), gets each request
+/// first after the filters.
 pub fn apply(
     routes: Router,
     auth: Arc<Authenticator>,
     authz: Arc<dyn Authorizer>,
     chain: &Chain,
+    remote: Option<Arc<dyn RemoteApis>>,
 ) -> Router {
-    let concurrency = match &chain.concurrency {
-        Concurrency::Apf(fc) => {
-            Either::Left(from_fn_with_state(fc.clone(), kapi_flowcontrol::layer))
+    routes.layer(Filters(Arc::new(Shared {
+        chain: chain.clone(),
+        auth,
+        authz,
+        remote,
+    })))
+}
+
+/// The filters as one layer over every route. All of them run in one future
+/// per request, each handing on to the next ([`Then`]), rather than a layer
+/// (and a boxed future, and a copy of everything beneath it) each.
+#[derive(Clone)]
+struct Filters(Arc<Shared>);
+
+/// What the filters need: their built state, who is asking, who may.
+struct Shared {
+    chain: Chain,
+    auth: Arc<Authenticator>,
+    authz: Arc<dyn Authorizer>,
+    remote: Option<Arc<dyn RemoteApis>>,
+}
+
+/// The routes beneath the filters (axum's `Route`).
+trait Routes:
+    tower::Service<Request, Response = Response, Error = Infallible, Future: Send>
+    + Clone
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<S> Routes for S where
+    S: tower::Service<Request, Response = Response, Error = Infallible, Future: Send>
+        + Clone
+        + Send
+        + Sync
+        + 'static
+{
+}
+
+impl<S: Routes> tower::Layer<S> for Filters {
+    type Service = Chained<S>;
+
+    fn layer(&self, routes: S) -> Chained<S> {
+        Chained {
+            state: self.0.clone(),
+            routes,
         }
-        Concurrency::MaxInflight(m) => {
-            Either::Right(from_fn_with_state(m.clone(), limits::max_inflight))
-        }
-    };
-    let auditing = chain
-        .audit
-        .clone()
-        .map(|a| from_fn_with_state(a, audit::layer));
-    let lifecycle = chain
-        .lifecycle
-        .clone()
-        .map(|lc| from_fn_with_state(lc, kapi_http::lifecycle::layer));
-    let cors = chain
-        .cors
-        .clone()
-        .map(|c| from_fn_with_state(c, kapi_http::cors::layer));
-    let hsts = chain.hsts.clone().map(|h| from_fn_with_state(h, hsts));
-    let traced = chain
-        .tracing
-        .clone()
-        .map(|t| from_fn_with_state(t, trace::layer));
-    let filters = ServiceBuilder::new()
-        .layer(from_fn(kapi_http::pretty::layer))
-        .layer(from_fn_with_state(chain.metrics.clone(), metrics::layer))
-        .layer(from_fn_with_state(chain.audit.clone(), audit::id_layer))
-        .option_layer(lifecycle)
-        .layer(from_fn(recover))
-        .layer(from_fn_with_state(chain.request_timeout, limits::timeout))
-        .option_layer(hsts)
-        .option_layer(cors)
-        .layer(from_fn_with_state(auth, authn::authenticate_layer))
-        .option_layer(traced)
-        .option_layer(auditing)
-        .layer(from_fn_with_state(authz.clone(), impersonate_layer))
-        .layer(concurrency)
-        .layer(from_fn_with_state(authz, authorize_layer));
-    routes.layer(filters)
+    }
+}
+
+/// One route behind the filters.
+#[derive(Clone)]
+struct Chained<S> {
+    state: Arc<Shared>,
+    routes: S,
+}
+
+impl<S: Routes> tower::Service<Request> for Chained<S> {
+    type Response = Response;
+    type Error = Infallible;
+    type Future = BoxFuture<'static, Result<Response, Infallible>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        // The routes are polled for readiness when the request reaches them.
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request) -> Self::Future {
+        let rest = Rest {
+            state: self.state.clone(),
+            routes: self.routes.clone(),
+        };
+        Box::pin(pretty(rest, req).map(Ok))
+    }
+}
+
+/// What a stage of the chain hands on: the filters' state and the routes.
+struct Rest<S> {
+    state: Arc<Shared>,
+    routes: S,
+}
+
+// The stages, in the order a request meets them (the list at the top); each
+// runs its filter with the next stage as the rest of the chain, or hands on
+// straight away when its filter is off. Each stage's future is boxed on its
+// own: a dozen small allocations cost less than moving one future that holds
+// all the stages beneath it at every step.
+
+/// The rest of the chain from `stage` on.
+macro_rules! then {
+    ($stage:ident, $r:expr) => {{
+        let r = $r;
+        Then(move |req| Box::pin($stage(r, req)))
+    }};
+}
+
+async fn pretty<S: Routes>(r: Rest<S>, req: Request) -> Response {
+    kapi_http::pretty::layer(req, then!(count, r)).await
+}
+
+async fn count<S: Routes>(r: Rest<S>, req: Request) -> Response {
+    let m = r.state.chain.metrics.clone();
+    metrics::layer(State(m), req, then!(audit_id, r)).await
+}
+
+async fn audit_id<S: Routes>(r: Rest<S>, req: Request) -> Response {
+    let a = r.state.chain.audit.clone();
+    audit::id_layer(State(a), req, then!(lifecycle, r)).await
+}
+
+async fn lifecycle<S: Routes>(r: Rest<S>, req: Request) -> Response {
+    let lc = r.state.chain.lifecycle.clone();
+    let next = then!(recovery, r);
+    match lc {
+        Some(lc) => kapi_http::lifecycle::layer(State(lc), req, next).await,
+        None => next.run(req).await,
+    }
+}
+
+async fn recovery<S: Routes>(r: Rest<S>, req: Request) -> Response {
+    recover(req, then!(deadline, r)).await
+}
+
+async fn deadline<S: Routes>(r: Rest<S>, req: Request) -> Response {
+    let max = r.state.chain.request_timeout;
+    limits::timeout(State(max), req, then!(strict_transport, r)).await
+}
+
+async fn strict_transport<S: Routes>(r: Rest<S>, req: Request) -> Response {
+    let value = r.state.chain.hsts.clone();
+    let next = then!(cors, r);
+    match value {
+        Some(h) => hsts(State(h), req, next).await,
+        None => next.run(req).await,
+    }
+}
+
+async fn cors<S: Routes>(r: Rest<S>, req: Request) -> Response {
+    let cors = r.state.chain.cors.clone();
+    let next = then!(authenticate, r);
+    match cors {
+        Some(c) => kapi_http::cors::layer(State(c), req, next).await,
+        None => next.run(req).await,
+    }
+}
+
+async fn authenticate<S: Routes>(r: Rest<S>, req: Request) -> Response {
+    let auth = r.state.auth.clone();
+    authn::authenticate_layer(State(auth), req, then!(traced, r)).await
+}
+
+async fn traced<S: Routes>(r: Rest<S>, req: Request) -> Response {
+    let tracing = r.state.chain.tracing.clone();
+    let next = then!(audited, r);
+    match tracing {
+        Some(t) => trace::layer(State(t), req, next).await,
+        None => next.run(req).await,
+    }
+}
+
+async fn audited<S: Routes>(r: Rest<S>, req: Request) -> Response {
+    let audit = r.state.chain.audit.clone();
+    let next = then!(impersonate, r);
+    match audit {
+        Some(a) => audit::layer(State(a), req, next).await,
+        None => next.run(req).await,
+    }
+}
+
+async fn impersonate<S: Routes>(r: Rest<S>, req: Request) -> Response {
+    let authz = r.state.authz.clone();
+    impersonate_layer(State(authz), req, then!(concurrency, r)).await
+}
+
+async fn concurrency<S: Routes>(r: Rest<S>, req: Request) -> Response {
+    let limits = r.state.chain.concurrency.clone();
+    let next = then!(authorize, r);
+    match limits {
+        Concurrency::Apf(fc) => kapi_flowcontrol::layer(State(fc), req, next).await,
+        Concurrency::MaxInflight(m) => limits::max_inflight(State(m), req, next).await,
+    }
+}
+
+async fn authorize<S: Routes>(r: Rest<S>, req: Request) -> Response {
+    let authz = r.state.authz.clone();
+    authorize_layer(State(authz), req, then!(delegate, r)).await
+}
+
+async fn delegate<S: Routes>(r: Rest<S>, req: Request) -> Response {
+    let remote = r.state.remote.clone();
+    remote::delegate(State(remote), req, then!(route, r)).await
+}
+
+async fn route<S: Routes>(r: Rest<S>, req: Request) -> Response {
+    match r.routes.oneshot(req).await {
+        Ok(resp) => resp,
+        Err(never) => match never {},
+    }
 }
 
 /// `Strict-Transport-Security` on every response that has none, as
 /// upstream's `WithHSTS`.
-async fn hsts(
-    axum::extract::State(value): axum::extract::State<HeaderValue>,
-    req: Request,
-    next: Next,
-) -> Response {
+async fn hsts<N: Next>(State(value): State<HeaderValue>, req: Request, next: N) -> Response {
     let mut resp = next.run(req).await;
     resp.headers_mut()
         .entry(header::STRICT_TRANSPORT_SECURITY)
@@ -135,7 +299,7 @@ pub fn hsts_value(directives: &[String]) -> Result<Option<HeaderValue>, String> 
 
 /// Turn a panic in any handler into a 500; the server keeps serving. As
 /// upstream's `WithPanicRecovery`, the answer is plain text, not a Status.
-async fn recover(req: Request, next: Next) -> Response {
+async fn recover<N: Next>(req: Request, next: N) -> Response {
     let path = req.uri().path().to_owned();
     match AssertUnwindSafe(next.run(req)).catch_unwind().await {
         Ok(resp) => resp,

@@ -51,7 +51,7 @@ async fn a_panicking_handler_gets_500_and_the_server_keeps_serving() {
         true,
     ));
     let allow: Arc<dyn kapi_auth::authz::Authorizer> = Arc::new(kapi_auth::authz::AlwaysAllow);
-    let app = super::apply(routes, auth, allow, &chain);
+    let app = super::apply(routes, auth, allow, &chain, None);
 
     let resp = app.clone().oneshot(get_as_alice("/boom")).await.unwrap();
     assert_eq!(resp.status(), 500);
@@ -97,4 +97,84 @@ async fn a_panicking_handler_gets_500_and_the_server_keeps_serving() {
     );
     let m = chain.metrics.render();
     assert!(m.contains("code=\"500\"} 1"), "{m}");
+}
+
+/// A server in front that serves one group and hands back the rest.
+struct Front;
+
+#[async_trait::async_trait]
+impl crate::RemoteApis for Front {
+    async fn serve(
+        &self,
+        req: axum::extract::Request,
+    ) -> Result<axum::response::Response, axum::extract::Request> {
+        if req.uri().path().starts_with("/apis/remote.example") {
+            let user = req.extensions().get::<kapi_http::user::UserInfo>();
+            let name = user.map(|u| u.name.clone()).unwrap_or_default();
+            Ok(axum::response::Response::new(Body::from(format!(
+                "remote for {name}"
+            ))))
+        } else {
+            Err(req)
+        }
+    }
+    fn extend_group_list(&self, _: &mut Vec<serde_json::Value>) {}
+    fn extend_aggregated(&self, _: &mut Vec<serde_json::Value>) {}
+    fn merged_v2(&self, _: &[u8]) -> Option<Vec<u8>> {
+        None
+    }
+    fn extend_v3_index(&self, _: &mut serde_json::Value) {}
+    fn v3_document(&self, _: &str) -> Option<(bytes::Bytes, String)> {
+        None
+    }
+}
+
+#[tokio::test]
+async fn the_server_in_front_gets_requests_only_after_the_filters() {
+    let chain = Chain::build(&ChainOptions::default()).unwrap();
+    let routes = Router::new()
+        .route("/local", get(|| async { "local" }))
+        .fallback(|| async { (axum::http::StatusCode::NOT_FOUND, "no route") });
+    let auth = Arc::new(Authenticator::new(
+        Some(TokenFile::parse("t,alice,1").unwrap()),
+        false,
+    ));
+    let allow: Arc<dyn kapi_auth::authz::Authorizer> = Arc::new(kapi_auth::authz::AlwaysAllow);
+    let front: Arc<dyn crate::RemoteApis> = Arc::new(Front);
+    let app = super::apply(routes, auth, allow, &chain, Some(front));
+    let text = |resp: axum::response::Response| async move {
+        let body = resp.into_body().collect().await.unwrap().to_bytes();
+        String::from_utf8(body.to_vec()).unwrap()
+    };
+
+    // Served in front, as the authenticated user, with the filters' headers.
+    let resp = app
+        .clone()
+        .oneshot(get_as_alice("/apis/remote.example/v1"))
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    assert!(resp.headers().contains_key("audit-id"));
+    assert_eq!(text(resp).await, "remote for alice");
+    // Without credentials the request never reaches it.
+    let anonymous = Request::get("/apis/remote.example/v1")
+        .body(Body::empty())
+        .unwrap();
+    let resp = app.clone().oneshot(anonymous).await.unwrap();
+    assert_eq!(resp.status(), 401);
+    assert!(text(resp).await.contains("Unauthorized"));
+    // What it hands back is served here, routes and fallback alike.
+    let resp = app.clone().oneshot(get_as_alice("/local")).await.unwrap();
+    assert_eq!(text(resp).await, "local");
+    let resp = app
+        .clone()
+        .oneshot(get_as_alice("/apis/other.example/v1"))
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 404);
+    assert_eq!(text(resp).await, "no route");
+    // Every request was counted by the metrics filter once its answer was
+    // sent, the refused one too.
+    let m = chain.metrics.render();
+    assert!(m.contains("code=\"401\"} 1"), "{m}");
 }

@@ -24,10 +24,10 @@ use std::time::SystemTime;
 
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{header, HeaderMap};
-use axum::middleware::Next;
 use axum::response::Response;
 use kapi_auth::audit::AuditId;
 use kapi_http::limits::{Deadline, Kind};
+use kapi_http::next::Next;
 use kapi_http::request::RequestInfo;
 use kapi_http::user::UserInfo;
 use opentelemetry::global::BoxedTracer;
@@ -104,7 +104,7 @@ impl Extractor for HeaderReader<'_> {
 
 /// The filter (after authentication): open the request span, hand its
 /// context to the handlers, and end it when the response body ends.
-pub async fn layer(State(t): State<Tracing>, mut req: Request, next: Next) -> Response {
+pub async fn layer<N: Next>(State(t): State<Tracing>, mut req: Request, next: N) -> Response {
     let remote = t.propagator.extract(&HeaderReader(req.headers()));
     let remote_span = remote.span().span_context().clone();
     let trusted = req.extensions().get::<UserInfo>().is_some_and(|u| {
