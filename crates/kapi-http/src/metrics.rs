@@ -169,11 +169,17 @@ type Key = (&'static str, Vec<String>);
 /// The series of every family, found by a hash of the family's name and the
 /// label values (several series only when two hash alike), so recording a
 /// value allocates nothing once its series exists.
-type SeriesMap = std::collections::HashMap<u64, Vec<(Key, Series)>>;
+/// The series by the hash of their family and label values ([`series_hash`]);
+/// the key is a hash already, hashed again by the map at little cost.
+type SeriesMap = std::collections::HashMap<u64, Vec<(Key, Series)>, foldhash::fast::FixedState>;
 
+/// The hash of a series: a fast hash, seeded once per process (the label
+/// values come from requests).
 fn series_hash<'a>(name: &str, values: impl Iterator<Item = &'a str>) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
+    use std::hash::{BuildHasher, Hash, Hasher};
+    static SEED: std::sync::LazyLock<foldhash::fast::RandomState> =
+        std::sync::LazyLock::new(Default::default);
+    let mut h = SEED.build_hasher();
     name.hash(&mut h);
     for v in values {
         v.hash(&mut h);

@@ -14,6 +14,7 @@ use axum::extract::{Path, RawQuery, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
+use bytes::Bytes;
 use futures::future::BoxFuture;
 use kapi_http::lifecycle::Lifecycle;
 use serde_json::json;
@@ -183,9 +184,21 @@ pub async fn readyz_one(
 pub const GIT_VERSION: &str = concat!("v1.33.0-kapi.", env!("CARGO_PKG_VERSION_MINOR"));
 
 /// `GET /version`: the binary's version, the emulated one and the minimum
-/// compatibility version (`--emulated-version`).
-pub async fn version(State(srv): State<Arc<Server>>) -> Response {
-    let (emulated, min_compat) = srv.config.emulation;
+/// compatibility version (`--emulated-version`); `body` is [`version_body`].
+pub fn version(body: Bytes) -> Response {
+    let mut resp = Response::new(axum::body::Body::from(body));
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    resp
+}
+
+/// What `/version` answers, for a server emulating `emulation` (the kube
+/// minor emulated, the minimum compatibility minor); it never changes while
+/// the server runs, so it is written once.
+pub fn version_body(emulation: (u32, u32)) -> Bytes {
+    let (emulated, min_compat) = emulation;
     let body = json!({
         "major": "1",
         "minor": "33",
@@ -203,13 +216,7 @@ pub async fn version(State(srv): State<Arc<Server>>) -> Response {
     });
     // Upstream writes the version indented, whoever asks, and without a
     // final newline.
-    let text = serde_json::to_vec_pretty(&body).expect("JSON values serialize");
-    let mut resp = Response::new(axum::body::Body::from(text));
-    resp.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    resp
+    Bytes::from(serde_json::to_vec_pretty(&body).expect("JSON values serialize"))
 }
 
 fn arch() -> &'static str {

@@ -36,6 +36,11 @@ impl Server {
         }
         let m = chain.metrics.clone();
         kapi_http::metrics::spawn_db_size_poll(&m, &self.apis);
+        let version_body = health::version_body(self.config.emulation);
+        let version = move || {
+            let body = version_body.clone();
+            async move { health::version(body) }
+        };
         let routes = Router::new()
             .route(
                 "/metrics",
@@ -45,8 +50,8 @@ impl Server {
                     },
                 ),
             )
-            .route("/version", get(health::version))
-            .route("/version/", get(health::version))
+            .route("/version", get(version.clone()))
+            .route("/version/", get(version))
             .route(
                 discovery_docs::CONFIG_PATH,
                 get(|State(srv): State<Arc<Server>>| async move {
