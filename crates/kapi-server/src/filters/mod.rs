@@ -151,6 +151,19 @@ struct Rest<S> {
 // own: a dozen small allocations cost less than moving one future that holds
 // all the stages beneath it at every step.
 
+/// Run `filter` with its state when it is on; hand on when it is off.
+async fn optional<T, N, F, Fut>(state: Option<T>, req: Request, next: N, filter: F) -> Response
+where
+    N: Next,
+    F: FnOnce(State<T>, Request, N) -> Fut,
+    Fut: std::future::Future<Output = Response>,
+{
+    match state {
+        Some(s) => filter(State(s), req, next).await,
+        None => next.run(req).await,
+    }
+}
+
 /// The rest of the chain from `stage` on.
 macro_rules! then {
     ($stage:ident, $r:expr) => {{
@@ -174,12 +187,8 @@ async fn audit_id<S: Routes>(r: Rest<S>, req: Request) -> Response {
 }
 
 async fn lifecycle<S: Routes>(r: Rest<S>, req: Request) -> Response {
-    let lc = r.state.chain.lifecycle.clone();
-    let next = then!(recovery, r);
-    match lc {
-        Some(lc) => kapi_http::lifecycle::layer(State(lc), req, next).await,
-        None => next.run(req).await,
-    }
+    let state = r.state.chain.lifecycle.clone();
+    optional(state, req, then!(recovery, r), kapi_http::lifecycle::layer).await
 }
 
 async fn recovery<S: Routes>(r: Rest<S>, req: Request) -> Response {
@@ -192,21 +201,13 @@ async fn deadline<S: Routes>(r: Rest<S>, req: Request) -> Response {
 }
 
 async fn strict_transport<S: Routes>(r: Rest<S>, req: Request) -> Response {
-    let value = r.state.chain.hsts.clone();
-    let next = then!(cors, r);
-    match value {
-        Some(h) => hsts(State(h), req, next).await,
-        None => next.run(req).await,
-    }
+    let state = r.state.chain.hsts.clone();
+    optional(state, req, then!(cors, r), hsts).await
 }
 
 async fn cors<S: Routes>(r: Rest<S>, req: Request) -> Response {
-    let cors = r.state.chain.cors.clone();
-    let next = then!(authenticate, r);
-    match cors {
-        Some(c) => kapi_http::cors::layer(State(c), req, next).await,
-        None => next.run(req).await,
-    }
+    let state = r.state.chain.cors.clone();
+    optional(state, req, then!(authenticate, r), kapi_http::cors::layer).await
 }
 
 async fn authenticate<S: Routes>(r: Rest<S>, req: Request) -> Response {
@@ -215,21 +216,13 @@ async fn authenticate<S: Routes>(r: Rest<S>, req: Request) -> Response {
 }
 
 async fn traced<S: Routes>(r: Rest<S>, req: Request) -> Response {
-    let tracing = r.state.chain.tracing.clone();
-    let next = then!(audited, r);
-    match tracing {
-        Some(t) => trace::layer(State(t), req, next).await,
-        None => next.run(req).await,
-    }
+    let state = r.state.chain.tracing.clone();
+    optional(state, req, then!(audited, r), trace::layer).await
 }
 
 async fn audited<S: Routes>(r: Rest<S>, req: Request) -> Response {
-    let audit = r.state.chain.audit.clone();
-    let next = then!(impersonate, r);
-    match audit {
-        Some(a) => audit::layer(State(a), req, next).await,
-        None => next.run(req).await,
-    }
+    let state = r.state.chain.audit.clone();
+    optional(state, req, then!(impersonate, r), audit::layer).await
 }
 
 async fn impersonate<S: Routes>(r: Rest<S>, req: Request) -> Response {
