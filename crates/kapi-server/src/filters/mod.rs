@@ -114,7 +114,8 @@ impl<S: Routes> tower::Layer<S> for Filters {
     }
 }
 
-/// One route behind the filters.
+/// One route behind the filters; each stage of a request gets a copy, to hand
+/// on to the next.
 #[derive(Clone)]
 struct Chained<S> {
     state: Arc<Shared>,
@@ -132,18 +133,8 @@ impl<S: Routes> tower::Service<Request> for Chained<S> {
     }
 
     fn call(&mut self, req: Request) -> Self::Future {
-        let rest = Rest {
-            state: self.state.clone(),
-            routes: self.routes.clone(),
-        };
-        Box::pin(pretty(rest, req).map(Ok))
+        Box::pin(pretty(self.clone(), req).map(Ok))
     }
-}
-
-/// What a stage of the chain hands on: the filters' state and the routes.
-struct Rest<S> {
-    state: Arc<Shared>,
-    routes: S,
 }
 
 // The stages, in the order a request meets them (the list at the top); each
@@ -173,65 +164,65 @@ macro_rules! then {
     }};
 }
 
-async fn pretty<S: Routes>(r: Rest<S>, req: Request) -> Response {
+async fn pretty<S: Routes>(r: Chained<S>, req: Request) -> Response {
     kapi_http::pretty::layer(req, then!(count, r)).await
 }
 
-async fn count<S: Routes>(r: Rest<S>, req: Request) -> Response {
+async fn count<S: Routes>(r: Chained<S>, req: Request) -> Response {
     let m = r.state.chain.metrics.clone();
     metrics::layer(State(m), req, then!(audit_id, r)).await
 }
 
-async fn audit_id<S: Routes>(r: Rest<S>, req: Request) -> Response {
+async fn audit_id<S: Routes>(r: Chained<S>, req: Request) -> Response {
     let a = r.state.chain.audit.clone();
     audit::id_layer(State(a), req, then!(lifecycle, r)).await
 }
 
-async fn lifecycle<S: Routes>(r: Rest<S>, req: Request) -> Response {
+async fn lifecycle<S: Routes>(r: Chained<S>, req: Request) -> Response {
     let state = r.state.chain.lifecycle.clone();
     optional(state, req, then!(recovery, r), kapi_http::lifecycle::layer).await
 }
 
-async fn recovery<S: Routes>(r: Rest<S>, req: Request) -> Response {
+async fn recovery<S: Routes>(r: Chained<S>, req: Request) -> Response {
     recover(req, then!(deadline, r)).await
 }
 
-async fn deadline<S: Routes>(r: Rest<S>, req: Request) -> Response {
+async fn deadline<S: Routes>(r: Chained<S>, req: Request) -> Response {
     let max = r.state.chain.request_timeout;
     limits::timeout(State(max), req, then!(strict_transport, r)).await
 }
 
-async fn strict_transport<S: Routes>(r: Rest<S>, req: Request) -> Response {
+async fn strict_transport<S: Routes>(r: Chained<S>, req: Request) -> Response {
     let state = r.state.chain.hsts.clone();
     optional(state, req, then!(cors, r), hsts).await
 }
 
-async fn cors<S: Routes>(r: Rest<S>, req: Request) -> Response {
+async fn cors<S: Routes>(r: Chained<S>, req: Request) -> Response {
     let state = r.state.chain.cors.clone();
     optional(state, req, then!(authenticate, r), kapi_http::cors::layer).await
 }
 
-async fn authenticate<S: Routes>(r: Rest<S>, req: Request) -> Response {
+async fn authenticate<S: Routes>(r: Chained<S>, req: Request) -> Response {
     let auth = r.state.auth.clone();
     authn::authenticate_layer(State(auth), req, then!(traced, r)).await
 }
 
-async fn traced<S: Routes>(r: Rest<S>, req: Request) -> Response {
+async fn traced<S: Routes>(r: Chained<S>, req: Request) -> Response {
     let state = r.state.chain.tracing.clone();
     optional(state, req, then!(audited, r), trace::layer).await
 }
 
-async fn audited<S: Routes>(r: Rest<S>, req: Request) -> Response {
+async fn audited<S: Routes>(r: Chained<S>, req: Request) -> Response {
     let state = r.state.chain.audit.clone();
     optional(state, req, then!(impersonate, r), audit::layer).await
 }
 
-async fn impersonate<S: Routes>(r: Rest<S>, req: Request) -> Response {
+async fn impersonate<S: Routes>(r: Chained<S>, req: Request) -> Response {
     let authz = r.state.authz.clone();
     impersonate_layer(State(authz), req, then!(concurrency, r)).await
 }
 
-async fn concurrency<S: Routes>(r: Rest<S>, req: Request) -> Response {
+async fn concurrency<S: Routes>(r: Chained<S>, req: Request) -> Response {
     let limits = r.state.chain.concurrency.clone();
     let next = then!(authorize, r);
     match limits {
@@ -240,17 +231,17 @@ async fn concurrency<S: Routes>(r: Rest<S>, req: Request) -> Response {
     }
 }
 
-async fn authorize<S: Routes>(r: Rest<S>, req: Request) -> Response {
+async fn authorize<S: Routes>(r: Chained<S>, req: Request) -> Response {
     let authz = r.state.authz.clone();
     authorize_layer(State(authz), req, then!(delegate, r)).await
 }
 
-async fn delegate<S: Routes>(r: Rest<S>, req: Request) -> Response {
+async fn delegate<S: Routes>(r: Chained<S>, req: Request) -> Response {
     let remote = r.state.remote.clone();
     remote::delegate(State(remote), req, then!(route, r)).await
 }
 
-async fn route<S: Routes>(r: Rest<S>, req: Request) -> Response {
+async fn route<S: Routes>(r: Chained<S>, req: Request) -> Response {
     match r.routes.oneshot(req).await {
         Ok(resp) => resp,
         Err(never) => match never {},
