@@ -2,10 +2,10 @@
 //!
 //! The filters are plain async functions taking the request and the rest of
 //! the chain. The server's chain (`kapi-server`'s `filters`) runs them as
-//! stages of one service, each handing on to the next through [`Then`]; axum's own
-//! middleware `Next` is one too, so a filter can still stand alone as
-//! `axum::middleware::from_fn(filter::<axum::middleware::Next>)` (the tests
-//! use them so).
+//! stages of one service, each handing on to the next through [`Then`];
+//! axum's own middleware `Next` is one too, so a filter can still stand alone
+//! as `axum::middleware::from_fn(filter::<axum::middleware::Next>)` (the
+//! tests use them so).
 
 use std::future::Future;
 
