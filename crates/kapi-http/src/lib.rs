@@ -13,8 +13,9 @@
 //! - `lifecycle.rs` — graceful termination: readiness, refused and drained
 //!   requests, ended watches;
 //! - `cors.rs` — `--cors-allowed-origins`;
-//! - `metrics.rs` — the metric registry with upstream's names and the filter
-//!   that records every request;
+//! - `metrics/` — the metric families with upstream's names and the filter
+//!   that records every request (`mod.rs`), the registry and its text
+//!   exposition (`registry.rs`);
 //! - `next.rs` — what a filter hands a request on to ([`next::Next`]);
 //! - `tls.rs`, `tls/` — certificates, rustls configuration, the admin
 //!   kubeconfig and the accept loops.
