@@ -79,6 +79,11 @@ impl Updater<'_> {
     ) -> Result<Comparison, ApplyError> {
         let mut cmp = self.typed.compare(old, new)?;
         cmp.exclude(&self.ignored);
+        if managers.keys().all(|m| m == workflow) {
+            // No one else owns anything (a create): nothing to take.
+            managers.retain(|_, vs| !vs.set.is_empty());
+            return Ok(cmp);
+        }
         let written = cmp.modified.union(&cmp.added);
         let mut conflicts = Vec::new();
         let mut taken: BTreeMap<String, Set> = BTreeMap::new();
@@ -131,11 +136,17 @@ impl Updater<'_> {
             .remove(manager)
             .map(|vs| vs.set)
             .unwrap_or_default();
-        let set = previous
-            .difference(&cmp.removed)
-            .union(&cmp.modified)
-            .union(&cmp.added)
-            .recursive_difference(&self.ignored);
+        let set = if previous.is_empty() && cmp.modified.is_empty() {
+            // What a create writes: only what it added (already without the
+            // ignored fields).
+            cmp.added
+        } else {
+            previous
+                .difference(&cmp.removed)
+                .union(&cmp.modified)
+                .union(&cmp.added)
+                .recursive_difference(&self.ignored)
+        };
         if !set.is_empty() {
             let vs = VersionedSet {
                 set,

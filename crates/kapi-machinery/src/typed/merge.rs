@@ -31,6 +31,9 @@ impl Comparison {
 
     /// Drop `ignored` (and everything below its members) from all three sets.
     pub fn exclude(&mut self, ignored: &Set) {
+        if ignored.is_empty() {
+            return;
+        }
         self.removed = self.removed.recursive_difference(ignored);
         self.modified = self.modified.recursive_difference(ignored);
         self.added = self.added.recursive_difference(ignored);

@@ -30,6 +30,9 @@ pub mod lastapplied;
 #[cfg(test)]
 mod tests;
 
+use std::borrow::Cow;
+use std::sync::LazyLock;
+
 use kapi_machinery::apply::{ApplyError, Conflict, Updater};
 use kapi_machinery::fieldpath::{path_string, PathElement, Set};
 use kapi_machinery::schema::{SchemaNav, TypeRef};
@@ -60,8 +63,13 @@ pub struct FieldManager<'a> {
     pub has_status: bool,
 }
 
-/// Server-owned metadata paths, never owned by a manager.
-fn strip_set() -> Set {
+/// Server-owned metadata paths, never owned by a manager (built once).
+fn strip_set() -> &'static Set {
+    static SET: LazyLock<Set> = LazyLock::new(build_strip_set);
+    &SET
+}
+
+fn build_strip_set() -> Set {
     let f = PathElement::field;
     let mut s = Set::new();
     for top in ["apiVersion", "kind", "metadata"] {
@@ -83,10 +91,15 @@ fn strip_set() -> Set {
     s
 }
 
-fn without_managed_fields(obj: &Value) -> Value {
+/// `obj` without `metadata.managedFields`: copied only when it has them.
+fn without_managed_fields(obj: &Value) -> Cow<'_, Value> {
+    let has = meta::meta(obj).is_some_and(|m| m.contains_key("managedFields"));
+    if !has {
+        return Cow::Borrowed(obj);
+    }
     let mut obj = obj.clone();
     meta::remove(&mut obj, "managedFields");
-    obj
+    Cow::Owned(obj)
 }
 
 impl<'a> FieldManager<'a> {
@@ -269,7 +282,7 @@ impl<'a> FieldManager<'a> {
         force: bool,
         now: &str,
     ) -> Result<(Value, Managed), ApplyError> {
-        let live = without_managed_fields(live);
+        let live = without_managed_fields(live).into_owned();
         if managed.fields.is_empty() {
             let empty = self.empty_object();
             managed = self
@@ -296,7 +309,7 @@ impl<'a> FieldManager<'a> {
 /// Drop server-owned metadata from `id`'s set (and the entry if nothing is left).
 fn strip(managed: &mut Managed, id: &str) {
     if let Some(vs) = managed.fields.get_mut(id) {
-        vs.set = vs.set.difference(&strip_set());
+        vs.set = vs.set.difference(strip_set());
         if vs.set.is_empty() {
             managed.fields.remove(id);
         }
