@@ -227,10 +227,9 @@ pub async fn layer<N: Next>(State(metrics): State<Metrics>, mut req: Request, ne
         move |_: usize| events.inc()
     });
     crate::limits::on_body_end(resp, on_frame, move || {
-        let mut all: Vec<&str> = labels.0.iter().map(String::as_str).collect();
-        metrics.observe(&REQUEST_DURATION, &all, started.elapsed().as_secs_f64());
-        all.push(&code);
-        metrics.add(&REQUEST_TOTAL, &all, 1.0);
+        let all: Vec<&str> = labels.0.iter().map(String::as_str).collect();
+        let took = started.elapsed().as_secs_f64();
+        metrics.observe_and_count(&REQUEST_DURATION, &all, took, &REQUEST_TOTAL, &[&code]);
     })
 }
 

@@ -3,6 +3,7 @@
 //! flags ask for ([`Policy`]), and the text exposition.
 
 use super::*;
+use std::borrow::Cow;
 
 enum Series {
     Value(f64),
@@ -40,6 +41,37 @@ fn series_hash<'a>(name: &str, values: impl Iterator<Item = &'a str>) -> u64 {
 /// Whether `key` names family `name`'s series with label values `values`.
 fn is_series(key: &Key, name: &str, values: &[&str]) -> bool {
     key.0 == name && key.1.iter().map(String::as_str).eq(values.iter().copied())
+}
+
+/// The label values a series is recorded under: `labels`, or the
+/// allow-listed values [`Metrics::constrained`] put in their place.
+fn shown<'a>(owned: &'a Option<Vec<String>>, labels: &'a [&'a str]) -> Cow<'a, [&'a str]> {
+    match owned {
+        Some(v) => Cow::Owned(v.iter().map(String::as_str).collect()),
+        None => Cow::Borrowed(labels),
+    }
+}
+
+fn add_into(s: &mut Series, by: f64) {
+    match s {
+        Series::Value(v) => *v += by,
+        Series::Atomic(a) => {
+            a.fetch_add(by.max(0.0) as u64, Ordering::Relaxed);
+        }
+        Series::Histogram { .. } => {}
+    }
+}
+
+fn observe_into(s: &mut Series, bounds: &[f64], value: f64) {
+    if let Series::Histogram { counts, sum, count } = s {
+        for (c, b) in counts.iter_mut().zip(bounds) {
+            if value <= *b {
+                *c += 1;
+            }
+        }
+        *sum += value;
+        *count += 1;
+    }
 }
 
 /// One counter series, resolved once by [`Metrics::counter`]; incrementing it
@@ -160,18 +192,23 @@ impl Metrics {
     }
 
     fn with(&self, fam: &'static Family, labels: &[&str], f: impl FnOnce(&mut Series)) {
-        debug_assert_eq!(labels.len(), fam.labels.len(), "{}", fam.name);
         let owned = self.constrained(fam, labels);
-        let shown: Vec<&str>;
-        let values: &[&str] = match &owned {
-            Some(v) => {
-                shown = v.iter().map(String::as_str).collect();
-                &shown
-            }
-            None => labels,
-        };
-        let hash = series_hash(fam.name, values.iter().copied());
+        let values = shown(&owned, labels);
         let mut map = self.inner.lock().expect("metrics lock");
+        self.in_series(&mut map, fam, &values, f);
+    }
+
+    /// Run `f` on family `fam`'s series with label `values` (created when
+    /// new) in the locked map.
+    fn in_series(
+        &self,
+        map: &mut SeriesMap,
+        fam: &'static Family,
+        values: &[&str],
+        f: impl FnOnce(&mut Series),
+    ) {
+        debug_assert_eq!(values.len(), fam.labels.len(), "{}", fam.name);
+        let hash = series_hash(fam.name, values.iter().copied());
         let bucket = map.entry(hash).or_default();
         let found = bucket
             .iter()
@@ -203,13 +240,7 @@ impl Metrics {
 
     /// Add to a counter or gauge.
     pub fn add(&self, fam: &'static Family, labels: &[&str], by: f64) {
-        self.with(fam, labels, |s| match s {
-            Series::Value(v) => *v += by,
-            Series::Atomic(a) => {
-                a.fetch_add(by.max(0.0) as u64, Ordering::Relaxed);
-            }
-            Series::Histogram { .. } => {}
-        });
+        self.with(fam, labels, |s| add_into(s, by));
     }
 
     /// The series of counter family `fam` with `labels`, as a handle to count
@@ -241,20 +272,34 @@ impl Metrics {
     }
 
     pub fn observe(&self, fam: &'static Family, labels: &[&str], value: f64) {
-        let Kind::Histogram(bounds) = fam.kind else {
+        if let Kind::Histogram(bounds) = fam.kind {
+            self.with(fam, labels, |s| observe_into(s, bounds, value));
+        }
+    }
+
+    /// Observe `value` in histogram `hist` and add one to counter `total`
+    /// (whose labels are `labels` then `more`), under one lock: what every
+    /// request records when it ends.
+    pub fn observe_and_count(
+        &self,
+        hist: &'static Family,
+        labels: &[&str],
+        value: f64,
+        total: &'static Family,
+        more: &[&str],
+    ) {
+        let Kind::Histogram(bounds) = hist.kind else {
             return;
         };
-        self.with(fam, labels, |s| {
-            if let Series::Histogram { counts, sum, count } = s {
-                for (c, b) in counts.iter_mut().zip(bounds) {
-                    if value <= *b {
-                        *c += 1;
-                    }
-                }
-                *sum += value;
-                *count += 1;
-            }
-        });
+        let all: Vec<&str> = labels.iter().chain(more).copied().collect();
+        let (h_owned, t_owned) = (
+            self.constrained(hist, labels),
+            self.constrained(total, &all),
+        );
+        let (h, t) = (shown(&h_owned, labels), shown(&t_owned, &all));
+        let mut map = self.inner.lock().expect("metrics lock");
+        self.in_series(&mut map, hist, &h, |s| observe_into(s, bounds, value));
+        self.in_series(&mut map, total, &t, |s| add_into(s, 1.0));
     }
 
     /// Whether object counts are due for sampling (`--etcd-count-metric-poll-period`).

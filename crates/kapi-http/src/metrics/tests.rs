@@ -96,6 +96,47 @@ fn the_policy_disables_families_and_constrains_label_values() {
 }
 
 #[test]
+fn a_request_recorded_under_one_lock_renders_as_two_separate_recordings() {
+    let labels = ["GET", "", "", "v1", "pods", "", "resource", "apiserver"];
+    let mapping = [("apiserver_request_total,code".to_owned(), "200".to_owned())]
+        .into_iter()
+        .collect();
+    for allow in [false, true] {
+        let policy = || {
+            let mut p = Policy::default();
+            if allow {
+                p.allow_labels(&mapping);
+            }
+            p
+        };
+        let (one, two) = (
+            Metrics::with_policy(policy()),
+            Metrics::with_policy(policy()),
+        );
+        for (took, code) in [(0.03, "200"), (0.3, "404"), (0.001, "200")] {
+            one.observe_and_count(&REQUEST_DURATION, &labels, took, &REQUEST_TOTAL, &[code]);
+            two.observe(&REQUEST_DURATION, &labels, took);
+            let mut all = labels.to_vec();
+            all.push(code);
+            two.add(&REQUEST_TOTAL, &all, 1.0);
+        }
+        let text = one.render();
+        assert_eq!(text, two.render());
+        assert!(
+            text.contains("apiserver_request_duration_seconds_count{verb=\"GET\""),
+            "{text}"
+        );
+        let not_allowed = if allow {
+            "code=\"unexpected\"} 1"
+        } else {
+            "code=\"404\"} 1"
+        };
+        assert!(text.contains(not_allowed), "{text}");
+        assert!(text.contains("code=\"200\"} 2"), "{text}");
+    }
+}
+
+#[test]
 fn object_counts_are_sampled_once_per_poll_period() {
     let hourly = Metrics::with_policy(Policy {
         count_poll: Some(std::time::Duration::from_secs(3600)),
