@@ -30,11 +30,10 @@ pub fn parse(method: &Method, path: &str, query: &Query) -> Option<RequestInfo> 
         ["apis", group, version, rest @ ..] => ((*group, *version), rest),
         _ => return None,
     };
-    let mut rest = rest.to_vec();
-    let mut watch_path = false;
-    if rest.first() == Some(&"watch") {
-        watch_path = true;
-        rest.remove(0);
+    let mut rest = rest;
+    let watch_path = rest.first() == Some(&"watch");
+    if watch_path {
+        rest = &rest[1..];
     }
     let mut info = RequestInfo {
         group: group.0.into(),
@@ -45,9 +44,9 @@ pub fn parse(method: &Method, path: &str, query: &Query) -> Option<RequestInfo> 
     // subresources (`namespaces/{name}/status`, `/finalize`).
     if rest.len() > 2 && rest[0] == "namespaces" && !matches!(rest[2], "status" | "finalize") {
         info.namespace = Some(rest[1].into());
-        rest.drain(..2);
+        rest = &rest[2..];
     }
-    let (resource, name, sub) = match rest.as_slice() {
+    let (resource, name, sub) = match rest {
         [r] => (*r, None, None),
         [r, n] => (*r, Some(*n), None),
         [r, n, s, ..] => (*r, Some(*n), Some(*s)),
