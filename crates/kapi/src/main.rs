@@ -22,7 +22,8 @@ use std::path::Path;
 
 /// mimalloc rather than glibc's malloc: a request allocates and frees many
 /// small values, and glibc's allocator was ~14 % of a create's CPU
-/// (docs/performance.md, issue 26).
+/// (docs/performance.md, issue 26). Its arenas are committed on demand
+/// (`.cargo/config.toml`), which keeps an idle server smaller.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
