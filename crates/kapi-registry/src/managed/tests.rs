@@ -244,3 +244,27 @@ fn kubectl_may_take_over_client_side_applied_fields() {
         "{\"apiVersion\":\"v1\",\"data\":{\"k\":\"w\"},\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"c\",\"namespace\":\"ns\"}}\n"
     );
 }
+
+#[test]
+fn a_create_records_the_same_fields_whether_or_not_another_manager_is_listed() {
+    // Alone, a create takes the short way (nothing to take from anyone);
+    // with another manager listed, the whole transfer runs.
+    let root = TypeRef::UNKNOWN;
+    let f = fm(&root, None);
+    let mut alone = cm(json!({"k": "v", "l": "w"}));
+    f.update(None, &mut alone, "m", "2026-01-01T00:00:00Z");
+    let mut listed = cm(json!({"k": "v", "l": "w"}));
+    listed["metadata"]["managedFields"] = json!([{
+        "manager": "other", "operation": "Update", "apiVersion": "v1",
+        "time": "2025-01-01T00:00:00Z", "fieldsType": "FieldsV1",
+        "fieldsV1": {"f:data": {"f:gone": {}}}}]);
+    f.update(None, &mut listed, "m", "2026-01-01T00:00:00Z");
+    let mine = |obj: &Value| {
+        entries(obj)
+            .into_iter()
+            .find(|e| e["manager"] == "m")
+            .expect("m's entry")
+    };
+    assert_eq!(mine(&alone), mine(&listed));
+    assert_eq!(entries(&listed).len(), 2, "{:?}", entries(&listed));
+}
