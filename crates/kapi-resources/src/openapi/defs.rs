@@ -1,5 +1,6 @@
-//! The definitions (swagger 2.0 form, `$ref`s as `#/definitions/<name>`): built
-//! once per process from k8s-openapi's schemars schemas, then completed with
+//! The definitions (swagger 2.0 form, `$ref`s as `#/definitions/<name>`): read
+//! once per process from k8s-openapi's schemars schemas (generated at build time
+//! by `build.rs`, embedded in the binary), then completed with
 //! what those schemas lack — `<Kind>List` definitions, upstream's scalar forms
 //! of `IntOrString` and `Quantity`, `x-kubernetes-group-version-kind` on kinds,
 //! and the patch/list facts of [`crate::patchmeta`].
@@ -13,7 +14,6 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, OnceLock};
 
-use schemars::generate::SchemaSettings;
 use serde_json::{json, Map, Value};
 
 use super::kinds::{self, KINDS};
@@ -32,19 +32,12 @@ pub fn base() -> Arc<Defs> {
     BASE.get_or_init(|| Arc::new(generate())).clone()
 }
 
+/// k8s-openapi's schemas of the built-in kinds and meta types, as schemars
+/// emits them (written by `build.rs`).
+const GENERATED: &str = include_str!(concat!(env!("OUT_DIR"), "/definitions.json"));
+
 fn generate() -> Defs {
-    let mut generator = SchemaSettings::draft07()
-        .with(|s| {
-            s.definitions_path = "/definitions".into();
-            s.meta_schema = None;
-            s.transforms.clear();
-        })
-        .into_generator();
-    for kind in KINDS {
-        kind.add_to(&mut generator);
-    }
-    kinds::add_meta(&mut generator);
-    let mut defs = generator.take_definitions(false);
+    let mut defs: Defs = serde_json::from_str(GENERATED).expect("build.rs writes valid JSON");
     scalar_forms(&mut defs);
     for kind in KINDS {
         let name = kind.def_name();

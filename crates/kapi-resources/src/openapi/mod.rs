@@ -6,8 +6,8 @@
 //! kind declares it), `kubectl explain`, and strategic-merge patch metadata.
 //!
 //! What this module owns: turning the served `ResourceDef`s into documents.
-//! Definitions come from k8s-openapi's schemars schemas (`kinds.rs`, `defs.rs`)
-//! plus the fact table of [`crate::patchmeta`]; paths from `paths.rs` and
+//! Definitions come from k8s-openapi's schemars schemas, generated at build
+//! time by the crate's `build.rs` (`kinds.rs`, `defs.rs`), plus the fact table of [`crate::patchmeta`]; paths from `paths.rs` and
 //! `params.rs`; the 3.0 form from `v3.rs`.
 //!
 //! Invariants: [`OpenApi::build`] is deterministic (same resources → same bytes →
