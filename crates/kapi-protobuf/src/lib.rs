@@ -41,7 +41,6 @@ pub const MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf";
 /// The media type of protobuf watch streams.
 pub const WATCH_MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf;stream=watch";
 
-const UNKNOWN: &str = "apimachinery.pkg.runtime.Unknown";
 const WATCH_EVENT: &str = "apimachinery.pkg.apis.meta.v1.WatchEvent";
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -128,52 +127,38 @@ fn decode_enveloped(
     lenient: bool,
 ) -> Result<Value, Error> {
     let rest = bytes.strip_prefix(MAGIC).ok_or(Error::Magic)?;
-    let unknown = Schema::get()
-        .by_path(UNKNOWN)
-        .expect("runtime.Unknown is in k8s-pb");
-    let env = decode::message(unknown, rest)?;
-    let field = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
-    let tm = env.get("typeMeta").cloned().unwrap_or(Value::Null);
-    let (mut av, mut kind) = (field(&tm, "apiVersion"), field(&tm, "kind"));
+    let env = parts::read_envelope(rest)?;
+    let (mut av, mut kind) = (env.api_version, env.kind);
     if let (true, Some((dav, dkind))) = (kind.is_empty(), default) {
-        (av, kind) = (dav.to_owned(), dkind.to_owned());
+        (av, kind) = (dav, dkind);
     }
     if kind.is_empty() {
         return Err(Error::Malformed(
             "the protobuf envelope names no kind".into(),
         ));
     }
-    let encoding = field(&env, "contentEncoding");
-    if !encoding.is_empty() {
+    if !env.content_encoding.is_empty() {
         return Err(Error::Malformed(format!(
-            "unsupported content encoding {encoding:?}"
+            "unsupported content encoding {:?}",
+            env.content_encoding
         )));
     }
-    let content_type = field(&env, "contentType");
-    if !content_type.is_empty() && content_type != MEDIA_TYPE {
+    if !env.content_type.is_empty() && env.content_type != MEDIA_TYPE {
         return Err(Error::Malformed(format!(
-            "unsupported content type {content_type:?}"
+            "unsupported content type {:?}",
+            env.content_type
         )));
     }
-    let raw = env
-        .get("raw")
-        .and_then(Value::as_str)
-        .map(|b64| {
-            use base64::Engine as _;
-            base64::engine::general_purpose::STANDARD
-                .decode(b64)
-                .expect("decoder wrote base64")
-        })
-        .unwrap_or_default();
-    let idx = lookup(&av, &kind)?;
+    let raw = env.raw;
+    let idx = lookup(av, kind)?;
     let body = if lenient {
-        decode::message_lenient(idx, &raw)?
+        decode::message_lenient(idx, raw)?
     } else {
-        decode::message(idx, &raw)?
+        decode::message(idx, raw)?
     };
     let mut out = Map::new();
-    out.insert("kind".into(), Value::String(kind));
-    out.insert("apiVersion".into(), Value::String(av));
+    out.insert("kind".into(), Value::String(kind.to_owned()));
+    out.insert("apiVersion".into(), Value::String(av.to_owned()));
     if let Value::Object(fields) = body {
         out.extend(fields);
     }

@@ -12,7 +12,7 @@
 
 use serde_json::Value;
 
-use crate::wire::{self, put_bytes, put_key, put_varint};
+use crate::wire::{self, put_bytes, put_key, put_varint, Raw, Reader};
 use crate::{encode_message, lookup, Error, MAGIC};
 
 /// What follows the raw message in every envelope: empty `contentEncoding`
@@ -30,6 +30,83 @@ pub fn envelope_head(api_version: &str, kind: &str, raw_len: usize) -> Vec<u8> {
     put_key(&mut out, 2, wire::LEN);
     put_varint(&mut out, raw_len as u64);
     out
+}
+
+/// The fields of a `runtime.Unknown` envelope (after the magic), borrowed
+/// from its bytes: the object's message is a slice, never a copy.
+#[derive(Debug, Default)]
+pub(crate) struct Envelope<'a> {
+    pub api_version: &'a str,
+    pub kind: &'a str,
+    pub raw: &'a [u8],
+    pub content_encoding: &'a str,
+    pub content_type: &'a str,
+}
+
+/// Read an envelope as the descriptor walk would (`decode.rs`: unknown field
+/// numbers and mismatched wire types are errors, a repeated field's last
+/// occurrence wins), without building a JSON value of it.
+pub(crate) fn read_envelope(bytes: &[u8]) -> Result<Envelope<'_>, Error> {
+    let mut env = Envelope::default();
+    let mut r = Reader::new(bytes);
+    while !r.done() {
+        let (tag, raw) = r.field()?;
+        let field = match tag {
+            1 => "typeMeta",
+            2 => "raw",
+            3 => "contentEncoding",
+            4 => "contentType",
+            _ => {
+                return Err(Error::Malformed(format!(
+                    "Unknown: unknown field number {tag}"
+                )))
+            }
+        };
+        let bytes = length_delimited(raw).map_err(|e| e.within(field))?;
+        match tag {
+            1 => {
+                (env.api_version, env.kind) = ("", "");
+                let mut tm = Reader::new(bytes);
+                while !tm.done() {
+                    let (tag, raw) = tm.field().map_err(|e| e.within(field))?;
+                    let (name, slot) = match tag {
+                        1 => ("apiVersion", &mut env.api_version),
+                        2 => ("kind", &mut env.kind),
+                        _ => {
+                            return Err(Error::Malformed(format!(
+                                "TypeMeta: unknown field number {tag}"
+                            ))
+                            .within(field))
+                        }
+                    };
+                    *slot = string(raw)
+                        .map_err(|e| e.within(name))
+                        .map_err(|e| e.within(field))?;
+                }
+            }
+            2 => env.raw = bytes,
+            3 => env.content_encoding = utf8(bytes).map_err(|e| e.within(field))?,
+            _ => env.content_type = utf8(bytes).map_err(|e| e.within(field))?,
+        }
+    }
+    Ok(env)
+}
+
+fn length_delimited(raw: Raw<'_>) -> Result<&[u8], Error> {
+    match raw {
+        Raw::Bytes(b) => Ok(b),
+        _ => Err(Error::Malformed(
+            "wire type does not match the field".into(),
+        )),
+    }
+}
+
+fn string(raw: Raw<'_>) -> Result<&str, Error> {
+    utf8(length_delimited(raw)?)
+}
+
+fn utf8(bytes: &[u8]) -> Result<&str, Error> {
+    std::str::from_utf8(bytes).map_err(|_| Error::Malformed("string is not valid UTF-8".into()))
 }
 
 /// An enveloped object from its message bytes.
@@ -101,4 +178,89 @@ pub fn item_key_len(items_tag: u32, len: usize) -> usize {
 
 fn varint_len(v: u64) -> usize {
     (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::Schema;
+
+    /// What the descriptor walk reads from envelope bytes, as [`Envelope`]'s
+    /// fields (`raw` base64-decoded).
+    fn walked(bytes: &[u8]) -> Result<(String, String, Vec<u8>, String, String), Error> {
+        use base64::Engine as _;
+        let idx = Schema::get()
+            .by_path("apimachinery.pkg.runtime.Unknown")
+            .expect("runtime.Unknown is in k8s-pb");
+        let env = crate::decode::message(idx, bytes)?;
+        let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+        let tm = env.get("typeMeta").cloned().unwrap_or(Value::Null);
+        let raw = base64::engine::general_purpose::STANDARD
+            .decode(s(&env, "raw"))
+            .expect("base64");
+        Ok((
+            s(&tm, "apiVersion"),
+            s(&tm, "kind"),
+            raw,
+            s(&env, "contentEncoding"),
+            s(&env, "contentType"),
+        ))
+    }
+
+    fn read(bytes: &[u8]) -> Result<(String, String, Vec<u8>, String, String), Error> {
+        let e = read_envelope(bytes)?;
+        Ok((
+            e.api_version.to_owned(),
+            e.kind.to_owned(),
+            e.raw.to_vec(),
+            e.content_encoding.to_owned(),
+            e.content_type.to_owned(),
+        ))
+    }
+
+    #[test]
+    fn the_envelope_reads_as_the_descriptor_walk_reads_it() {
+        let cm = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "a", "namespace": "default"}, "data": {"k": "v"}});
+        let whole = crate::encode_object(&cm).unwrap();
+        let body = &whole[MAGIC.len()..];
+        let mut cases: Vec<Vec<u8>> = vec![body.to_vec(), Vec::new()];
+        // Every cut, and every single byte changed to a few others.
+        for cut in 0..body.len() {
+            cases.push(body[..cut].to_vec());
+            for b in [0x00, 0x08, 0x0a, 0x12, 0x2a, 0x7f, 0xff] {
+                let mut c = body.to_vec();
+                c[cut] = b;
+                cases.push(c);
+            }
+        }
+        // Content fields set, a field repeated, invalid UTF-8, unknown fields.
+        let mut tm = Vec::new();
+        put_bytes(&mut tm, 1, b"apps/v1");
+        put_bytes(&mut tm, 2, b"Deployment");
+        let mut e = Vec::new();
+        put_bytes(&mut e, 1, &tm);
+        put_bytes(&mut e, 2, b"\x0a\x00");
+        put_bytes(&mut e, 3, b"gzip");
+        put_bytes(&mut e, 4, b"application/json");
+        cases.push(e.clone());
+        let mut twice = e.clone();
+        put_bytes(&mut twice, 2, b"second");
+        put_bytes(&mut twice, 1, &tm[..9]);
+        cases.push(twice);
+        let mut bad_utf8 = Vec::new();
+        put_bytes(&mut bad_utf8, 4, &[0xc3, 0x28]);
+        cases.push(bad_utf8);
+        let mut bad_tm = Vec::new();
+        put_bytes(&mut bad_tm, 1, &[0x1a, 0x01, b'x']);
+        cases.push(bad_tm);
+        let mut varint_tm = Vec::new();
+        put_bytes(&mut varint_tm, 1, &[0x08, 0x01]);
+        cases.push(varint_tm);
+        cases.push(vec![0x28, 0x01]);
+        cases.push(vec![0x10, 0x01]);
+        for c in &cases {
+            assert_eq!(read(c), walked(c), "{c:02x?}");
+        }
+    }
 }
