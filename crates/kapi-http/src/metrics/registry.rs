@@ -1,19 +1,75 @@
 //! The registry behind `/metrics`: the series of every family, found by hash
 //! ([`Metrics`]), lock-free counter handles ([`Counter`]), what the metrics
 //! flags ask for ([`Policy`]), and the text exposition.
+//!
+//! Recording takes the map's read lock only (a write lock when a series is
+//! new) and changes the series with atomic operations, so requests on
+//! different threads recording into the same series do not wait for each
+//! other.
 
 use super::*;
 use std::borrow::Cow;
+use std::sync::RwLock;
 
 enum Series {
-    Value(f64),
-    /// A counter series handed out as a [`Counter`]: whole increments, no lock.
+    /// A counter or gauge recorded by additions and sets: an `f64`'s bits.
+    Value(AtomicU64),
+    /// A counter series handed out as a [`Counter`]: whole increments.
     Atomic(Arc<AtomicU64>),
-    Histogram {
-        counts: Vec<u64>,
-        sum: f64,
-        count: u64,
-    },
+    Histogram(Histogram),
+}
+
+/// A histogram's observations, counted per bucket (not cumulatively: an
+/// observation adds to exactly one bucket, the last one for values above every
+/// bound), so the exposition, which sums them, is consistent however it
+/// interleaves with recording: the cumulative counts never decrease and the
+/// `+Inf` bucket is the count.
+struct Histogram {
+    buckets: Box<[AtomicU64]>,
+    /// The sum of the observations: an `f64`'s bits.
+    sum: AtomicU64,
+}
+
+impl Histogram {
+    fn new(bounds: &[f64]) -> Histogram {
+        Histogram {
+            buckets: (0..=bounds.len()).map(|_| AtomicU64::new(0)).collect(),
+            sum: AtomicU64::new(0f64.to_bits()),
+        }
+    }
+
+    fn observe(&self, bounds: &[f64], value: f64) {
+        let at = bounds.partition_point(|b| *b < value);
+        self.buckets[at].fetch_add(1, Ordering::Relaxed);
+        add_f64(&self.sum, value);
+    }
+
+    /// The cumulative count at each bound, then the total count.
+    fn cumulative(&self) -> (Vec<u64>, u64) {
+        let mut total = 0;
+        let mut out = Vec::with_capacity(self.buckets.len());
+        for b in &self.buckets[..] {
+            total += b.load(Ordering::Relaxed);
+            out.push(total);
+        }
+        out.pop();
+        (out, total)
+    }
+
+    fn count(&self) -> u64 {
+        self.buckets.iter().map(|b| b.load(Ordering::Relaxed)).sum()
+    }
+}
+
+/// Add `by` to the `f64` whose bits `cell` holds.
+fn add_f64(cell: &AtomicU64, by: f64) {
+    let _ = cell.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |bits| {
+        Some((f64::from_bits(bits) + by).to_bits())
+    });
+}
+
+fn load_f64(cell: &AtomicU64) -> f64 {
+    f64::from_bits(cell.load(Ordering::Relaxed))
 }
 
 type Key = (&'static str, Vec<String>);
@@ -40,7 +96,40 @@ fn series_hash<'a>(name: &str, values: impl Iterator<Item = &'a str>) -> u64 {
 
 /// Whether `key` names family `name`'s series with label values `values`.
 fn is_series(key: &Key, name: &str, values: &[&str]) -> bool {
-    key.0 == name && key.1.iter().map(String::as_str).eq(values.iter().copied())
+    same(key.0, name)
+        && key.1.len() == values.len()
+        && key.1.iter().zip(values).all(|(k, v)| same(k, v))
+}
+
+/// String equality for the short strings of label values, compared in line
+/// (a library `memcmp` call per label was most of a request's recording).
+#[inline]
+fn same(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    if std::ptr::eq(a, b) {
+        return true;
+    }
+    let mut i = 0;
+    while i + 8 <= a.len() {
+        let x = u64::from_ne_bytes(a[i..i + 8].try_into().expect("8 bytes"));
+        let y = u64::from_ne_bytes(b[i..i + 8].try_into().expect("8 bytes"));
+        if x != y {
+            return false;
+        }
+        i += 8;
+    }
+    a[i..].iter().zip(&b[i..]).all(|(x, y)| x == y)
+}
+
+/// Family `name`'s series with label `values` (hashed to `hash`), if any.
+fn find<'m>(map: &'m SeriesMap, hash: u64, name: &str, values: &[&str]) -> Option<&'m Series> {
+    map.get(&hash)?
+        .iter()
+        .find(|(key, _)| is_series(key, name, values))
+        .map(|(_, s)| s)
 }
 
 /// The label values a series is recorded under: `labels`, or the
@@ -52,25 +141,19 @@ fn shown<'a>(owned: &'a Option<Vec<String>>, labels: &'a [&'a str]) -> Cow<'a, [
     }
 }
 
-fn add_into(s: &mut Series, by: f64) {
+fn add_into(s: &Series, by: f64) {
     match s {
-        Series::Value(v) => *v += by,
+        Series::Value(v) => add_f64(v, by),
         Series::Atomic(a) => {
             a.fetch_add(by.max(0.0) as u64, Ordering::Relaxed);
         }
-        Series::Histogram { .. } => {}
+        Series::Histogram(_) => {}
     }
 }
 
-fn observe_into(s: &mut Series, bounds: &[f64], value: f64) {
-    if let Series::Histogram { counts, sum, count } = s {
-        for (c, b) in counts.iter_mut().zip(bounds) {
-            if value <= *b {
-                *c += 1;
-            }
-        }
-        *sum += value;
-        *count += 1;
+fn observe_into(s: &Series, bounds: &[f64], value: f64) {
+    if let Series::Histogram(h) = s {
+        h.observe(bounds, value);
     }
 }
 
@@ -149,7 +232,7 @@ pub const UNEXPECTED_LABELS: Family = Family {
 /// A set of metric families and their series. Cheap to clone.
 #[derive(Clone, Default)]
 pub struct Metrics {
-    inner: Arc<Mutex<SeriesMap>>,
+    inner: Arc<RwLock<SeriesMap>>,
     families: Arc<Mutex<BTreeMap<&'static str, &'static Family>>>,
     policy: Arc<Policy>,
     /// When object counts were last sampled.
@@ -191,24 +274,30 @@ impl Metrics {
         Some(out)
     }
 
-    fn with(&self, fam: &'static Family, labels: &[&str], f: impl FnOnce(&mut Series)) {
+    fn with(&self, fam: &'static Family, labels: &[&str], f: impl FnOnce(&Series)) {
         let owned = self.constrained(fam, labels);
         let values = shown(&owned, labels);
-        let mut map = self.inner.lock().expect("metrics lock");
-        self.in_series(&mut map, fam, &values, f);
+        let hash = series_hash(fam.name, values.iter().copied());
+        {
+            let map = self.inner.read().expect("metrics lock");
+            if let Some(series) = find(&map, hash, fam.name, &values) {
+                return f(series);
+            }
+        }
+        let mut map = self.inner.write().expect("metrics lock");
+        f(self.series_mut(&mut map, hash, fam, &values));
     }
 
-    /// Run `f` on family `fam`'s series with label `values` (created when
-    /// new) in the locked map.
-    fn in_series(
+    /// Family `fam`'s series with label `values` (hashed to `hash`) in the
+    /// write-locked map, created when new.
+    fn series_mut<'m>(
         &self,
-        map: &mut SeriesMap,
+        map: &'m mut SeriesMap,
+        hash: u64,
         fam: &'static Family,
         values: &[&str],
-        f: impl FnOnce(&mut Series),
-    ) {
+    ) -> &'m mut Series {
         debug_assert_eq!(values.len(), fam.labels.len(), "{}", fam.name);
-        let hash = series_hash(fam.name, values.iter().copied());
         let bucket = map.entry(hash).or_default();
         let found = bucket
             .iter()
@@ -223,19 +312,15 @@ impl Metrics {
                     .entry(fam.name)
                     .or_insert(fam);
                 let series = match fam.kind {
-                    Kind::Histogram(b) => Series::Histogram {
-                        counts: vec![0; b.len()],
-                        sum: 0.0,
-                        count: 0,
-                    },
-                    _ => Series::Value(0.0),
+                    Kind::Histogram(b) => Series::Histogram(Histogram::new(b)),
+                    _ => Series::Value(AtomicU64::new(0f64.to_bits())),
                 };
                 let key = (fam.name, values.iter().map(|s| s.to_string()).collect());
                 bucket.push((key, series));
                 bucket.len() - 1
             }
         };
-        f(&mut bucket[at].1);
+        &mut bucket[at].1
     }
 
     /// Add to a counter or gauge.
@@ -247,27 +332,34 @@ impl Metrics {
     /// through without a lock (what was counted before carries over).
     pub fn counter(&self, fam: &'static Family, labels: &[&str]) -> Counter {
         debug_assert_eq!(fam.kind, Kind::Counter, "{}", fam.name);
-        let mut handle = None;
-        self.with(fam, labels, |s| {
-            let a = match s {
-                Series::Atomic(a) => a.clone(),
-                Series::Value(v) => {
-                    let a = Arc::new(AtomicU64::new(v.max(0.0) as u64));
-                    *s = Series::Atomic(a.clone());
-                    a
-                }
-                Series::Histogram { .. } => Arc::new(AtomicU64::new(0)),
-            };
-            handle = Some(Counter(a));
-        });
-        handle.expect("the series exists")
+        let owned = self.constrained(fam, labels);
+        let values = shown(&owned, labels);
+        let hash = series_hash(fam.name, values.iter().copied());
+        {
+            let map = self.inner.read().expect("metrics lock");
+            if let Some(Series::Atomic(a)) = find(&map, hash, fam.name, &values) {
+                return Counter(a.clone());
+            }
+        }
+        let mut map = self.inner.write().expect("metrics lock");
+        let s = self.series_mut(&mut map, hash, fam, &values);
+        let a = match s {
+            Series::Atomic(a) => a.clone(),
+            Series::Value(v) => {
+                let a = Arc::new(AtomicU64::new(load_f64(v).max(0.0) as u64));
+                *s = Series::Atomic(a.clone());
+                a
+            }
+            Series::Histogram(_) => Arc::new(AtomicU64::new(0)),
+        };
+        Counter(a)
     }
 
     pub fn set(&self, fam: &'static Family, labels: &[&str], to: f64) {
         self.with(fam, labels, |s| match s {
-            Series::Value(v) => *v = to,
+            Series::Value(v) => v.store(to.to_bits(), Ordering::Relaxed),
             Series::Atomic(a) => a.store(to.max(0.0) as u64, Ordering::Relaxed),
-            Series::Histogram { .. } => {}
+            Series::Histogram(_) => {}
         });
     }
 
@@ -297,9 +389,25 @@ impl Metrics {
             self.constrained(total, &all),
         );
         let (h, t) = (shown(&h_owned, labels), shown(&t_owned, &all));
-        let mut map = self.inner.lock().expect("metrics lock");
-        self.in_series(&mut map, hist, &h, |s| observe_into(s, bounds, value));
-        self.in_series(&mut map, total, &t, |s| add_into(s, 1.0));
+        let (h_hash, t_hash) = (
+            series_hash(hist.name, h.iter().copied()),
+            series_hash(total.name, t.iter().copied()),
+        );
+        {
+            let map = self.inner.read().expect("metrics lock");
+            let found = (
+                find(&map, h_hash, hist.name, &h),
+                find(&map, t_hash, total.name, &t),
+            );
+            if let (Some(hs), Some(ts)) = found {
+                observe_into(hs, bounds, value);
+                add_into(ts, 1.0);
+                return;
+            }
+        }
+        let mut map = self.inner.write().expect("metrics lock");
+        observe_into(self.series_mut(&mut map, h_hash, hist, &h), bounds, value);
+        add_into(self.series_mut(&mut map, t_hash, total, &t), 1.0);
     }
 
     /// Whether object counts are due for sampling (`--etcd-count-metric-poll-period`).
@@ -318,7 +426,7 @@ impl Metrics {
     /// Drop one series (a gauge whose source stopped answering).
     pub fn remove(&self, fam: &'static Family, labels: &[&str]) {
         let hash = series_hash(fam.name, labels.iter().copied());
-        let mut map = self.inner.lock().expect("metrics lock");
+        let mut map = self.inner.write().expect("metrics lock");
         if let Some(bucket) = map.get_mut(&hash) {
             bucket.retain(|(key, _)| !is_series(key, fam.name, labels));
             if bucket.is_empty() {
@@ -336,16 +444,11 @@ impl Metrics {
     /// The current value of a counter or gauge series (tests, reviews).
     pub fn value(&self, fam: &'static Family, labels: &[&str]) -> f64 {
         let hash = series_hash(fam.name, labels.iter().copied());
-        let map = self.inner.lock().expect("metrics lock");
-        let found = map.get(&hash).and_then(|bucket| {
-            bucket
-                .iter()
-                .find(|(key, _)| is_series(key, fam.name, labels))
-        });
-        match found.map(|(_, s)| s) {
-            Some(Series::Value(v)) => *v,
+        let map = self.inner.read().expect("metrics lock");
+        match find(&map, hash, fam.name, labels) {
+            Some(Series::Value(v)) => load_f64(v),
             Some(Series::Atomic(a)) => a.load(Ordering::Relaxed) as f64,
-            Some(Series::Histogram { count, .. }) => *count as f64,
+            Some(Series::Histogram(h)) => h.count() as f64,
             None => 0.0,
         }
     }
@@ -353,7 +456,7 @@ impl Metrics {
     /// Everything in the Prometheus text format (version 0.0.4).
     pub fn render(&self) -> String {
         let families = self.families.lock().expect("metrics lock").clone();
-        let map = self.inner.lock().expect("metrics lock");
+        let map = self.inner.read().expect("metrics lock");
         // In the text format's order: by family, then by label values.
         let mut sorted: Vec<&(Key, Series)> = map.values().flatten().collect();
         sorted.sort_by(|a, b| a.0.cmp(&b.0));
@@ -374,23 +477,25 @@ impl Metrics {
                 let labels = label_text(fam.labels, values);
                 match series {
                     Series::Value(v) => {
-                        let _ = writeln!(out, "{n}{} {}", braces(&labels), num(*v));
+                        let _ = writeln!(out, "{n}{} {}", braces(&labels), num(load_f64(v)));
                     }
                     Series::Atomic(a) => {
                         let v = a.load(Ordering::Relaxed);
                         let _ = writeln!(out, "{n}{} {v}", braces(&labels));
                     }
-                    Series::Histogram { counts, sum, count } => {
+                    Series::Histogram(h) => {
                         let Kind::Histogram(bounds) = fam.kind else {
                             continue;
                         };
+                        let (counts, count) = h.cumulative();
+                        let sum = load_f64(&h.sum);
                         for (b, c) in bounds.iter().zip(counts) {
                             let l = join(&labels, &format!("le=\"{}\"", num(*b)));
                             let _ = writeln!(out, "{n}_bucket{{{l}}} {c}");
                         }
                         let l = join(&labels, "le=\"+Inf\"");
                         let _ = writeln!(out, "{n}_bucket{{{l}}} {count}");
-                        let _ = writeln!(out, "{n}_sum{} {}", braces(&labels), num(*sum));
+                        let _ = writeln!(out, "{n}_sum{} {}", braces(&labels), num(sum));
                         let _ = writeln!(out, "{n}_count{} {count}", braces(&labels));
                     }
                 }

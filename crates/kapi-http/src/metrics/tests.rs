@@ -152,3 +152,74 @@ fn object_counts_are_sampled_once_per_poll_period() {
     let always = Metrics::default();
     assert!(always.count_due() && always.count_due());
 }
+
+#[test]
+fn a_histogram_counts_each_value_under_every_bound_at_or_above_it() {
+    let m = Metrics::default();
+    let labels = ["GET", "", "", "v1", "pods", "", "cluster", "apiserver"];
+    // 0.05 is a bound (`le` is inclusive); 120 is above every bound.
+    for v in [0.05, 0.051, 120.0] {
+        m.observe(&REQUEST_DURATION, &labels, v);
+    }
+    let text = m.render();
+    let bucket = |le: &str| {
+        let line = text
+            .lines()
+            .find(|l| l.contains("_bucket{") && l.contains(&format!("le=\"{le}\"}}")))
+            .unwrap_or_else(|| panic!("no le={le} in {text}"));
+        line.rsplit(' ').next().unwrap().to_owned()
+    };
+    assert_eq!(bucket("0.025"), "0");
+    assert_eq!(bucket("0.05"), "1");
+    assert_eq!(bucket("0.1"), "2");
+    assert_eq!(bucket("60"), "2");
+    assert_eq!(bucket("+Inf"), "3");
+    assert!(text.contains("_count{verb=\"GET\""), "{text}");
+    assert!(text.contains("} 3\n"), "{text}");
+    assert!(
+        text.contains("apiserver_request_duration_seconds_sum{"),
+        "{text}"
+    );
+    assert!(text.contains("} 120.101\n"), "{text}");
+    assert_eq!(m.value(&REQUEST_DURATION, &labels), 3.0);
+}
+
+#[test]
+fn requests_recorded_on_many_threads_at_once_are_all_counted() {
+    let m = Metrics::default();
+    let labels = ["LIST", "", "", "v1", "pods", "", "cluster", "apiserver"];
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let m = m.clone();
+            std::thread::spawn(move || {
+                for i in 0..2_000 {
+                    let took = if (i + t) % 2 == 0 { 0.001 } else { 2.0 };
+                    m.observe_and_count(&REQUEST_DURATION, &labels, took, &REQUEST_TOTAL, &["200"]);
+                    m.add(&INFLIGHT, &["readOnly"], 1.0);
+                    m.add(&INFLIGHT, &["readOnly"], -1.0);
+                }
+            })
+        })
+        .collect();
+    // Renders taken meanwhile see cumulative counts that never decrease.
+    for _ in 0..20 {
+        let text = m.render();
+        let counts: Vec<u64> = text
+            .lines()
+            .filter(|l| l.starts_with("apiserver_request_duration_seconds_bucket{"))
+            .map(|l| l.rsplit(' ').next().unwrap().parse().unwrap())
+            .collect();
+        assert!(counts.windows(2).all(|w| w[0] <= w[1]), "{counts:?}");
+    }
+    for t in threads {
+        t.join().unwrap();
+    }
+    let mut total = labels.to_vec();
+    total.push("200");
+    assert_eq!(m.value(&REQUEST_TOTAL, &total), 8_000.0);
+    assert_eq!(m.value(&REQUEST_DURATION, &labels), 8_000.0);
+    assert_eq!(m.value(&INFLIGHT, &["readOnly"]), 0.0);
+    let text = m.render();
+    assert!(text.contains("le=\"0.005\"} 4000\n"), "{text}");
+    assert!(text.contains("le=\"+Inf\"} 8000\n"), "{text}");
+}
