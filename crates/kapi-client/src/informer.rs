@@ -49,9 +49,9 @@ pub struct Event {
 pub enum Shape {
     /// The whole object.
     Full,
-    /// `apiVersion`, `kind` and `metadata`, without `managedFields`; from a
-    /// list, only the identity and ownership fields of `metadata` are decoded
-    /// (`Store::decode_identity`).
+    /// `apiVersion`, `kind` and `metadata`, without `managedFields`; from the
+    /// watch cache (lists and watch events alike), only the identity and
+    /// ownership fields of `metadata` are decoded (`Store::decode_identity`).
     Identity,
     /// Deletions only (as [`Shape::Identity`]); nothing is decoded for the
     /// objects a list finds, and creates and updates are not handed on.
@@ -271,8 +271,9 @@ async fn run(entry: Arc<Entry>, field: FieldSelector, shape: Shape, tx: mpsc::Se
             field: field.clone(),
             resource_version: rv.clone(),
             allow_bookmarks: true,
-            // The shapes that keep only metadata read it from the cached
-            // object (the parser skips the rest) instead of a whole decode.
+            // The shapes that keep only metadata read its identity and
+            // ownership fields from the cached object (the parser skips the
+            // rest) instead of a whole decode.
             cached_objects: shape != Shape::Full,
             ..Default::default()
         };
@@ -290,7 +291,7 @@ async fn run(entry: Arc<Entry>, field: FieldSelector, shape: Shape, tx: mpsc::Se
         };
         while let Some(ev) = events.recv().await {
             let obj = match &ev.cached {
-                Some(c) => match entry.store.decode_metadata(&c.object.kv, false) {
+                Some(c) => match entry.store.decode_identity(&c.object.kv) {
                     Ok(mut v) => {
                         meta::set_str(&mut v, "resourceVersion", &c.revision.to_string());
                         v
