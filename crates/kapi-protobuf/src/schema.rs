@@ -119,7 +119,9 @@ pub struct MessageIndex {
     pub desc: &'static MessageDesc,
     pub special: Special,
     by_json: HashMap<&'static str, usize>,
-    by_tag: HashMap<u32, usize>,
+    /// The field position of each tag, indexed by tag (tags are small and
+    /// dense, and decoding looks one up per field on the wire).
+    by_tag: Box<[Option<u16>]>,
     /// Field indexes by ascending tag: the order Go writes fields in.
     pub tag_order: Vec<usize>,
 }
@@ -130,12 +132,13 @@ impl MessageIndex {
     }
 
     pub fn field_by_tag(&self, tag: u32) -> Option<&'static FieldDesc> {
-        self.by_tag.get(&tag).map(|i| &self.desc.fields[*i])
+        self.slot_of_tag(tag).map(|i| &self.desc.fields[i])
     }
 
     /// The position of the field with `tag` in `desc.fields`.
     pub fn slot_of_tag(&self, tag: u32) -> Option<usize> {
-        self.by_tag.get(&tag).copied()
+        let at = usize::try_from(tag).ok()?;
+        self.by_tag.get(at).copied().flatten().map(usize::from)
     }
 }
 
@@ -169,12 +172,7 @@ impl Schema {
                         .enumerate()
                         .map(|(i, f)| (f.json, i))
                         .collect(),
-                    by_tag: desc
-                        .fields
-                        .iter()
-                        .enumerate()
-                        .map(|(i, f)| (f.tag, i))
-                        .collect(),
+                    by_tag: tag_table(desc.fields),
                     tag_order,
                 }
             })
@@ -221,6 +219,16 @@ impl Schema {
         let (group, version) = split_api_version(api_version);
         self.by_gvk(group, version, kind)
     }
+}
+
+/// Each field's position at the index of its tag.
+fn tag_table(fields: &[FieldDesc]) -> Box<[Option<u16>]> {
+    let max = fields.iter().map(|f| f.tag as usize).max().unwrap_or(0);
+    let mut table = vec![None; max + 1];
+    for (i, f) in fields.iter().enumerate() {
+        table[f.tag as usize] = Some(u16::try_from(i).expect("fewer than 65536 fields"));
+    }
+    table.into_boxed_slice()
 }
 
 fn gvk_key(group: &str, version: &str, kind: &str) -> String {
