@@ -16,10 +16,18 @@
 //! a thread of its own (`snapshot.rs`) while writes go on, and the segments and
 //! older snapshot are deleted once it is on disk. At most one snapshot is in
 //! flight. The WAL moves to a new segment once it passes `segment_bytes`.
+//!
+//! Preallocation: the newest segment's file is extended ahead of its frames
+//! ([`PREALLOCATE`] at a time, with `fallocate`), so most appends write into
+//! space the file already has and their fsync need not also write the file's
+//! new size (about a quarter of an fsync's cost here). The space after the
+//! last frame reads as zeros, which recovery tells from a torn frame
+//! (`recovery.rs`); a segment is cut to its frames before the next one
+//! starts, so only the newest ever has such a tail.
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::Write;
+use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
@@ -40,6 +48,8 @@ const MAX_BATCH: usize = 4096;
 const SNAPSHOT_POLL: Duration = Duration::from_millis(50);
 /// How often an idle committer trims the hot window by age.
 const IDLE_TICK: Duration = Duration::from_secs(1);
+/// How far ahead of its frames the newest WAL segment is allocated.
+pub(crate) const PREALLOCATE: u64 = 4 << 20;
 
 type Reply = Option<oneshot::Sender<Result<Written>>>;
 
@@ -47,7 +57,12 @@ pub(crate) struct Committer {
     pub dir: PathBuf,
     pub shared: Arc<Shared>,
     pub wal: File,
+    /// Where the frames of the newest segment end (the next append's offset).
     pub wal_len: u64,
+    /// The newest segment's size: its frames, then preallocated zeros.
+    pub wal_allocated: u64,
+    /// Whether the file system takes `fallocate` (else appends grow the file).
+    pub preallocate: bool,
     pub segment_bytes: u64,
     pub snapshotting: Option<Snapshotting>,
 }
@@ -232,15 +247,21 @@ impl Committer {
             offsets.push(self.wal_len + buf.len() as u64);
             wal::encode(r, &mut buf);
         }
-        let result = self.wal.write_all(&buf).and_then(|_| self.wal.sync_data());
+        self.reserve(buf.len() as u64);
+        let result = self
+            .wal
+            .write_all_at(&buf, self.wal_len)
+            .and_then(|_| self.wal.sync_data());
         match result {
             Ok(()) => {
                 self.wal_len += buf.len() as u64;
+                self.wal_allocated = self.wal_allocated.max(self.wal_len);
                 Ok(offsets)
             }
             Err(e) => {
                 // Cut back to the last durable frame; if even that fails the file's
                 // state is unknown and no further write may be acknowledged.
+                self.wal_allocated = self.wal_len;
                 let cut = self
                     .wal
                     .set_len(self.wal_len)
@@ -250,6 +271,34 @@ impl Committer {
                         .poison(format!("write-ahead log unusable: {e}; {cut_err}"));
                 }
                 Err(e)
+            }
+        }
+    }
+
+    /// Make room for `more` bytes after the frames: extend the file by
+    /// [`PREALLOCATE`] (or what `more` needs; at most to `segment_bytes`, where
+    /// the segment ends) when they would pass its end. A
+    /// file system without `fallocate` is left to grow with each append.
+    fn reserve(&mut self, more: u64) {
+        let end = self.wal_len + more;
+        if !self.preallocate || end <= self.wal_allocated {
+            return;
+        }
+        // Not past where the segment ends (it moves on once it passes
+        // `segment_bytes`) unless this batch itself goes further.
+        let ahead = (self.wal_len + PREALLOCATE).min(self.segment_bytes);
+        let to = end.max(ahead);
+        let from = self.wal_allocated;
+        match rustix::fs::fallocate(
+            &self.wal,
+            rustix::fs::FallocateFlags::empty(),
+            from,
+            to - from,
+        ) {
+            Ok(()) => self.wal_allocated = to,
+            Err(e) => {
+                tracing::debug!(error = %e, "embedded store: no preallocation of the WAL");
+                self.preallocate = false;
             }
         }
     }
@@ -299,9 +348,20 @@ impl Committer {
 
     /// Append from now on to a new segment starting at the next revision.
     fn next_segment(&mut self) {
+        // The segment ends at its last frame before the next one starts:
+        // only the newest may have a preallocated tail.
+        let cut = self
+            .wal
+            .set_len(self.wal_len)
+            .and_then(|_| self.wal.sync_all());
+        if let Err(e) = cut {
+            tracing::warn!(error = %e, "embedded store: cutting a WAL segment to its frames failed");
+            return;
+        }
+        self.wal_allocated = self.wal_len;
         let first = self.shared.index.read().expect("index lock").revision + 1;
         let path = wal::wal_path(&self.dir, first);
-        let opened = wal::open_append(&path).and_then(|file| {
+        let opened = wal::open_segment(&path).and_then(|file| {
             wal::sync_dir(&self.dir)?;
             let mut index = self.shared.index.write().expect("index lock");
             index.disk.add_segment(first, path.clone())?;
@@ -311,6 +371,7 @@ impl Committer {
             Ok(file) => {
                 self.wal = file;
                 self.wal_len = 0;
+                self.wal_allocated = 0;
             }
             Err(e) => tracing::warn!(error = %e, "embedded store: starting a WAL segment failed"),
         }

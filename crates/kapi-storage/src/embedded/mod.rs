@@ -153,7 +153,7 @@ impl EmbeddedBackend {
         };
         let (index, wal_path) =
             recovery::recover(&config.dir, hot).map_err(|e| io("recovering", e))?;
-        let wal = wal::open_append(&wal_path).map_err(|e| io("opening WAL in", e))?;
+        let wal = wal::open_segment(&wal_path).map_err(|e| io("opening WAL in", e))?;
         let wal_len = wal.metadata().map_err(|e| io("reading", e))?.len();
         wal::sync_dir(&config.dir).map_err(|e| io("syncing", e))?;
         let (events, _) = broadcast::channel(1024);
@@ -169,6 +169,8 @@ impl EmbeddedBackend {
             shared: shared.clone(),
             wal,
             wal_len,
+            wal_allocated: wal_len,
+            preallocate: true,
             segment_bytes: config.segment_bytes,
             snapshotting: None,
         };

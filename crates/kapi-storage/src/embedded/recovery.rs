@@ -6,8 +6,8 @@
 //!
 //! Frames must continue the revision sequence exactly (a write's revision is
 //! the one after the last); a gap is corruption. A torn frame at the tail of
-//! the newest WAL (a crash mid-append) is cut off; a bad frame anywhere else
-//! fails the open.
+//! the newest WAL (a crash mid-append) is cut off, as are the zeros allocated
+//! after its frames; a bad frame anywhere else fails the open.
 
 use std::io::{self, BufReader};
 use std::path::{Path, PathBuf};
@@ -32,7 +32,12 @@ pub(crate) fn recover(dir: &Path, hot: HotWindow) -> io::Result<(Index, PathBuf)
                     path.display()
                 )));
             }
-            tracing::warn!(file = %path.display(), at = valid, "cutting torn WAL tail");
+            if zeros_from(path, valid)? {
+                // Space allocated ahead of the frames (`committer.rs`).
+                tracing::debug!(file = %path.display(), at = valid, "cutting preallocated WAL tail");
+            } else {
+                tracing::warn!(file = %path.display(), at = valid, "cutting torn WAL tail");
+            }
             let f = std::fs::OpenOptions::new().write(true).open(path)?;
             f.set_len(valid)?;
             f.sync_all()?;
@@ -42,12 +47,29 @@ pub(crate) fn recover(dir: &Path, hot: HotWindow) -> io::Result<(Index, PathBuf)
         Some((_, p)) => p.clone(),
         None => {
             let path = wal::wal_path(dir, index.revision + 1);
-            wal::open_append(&path)?;
+            wal::open_segment(&path)?;
             index.disk.add_segment(index.revision + 1, path.clone())?;
             path
         }
     };
     Ok((index, wal_path))
+}
+
+/// Whether every byte of the file at `path` from `from` on is zero.
+fn zeros_from(path: &Path, from: u64) -> io::Result<bool> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(path)?;
+    f.seek(SeekFrom::Start(from))?;
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            return Ok(true);
+        }
+        if buf[..n].iter().any(|b| *b != 0) {
+            return Ok(false);
+        }
+    }
 }
 
 /// One WAL frame: a write continuing the sequence, one the snapshot already

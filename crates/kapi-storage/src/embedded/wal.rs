@@ -14,7 +14,8 @@
 //! - `wal-<first revision, 20 digits>.log`: frames appended and fsynced by the
 //!   committer before any write is acknowledged or made visible; every write
 //!   has one frame and the WAL segments since the last snapshot are also where
-//!   history lives (`disk.rs` reads it back by revision);
+//!   history lives (`disk.rs` reads it back by revision). The newest segment
+//!   may end in zeros after its last frame (space allocated ahead);
 //! - `snapshot-<revision, 20 digits>.snap`: the state at a compaction point
 //!   (`snapshot.rs`), written to a temp file, fsynced, renamed; a snapshot ends
 //!   with a frame-less 8-byte trailer `KAPIEND\0` so a half-written one is never
@@ -22,7 +23,8 @@
 //!
 //! Recovery: load the newest complete snapshot, then replay every WAL frame with a
 //! revision above it. A torn frame at the tail of the newest WAL (a crash during
-//! append) is cut off; a bad frame anywhere else is corruption and fails the open.
+//! append) and the zeros allocated after its frames are cut off; a bad frame
+//! anywhere else is corruption and fails the open.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
@@ -294,6 +296,13 @@ impl FrameWriter {
     }
 }
 
-pub(crate) fn open_append(path: &Path) -> io::Result<File> {
-    OpenOptions::new().create(true).append(true).open(path)
+/// The newest WAL segment, opened (created when missing) for the committer,
+/// which writes each batch at its own offset (`committer.rs`: the file may
+/// extend past the frames, preallocated).
+pub(crate) fn open_segment(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .create(true)
+        .write(true)
+        .truncate(false)
+        .open(path)
 }
