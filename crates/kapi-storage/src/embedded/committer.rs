@@ -256,12 +256,14 @@ impl Committer {
             Ok(()) => {
                 self.wal_len += buf.len() as u64;
                 self.wal_allocated = self.wal_allocated.max(self.wal_len);
+                self.note_spare();
                 Ok(offsets)
             }
             Err(e) => {
                 // Cut back to the last durable frame; if even that fails the file's
                 // state is unknown and no further write may be acknowledged.
                 self.wal_allocated = self.wal_len;
+                self.note_spare();
                 let cut = self
                     .wal
                     .set_len(self.wal_len)
@@ -273,6 +275,14 @@ impl Committer {
                 Err(e)
             }
         }
+    }
+
+    /// Tell the store how much of the newest segment is allocated ahead.
+    fn note_spare(&self) {
+        let spare = self.wal_allocated.saturating_sub(self.wal_len);
+        self.shared
+            .wal_spare
+            .store(spare, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Make room for `more` bytes after the frames: extend the file by
@@ -359,6 +369,7 @@ impl Committer {
             return;
         }
         self.wal_allocated = self.wal_len;
+        self.note_spare();
         let first = self.shared.index.read().expect("index lock").revision + 1;
         let path = wal::wal_path(&self.dir, first);
         let opened = wal::open_segment(&path).and_then(|file| {
@@ -372,6 +383,7 @@ impl Committer {
                 self.wal = file;
                 self.wal_len = 0;
                 self.wal_allocated = 0;
+                self.note_spare();
             }
             Err(e) => tracing::warn!(error = %e, "embedded store: starting a WAL segment failed"),
         }

@@ -91,6 +91,9 @@ pub(crate) struct Shared {
     progress_interval: Duration,
     /// The data directory (its files' sizes are the store's size).
     dir: std::path::PathBuf,
+    /// The bytes allocated ahead of the newest WAL segment's frames
+    /// (`committer.rs`), which hold nothing yet and are not counted as stored.
+    pub wal_spare: std::sync::atomic::AtomicU64,
 }
 
 impl Shared {
@@ -163,6 +166,7 @@ impl EmbeddedBackend {
             failed: Mutex::new(None),
             progress_interval: config.progress_interval,
             dir: config.dir.clone(),
+            wal_spare: Default::default(),
         });
         let committer = Committer {
             dir: config.dir.clone(),
@@ -341,14 +345,21 @@ impl Backend for EmbeddedBackend {
         }
     }
 
-    /// The bytes the data directory's files take (WAL segments, snapshots),
-    /// as one member named by the directory.
+    /// The bytes the data directory's files take (WAL segments, snapshots;
+    /// not the space allocated ahead of the WAL's frames), as one member named
+    /// by the directory.
     async fn db_sizes(&self) -> Result<Vec<crate::DbSize>> {
         let dir = self.shared.dir.clone();
+        let spare = self
+            .shared
+            .wal_spare
+            .load(std::sync::atomic::Ordering::Relaxed);
+        let spare = i64::try_from(spare).unwrap_or(0);
         let bytes = tokio::task::spawn_blocking(move || dir_bytes(&dir))
             .await
             .ok()
-            .and_then(|r| r.ok());
+            .and_then(|r| r.ok())
+            .map(|b| (b - spare).max(0));
         Ok(vec![crate::DbSize {
             endpoint: self.shared.dir.display().to_string(),
             bytes,
