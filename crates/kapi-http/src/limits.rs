@@ -39,6 +39,8 @@ pub struct Kind {
     pub verb: String,
     pub long_running: bool,
     pub mutating: bool,
+    /// The method and URL `info` was parsed from.
+    parsed_from: (axum::http::Method, axum::http::Uri),
 }
 
 impl Kind {
@@ -49,6 +51,22 @@ impl Kind {
             Some(k) => k.clone(),
             None => Arc::new(Kind::compute(req)),
         }
+    }
+
+    /// The request info of a request to `method` `uri` (`query` is its
+    /// query): this kind's when it was parsed from them — the filters do not
+    /// rewrite URLs, so later stages need not parse the URL again — else
+    /// parsed now.
+    pub fn info_for(
+        &self,
+        method: &axum::http::Method,
+        uri: &axum::http::Uri,
+        query: &Query,
+    ) -> Option<request::RequestInfo> {
+        if self.parsed_from.0 == *method && self.parsed_from.1 == *uri {
+            return self.info.clone();
+        }
+        request::parse(method, uri.path(), query)
     }
 
     fn compute(req: &Request) -> Kind {
@@ -71,6 +89,7 @@ impl Kind {
             verb,
             long_running,
             mutating,
+            parsed_from: (req.method().clone(), req.uri().clone()),
         }
     }
 }

@@ -22,6 +22,7 @@ use kapi_machinery::status::{ApiError, GroupResource};
 use super::{Attributes, ResourceAttrs};
 use crate::audit::AuditHandle;
 use crate::authz::Authorizer;
+use kapi_http::limits::Kind;
 use kapi_http::negotiate::error_response_for;
 use kapi_http::request::{self, Query};
 use kapi_http::user::UserInfo;
@@ -33,7 +34,19 @@ pub fn attributes(
     uri: &axum::http::Uri,
 ) -> Attributes {
     let query = Query::parse(uri.query());
-    match request::parse(method, uri.path(), &query) {
+    let info = request::parse(method, uri.path(), &query);
+    attributes_of(user, method, uri, &query, info)
+}
+
+/// [`attributes`] of a request whose URL was parsed already (`info`).
+fn attributes_of(
+    user: &UserInfo,
+    method: &axum::http::Method,
+    uri: &axum::http::Uri,
+    query: &Query,
+    info: Option<request::RequestInfo>,
+) -> Attributes {
+    match info {
         Some(info) => {
             let mut name = info.name.clone().unwrap_or_default();
             if matches!(info.verb, "list" | "watch") && name.is_empty() {
@@ -105,7 +118,9 @@ pub async fn authorize_layer<N: Next>(
         .get::<UserInfo>()
         .cloned()
         .unwrap_or_else(UserInfo::anonymous);
-    let attrs = attributes(&user, req.method(), req.uri());
+    let query = Query::parse(req.uri().query());
+    let info = Kind::of(&req).info_for(req.method(), req.uri(), &query);
+    let attrs = attributes_of(&user, req.method(), req.uri(), &query, info);
     let decision = authz.authorize(&attrs).await;
     let audit = req.extensions().get::<AuditHandle>();
     let accept = req

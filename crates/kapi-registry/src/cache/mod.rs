@@ -340,6 +340,9 @@ impl CachedBackend {
             ReadAt::Consistent if !self.inner().config.consistent_reads => Ok(None),
             ReadAt::Consistent => {
                 let target = self.inner().backend.current_revision().await?;
+                if *self.inner().revision.borrow() >= target {
+                    return Ok(Some(None));
+                }
                 Ok(self.wait_for(target, timeout).await.then_some(None))
             }
         }

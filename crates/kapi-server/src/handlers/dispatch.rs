@@ -9,6 +9,7 @@ use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::request::Parts;
 use axum::response::Response;
+use kapi_http::limits::Kind;
 use kapi_http::negotiate;
 use kapi_http::request::{self, not_found, Query, RequestInfo};
 use kapi_machinery::status::ApiError;
@@ -32,7 +33,10 @@ pub async fn dispatch(State(srv): State<Arc<Server>>, req: Request) -> Response 
     // in what a proxy subresource passes on, which keeps the path as sent.
     // The path is parsed again only when it loses a trailing slash.
     let full = parts.uri.path();
-    let as_sent = request::parse(&parts.method, full, &query);
+    let as_sent = match parts.extensions.get::<Arc<Kind>>() {
+        Some(kind) => kind.info_for(&parts.method, &parts.uri, &query),
+        None => request::parse(&parts.method, full, &query),
+    };
     let proxied = as_sent
         .as_ref()
         .is_some_and(|i| i.subresource.as_deref() == Some("proxy"));
