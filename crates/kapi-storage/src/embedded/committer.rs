@@ -288,7 +288,8 @@ impl Committer {
     /// Make room for `more` bytes after the frames: extend the file by
     /// [`PREALLOCATE`] (or what `more` needs; at most to `segment_bytes`, where
     /// the segment ends) when they would pass its end. A
-    /// file system without `fallocate` is left to grow with each append.
+    /// file system without `fallocate` is left to grow with each append; on a
+    /// full one the append goes ahead without, and fails if it does not fit.
     fn reserve(&mut self, more: u64) {
         let end = self.wal_len + more;
         if !self.preallocate || end <= self.wal_allocated {
@@ -306,10 +307,14 @@ impl Committer {
             to - from,
         ) {
             Ok(()) => self.wal_allocated = to,
-            Err(e) => {
+            // A file system without it: appends grow the file from now on.
+            Err(e) if e == rustix::io::Errno::OPNOTSUPP => {
                 tracing::debug!(error = %e, "embedded store: no preallocation of the WAL");
                 self.preallocate = false;
             }
+            // No space for more (the append itself may still fit, or fail
+            // as any write on a full disk): tried again next time.
+            Err(e) => tracing::debug!(error = %e, "embedded store: preallocating the WAL failed"),
         }
     }
 
