@@ -76,7 +76,7 @@ const TOTAL_ANNOTATION_SIZE_LIMIT: usize = 256 * 1024;
 
 /// JSON as Go's encoder writes it: `<`, `>`, `&`, U+2028 and U+2029 escaped
 /// (they only occur inside strings, so a plain replacement is exact).
-fn go_escape(json: &str) -> String {
+pub(crate) fn go_escape(json: &str) -> String {
     let mut out = String::with_capacity(json.len());
     for c in json.chars() {
         match c {

@@ -211,19 +211,24 @@ fn wal_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     v
 }
 
+/// Open a store in `dir`, create `/k/0` … `/k/<n-1>`, close it; returns the
+/// newest WAL segment.
+async fn written_and_closed(dir: &std::path::Path, n: usize) -> std::path::PathBuf {
+    let store = EmbeddedBackend::open(EmbeddedConfig::new(dir)).unwrap();
+    for i in 0..n {
+        store
+            .create(&format!("/k/{i}"), Bytes::from("v"))
+            .await
+            .unwrap();
+    }
+    drop(store);
+    wal_files(dir).pop().unwrap()
+}
+
 #[tokio::test]
 async fn torn_wal_tail_is_cut() {
     let dir = tempfile::tempdir().unwrap();
-    {
-        let store = EmbeddedBackend::open(EmbeddedConfig::new(dir.path())).unwrap();
-        for i in 0..10 {
-            store
-                .create(&format!("/k/{i}"), Bytes::from("v"))
-                .await
-                .unwrap();
-        }
-    }
-    let wal = wal_files(dir.path()).pop().unwrap();
+    let wal = written_and_closed(dir.path(), 10).await;
     let mut data = std::fs::read(&wal).unwrap();
     // A half-written frame: a length promising more bytes than follow.
     data.extend_from_slice(&[200, 0, 0, 0, 1, 2, 3, 4, 1, 9, 9]);
@@ -300,16 +305,7 @@ async fn disk_stays_bounded_under_churn() {
 #[tokio::test]
 async fn the_space_allocated_ahead_of_the_wal_is_not_taken_for_frames() {
     let dir = tempfile::tempdir().unwrap();
-    {
-        let store = EmbeddedBackend::open(EmbeddedConfig::new(dir.path())).unwrap();
-        for i in 0..10 {
-            store
-                .create(&format!("/k/{i}"), Bytes::from("v"))
-                .await
-                .unwrap();
-        }
-    }
-    let wal = wal_files(dir.path()).pop().unwrap();
+    let wal = written_and_closed(dir.path(), 10).await;
     let data = std::fs::read(&wal).unwrap();
     assert!(data.len() >= 1 << 20, "preallocated: {} bytes", data.len());
     assert!(data.ends_with(&[0; 4096]));
@@ -329,16 +325,7 @@ async fn the_space_allocated_ahead_of_the_wal_is_not_taken_for_frames() {
 #[tokio::test]
 async fn a_torn_frame_in_the_allocated_space_is_cut() {
     let dir = tempfile::tempdir().unwrap();
-    {
-        let store = EmbeddedBackend::open(EmbeddedConfig::new(dir.path())).unwrap();
-        for i in 0..5 {
-            store
-                .create(&format!("/k/{i}"), Bytes::from("v"))
-                .await
-                .unwrap();
-        }
-    }
-    let wal = wal_files(dir.path()).pop().unwrap();
+    let wal = written_and_closed(dir.path(), 5).await;
     let mut data = std::fs::read(&wal).unwrap();
     let end = data.len() - data.iter().rev().take_while(|b| **b == 0).count();
     // A frame header promising 60 bytes, then 3 of them; zeros follow.
