@@ -17,7 +17,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::openapi::defs::{INT_OR_STRING, QUANTITY};
+use crate::openapi::defs::{definition, INT_OR_STRING, QUANTITY};
 
 /// The first value of the wrong type, and where it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,14 +77,11 @@ impl Mismatch {
 /// The first value of `obj` (an object of definition `def_name`) that its
 /// Go type cannot hold.
 pub fn type_mismatch(def_name: &str, obj: &Value) -> Option<Mismatch> {
-    let defs = crate::openapi::defs::base();
     let obj = obj.as_object()?;
-    Walker { defs: &defs }.walk_struct(def_name, obj, "")
+    Walker.walk_struct(def_name, obj, "")
 }
 
-struct Walker<'a> {
-    defs: &'a Map<String, Value>,
-}
+struct Walker;
 
 fn short(def_name: &str) -> &str {
     def_name.rsplit('.').next().unwrap_or(def_name)
@@ -125,14 +122,14 @@ fn names(v: &Value) -> (&'static str, &'static str) {
     }
 }
 
-impl Walker<'_> {
+impl Walker {
     fn walk_struct(
         &self,
         def_name: &str,
         obj: &Map<String, Value>,
         path: &str,
     ) -> Option<Mismatch> {
-        let props = self.defs.get(def_name)?.get("properties")?.as_object()?;
+        let props = definition(def_name)?.get("properties")?.as_object()?;
         let struct_name = short(def_name);
         obj.iter().find_map(|(k, v)| {
             let prop = props.get(k)?;
@@ -240,7 +237,7 @@ impl Walker<'_> {
                 .then(|| miss(String::new(), Shape::Quantity))
                 .flatten();
         }
-        let def = self.defs.get(name)?;
+        let def = definition(name)?;
         if def.get("properties").is_some() {
             let Some(obj) = v.as_object() else {
                 return miss(qualified(name), Shape::Struct);

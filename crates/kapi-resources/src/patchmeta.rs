@@ -338,25 +338,17 @@ pub fn root_type(group: &str, version: &str, kind: &str) -> Option<TypeRef> {
 
 /// Field navigation over the built-in definitions (with the table applied).
 #[derive(Clone)]
-pub struct BuiltinSchema {
-    defs: Arc<Map<String, Value>>,
-}
+pub struct BuiltinSchema;
 
 impl BuiltinSchema {
     /// The process-wide navigator over every built-in definition.
     pub fn shared() -> Arc<BuiltinSchema> {
         static SHARED: OnceLock<Arc<BuiltinSchema>> = OnceLock::new();
-        SHARED
-            .get_or_init(|| {
-                Arc::new(BuiltinSchema {
-                    defs: crate::openapi::defs::base(),
-                })
-            })
-            .clone()
+        SHARED.get_or_init(|| Arc::new(BuiltinSchema)).clone()
     }
 
     fn def(&self, name: &str) -> Option<&Map<String, Value>> {
-        self.defs.get(name)?.as_object()
+        crate::openapi::defs::definition(name)?.as_object()
     }
 }
 

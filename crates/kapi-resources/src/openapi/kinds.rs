@@ -24,6 +24,11 @@ impl KindEntry {
     pub fn def_name(&self) -> String {
         self.def.to_owned()
     }
+
+    /// [`Self::def_name`] without a copy.
+    pub fn def(&self) -> &'static str {
+        self.def
+    }
 }
 
 include!(concat!(env!("OUT_DIR"), "/kinds.rs"));

@@ -435,3 +435,33 @@ fn every_fact_names_an_existing_property() {
         assert!(base.contains_key(&kind.def_name()), "{}", kind.kind);
     }
 }
+
+#[test]
+fn one_definition_is_completed_alone() {
+    // Asked for by name (as writes do), without the whole map being built.
+    let spec = defs::definition("io.k8s.api.core.v1.PodSpec").expect("PodSpec");
+    let containers = &spec["properties"]["containers"];
+    assert_eq!(containers["x-kubernetes-patch-merge-key"], "name");
+    assert_eq!(containers["x-kubernetes-list-type"], "map");
+    let list = defs::definition("io.k8s.api.core.v1.ConfigMapList").expect("a kind's list");
+    assert_eq!(
+        list[defs::GVK],
+        json!([{"group": "", "kind": "ConfigMapList", "version": "v1"}])
+    );
+    let cm = defs::definition("io.k8s.api.core.v1.ConfigMap").expect("ConfigMap");
+    assert_eq!(cm[defs::GVK][0]["kind"], "ConfigMap");
+    let ios = defs::definition(defs::INT_OR_STRING).expect("IntOrString");
+    assert_eq!(ios["format"], "int-or-string");
+    let review = defs::definition("io.k8s.api.authentication.v1.TokenReview").expect("review");
+    assert!(!review["required"]
+        .as_array()
+        .is_some_and(|r| r.iter().any(|f| f == "metadata")));
+    assert!(defs::definition("io.k8s.api.core.v1.NoSuchThing").is_none());
+    // The map the documents use holds the same values, and every name.
+    let base = defs::base();
+    assert_eq!(&base["io.k8s.api.core.v1.PodSpec"], spec);
+    assert_eq!(&base["io.k8s.api.core.v1.ConfigMapList"], list);
+    for name in base.keys() {
+        assert!(defs::definition(name).is_some(), "{name}");
+    }
+}
