@@ -36,13 +36,42 @@ pub struct Entry {
     pub served: bool,
 }
 
-type Gvr = (String, String, String);
-
 #[derive(Default)]
 struct State {
-    by_gvr: HashMap<Gvr, Arc<Entry>>,
+    /// Entries by resource name, then group and version: a look-up (every
+    /// request makes several) borrows its strings instead of copying them.
+    by_resource: HashMap<String, Vec<Arc<Entry>>>,
     /// Installation order, which is discovery order.
     order: Vec<Arc<Entry>>,
+}
+
+impl State {
+    fn get(&self, group: &str, version: &str, resource: &str) -> Option<&Arc<Entry>> {
+        self.by_resource
+            .get(resource)?
+            .iter()
+            .find(|e| e.def.group == group && e.def.version == version)
+    }
+
+    /// Adds `entry`, replacing the one of the same group/version/resource.
+    fn insert(&mut self, entry: Arc<Entry>) {
+        let def = &entry.def;
+        let same = self.by_resource.entry(def.resource.clone()).or_default();
+        same.retain(|e| (&e.def.group, &e.def.version) != (&def.group, &def.version));
+        same.push(entry);
+    }
+
+    fn remove(&mut self, group: &str, version: &str, resource: &str) -> Option<Arc<Entry>> {
+        let same = self.by_resource.get_mut(resource)?;
+        let at = same
+            .iter()
+            .position(|e| e.def.group == group && e.def.version == version)?;
+        let gone = same.remove(at);
+        if same.is_empty() {
+            self.by_resource.remove(resource);
+        }
+        Some(gone)
+    }
 }
 
 #[derive(Default)]
@@ -231,7 +260,7 @@ impl Apis {
             ) != (gvr.0.as_str(), gvr.1.as_str(), gvr.2.as_str())
         });
         st.order.push(entry.clone());
-        st.by_gvr.insert(gvr, entry);
+        st.insert(entry);
     }
 
     /// Make `group/version/resource`'s store call `hooks` (`crate::hooks`);
@@ -243,9 +272,8 @@ impl Apis {
         resource: &str,
         hooks: Arc<dyn crate::hooks::StoreHooks>,
     ) {
-        let gvr = (group.to_owned(), version.to_owned(), resource.to_owned());
         let mut st = self.state.write().expect("apis lock");
-        let Some(old) = st.by_gvr.get(&gvr).cloned() else {
+        let Some(old) = st.get(group, version, resource).cloned() else {
             return;
         };
         let entry = Arc::new(Entry {
@@ -258,14 +286,13 @@ impl Apis {
                 *e = entry.clone();
             }
         }
-        st.by_gvr.insert(gvr, entry);
+        st.insert(entry);
     }
 
     /// Stop serving a resource (a custom resource whose definition changed or went).
     pub fn remove(&self, group: &str, version: &str, resource: &str) -> Option<Arc<Entry>> {
-        let gvr = (group.to_owned(), version.to_owned(), resource.to_owned());
         let mut st = self.state.write().expect("apis lock");
-        let gone = st.by_gvr.remove(&gvr)?;
+        let gone = st.remove(group, version, resource)?;
         st.order.retain(|e| !Arc::ptr_eq(e, &gone));
         Some(gone)
     }
@@ -298,9 +325,7 @@ impl Apis {
 
     pub fn lookup(&self, group: &str, version: &str, resource: &str) -> Option<Arc<Entry>> {
         let st = self.state.read().expect("apis lock");
-        st.by_gvr
-            .get(&(group.to_owned(), version.to_owned(), resource.to_owned()))
-            .cloned()
+        st.get(group, version, resource).cloned()
     }
 
     /// Every resource of the table, served or not.

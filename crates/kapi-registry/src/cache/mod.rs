@@ -118,6 +118,7 @@ pub(crate) struct Inner {
     /// Everything the reflector watches; every cached prefix lies under it.
     root: String,
     /// Only ever grows; no prefix lies under another.
+    /// Sorted by prefix, none under another (`holding` relies on both).
     caches: RwLock<Vec<Arc<PrefixCache>>>,
     config: CacheConfig,
     revision: tokio::sync::watch::Sender<Revision>,
@@ -188,6 +189,16 @@ pub struct CachedBackend {
     handle: Arc<Handle>,
 }
 
+/// The cache whose prefix `key` lies under, by index. `caches` is sorted by
+/// prefix and no prefix lies under another, so the only candidate is the last
+/// prefix not after `key`: any string between a prefix of `key` and `key`
+/// itself begins with that prefix.
+fn holding(caches: &[Arc<PrefixCache>], key: &str) -> Option<usize> {
+    let after = caches.partition_point(|c| c.prefix.as_str() <= key);
+    let at = after.checked_sub(1)?;
+    key.starts_with(caches[at].prefix.as_str()).then_some(at)
+}
+
 impl CachedBackend {
     /// Cache `prefixes` (each ending in `/`) of `backend`; a prefix lying under
     /// another is covered by that one. Spawns the reflector on the current runtime.
@@ -236,13 +247,8 @@ impl CachedBackend {
     }
 
     fn cache(&self, prefix: &str) -> Option<Arc<PrefixCache>> {
-        self.inner()
-            .caches
-            .read()
-            .expect("caches lock")
-            .iter()
-            .find(|c| prefix.starts_with(&c.prefix))
-            .cloned()
+        let caches = self.inner().caches.read().expect("caches lock");
+        holding(&caches, prefix).map(|i| caches[i].clone())
     }
 
     /// Cache `prefix` (ending in `/`) too, from now on; the reflector fills it
@@ -259,10 +265,11 @@ impl CachedBackend {
             if caches.iter().any(|c| c.prefix.starts_with(prefix)) {
                 return false;
             }
-            caches.push(Arc::new(PrefixCache::new(
-                prefix.to_owned(),
-                inner.window(),
-            )));
+            let at = caches.partition_point(|c| c.prefix.as_str() < prefix);
+            caches.insert(
+                at,
+                Arc::new(PrefixCache::new(prefix.to_owned(), inner.window())),
+            );
         }
         inner.added.notify_one();
         true
@@ -421,5 +428,59 @@ impl CachedBackend {
     /// Watchers attached to `prefix`'s cache.
     pub fn watcher_count(&self, prefix: &str) -> usize {
         self.cache(prefix).map_or(0, |c| c.watcher_count())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn holding_agrees_with_a_scan() {
+        let window = Window {
+            min_events: 1,
+            fresh: Duration::from_secs(1),
+            max_events: 1,
+        };
+        let prefixes = [
+            "/registry/apps/deployments/",
+            "/registry/configmaps/",
+            "/registry/config/",
+            "/registry/events/",
+            "/registry/example.com/widgets/",
+            "/registry/pods/",
+            "/registry/podtemplates/",
+        ];
+        let mut caches: Vec<Arc<PrefixCache>> = prefixes
+            .iter()
+            .map(|p| Arc::new(PrefixCache::new((*p).into(), window)))
+            .collect();
+        caches.sort_by(|a, b| a.prefix.cmp(&b.prefix));
+        let keys = [
+            "",
+            "/",
+            "/registry/",
+            "/registry/apps/",
+            "/registry/apps/deployments/",
+            "/registry/apps/deployments/ns/a",
+            "/registry/configmaps",
+            "/registry/configmaps/",
+            "/registry/configmaps/default/x",
+            "/registry/config/x",
+            "/registry/configz/",
+            "/registry/events/ns/e",
+            "/registry/example.com/widgets/a/b",
+            "/registry/example.com/widgetsx/a",
+            "/registry/pods/ns/p",
+            "/registry/podsx/",
+            "/registry/podtemplates/ns/t",
+            "/registry/q",
+            "/z",
+            "\u{10FFFF}",
+        ];
+        for key in keys {
+            let scan = caches.iter().position(|c| key.starts_with(&c.prefix));
+            assert_eq!(holding(&caches, key), scan, "{key:?}");
+        }
     }
 }

@@ -31,7 +31,7 @@ use kapi_storage::{Event, EventKind, ListOptions, Result, StorageError, WatchMes
 
 use super::object::CachedObject;
 use super::prefix::PrefixCache;
-use super::Inner;
+use super::{holding, Inner};
 
 const PAGE: usize = 10_000;
 
@@ -120,7 +120,7 @@ async fn follow(inner: &Inner) -> Result<()> {
                 };
                 let mut routed: Vec<Vec<Event>> = vec![Vec::new(); caches.len()];
                 for mut e in events {
-                    if let Some(i) = route(&caches, &e.kv.key) {
+                    if let Some(i) = holding(&caches, &e.kv.key) {
                         if e.kind == EventKind::Put {
                             e.kv = inner.ingest(e.kv);
                         }
@@ -139,11 +139,6 @@ async fn follow(inner: &Inner) -> Result<()> {
             }
         }
     }
-}
-
-/// The cache holding `key`, by index.
-fn route(caches: &[Arc<PrefixCache>], key: &str) -> Option<usize> {
-    caches.iter().position(|c| key.starts_with(&c.prefix))
 }
 
 /// Everything under `root` at `revision`, split by the cache each key belongs to.
@@ -170,7 +165,7 @@ async fn list_into(
             .await?;
         let last = page.kvs.last().map(|kv| format!("{}\0", kv.key));
         for kv in page.kvs {
-            if let Some(i) = route(caches, &kv.key) {
+            if let Some(i) = holding(caches, &kv.key) {
                 maps[i].insert(kv.key.clone(), CachedObject::new(inner.ingest(kv)));
             }
         }

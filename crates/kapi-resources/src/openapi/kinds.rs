@@ -9,6 +9,9 @@
 //! upstream's names, `io.k8s.api.core.v1.Pod`), its list that name + `List`.
 //! Where to look next: `defs.rs` (how entries become definitions).
 
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
 /// One kind with a built-in schema.
 pub struct KindEntry {
     pub group: &'static str,
@@ -33,11 +36,22 @@ impl KindEntry {
 
 include!(concat!(env!("OUT_DIR"), "/kinds.rs"));
 
-/// The entry of a kind, if it has a built-in schema.
+/// The entry of a kind, if it has a built-in schema. Writes ask for every
+/// object (managedFields, Go type checks): the table is indexed by kind.
 pub fn find(group: &str, version: &str, kind: &str) -> Option<&'static KindEntry> {
-    KINDS
+    static BY_KIND: OnceLock<HashMap<&'static str, Vec<&'static KindEntry>>> = OnceLock::new();
+    let by_kind = BY_KIND.get_or_init(|| {
+        let mut map: HashMap<&'static str, Vec<&'static KindEntry>> = HashMap::new();
+        for k in KINDS {
+            map.entry(k.kind).or_default().push(k);
+        }
+        map
+    });
+    by_kind
+        .get(kind)?
         .iter()
-        .find(|k| k.group == group && k.version == version && k.kind == kind)
+        .find(|k| k.group == group && k.version == version)
+        .copied()
 }
 
 /// Meta kinds whose definitions carry one group-version-kind per served
