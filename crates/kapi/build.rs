@@ -9,7 +9,9 @@
 //! `--symbol-ordering-file=symbol-order.txt` (release builds linked by lld, the
 //! default linker of x86_64 Linux since Rust 1.90): the functions a server runs
 //! while it starts and idles come first in `.text`, so the pages it has touched
-//! are few and adjacent rather than spread over 27 MB — idle RSS ~30 → ~20 MiB.
+//! are few and adjacent rather than spread over the whole text — idle RSS
+//! ~28 → ~18 MiB. The names are the same in every clone's build because the
+//! release profile has one code unit per crate (root `Cargo.toml`).
 //! `scripts/symbol-order` regenerates the list; names it holds that a build
 //! lacks (another compiler, changed dependencies) are skipped without a
 //! warning. `KAPI_SYMBOL_ORDER=0` turns it off (for another linker).
