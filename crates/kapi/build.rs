@@ -38,8 +38,9 @@ fn main() {
 }
 
 /// Whether the binary is linked by rustc's own lld: x86_64 Linux with the GNU
-/// C library, Rust 1.90 or later, no linker chosen in the flags, and not
-/// turned off with `KAPI_SYMBOL_ORDER=0`.
+/// C library, Rust 1.90 or later with its self-contained `ld.lld` installed (a
+/// distribution's rustc may link with the system's linker instead), no linker
+/// chosen in the flags, and not turned off with `KAPI_SYMBOL_ORDER=0`.
 fn links_with_lld() -> bool {
     if std::env::var("KAPI_SYMBOL_ORDER").as_deref() == Ok("0") {
         return false;
@@ -53,7 +54,18 @@ fn links_with_lld() -> bool {
         return false;
     }
     let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
-    let Ok(out) = Command::new(rustc).arg("-vV").output() else {
+    let Ok(sysroot) = Command::new(&rustc).args(["--print", "sysroot"]).output() else {
+        return false;
+    };
+    let sysroot = String::from_utf8_lossy(&sysroot.stdout).trim().to_owned();
+    let lld = std::path::Path::new(&sysroot)
+        .join("lib/rustlib")
+        .join(&target)
+        .join("bin/gcc-ld/ld.lld");
+    if !lld.exists() {
+        return false;
+    }
+    let Ok(out) = Command::new(&rustc).arg("-vV").output() else {
         return false;
     };
     let text = String::from_utf8_lossy(&out.stdout);
