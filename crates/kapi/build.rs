@@ -26,7 +26,8 @@ fn main() {
     }
     println!("cargo::rerun-if-changed=symbol-order.txt");
     println!("cargo::rerun-if-env-changed=KAPI_SYMBOL_ORDER");
-    if links_with_lld() && std::env::var("PROFILE").as_deref() == Ok("release") {
+    // The profile first: a debug build need not ask rustc about its linker.
+    if std::env::var("PROFILE").as_deref() == Ok("release") && links_with_lld() {
         let dir = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
         let order = std::path::Path::new(&dir).join("symbol-order.txt");
         println!(

@@ -117,8 +117,8 @@ pub(crate) struct Inner {
     backend: Arc<dyn Backend>,
     /// Everything the reflector watches; every cached prefix lies under it.
     root: String,
-    /// Only ever grows; no prefix lies under another.
-    /// Sorted by prefix, none under another (`holding` relies on both).
+    /// Only ever grows; sorted by prefix, and no prefix lies under another
+    /// (`holding` relies on both).
     caches: RwLock<Vec<Arc<PrefixCache>>>,
     config: CacheConfig,
     revision: tokio::sync::watch::Sender<Revision>,
