@@ -13,7 +13,8 @@
 //! Invariants: one worker, so the resource table and the OpenAPI documents
 //! change in the order definitions do; a resource is installed before its
 //! `Established` condition is written, so a client that waits for the
-//! condition finds the resource served.
+//! condition finds the resource served, in discovery and in the OpenAPI
+//! documents.
 
 mod finalizer;
 pub mod legacy;
@@ -126,7 +127,7 @@ pub async fn start(cx: &Arc<Context>) {
     if let Ok(list) = crds.store.list(None, &ListOptions::default()).await {
         let mut changed = false;
         for obj in &list.items {
-            match ctl.sync_one(meta::name(obj)).await {
+            match ctl.sync_one(meta::name(obj), false).await {
                 Ok(pass) => changed |= pass.installed,
                 Err(e) => {
                     tracing::warn!(crd = meta::name(obj), error = %e, "installing a custom resource")
@@ -195,20 +196,18 @@ impl Controller {
             .collect()
     }
 
-    /// One pass over definition `name`, then the OpenAPI documents if it
-    /// changed what is served; `Ok(false)` asks to look again soon.
+    /// One pass over definition `name`, the OpenAPI documents included;
+    /// `Ok(false)` asks to look again soon.
     async fn sync(&self, name: &str) -> Result<bool, ApiError> {
-        let pass = self.sync_one(name).await?;
-        if pass.installed {
-            // After the conditions: documents take a moment to render, and
-            // discovery and the handlers already serve the resource.
-            self.rebuild_openapi().await;
-        }
-        Ok(pass.done)
+        Ok(self.sync_one(name, true).await?.done)
     }
 
-    /// One pass, leaving the OpenAPI documents alone.
-    async fn sync_one(&self, name: &str) -> Result<Pass, ApiError> {
+    /// One pass; with `publish`, the OpenAPI documents are rebuilt when it
+    /// changed what is served, before the conditions are written (publishing
+    /// is cheap, the documents render when first asked for), so a client that
+    /// waits for `Established` finds the schema there too. Start-up installs
+    /// every definition first and rebuilds once.
+    async fn sync_one(&self, name: &str, publish: bool) -> Result<Pass, ApiError> {
         let obj = match self.crds.store.get(None, name, None).await {
             Err(e) if e.is_not_found() => {
                 self.uninstall(name).await;
@@ -230,6 +229,9 @@ impl Controller {
         next["status"]["acceptedNames"] =
             serde_json::to_value(&decision.names).expect("names serialize");
         let changed = decision.established.status == "True" && self.install(&next);
+        if changed && publish {
+            self.rebuild_openapi().await;
+        }
         let names = next["status"]["acceptedNames"].clone();
         self.write_status(name, |st| {
             st["status"]["acceptedNames"] = names.clone();
