@@ -8,7 +8,9 @@
 //!   in order, so any read or watch at a revision in `[oldest, revision]` can be
 //!   answered: a read at an older revision undoes the newer events (`overlay`).
 //!   Its length is bounded as upstream's watch cache: at least `min_events`, and
-//!   every event younger than `fresh` (75 s) up to `max_events` ([`Window`]);
+//!   every event younger than `fresh` (75 s) up to `max_events` ([`Window`]),
+//!   and nothing at or before a compaction made through the cache, even one the
+//!   cache had not reached when it was made (`compacted`);
 //! - a watcher registered at revision `r` got every event after `r` up to the
 //!   registration as its first message, and every later event by `apply`, because
 //!   both happen under the lock. A watcher whose buffer is full is dropped (its
@@ -79,6 +81,9 @@ struct State {
     ready: bool,
     revision: Revision,
     oldest: Revision,
+    /// The newest revision the backend compacted at; it may lie ahead of
+    /// `revision` (the cache lags), and events up to it are dropped on arrival.
+    compacted: Revision,
     /// The revision of the list that filled the cache: it never saw what came before.
     filled: Revision,
     objects: BTreeMap<String, Arc<CachedObject>>,
@@ -149,6 +154,7 @@ impl PrefixCache {
             ready: true,
             revision,
             oldest: revision,
+            compacted: st.compacted,
             filled: revision,
             objects,
             index,
@@ -215,6 +221,7 @@ impl PrefixCache {
         }
         st.trim(self.window, now);
         st.revision = st.revision.max(revision);
+        st.forget_compacted();
         if !cached.is_empty() {
             st.dispatch(&cached);
         }
@@ -246,12 +253,12 @@ impl PrefixCache {
     }
 
     /// History at and before `revision` is no longer needed (the backend compacted it).
+    /// The cache may not have seen that revision yet: the events up to it are
+    /// then dropped when they arrive.
     pub fn forget_before(&self, revision: Revision) {
         let mut st = self.state.write().expect("cache lock");
-        while st.history.front().is_some_and(|e| e.revision() <= revision) {
-            st.history.pop_front();
-        }
-        st.oldest = st.oldest.max(revision.min(st.revision));
+        st.compacted = st.compacted.max(revision);
+        st.forget_compacted();
     }
 
     /// Keys under `prefix` (which lies under this cache's prefix) at `at`
@@ -391,6 +398,18 @@ impl PrefixCache {
 type Entries<'a> = Box<dyn Iterator<Item = (&'a str, Option<&'a Arc<CachedObject>>)> + 'a>;
 
 impl State {
+    /// Drop the events at and before the backend's compaction point.
+    fn forget_compacted(&mut self) {
+        while self
+            .history
+            .front()
+            .is_some_and(|e| e.revision() <= self.compacted)
+        {
+            self.history.pop_front();
+        }
+        self.oldest = self.oldest.max(self.compacted.min(self.revision));
+    }
+
     /// Drop events beyond the window: over `max_events`, or older than
     /// `fresh`, never below `min_events`.
     fn trim(&mut self, w: Window, now: Instant) {
@@ -511,8 +530,9 @@ impl State {
             // History from before the fill was never here, not dropped: the
             // backend still has it unless compacted (and answers 410 then).
             Some(r) if r < self.filled && self.oldest == self.filled => Err(Miss::NotReady),
-            Some(r) if r < self.oldest => Err(Miss::TooOld {
-                oldest: self.oldest,
+            // `compacted` lies ahead of `oldest` while the cache lags behind it.
+            Some(r) if r < self.oldest.max(self.compacted) => Err(Miss::TooOld {
+                oldest: self.oldest.max(self.compacted),
             }),
             Some(r) => Ok(r),
         }
@@ -567,5 +587,62 @@ impl State {
                 }
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kapi_storage::KeyValue;
+
+    fn put(key: &str, revision: Revision) -> Event {
+        Event {
+            kind: EventKind::Put,
+            kv: KeyValue {
+                key: key.into(),
+                value: bytes::Bytes::from_static(b"v"),
+                create_revision: revision,
+                mod_revision: revision,
+                version: 1,
+            },
+            prev: None,
+        }
+    }
+
+    /// The backend compacts at a revision the cache has not reached yet: the
+    /// events up to it are dropped when they arrive, and neither a read nor a
+    /// watch from before it is answered, before or after they arrive.
+    #[test]
+    fn a_compaction_ahead_of_the_cache_holds_when_its_events_arrive() {
+        let window = Window {
+            min_events: 100,
+            fresh: Duration::from_secs(60),
+            max_events: 100,
+        };
+        let cache = PrefixCache::new("/t/".into(), window);
+        cache.reset(BTreeMap::new(), 2);
+        cache.forget_before(4);
+        assert_eq!(
+            cache.watch("/t/", 2, 8).err(),
+            Some(Miss::TooOld { oldest: 4 })
+        );
+        cache.apply(vec![put("/t/c", 3), put("/t/c", 4), put("/t/c", 5)], 5);
+        assert_eq!(
+            cache.watch("/t/", 2, 8).err(),
+            Some(Miss::TooOld { oldest: 4 })
+        );
+        assert!(matches!(
+            cache.get("/t/c", Some(3)),
+            Err(Miss::TooOld { oldest: 4 })
+        ));
+        let (mut rx, after) = cache.watch("/t/", 4, 8).expect("after the compaction");
+        assert_eq!(after, 4);
+        match rx.try_recv() {
+            Ok(CacheMessage::Events(evs)) => {
+                let revs: Vec<_> = evs.iter().map(|e| e.revision()).collect();
+                assert_eq!(revs, [5]);
+            }
+            _ => panic!("the event after the compaction"),
+        }
     }
 }
