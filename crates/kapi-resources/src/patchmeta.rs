@@ -22,7 +22,7 @@
 //! `openapi/defs.rs` (how the table lands in the documents), `openapi/kinds.rs`
 //! (which Rust type backs which kind).
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, LazyLock, OnceLock, RwLock};
 
 use kapi_machinery::schema::{FieldInfo, ListType, MapType, SchemaNav, TypeRef};
 use serde_json::{Map, Value};
@@ -340,6 +340,15 @@ pub fn root_type(group: &str, version: &str, kind: &str) -> Option<TypeRef> {
 #[derive(Clone)]
 pub struct BuiltinSchema;
 
+/// [`SchemaNav::field`]'s answers by type, then field name. Reading one from
+/// the definitions takes a dozen map look-ups and a few allocations, and every
+/// write asks again for the same few hundred (pruning, type checks,
+/// managedFields). Only fields that exist are kept: the memo is bounded by the
+/// definitions, whatever names clients send. Keys are our own type names and
+/// schema-checked field names, so a fast hash without a random seed is enough.
+type FieldMemo = foldhash::HashMap<Box<str>, foldhash::HashMap<Box<str>, FieldInfo>>;
+static FIELDS: LazyLock<RwLock<FieldMemo>> = LazyLock::new(Default::default);
+
 impl BuiltinSchema {
     /// The process-wide navigator over every built-in definition.
     pub fn shared() -> Arc<BuiltinSchema> {
@@ -349,6 +358,39 @@ impl BuiltinSchema {
 
     fn def(&self, name: &str) -> Option<&Map<String, Value>> {
         crate::openapi::defs::definition(name)?.as_object()
+    }
+
+    /// [`SchemaNav::field`] read from the definitions.
+    fn field_info(&self, ty: &TypeRef, name: &str) -> Option<FieldInfo> {
+        let prop = self.def(&ty.0)?.get("properties")?.get(name)?;
+        let elem = elem_type(prop);
+        let patch_strategies: Vec<String> = str_ext(prop, "x-kubernetes-patch-strategy")
+            .map(|s| s.split(',').map(str::to_string).collect())
+            .unwrap_or_default();
+        let patch_merge_key = str_ext(prop, "x-kubernetes-patch-merge-key").map(str::to_string);
+        let is_list = prop.get("items").is_some();
+        let list_type = if is_list {
+            list_type(prop, &patch_strategies, patch_merge_key.as_deref())
+        } else {
+            ListType::Atomic
+        };
+        let struct_atomic = !is_list
+            && self
+                .def(&elem.0)
+                .and_then(|d| d.get("x-kubernetes-map-type"))
+                .is_some();
+        let map_type = match str_ext(prop, "x-kubernetes-map-type") {
+            Some("atomic") => MapType::Atomic,
+            _ if struct_atomic => MapType::Atomic,
+            _ => MapType::Granular,
+        };
+        Some(FieldInfo {
+            elem,
+            patch_strategies,
+            patch_merge_key,
+            list_type,
+            map_type,
+        })
     }
 }
 
@@ -408,35 +450,22 @@ impl SchemaNav for BuiltinSchema {
     }
 
     fn field(&self, ty: &TypeRef, name: &str) -> Option<FieldInfo> {
-        let prop = self.def(&ty.0)?.get("properties")?.get(name)?;
-        let elem = elem_type(prop);
-        let patch_strategies: Vec<String> = str_ext(prop, "x-kubernetes-patch-strategy")
-            .map(|s| s.split(',').map(str::to_string).collect())
-            .unwrap_or_default();
-        let patch_merge_key = str_ext(prop, "x-kubernetes-patch-merge-key").map(str::to_string);
-        let is_list = prop.get("items").is_some();
-        let list_type = if is_list {
-            list_type(prop, &patch_strategies, patch_merge_key.as_deref())
-        } else {
-            ListType::Atomic
-        };
-        let struct_atomic = !is_list
-            && self
-                .def(&elem.0)
-                .and_then(|d| d.get("x-kubernetes-map-type"))
-                .is_some();
-        let map_type = match str_ext(prop, "x-kubernetes-map-type") {
-            Some("atomic") => MapType::Atomic,
-            _ if struct_atomic => MapType::Atomic,
-            _ => MapType::Granular,
-        };
-        Some(FieldInfo {
-            elem,
-            patch_strategies,
-            patch_merge_key,
-            list_type,
-            map_type,
-        })
+        if let Some(info) = FIELDS
+            .read()
+            .expect("fields lock")
+            .get(ty.0.as_str())
+            .and_then(|fields| fields.get(name))
+        {
+            return Some(info.clone());
+        }
+        let info = self.field_info(ty, name)?;
+        FIELDS
+            .write()
+            .expect("fields lock")
+            .entry(ty.0.as_str().into())
+            .or_default()
+            .insert(name.into(), info.clone());
+        Some(info)
     }
 
     fn type_map_type(&self, ty: &TypeRef) -> MapType {
@@ -481,6 +510,24 @@ mod tests {
         let nav = BuiltinSchema::shared();
         nav.field(&TypeRef::new(ty), name)
             .unwrap_or_else(|| panic!("{ty}.{name}"))
+    }
+
+    /// The memo answers as the definitions do, and keeps nothing for a name
+    /// the type does not have.
+    #[test]
+    fn remembered_fields_are_the_definitions_answers() {
+        let nav = BuiltinSchema::shared();
+        let spec = TypeRef::new(core!("PodSpec"));
+        for name in ["containers", "volumes", "nodeSelector", "hostNetwork"] {
+            let first = nav.field(&spec, name);
+            assert!(first.is_some(), "{name}");
+            assert_eq!(first, nav.field_info(&spec, name), "{name}");
+            assert_eq!(nav.field(&spec, name), first, "{name}");
+        }
+        assert_eq!(nav.field(&spec, "noSuchField"), None);
+        let kept = FIELDS.read().unwrap();
+        assert!(kept[spec.0.as_str()].contains_key("containers"));
+        assert!(!kept[spec.0.as_str()].contains_key("noSuchField"));
     }
 
     #[test]

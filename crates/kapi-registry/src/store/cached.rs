@@ -301,6 +301,18 @@ impl Store {
         if opts.label.is_empty() && opts.field.is_empty() {
             return true;
         }
+        // A selector on the name alone (a controller that follows one object)
+        // reads the name from the key, whose last segment it is: the object
+        // is not parsed for every write under the prefix.
+        if opts.label.is_empty()
+            && opts
+                .field
+                .requirements()
+                .all(|r| r.field == "metadata.name")
+        {
+            let name = obj.kv.key.rsplit('/').next().unwrap_or("");
+            return opts.field.matches(|_| Some(name.to_owned()));
+        }
         obj.with_attrs(
             self.attrs_key,
             |kv| attrs_of(&self.def, kv),

@@ -106,6 +106,11 @@ async fn lists_match_the_backend_with_selectors_namespaces_and_pages() {
         (Some("a"), sel("app=x", "", 2)),
         (None, sel("", "", 5)),
         (None, sel("app!=x", "metadata.name!=cm03", 3)),
+        // The name alone is read from the key.
+        (None, sel("", "metadata.name=cm09", 0)),
+        (Some("a"), sel("", "metadata.name=cm09", 0)),
+        (None, sel("", "metadata.name!=cm03,metadata.name!=cm10", 0)),
+        (None, sel("", "metadata.name==cm1", 0)),
     ];
     for (ns, opts) in cases {
         let got = list_all(&cached, ns, opts.clone()).await;

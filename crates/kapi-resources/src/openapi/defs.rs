@@ -65,13 +65,13 @@ enum Source {
     List(&'static KindEntry),
 }
 
-type Table = HashMap<Box<str>, (Source, OnceLock<Value>)>;
+type Table = foldhash::HashMap<Box<str>, (Source, OnceLock<Value>)>;
 
 /// Every definition name with its source; the values start empty.
 fn table() -> &'static Table {
     static TABLE: OnceLock<Table> = OnceLock::new();
     TABLE.get_or_init(|| {
-        let mut table = Table::new();
+        let mut table = Table::default();
         for (name, json) in generated::GENERATED {
             table.insert((*name).into(), (Source::Generated(json), OnceLock::new()));
         }
