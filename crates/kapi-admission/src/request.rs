@@ -142,13 +142,13 @@ impl RequestAdmission {
         self.base.warnings.take()
     }
 
-    fn attrs(&self, op: Operation, obj: Option<Value>, old: Option<&Value>) -> Attributes {
+    fn attrs(&self, op: Operation, obj: Option<Value>, old: Option<Value>) -> Attributes {
         let mut a = self.base.clone();
         a.operation = op;
         // A subresource's object is named by the URL (a TokenRequest's own
         // name may be empty); a create of a main resource by its body.
         if (op == Operation::Create && a.subresource.is_empty()) || a.name.is_empty() {
-            let named = obj.as_ref().or(old).map(meta::name).unwrap_or("");
+            let named = obj.as_ref().or(old.as_ref()).map(meta::name).unwrap_or("");
             a.name = named.to_owned();
         }
         if op == Operation::Create && a.options["kind"] != "CreateOptions" {
@@ -156,7 +156,7 @@ impl RequestAdmission {
             a.options["kind"] = json!("CreateOptions");
         }
         a.object = obj;
-        a.old_object = old.cloned();
+        a.old_object = old;
         a
     }
 
@@ -205,7 +205,7 @@ impl RequestAdmission {
 
     /// The validating phase of a create (`subresource_create`'s second half).
     pub async fn validate_create(&self, obj: &Value) -> Result<(), ApiError> {
-        WriteAdmission::validate(self, obj, None).await
+        WriteAdmission::validate(self, &mut obj.clone(), None).await
     }
 
     /// Whether deletes need the object (some plugin looks at deletes).
@@ -225,7 +225,7 @@ impl WriteAdmission for RequestAdmission {
         if !self.chain.mutates(op) {
             return Ok(());
         }
-        let mut a = self.attrs(op, Some(std::mem::take(obj)), old);
+        let mut a = self.attrs(op, Some(std::mem::take(obj)), old.cloned());
         let result = self.chain.admit(&mut a).await;
         *obj = a.object.take().unwrap_or_default();
         result
@@ -237,13 +237,13 @@ impl WriteAdmission for RequestAdmission {
         if !self.chain.mutates(op) && !self.chain.validates(op) {
             return Ok(());
         }
-        let mut a = self.attrs(op, None, Some(old));
+        let mut a = self.attrs(op, None, Some(old.clone()));
         a.name = meta::name(old).to_owned();
         self.chain.admit(&mut a).await?;
         self.chain.validate(&a).await
     }
 
-    async fn validate(&self, obj: &Value, old: Option<&Value>) -> Result<(), ApiError> {
+    async fn validate(&self, obj: &mut Value, mut old: Option<&mut Value>) -> Result<(), ApiError> {
         let op = if old.is_none() {
             Operation::Create
         } else {
@@ -252,7 +252,15 @@ impl WriteAdmission for RequestAdmission {
         if !self.chain.validates(op) {
             return Ok(());
         }
-        let a = self.attrs(op, Some(obj.clone()), old);
-        self.chain.validate(&a).await
+        // The plugins read the objects from the attributes: moved there and
+        // back rather than copied.
+        let lent = old.as_deref_mut().map(std::mem::take);
+        let mut a = self.attrs(op, Some(std::mem::take(obj)), lent);
+        let result = self.chain.validate(&a).await;
+        *obj = a.object.take().unwrap_or_default();
+        if let Some(old) = old {
+            *old = a.old_object.take().unwrap_or_default();
+        }
+        result
     }
 }

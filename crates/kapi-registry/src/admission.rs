@@ -32,8 +32,10 @@ use serde_json::Value;
 pub trait WriteAdmission: Send + Sync {
     /// The mutating phase: may change `obj`.
     async fn mutate(&self, obj: &mut Value, old: Option<&Value>) -> Result<(), ApiError>;
-    /// The validating phase: may only accept or refuse `obj`.
-    async fn validate(&self, obj: &Value, old: Option<&Value>) -> Result<(), ApiError>;
+    /// The validating phase: may only accept or refuse `obj`. The objects are
+    /// lent mutably so that admission can hand them to its plugins without a
+    /// copy; they are given back unchanged.
+    async fn validate(&self, obj: &mut Value, old: Option<&mut Value>) -> Result<(), ApiError>;
     /// A delete's admission, both phases, on the object about to be deleted.
     async fn admit_delete(&self, _old: &Value) -> Result<(), ApiError> {
         Ok(())

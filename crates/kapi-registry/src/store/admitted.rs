@@ -107,7 +107,7 @@ impl Store {
                     self.prepare_create(&mut new)?;
                     self.validate_create(&new)?;
                     self.set_managed_fields(&mut new, None, &opts, None);
-                    admission.validate(&new, None).await?;
+                    admission.validate(&mut new, None).await?;
                     if opts.dry_run {
                         return Ok((new, true));
                     }
@@ -122,12 +122,12 @@ impl Store {
                     }
                 }
                 Some(kv) => {
-                    let old = self.decode(kv)?;
+                    let mut old = self.decode(kv)?;
                     let mut new = desired(Some(&old))?;
                     let opts = self.before_admission(&mut new, Some(&old), opts, target);
                     admission.mutate(&mut new, Some(&old)).await?;
-                    let new = self.prepare_update(new, &old, target)?;
-                    admission.validate(&new, Some(&old)).await?;
+                    let mut new = self.prepare_update(new, &old, target)?;
+                    admission.validate(&mut new, Some(&mut old)).await?;
                     let (decision, mut new) = self.decide_update(new, &old, &opts, target)?;
                     if opts.dry_run {
                         return Ok((new, false));

@@ -62,7 +62,7 @@ impl Store {
             self.validate_create(&obj)?;
             self.set_managed_fields(&mut obj, None, opts, None);
             if let Some(a) = admission {
-                a.validate(&obj, None).await?;
+                a.validate(&mut obj, None).await?;
             }
             if opts.dry_run {
                 return Ok(obj);

@@ -266,6 +266,16 @@ impl Store {
     /// The stored form of `obj`: at the storage version, without
     /// `resourceVersion`, encoded as the codec writes the resource's kind.
     pub(crate) fn encode(&self, obj: &Value) -> Result<Bytes, ApiError> {
+        let at_storage = self.def.storage_api_version().is_none_or(|v| {
+            obj.get("apiVersion").and_then(Value::as_str) == Some(v)
+        });
+        if at_storage && meta::meta(obj).is_none_or(|m| !m.contains_key("resourceVersion")) {
+            // Already what is stored (a create's object): encoded as it is.
+            return self
+                .codec
+                .encode(self.def.origin, obj)
+                .map_err(|e| self.unencodable(e));
+        }
         let mut copy = self.def.to_storage(obj.clone())?;
         meta::remove(&mut copy, "resourceVersion");
         self.codec

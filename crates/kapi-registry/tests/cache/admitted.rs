@@ -30,7 +30,7 @@ impl WriteAdmission for Racing {
     async fn mutate(&self, _obj: &mut Value, _old: Option<&Value>) -> Result<(), ApiError> {
         Ok(())
     }
-    async fn validate(&self, _obj: &Value, _old: Option<&Value>) -> Result<(), ApiError> {
+    async fn validate(&self, _obj: &mut Value, _old: Option<&mut Value>) -> Result<(), ApiError> {
         Ok(())
     }
     async fn admit_delete(&self, old: &Value) -> Result<(), ApiError> {

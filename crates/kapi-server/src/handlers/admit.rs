@@ -145,7 +145,7 @@ impl WriteAdmission for RequestAdmission {
         self.inner.admit_delete(old).await
     }
 
-    async fn validate(&self, obj: &Value, old: Option<&Value>) -> Result<(), ApiError> {
+    async fn validate(&self, obj: &mut Value, old: Option<&mut Value>) -> Result<(), ApiError> {
         WriteAdmission::validate(&self.inner, obj, old).await
     }
 }

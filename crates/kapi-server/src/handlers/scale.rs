@@ -233,10 +233,10 @@ impl WriteAdmission for ScaleAdmission<'_> {
         Ok(())
     }
 
-    async fn validate(&self, obj: &Value, old: Option<&Value>) -> Result<(), ApiError> {
-        let old = old.map(|o| scale_view(o, self.sub));
+    async fn validate(&self, obj: &mut Value, old: Option<&mut Value>) -> Result<(), ApiError> {
+        let mut old = old.map(|o| scale_view(o, self.sub));
         self.inner
-            .validate(&scale_view(obj, self.sub), old.as_ref())
+            .validate(&mut scale_view(obj, self.sub), old.as_mut())
             .await
     }
 }
