@@ -266,9 +266,10 @@ impl Store {
     /// The stored form of `obj`: at the storage version, without
     /// `resourceVersion`, encoded as the codec writes the resource's kind.
     pub(crate) fn encode(&self, obj: &Value) -> Result<Bytes, ApiError> {
-        let at_storage = self.def.storage_api_version().is_none_or(|v| {
-            obj.get("apiVersion").and_then(Value::as_str) == Some(v)
-        });
+        let at_storage = self
+            .def
+            .storage_api_version()
+            .is_none_or(|v| obj.get("apiVersion").and_then(Value::as_str) == Some(v));
         if at_storage && meta::meta(obj).is_none_or(|m| !m.contains_key("resourceVersion")) {
             // Already what is stored (a create's object): encoded as it is.
             return self
@@ -362,8 +363,17 @@ fn metadata_only<M: serde::de::DeserializeOwned + Default>(kv: &KeyValue) -> Res
         #[serde(default = "Option::default")]
         metadata: Option<M>,
     }
-    let m: MetadataOnly<M> = serde_json::from_slice(&json_of(kv)?)
-        .map_err(|e| ApiError::internal(format!("decoding {}: {e}", kv.key)))?;
+    let json = json_of(kv)?;
+    let err = |e: serde_json::Error| ApiError::internal(format!("decoding {}: {e}", kv.key));
+    // Only the `metadata` member is parsed: the members before it are
+    // skipped by a scan, and those after it (often most of the object, such
+    // as a ConfigMap's data) are never read.
+    let at = crate::json_scan::members(&json).find(|(key, _)| *key == b"\"metadata\"");
+    if let Some((_, start)) = at.filter(|(_, start)| json.get(*start) == Some(&b'{')) {
+        let mut de = serde_json::Deserializer::from_slice(&json[start..]);
+        return M::deserialize(&mut de).map_err(err);
+    }
+    let m: MetadataOnly<M> = serde_json::from_slice(&json).map_err(err)?;
     Ok(m.metadata.unwrap_or_default())
 }
 
@@ -473,5 +483,48 @@ mod metadata_only {
             }
             d.deserialize_map(V(PhantomData))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kv(json: &str) -> KeyValue {
+        KeyValue {
+            key: "/t/x".into(),
+            value: Bytes::copy_from_slice(json.as_bytes()),
+            create_revision: 1,
+            mod_revision: 1,
+            version: 1,
+        }
+    }
+
+    /// Parsing the `metadata` member alone reads what a whole parse reads,
+    /// wherever the member sits and whatever the strings around it hold.
+    #[test]
+    fn metadata_alone_is_the_metadata_of_the_whole() {
+        let cases = [
+            r#"{"kind":"X","weird":{"a":"}\"metadata\":{","b":[1,{"metadata":2}]},"metadata":{"name":"n","uid":"u","labels":{"x":"}"},"managedFields":[{"m":"{"}]},"data":{"k":"v"}}"#,
+            r#"{"metadata":{"name":"first"},"metadata2":{"name":"no"}}"#,
+            r#"{"data":"x"}"#,
+            r#"{"metadata":null,"data":"x"}"#,
+            r#"{}"#,
+        ];
+        for json in cases {
+            let whole: Value = serde_json::from_str(json).unwrap();
+            let want = whole
+                .get("metadata")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default();
+            let got = metadata_only::<serde_json::Map<String, Value>>(&kv(json)).unwrap();
+            assert_eq!(got, want, "{json}");
+            let mut trimmed = want.clone();
+            trimmed.remove("managedFields");
+            let got = Store::stored_metadata_without_managed_fields(&kv(json)).unwrap();
+            assert_eq!(got, trimmed, "{json}");
+        }
+        assert!(metadata_only::<serde_json::Map<String, Value>>(&kv("[1]")).is_err());
     }
 }
