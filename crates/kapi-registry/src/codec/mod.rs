@@ -212,6 +212,30 @@ impl StorageCodec {
         Some(Bytes::from(out))
     }
 
+    /// Protobuf `bytes` decoded, with the JSON [`StorageCodec::to_json`] makes
+    /// of them, from one decode: for a writer that answers with the object and
+    /// hands the watch cache its JSON (`cache::CachedBackend::offer_json`).
+    /// `None` for other encodings, whose JSON costs the cache no decode.
+    pub fn decode_with_json(&self, bytes: &[u8]) -> Option<(Value, Bytes)> {
+        if sniff(bytes) != Sniffed::Protobuf {
+            return None;
+        }
+        let obj = self.decode(bytes).ok()?;
+        let mut out = to_go_json(&obj);
+        out.shrink_to_fit();
+        Some((obj, Bytes::from(out)))
+    }
+
+    /// Whether `other` decodes every value as this codec does (the same
+    /// upgrades and defaults on read; the media type only matters to writes).
+    pub fn reads_as(&self, other: &StorageCodec) -> bool {
+        match (&self.on_read, &other.on_read) {
+            (None, None) => true,
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+
     fn is_older(&self, api_version: &str, kind: &str) -> bool {
         self.on_read
             .as_ref()

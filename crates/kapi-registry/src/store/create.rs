@@ -69,16 +69,23 @@ impl Store {
             }
             let key = self.def.key(meta::namespace(&obj), meta::name(&obj));
             let ttl = self.def.strategy.ttl();
+            let stored = self.encode(&obj)?;
+            let decoded = self.decode_ahead(&key, &stored);
             match self
                 .backend
-                .create_with_ttl(&key, self.encode(&obj)?, ttl)
+                .create_with_ttl(&key, stored.clone(), ttl)
                 .await
             {
-                Ok(kv) => return self.decode(&kv),
-                Err(StorageError::AlreadyExists { .. }) if generated => {
-                    last_name = meta::name(&obj).to_owned();
+                Ok(kv) => return self.answer(decoded, &kv),
+                Err(e) => {
+                    self.withdraw_ahead(&key, &stored, decoded.is_some());
+                    match e {
+                        StorageError::AlreadyExists { .. } if generated => {
+                            last_name = meta::name(&obj).to_owned();
+                        }
+                        e => return Err(self.storage_error(e, meta::name(&obj))),
+                    }
                 }
-                Err(e) => return Err(self.storage_error(e, meta::name(&obj))),
             }
         }
         Err(ApiError::generate_name_conflict(

@@ -175,6 +175,41 @@ impl Store {
         self.def.to_served(self.decode_stored(kv)?)
     }
 
+    /// Before writing `stored` under `key`: the object decoded from it (what
+    /// [`Store::decode`] would read back, without `resourceVersion`), when the
+    /// watch cache transcodes it as this store's codec does. Its JSON is
+    /// offered to the cache, so the one decode serves both the write's answer
+    /// and the cache (the answer of a write and the reflector each decoded
+    /// the same bytes).
+    pub(crate) fn decode_ahead(&self, key: &str, stored: &Bytes) -> Option<Value> {
+        let cache = self
+            .cache
+            .as_ref()
+            .filter(|c| c.transcodes_like(&self.codec))?;
+        let (obj, json) = self.codec.decode_with_json(stored)?;
+        cache.offer_json(key, stored, json);
+        Some(obj)
+    }
+
+    /// The write [`Store::decode_ahead`] prepared failed.
+    pub(crate) fn withdraw_ahead(&self, key: &str, stored: &Bytes, offered: bool) {
+        if let Some(cache) = self.cache.as_ref().filter(|_| offered) {
+            cache.withdraw_json(key, stored);
+        }
+    }
+
+    /// The written object as [`Store::decode`] reads it from `kv`, from what
+    /// [`Store::decode_ahead`] decoded when it did.
+    pub(crate) fn answer(&self, decoded: Option<Value>, kv: &KeyValue) -> Result<Value, ApiError> {
+        match decoded {
+            Some(mut obj) => {
+                meta::set_str(&mut obj, "resourceVersion", &kv.mod_revision.to_string());
+                self.def.to_served(obj)
+            }
+            None => self.decode(kv),
+        }
+    }
+
     /// Storage bytes of several objects at the served version (one conversion
     /// batch), for callers holding cached objects.
     pub fn decode_values<'a>(
