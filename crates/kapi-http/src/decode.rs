@@ -195,20 +195,26 @@ fn yaml_error(e: &serde_saphyr::Error) -> ApiError {
 /// Reject absurd nesting before parsing, so a hostile body cannot exhaust the stack.
 fn check_depth(body: &[u8]) -> Result<(), ApiError> {
     let mut depth = 0usize;
-    let mut in_string = false;
-    let mut escaped = false;
-    for &b in body {
-        if in_string {
-            match (escaped, b) {
-                (true, _) => escaped = false,
-                (false, b'\\') => escaped = true,
-                (false, b'"') => in_string = false,
-                _ => {}
+    let mut i = 0;
+    while i < body.len() {
+        match body[i] {
+            b'"' => {
+                // A string ends at the next quote not escaped: found by a
+                // search for quotes and backslashes, not byte by byte.
+                i += 1;
+                loop {
+                    match memchr::memchr2(b'"', b'\\', body.get(i..).unwrap_or_default()) {
+                        // Unterminated: the parser says so.
+                        None => return Ok(()),
+                        Some(n) if body[i + n] == b'\\' => i += n + 2,
+                        Some(n) => {
+                            i += n + 1;
+                            break;
+                        }
+                    }
+                }
+                continue;
             }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
             b'{' | b'[' => {
                 depth += 1;
                 if depth > MAX_DEPTH {
@@ -220,6 +226,39 @@ fn check_depth(body: &[u8]) -> Result<(), ApiError> {
             b'}' | b']' => depth = depth.saturating_sub(1),
             _ => {}
         }
+        i += 1;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nested(depth: usize, inside: &str) -> String {
+        format!("{}{inside}{}", "[".repeat(depth), "]".repeat(depth))
+    }
+
+    /// Only brackets outside strings count, whatever the strings hold.
+    #[test]
+    fn depth_counts_brackets_outside_strings() {
+        assert!(check_depth(nested(MAX_DEPTH, "1").as_bytes()).is_ok());
+        let err = check_depth(nested(MAX_DEPTH + 1, "1").as_bytes()).unwrap_err();
+        assert_eq!(err.code, 400);
+        let s = format!(
+            r#"{{"a":"{}\"{}\\","b":[]}}"#,
+            "[".repeat(300),
+            "{".repeat(300)
+        );
+        assert!(check_depth(s.as_bytes()).is_ok(), "{s}");
+        // An escaped backslash ends before the quote, which closes the string.
+        let s = format!(r#"["\\",{}]"#, nested(MAX_DEPTH, "1"));
+        assert!(check_depth(s.as_bytes()).is_err());
+        let s = format!(r#"["\\\"{}"]"#, nested(MAX_DEPTH, "1"));
+        assert!(check_depth(s.as_bytes()).is_ok());
+        // Unterminated strings and a trailing backslash end the scan quietly.
+        for s in [r#"["abc"#, "[\"\\", "\"", ""] {
+            assert!(check_depth(s.as_bytes()).is_ok(), "{s}");
+        }
+    }
 }

@@ -488,9 +488,20 @@ impl SchemaNav for BuiltinSchema {
             .map(|(_, _, v)| Value::String((*v).to_string()))
     }
 
+    /// Kept once built, per root type (one per kind ever written).
     fn zero_value(&self, ty: &TypeRef) -> Option<Value> {
+        static ZEROS: LazyLock<RwLock<foldhash::HashMap<Box<str>, Value>>> =
+            LazyLock::new(Default::default);
+        if let Some(zero) = ZEROS.read().expect("zeros lock").get(ty.0.as_str()) {
+            return Some(zero.clone());
+        }
         self.def(&ty.0)?;
-        Some(crate::zero::zero_object(self, ty))
+        let zero = crate::zero::zero_object(self, ty);
+        ZEROS
+            .write()
+            .expect("zeros lock")
+            .insert(ty.0.as_str().into(), zero.clone());
+        Some(zero)
     }
 
     fn map_value(&self, ty: &TypeRef) -> Option<TypeRef> {

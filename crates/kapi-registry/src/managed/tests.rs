@@ -268,3 +268,30 @@ fn a_create_records_the_same_fields_whether_or_not_another_manager_is_listed() {
     assert_eq!(mine(&alone), mine(&listed));
     assert_eq!(entries(&listed).len(), 2, "{:?}", entries(&listed));
 }
+
+/// Manager identifiers are the compact JSON of their parts, in order, with
+/// JSON's escapes (a manager name is free text from the client).
+#[test]
+fn manager_ids_are_compact_json() {
+    let cases = [
+        ("kubectl", "Update", "v1", None),
+        ("kubectl", "Apply", "v1", Some("status")),
+        ("we\"ird\\ <name>\n\u{7f}é", "Update", "", Some("")),
+        ("", "Update", "apps/v1", Some("scale")),
+    ];
+    for (manager, operation, api_version, sub) in cases {
+        let mut m = serde_json::Map::new();
+        m.insert("manager".into(), json!(manager));
+        m.insert("operation".into(), json!(operation));
+        if operation != "Apply" && !api_version.is_empty() {
+            m.insert("apiVersion".into(), json!(api_version));
+        }
+        if let Some(s) = sub.filter(|s: &&str| !s.is_empty()) {
+            m.insert("subresource".into(), json!(s));
+        }
+        assert_eq!(
+            manager_id(manager, operation, api_version, sub),
+            Value::Object(m).to_string()
+        );
+    }
+}
