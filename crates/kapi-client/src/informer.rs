@@ -290,6 +290,17 @@ async fn run(entry: Arc<Entry>, field: FieldSelector, shape: Shape, tx: mpsc::Se
             }
         };
         while let Some(ev) = events.recv().await {
+            // Deletions only: a create or an update is recorded by its key
+            // alone, as a list records it, without decoding the object.
+            if shape == Shape::Deletions
+                && matches!(ev.kind, WatchEventType::Added | WatchEventType::Modified)
+            {
+                if let Some(c) = &ev.cached {
+                    known.insert(key_of(&c.object.kv.key, entry.def.namespaced), None);
+                    rv = Some(c.revision.to_string());
+                    continue;
+                }
+            }
             let obj = match &ev.cached {
                 Some(c) => match entry.store.decode_identity(&c.object.kv) {
                     Ok(mut v) => {
