@@ -263,13 +263,13 @@ impl ResourceDef {
         self.convert_all(objs, &self.api_version())
     }
 
-    /// `obj` as storage keeps it (a no-op without a conversion).
     /// The apiVersion objects are stored at when it differs from the one
     /// served (a conversion is configured); `None`: stored as served.
     pub fn storage_api_version(&self) -> Option<&str> {
         self.conversion.as_ref().map(|c| c.storage_api_version())
     }
 
+    /// `obj` as storage keeps it (a no-op without a conversion).
     pub fn to_storage(&self, obj: Value) -> Result<Value, ApiError> {
         let Some(c) = &self.conversion else {
             return Ok(obj);

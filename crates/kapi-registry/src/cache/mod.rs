@@ -46,7 +46,9 @@ pub use encoded::{encoded_budget, encoded_bytes, set_encoded_budget, Encoded, Fo
 pub use event::{watch_line, CachedEvent};
 pub use index::{Indexer, KeyFilter};
 pub use items::{CachedPage, Items};
-pub use object::{attrs_key, prefetch_bytes, Attrs, AttrsKey, CachedObject, Set};
+pub use object::{
+    attrs_key, prefetch_bytes, write_json_with_rv, Attrs, AttrsKey, CachedObject, Set,
+};
 pub use prefix::{CacheMessage, CacheWatch, Miss};
 use prefix::{PrefixCache, Window};
 

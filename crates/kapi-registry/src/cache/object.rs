@@ -168,18 +168,37 @@ impl CachedObject {
         let Some(brace) = *self.metadata_at.get_or_init(|| metadata_open_brace(bytes)) else {
             return false;
         };
-        out.reserve(bytes.len() + 40);
-        out.extend_from_slice(&bytes[..=brace]);
-        out.extend_from_slice(b"\"resourceVersion\":\"");
-        out.extend_from_slice(itoa::Buffer::new().format(rv).as_bytes());
-        out.push(b'"');
-        let rest = &bytes[brace + 1..];
-        if rest.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'}') {
-            out.push(b',');
-        }
-        out.extend_from_slice(rest);
+        splice_resource_version(bytes, brace, rv, out);
         true
     }
+}
+
+/// Append the JSON object `bytes` with `metadata.resourceVersion` set to `rv`
+/// ([`CachedObject::write_json`] for bytes not cached); `false` (nothing
+/// appended) when they are not an object with a `metadata` object.
+pub fn write_json_with_rv(bytes: &[u8], rv: Revision, out: &mut Vec<u8>) -> bool {
+    match metadata_open_brace(bytes) {
+        Some(brace) => {
+            splice_resource_version(bytes, brace, rv, out);
+            true
+        }
+        None => false,
+    }
+}
+
+/// `bytes` with `"resourceVersion":"<rv>"` as the first member of the object
+/// opening at `brace` (the top-level `metadata`), which holds none.
+fn splice_resource_version(bytes: &[u8], brace: usize, rv: Revision, out: &mut Vec<u8>) {
+    out.reserve(bytes.len() + 40);
+    out.extend_from_slice(&bytes[..=brace]);
+    out.extend_from_slice(b"\"resourceVersion\":\"");
+    out.extend_from_slice(itoa::Buffer::new().format(rv).as_bytes());
+    out.push(b'"');
+    let rest = &bytes[brace + 1..];
+    if rest.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'}') {
+        out.push(b',');
+    }
+    out.extend_from_slice(rest);
 }
 
 /// Where the value of the top-level `"metadata"` key opens, if it is an object.

@@ -8,7 +8,7 @@ use kapi_storage::StorageError;
 use serde_json::Value;
 
 use super::options::WriteOptions;
-use super::Store;
+use super::{Store, Written};
 use crate::admission::WriteAdmission;
 use crate::meta;
 
@@ -31,9 +31,20 @@ impl Store {
         opts: &WriteOptions,
         admission: Option<&dyn WriteAdmission>,
     ) -> Result<Value, ApiError> {
+        Ok(self.create_written(input, opts, admission).await?.0)
+    }
+
+    /// [`Store::create_admitted`], with the created object's JSON when the
+    /// store has it (see [`Written`]), for a handler answering in JSON.
+    pub async fn create_written(
+        &self,
+        input: Value,
+        opts: &WriteOptions,
+        admission: Option<&dyn WriteAdmission>,
+    ) -> Result<Written, ApiError> {
         let out = self.create_checked(input, opts, admission).await;
         if let Some(a) = admission {
-            let stored = out.as_ref().ok().filter(|_| !opts.dry_run);
+            let stored = out.as_ref().ok().filter(|_| !opts.dry_run).map(|w| &w.0);
             a.finished(stored).await;
         }
         out
@@ -44,7 +55,7 @@ impl Store {
         input: Value,
         opts: &WriteOptions,
         admission: Option<&dyn WriteAdmission>,
-    ) -> Result<Value, ApiError> {
+    ) -> Result<Written, ApiError> {
         // A name is generated only from a `generateName`; neither is invalid.
         let generated = input.is_object()
             && meta::meta_str(&input, "name").is_none_or(str::is_empty)
@@ -65,7 +76,7 @@ impl Store {
                 a.validate(&mut obj, None).await?;
             }
             if opts.dry_run {
-                return Ok(obj);
+                return Ok((obj, None));
             }
             let key = self.def.key(meta::namespace(&obj), meta::name(&obj));
             let ttl = self.def.strategy.ttl();

@@ -39,6 +39,11 @@ pub use update::UpdateTarget;
 pub use watch::{CachedSource, WatchEvent, WatchEventType, WatchReceiver};
 
 /// The generic store of one resource.
+/// A written object as served, with its JSON when the store has it at hand:
+/// the stored object's Go-style JSON, which lacks only `resourceVersion`
+/// (`cache::write_json_with_rv` adds it).
+pub type Written = (Value, Option<Bytes>);
+
 #[derive(Clone)]
 pub struct Store {
     pub def: Arc<ResourceDef>,
@@ -181,14 +186,14 @@ impl Store {
     /// offered to the cache, so the one decode serves both the write's answer
     /// and the cache (the answer of a write and the reflector each decoded
     /// the same bytes).
-    pub(crate) fn decode_ahead(&self, key: &str, stored: &Bytes) -> Option<Value> {
+    pub(crate) fn decode_ahead(&self, key: &str, stored: &Bytes) -> Option<(Value, Bytes)> {
         let cache = self
             .cache
             .as_ref()
             .filter(|c| c.transcodes_like(&self.codec))?;
         let (obj, json) = self.codec.decode_with_json(stored)?;
-        cache.offer_json(key, stored, json);
-        Some(obj)
+        cache.offer_json(key, stored, json.clone());
+        Some((obj, json))
     }
 
     /// The write [`Store::decode_ahead`] prepared failed.
@@ -199,14 +204,21 @@ impl Store {
     }
 
     /// The written object as [`Store::decode`] reads it from `kv`, from what
-    /// [`Store::decode_ahead`] decoded when it did.
-    pub(crate) fn answer(&self, decoded: Option<Value>, kv: &KeyValue) -> Result<Value, ApiError> {
+    /// [`Store::decode_ahead`] decoded when it did; with its JSON (without
+    /// `resourceVersion`) when that is also the served object's (the
+    /// resource has no conversion).
+    pub(crate) fn answer(
+        &self,
+        decoded: Option<(Value, Bytes)>,
+        kv: &KeyValue,
+    ) -> Result<Written, ApiError> {
         match decoded {
-            Some(mut obj) => {
+            Some((mut obj, json)) => {
                 meta::set_str(&mut obj, "resourceVersion", &kv.mod_revision.to_string());
-                self.def.to_served(obj)
+                let json = self.def.conversion.is_none().then_some(json);
+                Ok((self.def.to_served(obj)?, json))
             }
-            None => self.decode(kv),
+            None => Ok((self.decode(kv)?, None)),
         }
     }
 

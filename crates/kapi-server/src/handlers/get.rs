@@ -37,7 +37,7 @@ pub fn respond_object(
     obj: &serde_json::Value,
 ) -> Result<Response, ApiError> {
     let body = match ctx.accept.view {
-        View::Object => obj.clone(),
+        View::Object => return Ok(negotiate::respond(code, obj, ctx.accept.format)),
         View::PartialMetadata => negotiate::partial(obj),
         View::Table => {
             let include = IncludeObject::parse(ctx.query.get("includeObject"))?;

@@ -208,3 +208,56 @@ async fn dry_run_stores_nothing() {
     api.delete("real", &dp).await.unwrap();
     assert_eq!(s.configmap_names("default").await, vec!["real"]);
 }
+
+/// A create answers with the object as a GET then reads it, in every form a
+/// client may ask for: plain JSON (written from the stored object's JSON, as
+/// the watch cache keeps it), YAML, protobuf and with unknown-to-JSON text
+/// (HTML-significant characters, non-ASCII, escapes).
+#[tokio::test]
+async fn create_answers_what_a_get_reads() {
+    let s = harness::start().await;
+    let base = "/api/v1/namespaces/default/configmaps";
+    let accepts = [
+        "application/json",
+        "application/yaml",
+        "application/vnd.kubernetes.protobuf",
+        "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1",
+    ];
+    for (i, accept) in accepts.into_iter().enumerate() {
+        let name = format!("answer-{i}");
+        let body = serde_json::json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "labels": {"a": "b"}},
+            "data": {"html": "<a href=\"x\">&amp;</a>", "text": "é ✓ \u{2028} \\ \t"},
+        });
+        let req = http::Request::post(base)
+            .header("content-type", "application/json")
+            .header("accept", accept)
+            .body(serde_json::to_vec(&body).unwrap())
+            .unwrap();
+        let reply = s.exchange(req).await;
+        assert_eq!(
+            reply.code,
+            201,
+            "{accept}: {}",
+            String::from_utf8_lossy(&reply.body)
+        );
+        let created: serde_json::Value = match accept {
+            "application/yaml" => serde_saphyr::from_slice(&reply.body).unwrap(),
+            "application/vnd.kubernetes.protobuf" => {
+                kapi_protobuf::decode_object(&reply.body, None).unwrap()
+            }
+            _ => reply.json(),
+        };
+        let (code, got) = s.get_json(&format!("{base}/{name}")).await;
+        assert_eq!(code, 200);
+        if accept.contains("PartialObjectMetadata") {
+            assert_eq!(created["kind"], "PartialObjectMetadata", "{created}");
+            assert_eq!(created["metadata"], got["metadata"]);
+            continue;
+        }
+        assert_eq!(created, got, "{accept}");
+        assert_eq!(got["data"], body["data"]);
+        assert!(reply.body.ends_with(b"\n") || accept.contains("protobuf"));
+    }
+}
