@@ -4,6 +4,7 @@
 //! resource table of the built-in API ([`builtin_apis`]) and the schema
 //! helpers the handlers use for unknown fields.
 
+use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -239,7 +240,13 @@ impl Server {
         let root = self.schema_root(def);
         let mut out = Vec::new();
         if !root.is_unknown() {
-            collect_unknown(self.schema.as_ref(), &root, obj, "", &mut out);
+            collect_unknown(
+                self.schema.as_ref(),
+                &root,
+                obj,
+                &mut String::new(),
+                &mut out,
+            );
         }
         out
     }
@@ -293,7 +300,7 @@ fn collect_unknown(
     schema: &dyn SchemaNav,
     ty: &TypeRef,
     obj: &Value,
-    path: &str,
+    path: &mut String,
     out: &mut Vec<String>,
 ) {
     let Some(map) = obj.as_object() else {
@@ -303,23 +310,29 @@ fn collect_unknown(
         return;
     }
     for (k, v) in map {
-        let here = if path.is_empty() {
-            k.clone()
-        } else {
-            format!("{path}.{k}")
-        };
+        // `path` grows by this key and is cut back after: one buffer for the
+        // whole walk, a string only for what is reported.
+        let at = path.len();
+        if at > 0 {
+            path.push('.');
+        }
+        path.push_str(k);
         match schema.field(ty, k) {
-            None => out.push(here),
+            None => out.push(path.clone()),
             Some(info) if info.elem.is_unknown() => {}
             Some(info) => match v {
                 Value::Array(items) => {
                     for (i, item) in items.iter().enumerate() {
-                        collect_unknown(schema, &info.elem, item, &format!("{here}[{i}]"), out);
+                        let here = path.len();
+                        let _ = write!(path, "[{i}]");
+                        collect_unknown(schema, &info.elem, item, path, out);
+                        path.truncate(here);
                     }
                 }
-                Value::Object(_) => collect_unknown(schema, &info.elem, v, &here, out),
+                Value::Object(_) => collect_unknown(schema, &info.elem, v, path, out),
                 _ => {}
             },
         }
+        path.truncate(at);
     }
 }

@@ -42,8 +42,7 @@ pub async fn create(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {
     }
     let opts = ctx.write_options()?;
     super::fieldcheck::check_types(&ctx.entry.def, &obj)?;
-    let warnings = ctx.srv.check_fields(ctx, &obj, &dups, &bytes)?;
-    ctx.srv.prune_unknown(&ctx.entry.def, &mut obj);
+    let warnings = ctx.srv.check_and_prune(ctx, &mut obj, &dups, &bytes)?;
     super::fieldcheck::check_bytes(&ctx.entry.def, &obj)?;
     let adm = RequestAdmission::write(ctx, "CreateOptions", &opts);
     let opts = ctx

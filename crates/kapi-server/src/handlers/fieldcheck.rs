@@ -120,6 +120,45 @@ impl Server {
             return Ok(Vec::new());
         }
         let unknown = self.unknown_fields(&ctx.entry.def, obj);
+        self.field_findings(ctx, mode, unknown, dups, body)
+    }
+
+    /// [`Server::check_fields`], then [`Server::prune_unknown`] — skipped
+    /// when the schema's own walk found no unknown field, as the prune walks
+    /// the same way and would drop nothing (a create's or update's body).
+    pub fn check_and_prune(
+        &self,
+        ctx: &Ctx,
+        obj: &mut Value,
+        dups: &Duplicates,
+        body: &[u8],
+    ) -> Result<Vec<String>, ApiError> {
+        let def = &ctx.entry.def;
+        let mode = mode(ctx)?;
+        if mode == Mode::Ignore {
+            self.prune_unknown(def, obj);
+            return Ok(Vec::new());
+        }
+        let (unknown, by_schema) = match def.strategy.unknown_fields(obj) {
+            Some(fields) => (fields, false),
+            None => (self.unknown_fields(def, obj), true),
+        };
+        let none = by_schema && unknown.is_empty();
+        let warnings = self.field_findings(ctx, mode, unknown, dups, body)?;
+        if !none {
+            self.prune_unknown(def, obj);
+        }
+        Ok(warnings)
+    }
+
+    fn field_findings(
+        &self,
+        ctx: &Ctx,
+        mode: Mode,
+        unknown: Vec<String>,
+        dups: &Duplicates,
+        body: &[u8],
+    ) -> Result<Vec<String>, ApiError> {
         let found = in_document_order(unknown, dups, body);
         if found.is_empty() {
             return Ok(Vec::new());

@@ -35,8 +35,7 @@ pub async fn update_target(
     check_identity(ctx, &mut obj, true)?;
     let opts = ctx.write_options()?;
     super::fieldcheck::check_types(&ctx.entry.def, &obj)?;
-    let warnings = ctx.srv.check_fields(ctx, &obj, &dups, &bytes)?;
-    ctx.srv.prune_unknown(&ctx.entry.def, &mut obj);
+    let warnings = ctx.srv.check_and_prune(ctx, &mut obj, &dups, &bytes)?;
     super::fieldcheck::check_bytes(&ctx.entry.def, &obj)?;
     let create = target == UpdateTarget::Main && ctx.entry.def.strategy.allow_create_on_update();
     let guard = kapi_auth::authz::escalation::Guard::prepare(

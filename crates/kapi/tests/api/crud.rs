@@ -261,3 +261,48 @@ async fn create_answers_what_a_get_reads() {
         assert!(reply.body.ends_with(b"\n") || accept.contains("protobuf"));
     }
 }
+
+/// Fields the schema does not know are dropped from what is stored, under
+/// every validation mode that lets the write through (as upstream decodes
+/// into its types), on create and on update.
+#[tokio::test]
+async fn unknown_fields_are_never_stored() {
+    let s = harness::start().await;
+    let base = "/api/v1/namespaces/default/configmaps";
+    for (i, mode) in ["", "?fieldValidation=Warn", "?fieldValidation=Ignore"]
+        .into_iter()
+        .enumerate()
+    {
+        let name = format!("pruned-{i}");
+        let body = |rv: Option<&str>| {
+            let mut o = serde_json::json!({
+                "apiVersion": "v1", "kind": "ConfigMap", "bogus": 1,
+                "metadata": {"name": name, "bogusMeta": {"x": 1}},
+                "data": {"k": "v"},
+            });
+            if let Some(rv) = rv {
+                o["metadata"]["resourceVersion"] = rv.into();
+            }
+            serde_json::to_vec(&o).unwrap()
+        };
+        let (code, created) = s
+            .send_json("POST", &format!("{base}{mode}"), body(None))
+            .await;
+        assert_eq!(code, 201, "{mode}: {created}");
+        let rv = created["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let path = format!("{base}/{name}");
+        let (code, updated) = s
+            .send_json("PUT", &format!("{path}{mode}"), body(Some(&rv)))
+            .await;
+        assert_eq!(code, 200, "{mode}: {updated}");
+        let (_, got) = s.get_json(&path).await;
+        for obj in [&created, &updated, &got] {
+            assert!(obj.get("bogus").is_none(), "{mode}: {obj}");
+            assert!(obj["metadata"].get("bogusMeta").is_none(), "{mode}: {obj}");
+            assert_eq!(obj["data"]["k"], "v");
+        }
+    }
+}
