@@ -31,6 +31,7 @@ mod event;
 mod index;
 mod items;
 mod object;
+mod offered;
 mod prefix;
 mod range;
 mod reflector;
@@ -39,7 +40,6 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use bytes::Bytes;
 use kapi_storage::{Backend, Result, Revision, StorageError};
 
 pub use encoded::{encoded_budget, encoded_bytes, set_encoded_budget, Encoded, Form};
@@ -129,16 +129,8 @@ pub(crate) struct Inner {
     /// Wakes the reflector to fill prefixes added while it follows its watch.
     added: tokio::sync::Notify,
     /// JSON a writer made of the value it is writing, by key (`offer_json`).
-    offered: std::sync::Mutex<Offered>,
+    offered: std::sync::Mutex<offered::Offered>,
 }
-
-/// Per key, the stored bytes about to be written and their JSON.
-type Offered = foldhash::HashMap<String, (Bytes, Bytes)>;
-
-/// The most values offered and not yet seen by the reflector (a write that
-/// failed and was not withdrawn, a reflector that restarted): past it the
-/// offers are dropped, which costs only the transcoding they would have saved.
-const OFFERED_MAX: usize = 1024;
 
 impl Inner {
     fn caches(&self) -> Vec<Arc<PrefixCache>> {
@@ -169,15 +161,6 @@ impl Inner {
             kv.value = json;
         }
         kv
-    }
-
-    /// The JSON offered for `kv`'s key, when offered for exactly its bytes.
-    fn take_offered(&self, kv: &kapi_storage::KeyValue) -> Option<Bytes> {
-        let mut offered = self.offered.lock().expect("offered lock");
-        match offered.get(&kv.key) {
-            Some((stored, _)) if *stored == kv.value => offered.remove(&kv.key).map(|(_, j)| j),
-            _ => None,
-        }
     }
 
     fn publish(&self, revision: Revision) {
@@ -311,39 +294,6 @@ impl CachedBackend {
                 true
             }
             None => false,
-        }
-    }
-
-    /// Whether the cache transcodes values with `codec` (so JSON made with it
-    /// may be offered, [`CachedBackend::offer_json`]).
-    pub fn transcodes_like(&self, codec: &crate::codec::StorageCodec) -> bool {
-        self.inner()
-            .config
-            .codec
-            .as_ref()
-            .is_some_and(|c| c.reads_as(codec))
-    }
-
-    /// Before writing `stored` under `key`: `json` is what the cache's codec
-    /// makes of it ([`crate::codec::StorageCodec::decode_with_json`]), so the
-    /// reflector takes it instead of decoding the same bytes again. Only for
-    /// keys the cache holds; a failed write takes it back ([`Self::withdraw_json`]).
-    pub fn offer_json(&self, key: &str, stored: &Bytes, json: Bytes) {
-        if self.cache(key).is_none() {
-            return;
-        }
-        let mut offered = self.inner().offered.lock().expect("offered lock");
-        if offered.len() >= OFFERED_MAX {
-            offered.clear();
-        }
-        offered.insert(key.to_owned(), (stored.clone(), json));
-    }
-
-    /// The write of `stored` under `key` failed: its offer is dropped.
-    pub fn withdraw_json(&self, key: &str, stored: &Bytes) {
-        let mut offered = self.inner().offered.lock().expect("offered lock");
-        if offered.get(key).is_some_and(|(s, _)| s == stored) {
-            offered.remove(key);
         }
     }
 

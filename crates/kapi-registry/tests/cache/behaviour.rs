@@ -197,3 +197,39 @@ async fn a_watcher_that_does_not_read_is_closed() {
     }
     assert!(last > 0);
 }
+
+/// JSON offered for the bytes about to be written is what the cache keeps
+/// when an event carries exactly those bytes; other bytes under the same key
+/// are transcoded as usual, and a withdrawn offer is never used.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn offered_json_is_kept_only_for_the_bytes_it_was_offered_for() {
+    let f = fixtures::embedded().await;
+    let cached = |key: &'static str| {
+        let cache = f.cache.clone();
+        async move {
+            let page = cache
+                .list_cached(key, ReadAt::Consistent, 0, None)
+                .await
+                .unwrap()
+                .expect("served by the cache");
+            page.items.first().map(|o| o.kv.value.clone())
+        }
+    };
+    let stored = b(r#"{"metadata":{"name":"a"}}"#);
+    let offered = b(r#"{"metadata":{"name":"a"},"offered":true}"#);
+    f.cache.offer_json("/t/o/a", &stored, offered.clone());
+    f.backend.create("/t/o/a", stored).await.unwrap();
+    assert_eq!(cached("/t/o/a").await, Some(offered));
+
+    let other = b(r#"{"metadata":{"name":"b"}}"#);
+    f.cache
+        .offer_json("/t/o/b", &b(r#"{"metadata":{"name":"not b"}}"#), b("{}"));
+    f.backend.create("/t/o/b", other.clone()).await.unwrap();
+    assert_eq!(cached("/t/o/b").await, Some(other));
+
+    let withdrawn = b(r#"{"metadata":{"name":"c"}}"#);
+    f.cache.offer_json("/t/o/c", &withdrawn, b("{}"));
+    f.cache.withdraw_json("/t/o/c", &withdrawn);
+    f.backend.create("/t/o/c", withdrawn.clone()).await.unwrap();
+    assert_eq!(cached("/t/o/c").await, Some(withdrawn));
+}
