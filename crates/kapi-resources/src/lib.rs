@@ -1,7 +1,7 @@
 //! kapi-resources: the built-in API of Kubernetes as data — which resources exist
 //! (`registry.rs`), their strategies (`core/`, `apps/`, `batch/`, `policy/`, `networking/`, ...), their schemas and the
 //! OpenAPI documents built from them (`openapi/`), and the table of patch and
-//! list semantics those schemas drop (`patchmeta.rs`).
+//! list semantics those schemas drop (`patchmeta/`).
 
 pub mod admissionregistration;
 pub mod apiregistration;

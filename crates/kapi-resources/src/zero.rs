@@ -15,7 +15,7 @@
 //! of `k8s.io/api` (the OpenAPI documents do not say which fields are pointers).
 //!
 //! Where to look next: `kapi_registry::managed` (where the zero object is used),
-//! `patchmeta.rs` (the rest of the schema facts).
+//! `patchmeta/` (the rest of the schema facts).
 
 use kapi_machinery::schema::{SchemaNav, TypeRef};
 use serde_json::{Map, Value};

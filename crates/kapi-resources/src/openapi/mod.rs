@@ -17,7 +17,7 @@
 //! start-up, which they would slow by a second and grow by megabytes on a server
 //! nobody asks for OpenAPI (upstream's handlers render lazily too) — then shared
 //! (`Arc`), so serving them costs a clone of a pointer.
-//! Where to look next: `kapi-server` (the HTTP handlers), `patchmeta.rs`.
+//! Where to look next: `kapi-server` (the HTTP handlers), `patchmeta/`.
 
 mod custom_v2;
 pub mod defs;
