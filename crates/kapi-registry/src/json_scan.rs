@@ -7,6 +7,13 @@
 //! Invariant: nothing here decodes escapes or validates the JSON beyond what
 //! skipping needs; malformed input ends the walk (`None`), it never panics.
 
+/// Where the value of the top-level `"metadata"` key of the object in `b`
+/// opens, if it is an object.
+pub(crate) fn metadata_open_brace(b: &[u8]) -> Option<usize> {
+    let (_, start) = members(b).find(|(key, _)| *key == b"\"metadata\"")?;
+    (b.get(start) == Some(&b'{')).then_some(start)
+}
+
 /// The members of the JSON object in `b`, in order: each key (with its quotes,
 /// escapes undecoded) and the index where its value starts. The walk skips a
 /// value only when the next member is asked for, so a caller that stops early

@@ -263,10 +263,12 @@ impl ResourceDef {
         self.convert_all(objs, &self.api_version())
     }
 
-    /// The apiVersion objects are stored at when it differs from the one
-    /// served (a conversion is configured); `None`: stored as served.
-    pub fn storage_api_version(&self) -> Option<&str> {
-        self.conversion.as_ref().map(|c| c.storage_api_version())
+    /// Whether [`ResourceDef::to_storage`] would leave `obj` as it is: no
+    /// conversion, or `obj` already at the storage version.
+    pub fn is_at_storage_version(&self, obj: &Value) -> bool {
+        self.conversion
+            .as_ref()
+            .is_none_or(|c| is_at(obj, c.storage_api_version()))
     }
 
     /// `obj` as storage keeps it (a no-op without a conversion).
@@ -286,7 +288,7 @@ impl ResourceDef {
         let Some(c) = &self.conversion else {
             return Ok(objs);
         };
-        let at = |o: &Value| o.get("apiVersion").and_then(Value::as_str) == Some(api_version);
+        let at = |o: &Value| is_at(o, api_version);
         if objs.iter().all(at) {
             return Ok(objs);
         }
@@ -342,4 +344,9 @@ impl ResourceDef {
             _ => format!("{}/", self.key_prefix),
         }
     }
+}
+
+/// Whether `obj` names `api_version` as its `apiVersion`.
+fn is_at(obj: &Value, api_version: &str) -> bool {
+    obj.get("apiVersion").and_then(Value::as_str) == Some(api_version)
 }

@@ -234,9 +234,15 @@ impl Server {
 
     /// Fields of `obj` its schema does not know, as dotted paths.
     pub fn unknown_fields(&self, def: &ResourceDef, obj: &Value) -> Vec<String> {
-        if let Some(fields) = def.strategy.unknown_fields(obj) {
-            return fields;
+        match def.strategy.unknown_fields(obj) {
+            Some(fields) => fields,
+            None => self.schema_unknown_fields(def, obj),
         }
+    }
+
+    /// [`Server::unknown_fields`] from the built-in schema's walk, the one
+    /// [`Server::prune_unknown`] takes (for a strategy without its own list).
+    pub fn schema_unknown_fields(&self, def: &ResourceDef, obj: &Value) -> Vec<String> {
         let root = self.schema_root(def);
         let mut out = Vec::new();
         if !root.is_unknown() {

@@ -14,7 +14,7 @@ use bytes::Bytes;
 use kapi_storage::{KeyValue, Revision};
 
 use super::encoded::{Encoded, Form};
-use crate::json_scan::members;
+use crate::json_scan::metadata_open_brace;
 
 /// Ask the CPU to start loading every cache line of the first
 /// [`PREFETCH_BYTES`] of `bytes`. A hint only: it changes no state and cannot fault.
@@ -199,12 +199,6 @@ fn splice_resource_version(bytes: &[u8], brace: usize, rv: Revision, out: &mut V
         out.push(b',');
     }
     out.extend_from_slice(rest);
-}
-
-/// Where the value of the top-level `"metadata"` key opens, if it is an object.
-fn metadata_open_brace(b: &[u8]) -> Option<usize> {
-    let (_, start) = members(b).find(|(key, _)| *key == b"\"metadata\"")?;
-    (b.get(start) == Some(&b'{')).then_some(start)
 }
 
 #[cfg(test)]

@@ -25,7 +25,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use kapi_machinery::schema::{NoSchema, SchemaNav, TypeRef};
 use kapi_machinery::status::ApiError;
-use kapi_storage::{Backend, KeyValue, StorageError};
+use kapi_storage::{Backend, KeyValue, Revision, StorageError};
 use serde_json::Value;
 
 use crate::codec::{sniff, MediaType, Sniffed, StorageCodec};
@@ -38,12 +38,18 @@ pub use list::ListResult;
 pub use update::UpdateTarget;
 pub use watch::{CachedSource, WatchEvent, WatchEventType, WatchReceiver};
 
-/// The generic store of one resource.
-/// A written object as served, with its JSON when the store has it at hand:
-/// the stored object's Go-style JSON, which lacks only `resourceVersion`
-/// (`cache::write_json_with_rv` adds it).
-pub type Written = (Value, Option<Bytes>);
+/// A written object as served, with its JSON when the store has it at hand.
+pub type Written = (Value, Option<WrittenJson>);
 
+/// The Go-style JSON of a written object as stored, which lacks only its
+/// `resourceVersion` (`cache::write_json_with_rv` adds it): the JSON the watch
+/// cache keeps of it.
+pub struct WrittenJson {
+    pub json: Bytes,
+    pub revision: Revision,
+}
+
+/// The generic store of one resource.
 #[derive(Clone)]
 pub struct Store {
     pub def: Arc<ResourceDef>,
@@ -215,7 +221,10 @@ impl Store {
         match decoded {
             Some((mut obj, json)) => {
                 meta::set_str(&mut obj, "resourceVersion", &kv.mod_revision.to_string());
-                let json = self.def.conversion.is_none().then_some(json);
+                let json = self.def.conversion.is_none().then_some(WrittenJson {
+                    json,
+                    revision: kv.mod_revision,
+                });
                 Ok((self.def.to_served(obj)?, json))
             }
             None => Ok((self.decode(kv)?, None)),
@@ -313,11 +322,9 @@ impl Store {
     /// The stored form of `obj`: at the storage version, without
     /// `resourceVersion`, encoded as the codec writes the resource's kind.
     pub(crate) fn encode(&self, obj: &Value) -> Result<Bytes, ApiError> {
-        let at_storage = self
-            .def
-            .storage_api_version()
-            .is_none_or(|v| obj.get("apiVersion").and_then(Value::as_str) == Some(v));
-        if at_storage && meta::meta(obj).is_none_or(|m| !m.contains_key("resourceVersion")) {
+        if self.def.is_at_storage_version(obj)
+            && meta::meta(obj).is_none_or(|m| !m.contains_key("resourceVersion"))
+        {
             // Already what is stored (a create's object): encoded as it is.
             return self
                 .codec
@@ -415,8 +422,7 @@ fn metadata_only<M: serde::de::DeserializeOwned + Default>(kv: &KeyValue) -> Res
     // Only the `metadata` member is parsed: the members before it are
     // skipped by a scan, and those after it (often most of the object, such
     // as a ConfigMap's data) are never read.
-    let at = crate::json_scan::members(&json).find(|(key, _)| *key == b"\"metadata\"");
-    if let Some((_, start)) = at.filter(|(_, start)| json.get(*start) == Some(&b'{')) {
+    if let Some(start) = crate::json_scan::metadata_open_brace(&json) {
         let mut de = serde_json::Deserializer::from_slice(&json[start..]);
         return M::deserialize(&mut de).map_err(err);
     }

@@ -14,16 +14,6 @@ use super::identity::check_identity;
 use kapi_http::body::read_body;
 use kapi_http::negotiate;
 
-fn json_response(code: StatusCode, body: Vec<u8>) -> Response {
-    let mut resp = Response::new(Body::from(body));
-    *resp.status_mut() = code;
-    resp.headers_mut().insert(
-        axum::http::header::CONTENT_TYPE,
-        axum::http::HeaderValue::from_static("application/json"),
-    );
-    resp
-}
-
 pub async fn create(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {
     if let Some(msg) = ctx.entry.def.strategy.refuses_create() {
         let mut err = ApiError::method_not_supported(ctx.entry.def.group_resource(), "create");
@@ -56,23 +46,10 @@ pub async fn create(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {
         .store
         .create_written(obj, &opts, Some(&adm))
         .await?;
-    let mut resp = match json {
-        // Plain JSON of a resource stored as served: the JSON the store made
-        // of the written object (the watch cache keeps the same), with its
-        // resourceVersion, as a GET from the cache answers.
-        Some(json) if super::json_fast::fast_path_applies(ctx) => {
-            let rv = kapi_registry::meta::resource_version(&created)
-                .and_then(|rv| rv.parse::<i64>().ok());
-            let mut out = Vec::with_capacity(json.len() + 40);
-            match rv {
-                Some(rv) if kapi_registry::cache::write_json_with_rv(&json, rv, &mut out) => {
-                    out.push(b'\n');
-                    json_response(StatusCode::CREATED, out)
-                }
-                _ => super::get::respond_object(ctx, StatusCode::CREATED, &created)?,
-            }
-        }
-        _ => super::get::respond_object(ctx, StatusCode::CREATED, &created)?,
+    let fast = json.and_then(|j| super::json_fast::written_json(ctx, StatusCode::CREATED, &j));
+    let mut resp = match fast {
+        Some(resp) => resp,
+        None => super::get::respond_object(ctx, StatusCode::CREATED, &created)?,
     };
     super::fieldcheck::add_warnings(&mut resp, &warnings);
     super::fieldcheck::add_warnings(&mut resp, &adm.warnings());

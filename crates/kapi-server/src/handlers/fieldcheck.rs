@@ -107,25 +107,9 @@ fn in_document_order(unknown: Vec<String>, dups: &Duplicates, body: &[u8]) -> Ve
 impl Server {
     /// Unknown fields of `obj` and the keys its request body `body` repeats
     /// (`dups`), under the request's mode: an error under Strict, otherwise
-    /// the warnings to send.
-    pub fn check_fields(
-        &self,
-        ctx: &Ctx,
-        obj: &Value,
-        dups: &Duplicates,
-        body: &[u8],
-    ) -> Result<Vec<String>, ApiError> {
-        let mode = mode(ctx)?;
-        if mode == Mode::Ignore {
-            return Ok(Vec::new());
-        }
-        let unknown = self.unknown_fields(&ctx.entry.def, obj);
-        self.field_findings(ctx, mode, unknown, dups, body)
-    }
-
-    /// [`Server::check_fields`], then [`Server::prune_unknown`] — skipped
-    /// when the schema's own walk found no unknown field, as the prune walks
-    /// the same way and would drop nothing (a create's or update's body).
+    /// the warnings to send; then the unknown fields are dropped from `obj`
+    /// ([`Server::prune_unknown`]) — skipped when the schema's own walk found
+    /// none, as the prune walks the same way and would drop nothing.
     pub fn check_and_prune(
         &self,
         ctx: &Ctx,
@@ -141,7 +125,7 @@ impl Server {
         }
         let (unknown, by_schema) = match def.strategy.unknown_fields(obj) {
             Some(fields) => (fields, false),
-            None => (self.unknown_fields(def, obj), true),
+            None => (self.schema_unknown_fields(def, obj), true),
         };
         let none = by_schema && unknown.is_empty();
         let warnings = self.field_findings(ctx, mode, unknown, dups, body)?;

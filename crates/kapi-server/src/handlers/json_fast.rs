@@ -17,7 +17,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::Response;
 use kapi_machinery::status::ApiError;
 use kapi_registry::cache::CachedObject;
-use kapi_registry::store::CachedList;
+use kapi_registry::store::{CachedList, WrittenJson};
 use serde_json::{json, Map, Value};
 
 use super::chunked::Chunked;
@@ -27,7 +27,7 @@ use kapi_http::negotiate::{Format, View};
 
 /// Plain JSON objects whose stored bytes are what the client gets: not for a
 /// resource stored at another version (its objects must be converted).
-pub(crate) fn fast_path_applies(ctx: &Ctx) -> bool {
+fn fast_path_applies(ctx: &Ctx) -> bool {
     ctx.accept.view == View::Object
         && ctx.accept.format == Format::Json
         && ctx.entry.def.conversion.is_none()
@@ -84,13 +84,31 @@ pub async fn get_json(ctx: &Ctx) -> Result<Option<Response>, ApiError> {
     if !obj.write_json(obj.kv.mod_revision, &mut out) {
         return Ok(None);
     }
+    Ok(Some(object_response(StatusCode::OK, out)))
+}
+
+/// A write's answer from the JSON the store made of the written object (the
+/// JSON the watch cache keeps of it), with its resourceVersion, as a GET from
+/// the cache answers; `None` when the normal path must answer.
+pub fn written_json(ctx: &Ctx, code: StatusCode, written: &WrittenJson) -> Option<Response> {
+    if !fast_path_applies(ctx) {
+        return None;
+    }
+    let mut out = Vec::with_capacity(written.json.len() + 40);
+    kapi_registry::cache::write_json_with_rv(&written.json, written.revision, &mut out)
+        .then(|| object_response(code, out))
+}
+
+/// One object's JSON `out` as the answer, ended by a newline as Go's encoder ends it.
+fn object_response(code: StatusCode, mut out: Vec<u8>) -> Response {
     out.push(b'\n');
     let mut resp = Response::new(Body::from(out));
+    *resp.status_mut() = code;
     resp.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
     );
-    Ok(Some(resp))
+    resp
 }
 
 /// The cached object a GET reads (any fast path's encoding): at or after its
