@@ -9,7 +9,7 @@
 use base64::Engine as _;
 use serde_json::Value;
 
-use crate::schema::{FieldDesc, Label, MessageDesc, Schema, Special, Ty};
+use crate::schema::{always_written, FieldDesc, Label, MessageDesc, Schema, Special, Ty};
 use crate::special;
 use crate::wire::{self, put_bytes, put_key, put_nested, put_varint};
 use crate::Error;
@@ -26,13 +26,26 @@ pub fn message(idx: usize, value: &Value, out: &mut Vec<u8>) -> Result<(), Error
             msg.desc.kind
         ))
     })?;
-    // Fields in tag order, as Go writes them.
-    for f in msg.tag_order.iter().map(|i| &msg.desc.fields[*i]) {
+    // Fields in tag order, as Go writes them. An object names a few of a
+    // message's fields (ObjectMeta has 17): its members are placed by name
+    // and sorted, rather than every field looked up in the object. Members
+    // that are no field are skipped, as Go's decoder drops them.
+    let mut members: Vec<(u16, Option<&Value>)> = Vec::with_capacity(obj.len() + msg.unnamed.len());
+    members.extend(
+        obj.iter()
+            .filter_map(|(k, v)| msg.rank_by_json(k).map(|p| (p, Some(v)))),
+    );
+    members.extend(msg.unnamed.iter().map(|p| (*p, None)));
+    // A field both named and visited anyway keeps its value.
+    members.sort_unstable_by_key(|(p, v)| (*p, v.is_none()));
+    members.dedup_by_key(|(p, _)| *p);
+    for (place, v) in members {
+        let f = &msg.desc.fields[msg.tag_order[usize::from(place)]];
         if let (true, Ty::Message(inner)) = (f.inline, f.ty) {
             put_nested(out, f.tag, |out| message(inner, value, out))?;
             continue;
         }
-        let v = match obj.get(f.json) {
+        let v = match v {
             Some(v) if !v.is_null() => v,
             // `null` for a struct that is not a pointer: Go decodes it as the
             // zero struct and writes that (a zero `Time` is empty bytes).
@@ -49,12 +62,6 @@ pub fn message(idx: usize, value: &Value, out: &mut Vec<u8>) -> Result<(), Error
         field(f, v, out).map_err(|e| e.within(f.json))?;
     }
     Ok(())
-}
-
-/// A message field Go writes even when unset (a struct, not a pointer),
-/// empty: `ObjectMeta.creationTimestamp`, whose zero JSON shows as `null`.
-fn always_written(kind: &str, json: &str) -> bool {
-    kind == "ObjectMeta" && json == "creationTimestamp"
 }
 
 /// A message-typed field that is a plain Go struct, not a pointer.

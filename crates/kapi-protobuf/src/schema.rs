@@ -119,7 +119,13 @@ fn special_of(path: &str) -> Special {
 pub struct MessageIndex {
     pub desc: &'static MessageDesc,
     pub special: Special,
-    by_json: HashMap<&'static str, usize>,
+    by_json: HashMap<&'static str, usize, foldhash::fast::FixedState>,
+    /// Each field's place in `tag_order`.
+    rank: Box<[u16]>,
+    /// The places in `tag_order` of the fields an encoder visits whether or
+    /// not the object names them: inlined messages (their fields are the
+    /// object's own) and fields Go writes even when unset.
+    pub unnamed: Vec<u16>,
     /// The field position of each tag, indexed by tag (tags are small and
     /// dense, and decoding looks one up per field on the wire).
     by_tag: Box<[Option<u16>]>,
@@ -131,6 +137,19 @@ impl MessageIndex {
     fn new(desc: &'static MessageDesc) -> MessageIndex {
         let mut tag_order: Vec<usize> = (0..desc.fields.len()).collect();
         tag_order.sort_by_key(|i| desc.fields[*i].tag);
+        let mut rank = vec![0u16; desc.fields.len()].into_boxed_slice();
+        for (place, i) in tag_order.iter().enumerate() {
+            rank[*i] = place as u16;
+        }
+        let unnamed = tag_order
+            .iter()
+            .enumerate()
+            .filter(|(_, i)| {
+                let f = &desc.fields[**i];
+                (f.inline && matches!(f.ty, Ty::Message(_))) || always_written(desc.kind, f.json)
+            })
+            .map(|(place, _)| place as u16)
+            .collect();
         MessageIndex {
             desc,
             special: special_of(desc.path),
@@ -140,6 +159,8 @@ impl MessageIndex {
                 .enumerate()
                 .map(|(i, f)| (f.json, i))
                 .collect(),
+            rank,
+            unnamed,
             by_tag: tag_table(desc.fields),
             tag_order,
         }
@@ -147,6 +168,11 @@ impl MessageIndex {
 
     pub fn field_by_json(&self, name: &str) -> Option<&'static FieldDesc> {
         self.by_json.get(name).map(|i| &self.desc.fields[*i])
+    }
+
+    /// The place in `tag_order` of the field named `name` in JSON.
+    pub fn rank_by_json(&self, name: &str) -> Option<u16> {
+        self.by_json.get(name).map(|i| self.rank[*i])
     }
 
     pub fn field_by_tag(&self, tag: u32) -> Option<&'static FieldDesc> {
@@ -158,6 +184,12 @@ impl MessageIndex {
         let at = usize::try_from(tag).ok()?;
         self.by_tag.get(at).copied().flatten().map(usize::from)
     }
+}
+
+/// A message field Go writes even when unset (a struct, not a pointer),
+/// empty: `ObjectMeta.creationTimestamp`, whose zero JSON shows as `null`.
+pub(crate) fn always_written(kind: &str, json: &str) -> bool {
+    kind == "ObjectMeta" && json == "creationTimestamp"
 }
 
 pub struct Schema {

@@ -536,3 +536,39 @@ fn lists_assembled_from_item_bytes_are_identical() {
 
 #[path = "roundtrip/stored.rs"]
 mod stored;
+
+/// The encoder finds an object's fields by name and writes them in tag order:
+/// the order of the JSON members, and members that are no field, change
+/// nothing (with a field written even when unset, and a null struct field).
+#[test]
+fn member_order_and_unknown_members_do_not_change_the_bytes() {
+    let ordered = json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "d", "namespace": "n", "uid": "u",
+                     "creationTimestamp": null, "labels": {"a": "1", "b": "2"}},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"a": "1"}},
+                 "template": {"metadata": {"labels": {"a": "1"}},
+                              "spec": {"containers": [{"name": "c", "image": "i",
+                                                       "ports": [{"containerPort": 80}]}]}}}
+    });
+    let shuffled = json!({
+        "spec": {"notAField": 1,
+                 "template": {"spec": {"containers": [{"ports": [{"notAField": true, "containerPort": 80}],
+                                                       "image": "i", "name": "c"}]},
+                              "metadata": {"labels": {"a": "1"}}},
+                 "selector": {"matchLabels": {"a": "1"}}, "replicas": 2},
+        "metadata": {"labels": {"a": "1", "b": "2"}, "creationTimestamp": null,
+                     "notAField": "x", "uid": "u", "namespace": "n", "name": "d"},
+        "kind": "Deployment", "apiVersion": "apps/v1"
+    });
+    let encode = |v: &Value| kapi_protobuf::encode_message("apps/v1", "Deployment", v).unwrap();
+    assert_eq!(encode(&ordered), encode(&shuffled));
+    // ObjectMeta without creationTimestamp still writes it (empty), once.
+    let bare = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}});
+    let null = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "a", "creationTimestamp": null}});
+    let cm = |v: &Value| kapi_protobuf::encode_message("v1", "ConfigMap", v).unwrap();
+    assert_eq!(cm(&bare), cm(&null));
+    let decoded = kapi_protobuf::decode_message("v1", "ConfigMap", &cm(&bare));
+    assert!(decoded.is_ok(), "{decoded:?}");
+}
