@@ -126,6 +126,8 @@ impl Walk<'_> {
         }
     }
 
+    /// The merged leaf; a comparison records the change and builds nothing
+    /// (so its maps and lists stay empty: no values or keys are copied).
     fn leaf(&mut self, lhs: Option<&Value>, rhs: Option<&Value>, path: &Path) -> Option<Value> {
         if let Some(c) = &mut self.cmp {
             match (lhs, rhs) {
@@ -134,6 +136,7 @@ impl Walk<'_> {
                 (Some(a), Some(b)) if a != b => c.modified.insert(path),
                 _ => {}
             }
+            return None;
         }
         rhs.or(lhs).cloned()
     }
