@@ -49,23 +49,26 @@ fn parse_element(key: &str) -> Result<PathElement, FieldsV1Error> {
 
 /// Encode a set as `FieldsV1` JSON, elements in upstream's order.
 pub fn to_fields_v1(set: &Set) -> Value {
+    let mut out = Map::new();
+    fill_fields_v1(set, &mut out);
+    Value::Object(out)
+}
+
+/// `set`'s elements into `out`, each child's written straight into its node.
+fn fill_fields_v1(set: &Set, out: &mut Map<String, Value>) {
     let mut keys: Vec<&PathElement> = set.members().chain(set.children().map(|c| c.0)).collect();
     keys.sort();
     keys.dedup();
-    let mut out = Map::new();
     for pe in keys {
         let mut node = Map::new();
         if let Some(child) = set.child(pe) {
             if set.has(std::slice::from_ref(pe)) {
                 node.insert(".".into(), Value::Object(Map::new()));
             }
-            if let Value::Object(m) = to_fields_v1(child) {
-                node.extend(m);
-            }
+            fill_fields_v1(child, &mut node);
         }
         out.insert(element_key(pe), Value::Object(node));
     }
-    Value::Object(out)
 }
 
 /// Decode `FieldsV1` JSON.

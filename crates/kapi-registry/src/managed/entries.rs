@@ -47,6 +47,22 @@ pub fn manager_id(
     id
 }
 
+/// What an entry takes from its manager identifier beside the fields it
+/// keeps itself (parsed into these two, not into a map).
+#[derive(serde::Deserialize, Default)]
+struct IdParts {
+    #[serde(default)]
+    manager: String,
+    #[serde(default)]
+    subresource: Option<String>,
+}
+
+impl IdParts {
+    fn of(id: &str) -> IdParts {
+        serde_json::from_str(id).unwrap_or_default()
+    }
+}
+
 fn str_of<'a>(e: &'a Value, k: &str) -> &'a str {
     e.get(k).and_then(Value::as_str).unwrap_or("")
 }
@@ -101,9 +117,9 @@ pub fn encode(managed: &Managed) -> Vec<Value> {
         .fields
         .iter()
         .map(|(id, vs)| {
-            let parsed: Value = serde_json::from_str(id).unwrap_or_default();
+            let parsed = IdParts::of(id);
             let mut e = Map::new();
-            e.insert("manager".into(), json!(str_of(&parsed, "manager")));
+            e.insert("manager".into(), Value::String(parsed.manager));
             let op = if vs.applied { "Apply" } else { "Update" };
             e.insert("operation".into(), json!(op));
             e.insert("apiVersion".into(), json!(vs.api_version));
@@ -112,8 +128,8 @@ pub fn encode(managed: &Managed) -> Vec<Value> {
             }
             e.insert("fieldsType".into(), json!("FieldsV1"));
             e.insert("fieldsV1".into(), to_fields_v1(&vs.set));
-            if let Some(s) = parsed.get("subresource") {
-                e.insert("subresource".into(), s.clone());
+            if let Some(s) = parsed.subresource {
+                e.insert("subresource".into(), Value::String(s));
             }
             Value::Object(e)
         })
