@@ -365,3 +365,13 @@ async fn metadata_only_reads_keep_every_metadata_field() {
     let full = cached.decode_values([&obj.kv]).unwrap();
     assert_eq!(full, vec![made]);
 }
+
+#[test]
+fn list_prefixes_are_the_key_prefix_then_the_namespace() {
+    let d = def();
+    assert_eq!(d.list_prefix(None), "/t/configmaps/");
+    assert_eq!(d.list_prefix(Some("ns-1")), "/t/configmaps/ns-1/");
+    let mut cluster = (*d).clone();
+    cluster.namespaced = false;
+    assert_eq!(cluster.list_prefix(Some("ns-1")), "/t/configmaps/");
+}
