@@ -108,10 +108,10 @@ impl Updater<'_> {
                 continue;
             }
             if let Some(clash) = taken.get(manager) {
-                vs.set = vs.set.difference(clash);
+                vs.set.subtract(clash);
             }
             if !cmp.removed.is_empty() {
-                vs.set = vs.set.difference(&cmp.removed);
+                vs.set.subtract(&cmp.removed);
             }
         }
         managers.retain(|_, vs| !vs.set.is_empty());

@@ -279,6 +279,19 @@ impl Set {
         out
     }
 
+    /// [`Set::difference`] in place: what stays is not copied.
+    pub fn subtract(&mut self, other: &Set) {
+        if !other.members.is_empty() {
+            self.members.retain(|m| !other.members.contains(m));
+        }
+        self.children.retain(|pe, c| {
+            if let Some(oc) = other.children.get(pe) {
+                c.subtract(oc);
+            }
+            !c.is_empty()
+        });
+    }
+
     /// Like [`Set::difference`], but a member of `other` also removes every path
     /// below it.
     pub fn recursive_difference(&self, other: &Set) -> Set {

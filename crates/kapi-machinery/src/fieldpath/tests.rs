@@ -126,3 +126,36 @@ fn paths_lists_members_before_children() {
     assert!(s.with_prefix(&f("b")).has(&[f("c")]));
     assert!(s.with_prefix(&f("a")).is_empty());
 }
+
+#[test]
+fn subtract_in_place_equals_difference() {
+    let sets = [
+        set(&[
+            &[f("a")],
+            &[f("b"), f("c")],
+            &[f("b"), f("d")],
+            &[f("s")],
+            &[f("s"), f("x")],
+        ]),
+        set(&[&[f("b"), f("c")], &[f("s")], &[f("e")]]),
+        set(&[
+            &[f("b")],
+            &[f("b"), f("d")],
+            &[f("s"), f("x")],
+            &[f("s"), f("y"), key("k")],
+        ]),
+        set(&[
+            &[f("metadata"), f("name")],
+            &[f("metadata"), f("labels"), f("app")],
+        ]),
+        set(&[&[f("metadata"), f("name")], &[f("metadata")]]),
+        Set::new(),
+    ];
+    for a in &sets {
+        for b in &sets {
+            let mut in_place = a.clone();
+            in_place.subtract(b);
+            assert_eq!(in_place, a.difference(b), "{a:?} - {b:?}");
+        }
+    }
+}

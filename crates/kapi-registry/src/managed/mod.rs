@@ -309,7 +309,7 @@ impl<'a> FieldManager<'a> {
 /// Drop server-owned metadata from `id`'s set (and the entry if nothing is left).
 fn strip(managed: &mut Managed, id: &str) {
     if let Some(vs) = managed.fields.get_mut(id) {
-        vs.set = vs.set.difference(strip_set());
+        vs.set.subtract(strip_set());
         if vs.set.is_empty() {
             managed.fields.remove(id);
         }
