@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use std::fmt;
 
 use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::map::Entry;
 use serde_json::{Map, Value};
 
 /// A key repeated in a JSON body: its path, and how many keys came before
@@ -173,10 +174,22 @@ impl<'de> Visitor<'de> for ValueVisitor {
         let mut out = Map::new();
         let yaml = with(|s| s.yaml_mode);
         while let Some((key, line)) = map.next_key_seed(KeySeed { yaml })? {
-            with(|s| note_key(s, &key, line, out.contains_key(&key)));
+            // One look-up per key: the entry tells a repeat, and takes the value
+            // (a repeat's value replaces the first in its place, as `insert`).
+            let entry = out.entry(key);
+            let repeated = matches!(entry, Entry::Occupied(_));
+            with(|s| note_key(s, entry.key(), line, repeated));
             let value = map.next_value::<Tracked>();
             with(|s| s.path.pop());
-            out.insert(key, value?.0);
+            let value = value?.0;
+            match entry {
+                Entry::Vacant(e) => {
+                    e.insert(value);
+                }
+                Entry::Occupied(mut e) => {
+                    e.insert(value);
+                }
+            }
         }
         Ok(Value::Object(out))
     }
@@ -284,6 +297,10 @@ mod tests {
         let first = json_key_indexes(body);
         assert!(first["spec.x"] > dups[1].index - 2 && first["spec.x"] < dups[1].index);
         assert_eq!(v, serde_json::from_slice::<Value>(body).unwrap());
+        // A repeat's value takes the first one's place, as serde_json's own
+        // parse keeps it.
+        let keys: Vec<&String> = v["spec"].as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["replicas", "x", "containers"]);
     }
 
     #[test]
