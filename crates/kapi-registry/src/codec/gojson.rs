@@ -6,11 +6,14 @@
 //! Invariant: the output parses to the same value as serde_json's own output;
 //! only the spelling differs.
 
+#[cfg(test)]
 use std::io::{self, Write};
 
+#[cfg(test)]
 use serde::Serialize;
+#[cfg(test)]
 use serde_json::ser::Formatter;
-use serde_json::Value;
+use serde_json::{Number, Value};
 
 /// `value` as Go writes it.
 pub fn to_go_json(value: &Value) -> Vec<u8> {
@@ -19,26 +22,161 @@ pub fn to_go_json(value: &Value) -> Vec<u8> {
     out
 }
 
-/// Append `value` as Go writes it to `out`.
+/// Append `value` as Go writes it to `out`: written directly, one pass over
+/// each string (through serde_json's serializer every string was scanned
+/// twice, once for JSON's escapes and once for Go's, and written in pieces).
 pub fn write_go_json(value: &Value, out: &mut Vec<u8>) {
-    let mut ser = serde_json::Serializer::with_formatter(out, GoFormatter);
-    value
-        .serialize(&mut ser)
-        .expect("JSON values serialize into memory");
+    match value {
+        Value::Null => out.extend_from_slice(b"null"),
+        Value::Bool(true) => out.extend_from_slice(b"true"),
+        Value::Bool(false) => out.extend_from_slice(b"false"),
+        Value::Number(n) => write_number(n, out),
+        Value::String(s) => write_str(s, out),
+        Value::Array(items) => {
+            out.push(b'[');
+            for (i, v) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_go_json(v, out);
+            }
+            out.push(b']');
+        }
+        Value::Object(m) => {
+            out.push(b'{');
+            for (i, (k, v)) in m.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_str(k, out);
+                out.push(b':');
+                write_go_json(v, out);
+            }
+            out.push(b'}');
+        }
+    }
+}
+
+fn write_number(n: &Number, out: &mut Vec<u8>) {
+    if let Some(u) = n.as_u64() {
+        out.extend_from_slice(itoa::Buffer::new().format(u).as_bytes());
+    } else if let Some(i) = n.as_i64() {
+        out.extend_from_slice(itoa::Buffer::new().format(i).as_bytes());
+    } else if let Some(f) = n.as_f64() {
+        out.extend_from_slice(go_float(f).as_bytes());
+    }
 }
 
 /// How many bytes of a string are looked at together for escapes.
 const BLOCK: usize = 16;
 
-/// Whether Go escapes a string at byte `b` (`<`, `>`, `&`, or the first byte
-/// of U+2028 / U+2029).
+/// What a byte of a string becomes: itself (0), a two-character escape (the
+/// character after the backslash), `\u00XX` (`U`), Go's `\u003c` and kin
+/// (`G`), or the first byte of U+2028 / U+2029 (`E`), escaped when those
+/// follow. JSON's escapes are serde_json's (`\b`, `\f`, `\n`, `\r`, `\t`,
+/// `\"`, `\\`, else `\u00XX`); Go's add `<`, `>`, `&`, U+2028 and U+2029.
+static ESCAPE: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        t[b] = b'U';
+        b += 1;
+    }
+    t[0x08] = b'b';
+    t[0x0c] = b'f';
+    t[b'\n' as usize] = b'n';
+    t[b'\r' as usize] = b'r';
+    t[b'\t' as usize] = b't';
+    t[b'"' as usize] = b'"';
+    t[b'\\' as usize] = b'\\';
+    t[b'<' as usize] = b'G';
+    t[b'>' as usize] = b'G';
+    t[b'&' as usize] = b'G';
+    t[0xE2] = b'E';
+    t
+};
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// Whether [`ESCAPE`] has an entry for `b`, as comparisons without branches
+/// (a table look-up per byte would not vectorize).
+fn may_need_escape(b: u8) -> bool {
+    (b < 0x20) | (b == b'"') | (b == b'\\') | (b == b'<') | (b == b'>') | (b == b'&') | (b == 0xE2)
+}
+
+/// `s` quoted and escaped as Go writes it.
+fn write_str(s: &str, out: &mut Vec<u8>) {
+    let bytes = s.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
+    let mut start = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        // Whole blocks without a byte that may need an escape are skipped at
+        // once (the test has no early exit, so it vectorizes).
+        if let Some(block) = bytes.get(i..i + BLOCK) {
+            if !block.iter().fold(false, |any, b| any | may_need_escape(*b)) {
+                i += BLOCK;
+                continue;
+            }
+        }
+        let b = bytes[i];
+        let action = ESCAPE[b as usize];
+        if action == 0 {
+            i += 1;
+            continue;
+        }
+        let mut len = 1;
+        out.extend_from_slice(&bytes[start..i]);
+        match action {
+            b'U' | b'G' => {
+                out.extend_from_slice(b"\\u00");
+                out.push(HEX[(b >> 4) as usize]);
+                out.push(HEX[(b & 0xF) as usize]);
+            }
+            // U+2028 and U+2029 are E2 80 A8 / E2 80 A9 in UTF-8.
+            b'E' if bytes.get(i + 1) == Some(&0x80)
+                && matches!(bytes.get(i + 2), Some(0xA8 | 0xA9)) =>
+            {
+                out.extend_from_slice(if bytes[i + 2] == 0xA8 {
+                    b"\\u2028"
+                } else {
+                    b"\\u2029"
+                });
+                len = 3;
+            }
+            b'E' => out.push(b),
+            c => {
+                out.push(b'\\');
+                out.push(c);
+            }
+        }
+        i += len;
+        start = i;
+    }
+    out.extend_from_slice(&bytes[start..]);
+    out.push(b'"');
+}
+
+/// serde_json's compact output (the trait's defaults) but for strings and
+/// floats: the writer before [`write_go_json`], kept as the tests' oracle.
+#[cfg(test)]
+struct GoFormatter;
+
+#[cfg(test)]
 fn may_escape(b: u8) -> bool {
     matches!(b, b'<' | b'>' | b'&' | 0xE2)
 }
 
-/// serde_json's compact output (the trait's defaults) but for strings and floats.
-struct GoFormatter;
+#[cfg(test)]
+fn serde_go_json(value: &Value) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, GoFormatter);
+    value.serialize(&mut ser).unwrap();
+    out
+}
 
+#[cfg(test)]
 impl Formatter for GoFormatter {
     fn write_string_fragment<W: ?Sized + Write>(
         &mut self,
@@ -135,8 +273,61 @@ mod tests {
                     // The character-at-a-time escaper of `last-applied-configuration`.
                     let slowly = crate::managed::lastapplied::go_escape(&s);
                     assert_eq!(String::from_utf8(out).unwrap(), slowly, "{s:?}");
+                    let mut direct = Vec::new();
+                    write_str(&s, &mut direct);
+                    assert_eq!(direct, serde_go_json(&Value::String(s.clone())), "{s:?}");
                 }
             }
+        }
+    }
+
+    /// The direct writer spells every value as the serde_json serializer
+    /// with Go's formatter did: every ASCII byte and a few multi-byte
+    /// characters at the edges of the blocks scanned together, numbers at
+    /// the limits of each kind, nesting and empty containers.
+    #[test]
+    fn the_direct_writer_writes_what_the_serializer_wrote() {
+        let mut strings: Vec<String> = (0u8..0x80).map(|b| (b as char).to_string()).collect();
+        for sp in [
+            "\u{2028}", "\u{2029}", "\u{2027}", "\u{e2}", "é", "€", "😀", "\u{7f}",
+        ] {
+            for len in [0, 14, 15, 16, 17, 40] {
+                for at in [0, len / 2, len] {
+                    let mut s = "ab<c".repeat(len / 4) + &"x".repeat(len % 4);
+                    s.insert_str(at.min(s.len()), sp);
+                    strings.push(s);
+                }
+            }
+        }
+        strings.push("\u{1}\u{1f}\"\\\u{8}\u{c}\n\r\t<>&".repeat(5));
+        let numbers = [
+            json!(0),
+            json!(u64::MAX),
+            json!(i64::MIN),
+            json!(-1),
+            json!(1.5),
+            json!(-0.0),
+            json!(1e21),
+            json!(1e-7),
+            json!(123456789.125),
+            json!(f64::MAX),
+            json!(f64::MIN_POSITIVE),
+        ];
+        let mut values: Vec<Value> = strings.iter().map(|s| json!(s)).collect();
+        values.extend(numbers.iter().cloned());
+        values.extend([json!(null), json!(true), json!(false), json!({}), json!([])]);
+        let nested = json!({
+            "a": strings.iter().take(40).cloned().collect::<Vec<_>>(),
+            "<key>": {"n": numbers.to_vec(), "e": {}, "l": [[], [{}], null]},
+            "\u{2028}": [true, false, null, "x"],
+        });
+        values.push(nested);
+        for v in &values {
+            assert_eq!(
+                String::from_utf8(to_go_json(v)).unwrap(),
+                String::from_utf8(serde_go_json(v)).unwrap(),
+                "{v:?}"
+            );
         }
     }
 
