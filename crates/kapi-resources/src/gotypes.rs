@@ -78,7 +78,7 @@ impl Mismatch {
 /// Go type cannot hold.
 pub fn type_mismatch(def_name: &str, obj: &Value) -> Option<Mismatch> {
     let obj = obj.as_object()?;
-    Walker.walk_struct(def_name, obj, "")
+    Walker.walk_struct(def_name, obj, &Path::Root)
 }
 
 struct Walker;
@@ -101,11 +101,22 @@ fn ref_name(schema: &Value) -> Option<&str> {
     schema.get("$ref")?.as_str()?.rsplit('/').next()
 }
 
-fn join(path: &str, key: &str) -> String {
-    if path.is_empty() {
-        key.to_owned()
-    } else {
-        format!("{path}.{key}")
+/// Where a value is: the keys from the object down to it, joined only for a
+/// mismatch (formatting every field's path took more than the check).
+#[derive(Clone, Copy)]
+enum Path<'a> {
+    Root,
+    Field(&'a Path<'a>, &'a str),
+}
+
+impl Path<'_> {
+    /// `spec.template.spec`.
+    fn render(&self) -> String {
+        match self {
+            Path::Root => String::new(),
+            Path::Field(Path::Root, key) => (*key).to_owned(),
+            Path::Field(parent, key) => format!("{}.{key}", parent.render()),
+        }
     }
 }
 
@@ -127,18 +138,18 @@ impl Walker {
         &self,
         def_name: &str,
         obj: &Map<String, Value>,
-        path: &str,
+        path: &Path<'_>,
     ) -> Option<Mismatch> {
         let props = definition(def_name)?.get("properties")?.as_object()?;
         let struct_name = short(def_name);
         obj.iter().find_map(|(k, v)| {
             let prop = props.get(k)?;
-            self.check(prop, v, struct_name, &join(path, k))
+            self.check(prop, v, struct_name, &Path::Field(path, k))
         })
     }
 
     /// Whether `v` fits `schema`; the field is `path` of Go struct `owner`.
-    fn check(&self, schema: &Value, v: &Value, owner: &str, path: &str) -> Option<Mismatch> {
+    fn check(&self, schema: &Value, v: &Value, owner: &str, path: &Path<'_>) -> Option<Mismatch> {
         if v.is_null() {
             return None;
         }
@@ -148,7 +159,7 @@ impl Walker {
                 found_json: json.to_owned(),
                 found_kind: kind,
                 struct_name: owner.to_owned(),
-                path: path.to_owned(),
+                path: path.render(),
                 go_type,
                 shape,
             })
@@ -224,7 +235,7 @@ impl Walker {
         name: &str,
         v: &Value,
         owner: &str,
-        path: &str,
+        path: &Path<'_>,
         miss: impl Fn(String, Shape) -> Option<Mismatch>,
     ) -> Option<Mismatch> {
         if name == INT_OR_STRING {
