@@ -109,7 +109,8 @@ fn message_at(idx: usize, bytes: &[u8], at: At) -> Result<Value, Error> {
             }
         }
     }
-    let mut out = Map::new();
+    // Sized for the fields on the wire (an inlined message's may add a few).
+    let mut out = Map::with_capacity(values.iter().filter(|v| v.is_some()).count());
     for (f, v) in msg.desc.fields.iter().zip(values) {
         let Some(v) = v else {
             if null_when_absent(msg.desc, f) {
