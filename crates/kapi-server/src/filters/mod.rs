@@ -8,7 +8,8 @@
 //! 2. the audit ID (`kapi_auth::audit::id_layer`);
 //! 3. graceful termination, when the server has a lifecycle
 //!    (`kapi_http::lifecycle`): requests refused or counted while shutting down;
-//! 4. panic recovery ([`recover`]);
+//! 4. panic recovery ([`recover`]), and `Cache-Control: no-cache, private`
+//!    on every response without one ([`no_cache`]);
 //! 5. the deadline and timeout (`kapi_http::limits::timeout`);
 //! 6. HSTS, when `--strict-transport-security-directives` are given ([`hsts`]),
 //!    then CORS, when origins are allowed (`kapi_http::cors`), before
@@ -184,7 +185,18 @@ async fn lifecycle<S: Routes>(r: Chained<S>, req: Request) -> Response {
 }
 
 async fn recovery<S: Routes>(r: Chained<S>, req: Request) -> Response {
-    recover(req, then!(deadline, r)).await
+    let mut resp = recover(req, then!(deadline, r)).await;
+    no_cache(&mut resp);
+    resp
+}
+
+/// `Cache-Control: no-cache, private` on every response that sets none, as
+/// upstream's `WithCacheControl`: every answer depends on who asked (the
+/// OpenAPI documents under a hash set their own).
+fn no_cache(resp: &mut Response) {
+    resp.headers_mut()
+        .entry(header::CACHE_CONTROL)
+        .or_insert(HeaderValue::from_static("no-cache, private"));
 }
 
 async fn deadline<S: Routes>(r: Chained<S>, req: Request) -> Response {

@@ -343,3 +343,51 @@ async fn storage_readiness_hook_is_a_check_of_every_health_endpoint() {
         .await;
     assert!(!text.contains("storage-readiness"), "{text}");
 }
+
+/// Every answer says `Cache-Control: no-cache, private` unless it sets its own
+/// (upstream's `WithCacheControl`): objects, lists, errors, `/version`,
+/// `/healthz`, discovery, a watch, a request without credentials. The OpenAPI
+/// v3 document under its hash keeps `public, immutable`.
+#[tokio::test]
+async fn responses_say_not_to_cache_them_unless_they_set_their_own() {
+    let s = harness::start().await;
+    let get = |path: &str| {
+        http::Request::get(path.to_owned())
+            .body(Vec::new())
+            .unwrap()
+    };
+    for (path, code) in [
+        ("/api/v1/namespaces/default", 200),
+        ("/api/v1/namespaces/default/configmaps", 200),
+        ("/api/v1/namespaces/default/configmaps/none", 404),
+        ("/version", 200),
+        ("/healthz", 200),
+        ("/apis", 200),
+        ("/api/v1/namespaces?watch=1&timeoutSeconds=1", 200),
+    ] {
+        let r = s.exchange(get(path)).await;
+        assert_eq!(r.code, code, "{path}");
+        assert_eq!(r.headers["cache-control"], "no-cache, private", "{path}");
+    }
+    // Refused before authorization (no credentials, not allowed).
+    let anonymous = s.anonymous_client().await;
+    let resp = anonymous
+        .send(
+            http::Request::get("/api/v1/namespaces/default/secrets")
+                .body(kube::client::Body::from(Vec::new()))
+                .unwrap(),
+        )
+        .await
+        .expect("transport");
+    assert!(resp.status().is_client_error(), "{}", resp.status());
+    assert_eq!(resp.headers()["cache-control"], "no-cache, private");
+    // A document under its hash may be cached by anyone.
+    let (_, index) = s.get_json("/openapi/v3").await;
+    let hashed = index["paths"]["api/v1"]["serverRelativeURL"]
+        .as_str()
+        .expect("a hashed URL")
+        .to_owned();
+    let r = s.exchange(get(&hashed)).await;
+    assert_eq!(r.code, 200, "{hashed}");
+    assert_eq!(r.headers["cache-control"], "public, immutable");
+}
