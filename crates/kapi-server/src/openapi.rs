@@ -47,12 +47,14 @@ fn bytes_response(
     if let Ok(v) = HeaderValue::from_str(&quoted) {
         h.insert(header::ETAG, v);
     }
-    let cache = if immutable {
-        "public, immutable"
-    } else {
-        "no-cache, private"
-    };
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
+    // A document under its hash may be cached by anyone; the others take the
+    // filter chain's `no-cache, private`.
+    if immutable {
+        h.insert(
+            header::CACHE_CONTROL,
+            HeaderValue::from_static("public, immutable"),
+        );
+    }
     resp
 }
 

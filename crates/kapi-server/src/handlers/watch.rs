@@ -135,12 +135,9 @@ pub async fn watch(ctx: Ctx) -> Result<Response, ApiError> {
         Format::Protobuf => kapi_protobuf::WATCH_MEDIA_TYPE,
         _ => "application/json",
     };
+    // `Cache-Control: no-cache, private` comes from the filter chain.
     resp.headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-    resp.headers_mut().insert(
-        header::CACHE_CONTROL,
-        HeaderValue::from_static("no-cache, private"),
-    );
     Ok(resp)
 }
 
