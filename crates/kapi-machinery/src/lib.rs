@@ -13,6 +13,7 @@ pub mod fieldpath;
 pub mod fields;
 pub mod gojson;
 pub mod labels;
+pub mod member;
 pub mod quantity;
 pub mod schema;
 pub mod status;

@@ -15,7 +15,7 @@
 //! Where to look next: `store/` is what each entry serves through; `cache/`
 //! is the watch cache every installed store reads and watches through.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 
 use kapi_machinery::schema::{SchemaNav, TypeRef};
@@ -40,7 +40,7 @@ pub struct Entry {
 struct State {
     /// Entries by resource name, then group and version: a look-up (every
     /// request makes several) borrows its strings instead of copying them.
-    by_resource: HashMap<String, Vec<Arc<Entry>>>,
+    by_resource: foldhash::HashMap<String, Vec<Arc<Entry>>>,
     /// Installation order, which is discovery order.
     order: Vec<Arc<Entry>>,
 }

@@ -1,15 +1,22 @@
 //! Object metadata helpers over `serde_json::Value`: reading and writing the
 //! fields of `metadata` the store manages, timestamps, names and uids.
 
+use kapi_machinery::member::Members;
 use serde_json::{Map, Value};
 
 pub fn meta(obj: &Value) -> Option<&Map<String, Value>> {
-    obj.get("metadata")?.as_object()
+    obj.member("metadata")?.as_object()
 }
 
 /// `metadata`, created (and made an object) if needed.
 pub fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
     let root = obj.as_object_mut().expect("objects are JSON objects");
+    // Found by a scan first: `entry` hashes, and allocates its key.
+    if kapi_machinery::member::get(root, "metadata").is_some_and(Value::is_object) {
+        return kapi_machinery::member::get_mut(root, "metadata")
+            .and_then(Value::as_object_mut)
+            .expect("just found an object");
+    }
     let m = root
         .entry("metadata")
         .or_insert_with(|| Value::Object(Map::new()));
@@ -20,7 +27,7 @@ pub fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
 }
 
 pub fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
-    meta(obj)?.get(field)?.as_str()
+    meta(obj)?.member_str(field)
 }
 
 pub fn name(obj: &Value) -> &str {
@@ -49,7 +56,7 @@ pub fn remove(obj: &mut Value, field: &str) -> Option<Value> {
 
 pub fn finalizers(obj: &Value) -> Vec<String> {
     meta(obj)
-        .and_then(|m| m.get("finalizers"))
+        .and_then(|m| m.member("finalizers"))
         .and_then(Value::as_array)
         .map(|a| {
             a.iter()
@@ -60,7 +67,7 @@ pub fn finalizers(obj: &Value) -> Vec<String> {
 }
 
 pub fn is_deleting(obj: &Value) -> bool {
-    meta(obj).is_some_and(|m| m.get("deletionTimestamp").is_some_and(|v| !v.is_null()))
+    meta(obj).is_some_and(|m| m.member("deletionTimestamp").is_some_and(|v| !v.is_null()))
 }
 
 /// Now, as upstream formats `metav1.Time` (RFC 3339, seconds, UTC).

@@ -15,6 +15,7 @@
 //! its regular-expression error), `Time` strings; `RawExtension` and other
 //! free-form types take anything.
 
+use kapi_machinery::member::Members;
 use serde_json::{Map, Value};
 
 use crate::openapi::defs::{definition, INT_OR_STRING, QUANTITY};
@@ -98,7 +99,7 @@ fn qualified(def_name: &str) -> String {
 }
 
 fn ref_name(schema: &Value) -> Option<&str> {
-    schema.get("$ref")?.as_str()?.rsplit('/').next()
+    schema.member("$ref")?.as_str()?.rsplit('/').next()
 }
 
 /// Where a value is: the keys from the object down to it, joined only for a
@@ -140,10 +141,10 @@ impl Walker {
         obj: &Map<String, Value>,
         path: &Path<'_>,
     ) -> Option<Mismatch> {
-        let props = definition(def_name)?.get("properties")?.as_object()?;
+        let props = definition(def_name)?.member("properties")?.as_object()?;
         let struct_name = short(def_name);
         obj.iter().find_map(|(k, v)| {
-            let prop = props.get(k)?;
+            let prop = props.member(k)?;
             self.check(prop, v, struct_name, &Path::Field(path, k))
         })
     }
@@ -167,8 +168,8 @@ impl Walker {
         if let Some(name) = ref_name(schema) {
             return self.check_ref(name, v, owner, path, miss);
         }
-        match schema.get("type").and_then(Value::as_str) {
-            Some("string") if schema.get("format").and_then(Value::as_str) == Some("byte") => (!v
+        match schema.member("type").and_then(Value::as_str) {
+            Some("string") if schema.member("format").and_then(Value::as_str) == Some("byte") => (!v
                 .is_string())
             .then(|| miss("[]uint8".into(), Shape::Str))
             .flatten(),
@@ -183,7 +184,7 @@ impl Walker {
                 .flatten(),
             Some("integer") => self.check_integer(schema, v, miss),
             Some("array") => {
-                let items = schema.get("items")?;
+                let items = schema.member("items")?;
                 let Some(list) = v.as_array() else {
                     return miss(format!("[]{}", self.go_type(items)), Shape::Slice);
                 };
@@ -192,7 +193,7 @@ impl Walker {
             }
             Some("object") => {
                 let values = schema
-                    .get("additionalProperties")
+                    .member("additionalProperties")
                     .filter(|a| a.is_object())?;
                 let Some(map) = v.as_object() else {
                     return miss(self.map_type(values), Shape::Map);
@@ -210,7 +211,7 @@ impl Walker {
         v: &Value,
         miss: impl Fn(String, Shape) -> Option<Mismatch>,
     ) -> Option<Mismatch> {
-        let go = match schema.get("format").and_then(Value::as_str) {
+        let go = match schema.member("format").and_then(Value::as_str) {
             Some("int32") => "int32",
             _ => "int64",
         };
@@ -249,7 +250,7 @@ impl Walker {
                 .flatten();
         }
         let def = definition(name)?;
-        if def.get("properties").is_some() {
+        if def.member("properties").is_some() {
             let Some(obj) = v.as_object() else {
                 return miss(qualified(name), Shape::Struct);
             };
@@ -257,7 +258,7 @@ impl Walker {
         }
         // Types with their own JSON form (Time is a string; RawExtension,
         // FieldsV1 and the like take anything).
-        match def.get("type").and_then(Value::as_str) {
+        match def.member("type").and_then(Value::as_str) {
             Some("string") => (!v.is_string())
                 .then(|| miss("string".into(), Shape::Str))
                 .flatten(),
@@ -277,19 +278,19 @@ impl Walker {
                 _ => qualified(name),
             };
         }
-        let format = schema.get("format").and_then(Value::as_str);
-        match (schema.get("type").and_then(Value::as_str), format) {
+        let format = schema.member("format").and_then(Value::as_str);
+        match (schema.member("type").and_then(Value::as_str), format) {
             (Some("string"), Some("byte")) => "[]uint8".into(),
             (Some("string"), _) => "string".into(),
             (Some("boolean"), _) => "bool".into(),
             (Some("integer"), Some("int32")) => "int32".into(),
             (Some("integer"), _) => "int64".into(),
             (Some("number"), _) => "float64".into(),
-            (Some("array"), _) => match schema.get("items") {
+            (Some("array"), _) => match schema.member("items") {
                 Some(items) => format!("[]{}", self.go_type(items)),
                 None => "[]interface {}".into(),
             },
-            (Some("object"), _) => match schema.get("additionalProperties") {
+            (Some("object"), _) => match schema.member("additionalProperties") {
                 Some(values) if values.is_object() => self.map_type(values),
                 _ => "map[string]interface {}".into(),
             },

@@ -13,6 +13,7 @@ use std::collections::BTreeSet;
 /// cost of a 300k store's graph).
 type HashMap<K, V> = foldhash::HashMap<K, V>;
 
+use kapi_machinery::member::Members;
 use kapi_registry::store::gc_finalizers::{FOREGROUND, ORPHAN};
 use serde_json::Value;
 
@@ -29,9 +30,9 @@ pub struct OwnerRef {
 impl OwnerRef {
     pub fn parse_all(obj: &Value) -> Vec<OwnerRef> {
         let refs = obj
-            .pointer("/metadata/ownerReferences")
+            .member_at(&["metadata", "ownerReferences"])
             .and_then(Value::as_array);
-        let s = |r: &Value, k: &str| r.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+        let s = |r: &Value, k: &str| r.member_str(k).unwrap_or("").to_owned();
         refs.into_iter()
             .flatten()
             .map(|r| OwnerRef {
@@ -39,7 +40,7 @@ impl OwnerRef {
                 kind: s(r, "kind"),
                 name: s(r, "name"),
                 uid: s(r, "uid"),
-                block: r.get("blockOwnerDeletion").and_then(Value::as_bool) == Some(true),
+                block: r.member("blockOwnerDeletion").and_then(Value::as_bool) == Some(true),
             })
             .filter(|r| !r.uid.is_empty())
             .collect()

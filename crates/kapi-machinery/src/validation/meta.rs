@@ -5,18 +5,19 @@ use super::{
     format_bad_value, ErrorList, FieldError, FieldPath, FIELD_IMMUTABLE_ERROR_MSG,
     IS_NEGATIVE_ERROR_MSG, TOTAL_ANNOTATION_SIZE_LIMIT_B,
 };
+use crate::member::Members;
 use serde_json::Value;
 
 // ---------------------------------------------------------------------------------------------
 // ObjectMeta
 
 fn meta_str<'a>(meta: &'a Value, key: &str) -> &'a str {
-    meta.get(key).and_then(Value::as_str).unwrap_or("")
+    meta.member_str(key).unwrap_or("")
 }
 
 /// A present, non-null member, or `None`.
 fn meta_field<'a>(meta: &'a Value, key: &str) -> Option<&'a Value> {
-    meta.get(key).filter(|v| !v.is_null())
+    meta.member(key).filter(|v| !v.is_null())
 }
 
 /// Upstream `ValidateObjectMetaAccessor` on a JSON `metadata` object (name generation is
@@ -58,7 +59,7 @@ pub fn validate_object_meta(
     } else if !namespace.is_empty() {
         errs.push(FieldError::forbidden(&ns_path, "not allowed on this type"));
     }
-    let generation = meta.get("generation").and_then(Value::as_i64);
+    let generation = meta.member("generation").and_then(Value::as_i64);
     if let Some(generation) = generation.filter(|g| *g < 0) {
         let gen_path = path.child("generation");
         errs.push(FieldError::invalid(

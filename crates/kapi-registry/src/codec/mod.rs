@@ -38,6 +38,7 @@ mod sniff;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use kapi_machinery::member::Members;
 use serde_json::Value;
 
 pub use gojson::{to_go_json, write_go_json};
@@ -248,8 +249,8 @@ impl StorageCodec {
         let Some(hooks) = &self.on_read else {
             return obj;
         };
-        let av = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
-        let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
+        let av = obj.member_str("apiVersion").unwrap_or("");
+        let kind = obj.member_str("kind").unwrap_or("");
         if json && !hooks.is_older(av, kind) {
             return obj;
         }

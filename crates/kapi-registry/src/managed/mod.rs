@@ -34,6 +34,7 @@ use std::borrow::Cow;
 use std::sync::LazyLock;
 
 use kapi_machinery::apply::{ApplyError, Conflict, Updater};
+use kapi_machinery::member::Members;
 use kapi_machinery::fieldpath::{path_string, PathElement, Set};
 use kapi_machinery::schema::{SchemaNav, TypeRef};
 use kapi_machinery::status::{ApiError, Cause, Reason};
@@ -146,10 +147,10 @@ impl<'a> FieldManager<'a> {
     /// worked out, the live object's entries are kept, as upstream does.
     pub fn update(&self, live: Option<&Value>, new: &mut Value, manager: &str, now: &str) {
         let client = meta::meta(new)
-            .and_then(|m| m.get("managedFields"))
+            .and_then(|m| m.member("managedFields"))
             .cloned();
         meta::remove(new, "managedFields");
-        let live_entries = live.and_then(|l| meta::meta(l)?.get("managedFields"));
+        let live_entries = live.and_then(|l| meta::meta(l)?.member("managedFields"));
         let from_live = || decode(live_entries).unwrap_or_default();
         let managed = if self.subresource.is_some() {
             from_live()
@@ -227,7 +228,7 @@ impl<'a> FieldManager<'a> {
                 l
             }
         };
-        let entries = meta::meta(&live).and_then(|m| m.get("managedFields"));
+        let entries = meta::meta(&live).and_then(|m| m.member("managedFields"));
         let managed = decode(entries)
             .map_err(|e| ApiError::internal(format!("failed to decode managed fields: {e}")))?;
         let result = match self.apply_managed(&live, patch, managed.clone(), manager, force, now) {
@@ -260,14 +261,14 @@ impl<'a> FieldManager<'a> {
             .get("apiVersion")
             .and_then(Value::as_str)
             .unwrap_or("");
-        let kind = patch.get("kind").and_then(Value::as_str).unwrap_or("");
+        let kind = patch.member_str("kind").unwrap_or("");
         if av != self.api_version || kind != self.kind {
             return Err(ApiError::bad_request(format!(
                 "invalid object type: {}",
                 gvk_string(patch)
             )));
         }
-        if meta::meta(patch).is_some_and(|m| m.get("managedFields").is_some_and(|v| !v.is_null())) {
+        if meta::meta(patch).is_some_and(|m| m.member("managedFields").is_some_and(|v| !v.is_null())) {
             return Err(ApiError::bad_request("metadata.managedFields must be nil"));
         }
         Ok(())
@@ -345,8 +346,8 @@ fn apply_error(e: ApplyError, patch: &Value) -> ApiError {
 /// A configuration's kind as Go prints a GroupVersionKind: `apps/v1,
 /// Kind=Deployment`, `/v1, Kind=ConfigMap`.
 fn gvk_string(obj: &Value) -> String {
-    let av = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
-    let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
+    let av = obj.member_str("apiVersion").unwrap_or("");
+    let kind = obj.member_str("kind").unwrap_or("");
     let (group, version) = av.rsplit_once('/').unwrap_or(("", av));
     format!("{group}/{version}, Kind={kind}")
 }

@@ -2,6 +2,7 @@
 //! then write with "must not exist". A `generateName` collision is retried with a
 //! fresh name, as upstream does.
 
+use kapi_machinery::member::Members;
 use kapi_machinery::status::ApiError;
 use kapi_machinery::validation::{validate_object_meta, FieldPath};
 use kapi_storage::StorageError;
@@ -168,7 +169,7 @@ impl Store {
 
     pub(crate) fn validate_create(&self, obj: &Value) -> Result<(), ApiError> {
         let empty = Value::Object(Default::default());
-        let m = obj.get("metadata").unwrap_or(&empty);
+        let m = obj.member("metadata").unwrap_or(&empty);
         let mut errs = validate_object_meta(
             m,
             self.def.namespaced,

@@ -6,6 +6,7 @@
 //!
 //! Where to look next: `secret.rs` (the same rules with secret types).
 
+use kapi_machinery::member::{pointer, Members};
 use kapi_machinery::validation::{is_config_map_key, ErrorList, FieldError, FieldPath};
 use kapi_registry::{Column, Strategy};
 use serde_json::{json, Value};
@@ -57,9 +58,8 @@ impl Strategy for ConfigMapStrategy {
         let mut errs = ErrorList::new();
         let mut total = check_keys(obj, "/data", &mut errs, str::len);
         for key in obj_at(obj, "/data").into_iter().flatten().map(|(k, _)| k) {
-            if obj
-                .pointer("/binaryData")
-                .and_then(|b| b.get(key))
+            if pointer(obj, "/binaryData")
+                .and_then(|b| b.member(key))
                 .is_some()
             {
                 let msg = "duplicate of key present in binaryData";

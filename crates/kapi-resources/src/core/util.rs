@@ -7,26 +7,27 @@
 //! Where to look next: `table.rs` for the table-cell helpers, `podspec.rs` for the
 //! largest user of these functions.
 
+use kapi_machinery::member::pointer;
 use serde_json::{Map, Value};
 
 /// The string at a JSON pointer, or `""`.
 pub fn str_at<'a>(v: &'a Value, ptr: &str) -> &'a str {
-    v.pointer(ptr).and_then(Value::as_str).unwrap_or("")
+    pointer(v, ptr).and_then(Value::as_str).unwrap_or("")
 }
 
 /// The integer at a JSON pointer.
 pub fn i64_at(v: &Value, ptr: &str) -> Option<i64> {
-    v.pointer(ptr).and_then(Value::as_i64)
+    pointer(v, ptr).and_then(Value::as_i64)
 }
 
 /// The boolean at a JSON pointer, `false` when absent.
 pub fn bool_at(v: &Value, ptr: &str) -> bool {
-    v.pointer(ptr).and_then(Value::as_bool).unwrap_or(false)
+    pointer(v, ptr).and_then(Value::as_bool).unwrap_or(false)
 }
 
 /// The array at a JSON pointer, or an empty slice.
 pub fn arr_at<'a>(v: &'a Value, ptr: &str) -> &'a [Value] {
-    v.pointer(ptr)
+    pointer(v, ptr)
         .and_then(Value::as_array)
         .map(Vec::as_slice)
         .unwrap_or(&[])
@@ -34,12 +35,12 @@ pub fn arr_at<'a>(v: &'a Value, ptr: &str) -> &'a [Value] {
 
 /// The object at a JSON pointer.
 pub fn obj_at<'a>(v: &'a Value, ptr: &str) -> Option<&'a Map<String, Value>> {
-    v.pointer(ptr).and_then(Value::as_object)
+    pointer(v, ptr).and_then(Value::as_object)
 }
 
 /// A present, non-null member.
 pub fn present<'a>(v: &'a Value, ptr: &str) -> Option<&'a Value> {
-    v.pointer(ptr).filter(|x| !x.is_null())
+    pointer(v, ptr).filter(|x| !x.is_null())
 }
 
 /// Sets `obj[key] = value` when the member is missing or null. No-op on non-objects.

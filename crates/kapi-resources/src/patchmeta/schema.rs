@@ -5,6 +5,7 @@
 use std::sync::{Arc, LazyLock, OnceLock, RwLock};
 
 use kapi_machinery::schema::{FieldInfo, ListType, MapType, SchemaNav, TypeRef};
+use kapi_machinery::member::Members;
 use serde_json::{Map, Value};
 
 use super::KEY_DEFAULTS;
@@ -116,9 +117,9 @@ impl SchemaNav for BuiltinSchema {
     /// object of this type may carry is known.
     fn is_struct(&self, ty: &TypeRef) -> bool {
         self.def(&ty.0).is_some_and(|d| {
-            d.get("properties").is_some_and(Value::is_object)
-                && d.get("additionalProperties").is_none()
-                && d.get("x-kubernetes-preserve-unknown-fields").is_none()
+            d.member("properties").is_some_and(Value::is_object)
+                && d.member("additionalProperties").is_none()
+                && d.member("x-kubernetes-preserve-unknown-fields").is_none()
         })
     }
 
@@ -144,7 +145,7 @@ impl SchemaNav for BuiltinSchema {
     fn type_map_type(&self, ty: &TypeRef) -> MapType {
         let atomic = self
             .def(&ty.0)
-            .and_then(|d| d.get("x-kubernetes-map-type"))
+            .and_then(|d| d.member("x-kubernetes-map-type"))
             .and_then(Value::as_str)
             == Some("atomic");
         if atomic {

@@ -9,6 +9,7 @@
 //! custom resource handler does: a missing kind is unreadable, another
 //! apiVersion is refused, another kind is invalid (422).
 
+use kapi_machinery::member::Members;
 use kapi_machinery::status::{ApiError, GroupKind};
 use kapi_machinery::validation::{FieldError, FieldPath};
 use kapi_registry::ResourceDef;
@@ -50,7 +51,7 @@ pub fn check_identity(ctx: &Ctx, obj: &mut Value, name_from_url: bool) -> Result
     let meta = kapi_registry::meta::meta_mut(obj);
     if name_from_url {
         let url_name = ctx.name();
-        match meta.get("name").and_then(Value::as_str) {
+        match meta.member_str("name") {
             Some(n) if n != url_name => {
                 return Err(ApiError::bad_request(format!(
                     "the name of the object ({n}) does not match the name on the URL ({url_name})"
