@@ -47,7 +47,14 @@ pub fn uid(obj: &Value) -> Option<&str> {
 }
 
 pub fn set_str(obj: &mut Value, field: &str, value: &str) {
-    meta_mut(obj).insert(field.into(), Value::String(value.into()));
+    let m = meta_mut(obj);
+    // Replaced where it is (as `insert` would) without hashing or a new key.
+    match kapi_machinery::member::get_mut(m, field) {
+        Some(v) => *v = Value::String(value.into()),
+        None => {
+            m.insert(field.into(), Value::String(value.into()));
+        }
+    }
 }
 
 pub fn remove(obj: &mut Value, field: &str) -> Option<Value> {
@@ -120,4 +127,36 @@ pub fn spec_part(obj: &Value) -> Map<String, Value> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn keys(obj: &Value) -> Vec<&str> {
+        meta(obj).unwrap().keys().map(String::as_str).collect()
+    }
+
+    #[test]
+    fn set_str_replaces_in_place_or_appends() {
+        let mut obj = json!({"metadata": {"name": "a", "resourceVersion": "1", "uid": "u"}});
+        set_str(&mut obj, "resourceVersion", "2");
+        assert_eq!(keys(&obj), ["name", "resourceVersion", "uid"]);
+        assert_eq!(resource_version(&obj), Some("2"));
+        set_str(&mut obj, "namespace", "ns");
+        assert_eq!(keys(&obj), ["name", "resourceVersion", "uid", "namespace"]);
+        assert_eq!(namespace(&obj), Some("ns"));
+    }
+
+    #[test]
+    fn meta_mut_makes_metadata_an_object() {
+        for mut obj in [json!({}), json!({"metadata": null}), json!({"metadata": "x"})] {
+            set_str(&mut obj, "name", "a");
+            assert_eq!(obj["metadata"], json!({"name": "a"}));
+        }
+        let mut obj = json!({"kind": "K", "metadata": {"name": "a"}});
+        meta_mut(&mut obj).insert("uid".into(), json!("u"));
+        assert_eq!(obj, json!({"kind": "K", "metadata": {"name": "a", "uid": "u"}}));
+    }
 }
