@@ -114,7 +114,10 @@ mod tests {
     fn scanned_and_hashed_maps_find_the_same_members() {
         for n in [0, 1, SCAN - 1, SCAN, SCAN + 1, 3 * SCAN] {
             let mut map = map_of(n);
-            for key in (0..n + 2).map(|i| format!("k{i}")).chain(["".into(), "k".into()]) {
+            for key in (0..n + 2)
+                .map(|i| format!("k{i}"))
+                .chain(["".into(), "k".into()])
+            {
                 assert_eq!(get(&map, &key), map.get(&key), "{n} members, key {key:?}");
                 let want = map.get(&key).cloned();
                 assert_eq!(get_mut(&mut map, &key).map(|v| v.clone()), want);
@@ -141,10 +144,28 @@ mod tests {
             "": {"": "nested empty"},
         });
         let ptrs = [
-            "", "/", "//", "metadata", "/metadata", "/metadata/name", "/metadata/name/x",
-            "/metadata/labels/x~1y", "/metadata/labels/t~0u", "/metadata/labels/x/y",
-            "/metadata/labels/", "/metadata/labels/~2", "/items/0", "/items/1/n", "/items/2",
-            "/items/01", "/items/+1", "/items/-1", "/items/", "/items/n", "/spec/0", "/spec/01",
+            "",
+            "/",
+            "//",
+            "metadata",
+            "/metadata",
+            "/metadata/name",
+            "/metadata/name/x",
+            "/metadata/labels/x~1y",
+            "/metadata/labels/t~0u",
+            "/metadata/labels/x/y",
+            "/metadata/labels/",
+            "/metadata/labels/~2",
+            "/items/0",
+            "/items/1/n",
+            "/items/2",
+            "/items/01",
+            "/items/+1",
+            "/items/-1",
+            "/items/",
+            "/items/n",
+            "/spec/0",
+            "/spec/01",
             "/missing/deeper",
         ];
         for ptr in ptrs {
@@ -158,7 +179,10 @@ mod tests {
         assert_eq!(obj.member("n"), Some(&json!(1)));
         assert_eq!(obj.member_str("n"), None);
         assert_eq!(obj.member_at(&["metadata", "name"]), Some(&json!("a")));
-        assert_eq!(obj.member_at(&["metadata", "labels", "x/y"]), Some(&json!("z")));
+        assert_eq!(
+            obj.member_at(&["metadata", "labels", "x/y"]),
+            Some(&json!("z"))
+        );
         assert_eq!(obj.member_at(&["metadata", "name", "deeper"]), None);
         assert_eq!(obj.member_at(&[]), Some(&obj));
         assert_eq!(json!([1]).member("0"), None);

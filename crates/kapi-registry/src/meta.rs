@@ -151,12 +151,19 @@ mod tests {
 
     #[test]
     fn meta_mut_makes_metadata_an_object() {
-        for mut obj in [json!({}), json!({"metadata": null}), json!({"metadata": "x"})] {
+        for mut obj in [
+            json!({}),
+            json!({"metadata": null}),
+            json!({"metadata": "x"}),
+        ] {
             set_str(&mut obj, "name", "a");
             assert_eq!(obj["metadata"], json!({"name": "a"}));
         }
         let mut obj = json!({"kind": "K", "metadata": {"name": "a"}});
         meta_mut(&mut obj).insert("uid".into(), json!("u"));
-        assert_eq!(obj, json!({"kind": "K", "metadata": {"name": "a", "uid": "u"}}));
+        assert_eq!(
+            obj,
+            json!({"kind": "K", "metadata": {"name": "a", "uid": "u"}})
+        );
     }
 }

@@ -169,10 +169,11 @@ impl Walker {
             return self.check_ref(name, v, owner, path, miss);
         }
         match schema.member("type").and_then(Value::as_str) {
-            Some("string") if schema.member("format").and_then(Value::as_str) == Some("byte") => (!v
-                .is_string())
-            .then(|| miss("[]uint8".into(), Shape::Str))
-            .flatten(),
+            Some("string") if schema.member("format").and_then(Value::as_str) == Some("byte") => {
+                (!v.is_string())
+                    .then(|| miss("[]uint8".into(), Shape::Str))
+                    .flatten()
+            }
             Some("string") => (!v.is_string())
                 .then(|| miss("string".into(), Shape::Str))
                 .flatten(),

@@ -34,8 +34,8 @@ use std::borrow::Cow;
 use std::sync::LazyLock;
 
 use kapi_machinery::apply::{ApplyError, Conflict, Updater};
-use kapi_machinery::member::Members;
 use kapi_machinery::fieldpath::{path_string, PathElement, Set};
+use kapi_machinery::member::Members;
 use kapi_machinery::schema::{SchemaNav, TypeRef};
 use kapi_machinery::status::{ApiError, Cause, Reason};
 use kapi_machinery::typed::Typed;
@@ -268,7 +268,9 @@ impl<'a> FieldManager<'a> {
                 gvk_string(patch)
             )));
         }
-        if meta::meta(patch).is_some_and(|m| m.member("managedFields").is_some_and(|v| !v.is_null())) {
+        if meta::meta(patch)
+            .is_some_and(|m| m.member("managedFields").is_some_and(|v| !v.is_null()))
+        {
             return Err(ApiError::bad_request("metadata.managedFields must be nil"));
         }
         Ok(())

@@ -4,8 +4,8 @@
 
 use std::sync::{Arc, LazyLock, OnceLock, RwLock};
 
-use kapi_machinery::schema::{FieldInfo, ListType, MapType, SchemaNav, TypeRef};
 use kapi_machinery::member::Members;
+use kapi_machinery::schema::{FieldInfo, ListType, MapType, SchemaNav, TypeRef};
 use serde_json::{Map, Value};
 
 use super::KEY_DEFAULTS;
