@@ -429,8 +429,10 @@ pub async fn layer<N: Next>(State(fc): State<FlowControl>, req: Request, next: N
     if kind.long_running && !watch {
         return next.run(req).await;
     }
-    let anonymous = UserInfo::anonymous();
-    let user = req.extensions().get::<UserInfo>().unwrap_or(&anonymous);
+    let user = req
+        .extensions()
+        .get::<UserInfo>()
+        .unwrap_or(UserInfo::anonymous_ref());
     let resource = kind.info.as_ref().map(|i| {
         (
             i.group.as_str(),

@@ -31,6 +31,14 @@ impl UserInfo {
         }
     }
 
+    /// [`UserInfo::anonymous`], built once: for a filter that reads the
+    /// request's user by reference and needs a stand-in when there is none.
+    pub fn anonymous_ref() -> &'static UserInfo {
+        static ANONYMOUS: std::sync::LazyLock<UserInfo> =
+            std::sync::LazyLock::new(UserInfo::anonymous);
+        &ANONYMOUS
+    }
+
     /// A user with `groups` and nothing else (tests build users this way).
     pub fn named(name: &str, groups: &[&str]) -> Self {
         UserInfo {
@@ -38,5 +46,17 @@ impl UserInfo {
             groups: groups.iter().map(|g| g.to_string()).collect(),
             ..Default::default()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shared_anonymous_user_is_the_anonymous_user() {
+        assert_eq!(UserInfo::anonymous_ref(), &UserInfo::anonymous());
+        assert_eq!(UserInfo::anonymous_ref().name, "system:anonymous");
+        assert_eq!(UserInfo::anonymous_ref().groups, ["system:unauthenticated"]);
     }
 }

@@ -388,12 +388,11 @@ fn response_status(code: u16, status_body: Option<&Value>) -> Value {
 /// The audit filter (after authentication).
 pub async fn layer<N: Next>(State(audit): State<Audit>, mut req: Request, next: N) -> Response {
     let kind = Kind::of(&req);
-    let anonymous = UserInfo::anonymous();
     let user = req
         .extensions()
         .get::<UserInfo>()
-        .unwrap_or(&anonymous)
-        .clone();
+        .cloned()
+        .unwrap_or_else(UserInfo::anonymous);
     let resource = resource_attrs(&kind);
     let decision = audit.policy.evaluate(&Attributes {
         user: &user,

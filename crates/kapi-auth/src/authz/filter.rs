@@ -113,14 +113,14 @@ pub async fn authorize_layer<N: Next>(
     req: Request,
     next: N,
 ) -> Response {
+    // The attributes hold the one copy of the user the filter needs.
     let user = req
         .extensions()
         .get::<UserInfo>()
-        .cloned()
-        .unwrap_or_else(UserInfo::anonymous);
+        .unwrap_or(UserInfo::anonymous_ref());
     let query = Query::parse(req.uri().query());
     let info = Kind::of(&req).info_for(req.method(), req.uri(), &query);
-    let attrs = attributes_of(&user, req.method(), req.uri(), &query, info);
+    let attrs = attributes_of(user, req.method(), req.uri(), &query, info);
     let decision = authz.authorize(&attrs).await;
     let audit = req.extensions().get::<AuditHandle>();
     let accept = req
@@ -137,7 +137,7 @@ pub async fn authorize_layer<N: Next>(
     if let Some(error) = &decision.error {
         // As upstream: an authorizer that failed, with nothing allowing, is
         // the server's error, not the user's.
-        tracing::warn!(user = %user.name, verb = %attrs.verb, %error, "authorization failed");
+        tracing::warn!(user = %attrs.user.name, verb = %attrs.verb, %error, "authorization failed");
         if let Some(audit) = audit {
             audit.annotate("authorization.k8s.io/reason", "internal error");
         }
@@ -147,7 +147,7 @@ pub async fn authorize_layer<N: Next>(
         audit.annotate("authorization.k8s.io/decision", "forbid");
         audit.annotate("authorization.k8s.io/reason", decision.reason.as_str());
     }
-    tracing::debug!(user = %user.name, verb = %attrs.verb, reason = %decision.reason, "forbidden");
+    tracing::debug!(user = %attrs.user.name, verb = %attrs.verb, reason = %decision.reason, "forbidden");
     error_response_for(&forbidden(&attrs, &decision.reason), accept)
 }
 
