@@ -10,20 +10,16 @@ pub fn meta(obj: &Value) -> Option<&Map<String, Value>> {
 
 /// `metadata`, created (and made an object) if needed.
 pub fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
+    use kapi_machinery::member::{get, get_mut};
     let root = obj.as_object_mut().expect("objects are JSON objects");
-    // Found by a scan first: `entry` hashes, and allocates its key.
-    if kapi_machinery::member::get(root, "metadata").is_some_and(Value::is_object) {
-        return kapi_machinery::member::get_mut(root, "metadata")
-            .and_then(Value::as_object_mut)
-            .expect("just found an object");
+    // Found by a scan (`entry` hashed, and allocated its key); a missing or
+    // non-object `metadata` is made `{}` in its place, as `insert` keeps it.
+    if !get(root, "metadata").is_some_and(Value::is_object) {
+        root.insert("metadata".into(), Value::Object(Map::new()));
     }
-    let m = root
-        .entry("metadata")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if !m.is_object() {
-        *m = Value::Object(Map::new());
-    }
-    m.as_object_mut().expect("just made an object")
+    get_mut(root, "metadata")
+        .and_then(Value::as_object_mut)
+        .expect("just made an object")
 }
 
 pub fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
@@ -159,6 +155,16 @@ mod tests {
             set_str(&mut obj, "name", "a");
             assert_eq!(obj["metadata"], json!({"name": "a"}));
         }
+        // A non-object `metadata` is replaced where it is.
+        let mut obj = json!({"kind": "K", "metadata": null, "data": {}});
+        set_str(&mut obj, "name", "a");
+        let order: Vec<&str> = obj
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(order, ["kind", "metadata", "data"]);
         let mut obj = json!({"kind": "K", "metadata": {"name": "a"}});
         meta_mut(&mut obj).insert("uid".into(), json!("u"));
         assert_eq!(

@@ -257,10 +257,7 @@ impl<'a> FieldManager<'a> {
     /// The apply configuration must be of this resource's kind and may not carry
     /// managedFields.
     fn check_patch(&self, patch: &Value) -> Result<(), ApiError> {
-        let av = patch
-            .get("apiVersion")
-            .and_then(Value::as_str)
-            .unwrap_or("");
+        let av = patch.member_str("apiVersion").unwrap_or("");
         let kind = patch.member_str("kind").unwrap_or("");
         if av != self.api_version || kind != self.kind {
             return Err(ApiError::bad_request(format!(
