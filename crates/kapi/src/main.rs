@@ -8,6 +8,7 @@
 //! Invariant: a bad command line prints one `Error: …` line to stderr and exits
 //! 1, as upstream; `--help` and `--version` print to stdout and exit 0.
 
+mod alloc;
 mod auth_options;
 mod certdir;
 mod flags;
@@ -23,9 +24,11 @@ use std::path::Path;
 /// mimalloc rather than glibc's malloc: a request allocates and frees many
 /// small values, and glibc's allocator was ~14 % of a create's CPU
 /// (docs/performance.md, issue 26). Its arenas are committed on demand
-/// (`.cargo/config.toml`), which keeps an idle server smaller.
+/// (`.cargo/config.toml`), which keeps an idle server smaller. Called
+/// through `alloc.rs`, which skips the aligned entry points when the layout
+/// needs no more than a word.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: alloc::MiMalloc = alloc::MiMalloc;
 
 const USAGE: &str = "kapi: a Kubernetes API server\n\n\
 Usage:\n  kapi serve [flags]   run the API server (kapi serve --help lists the flags)\n  \
