@@ -208,7 +208,11 @@ impl StorageCodec {
             Sniffed::Other => {}
         }
         let obj = self.decode(bytes).ok()?;
-        let mut out = to_go_json(&obj);
+        // Sized from the protobuf so the writer seldom grows it (JSON of an
+        // object runs about 1.2× its protobuf); the cache keeps these bytes,
+        // so any slack is given back.
+        let mut out = Vec::with_capacity(bytes.len() * 3 / 2 + 128);
+        write_go_json(&obj, &mut out);
         out.shrink_to_fit();
         Some(Bytes::from(out))
     }
@@ -222,7 +226,11 @@ impl StorageCodec {
             return None;
         }
         let obj = self.decode(bytes).ok()?;
-        let mut out = to_go_json(&obj);
+        // Sized from the protobuf so the writer seldom grows it (JSON of an
+        // object runs about 1.2× its protobuf); the cache keeps these bytes,
+        // so any slack is given back.
+        let mut out = Vec::with_capacity(bytes.len() * 3 / 2 + 128);
+        write_go_json(&obj, &mut out);
         out.shrink_to_fit();
         Some((obj, Bytes::from(out)))
     }
