@@ -174,7 +174,6 @@ impl EmbeddedBackend {
             wal,
             wal_len,
             wal_allocated: wal_len,
-            preallocate: true,
             segment_bytes: config.segment_bytes,
             snapshotting: None,
         };
