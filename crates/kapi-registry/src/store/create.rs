@@ -15,6 +15,17 @@ use crate::meta;
 
 const GENERATE_NAME_ATTEMPTS: usize = 8;
 
+/// The object attempt `attempt` (from 1) starts from. Only a generated name
+/// is tried again, so the input is copied only for an attempt another may
+/// follow; the last one (the only one for a name the client chose) takes it.
+fn attempt_input(input: &mut Option<Value>, generated: bool, attempt: usize) -> Value {
+    if generated && attempt < GENERATE_NAME_ATTEMPTS {
+        input.clone().expect("kept until the last attempt")
+    } else {
+        input.take().expect("taken by the last attempt")
+    }
+}
+
 impl Store {
     /// Create `obj` (already checked against the URL by the handler).
     ///
@@ -62,8 +73,9 @@ impl Store {
             && meta::meta_str(&input, "name").is_none_or(str::is_empty)
             && meta::meta_str(&input, "generateName").is_some_and(|g| !g.is_empty());
         let mut last_name = String::new();
-        for _ in 0..GENERATE_NAME_ATTEMPTS {
-            let mut obj = input.clone();
+        let mut input = Some(input);
+        for attempt in 1..=GENERATE_NAME_ATTEMPTS {
+            let mut obj = attempt_input(&mut input, generated, attempt);
             if generated {
                 let prefix = meta::meta_str(&obj, "generateName")
                     .unwrap_or("")
@@ -186,5 +198,28 @@ impl Store {
                 &errs,
             ))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A chosen name has one attempt, which takes the input; a generated one
+    /// copies it for every attempt but the last, which takes it.
+    #[test]
+    fn the_input_is_copied_only_for_an_attempt_another_may_follow() {
+        let obj = json!({"metadata": {"generateName": "x-"}});
+        let mut input = Some(obj.clone());
+        assert_eq!(attempt_input(&mut input, false, 1), obj);
+        assert!(input.is_none());
+        let mut input = Some(obj.clone());
+        for attempt in 1..GENERATE_NAME_ATTEMPTS {
+            assert_eq!(attempt_input(&mut input, true, attempt), obj);
+            assert_eq!(input.as_ref(), Some(&obj));
+        }
+        assert_eq!(attempt_input(&mut input, true, GENERATE_NAME_ATTEMPTS), obj);
+        assert!(input.is_none());
     }
 }
