@@ -208,13 +208,7 @@ impl StorageCodec {
             Sniffed::Other => {}
         }
         let obj = self.decode(bytes).ok()?;
-        // Sized from the protobuf so the writer seldom grows it (JSON of an
-        // object runs about 1.2× its protobuf); the cache keeps these bytes,
-        // so any slack is given back.
-        let mut out = Vec::with_capacity(bytes.len() * 3 / 2 + 128);
-        write_go_json(&obj, &mut out);
-        out.shrink_to_fit();
-        Some(Bytes::from(out))
+        Some(decoded_json(&obj, bytes.len()))
     }
 
     /// Protobuf `bytes` decoded, with the JSON [`StorageCodec::to_json`] makes
@@ -226,13 +220,8 @@ impl StorageCodec {
             return None;
         }
         let obj = self.decode(bytes).ok()?;
-        // Sized from the protobuf so the writer seldom grows it (JSON of an
-        // object runs about 1.2× its protobuf); the cache keeps these bytes,
-        // so any slack is given back.
-        let mut out = Vec::with_capacity(bytes.len() * 3 / 2 + 128);
-        write_go_json(&obj, &mut out);
-        out.shrink_to_fit();
-        Some((obj, Bytes::from(out)))
+        let json = decoded_json(&obj, bytes.len());
+        Some((obj, json))
     }
 
     /// Whether `other` decodes every value as this codec does (the same
@@ -270,6 +259,16 @@ impl StorageCodec {
         hooks.default(&mut obj);
         obj
     }
+}
+
+/// The JSON the cache keeps of `obj`, decoded from `stored_len` bytes: sized
+/// from them so the writer seldom grows it (JSON of an object runs about 1.2×
+/// its protobuf), and any slack given back, as the cache keeps it.
+fn decoded_json(obj: &Value, stored_len: usize) -> Bytes {
+    let mut out = Vec::with_capacity(stored_len * 3 / 2 + 128);
+    write_go_json(obj, &mut out);
+    out.shrink_to_fit();
+    Bytes::from(out)
 }
 
 /// `obj` as Go's JSON encoder writes it, with its final newline.
