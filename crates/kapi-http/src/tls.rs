@@ -23,6 +23,7 @@
 //! identity (or a bearer token) into a `UserInfo`.
 
 mod coalesce;
+mod records;
 mod pki;
 mod serve;
 pub mod settings;

@@ -1,5 +1,6 @@
 //! [`Coalesced`]: a TLS stream whose HTTP/2 writes reach the socket in large
-//! batches instead of one `writev` per DATA frame.
+//! batches instead of one `writev` per DATA frame, and whose writes start
+//! records where rustls copies their large buffers fast ([`super::records`]).
 //!
 //! Why: the h2 codec flushes its transport after every frame it writes, and a
 //! DATA frame is at most the peer's `SETTINGS_MAX_FRAME_SIZE` (16 KiB for Go,
@@ -29,11 +30,16 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::server::TlsStream;
 
+use super::records;
+
 /// Unflushed bytes below this are flushed at once: a frame smaller than the
 /// largest DATA frame means the writer has nothing more queued behind it.
 pub const DEFER_FROM: usize = 16 * 1024;
 /// A flush that finds this many unflushed bytes goes to the socket.
 pub const FLUSH_AT: usize = 256 * 1024;
+/// The most buffers one write is split over (hyper's own limit per `writev`);
+/// a write of more goes as it is.
+const MAX_BUFS: usize = 64;
 
 pub struct Coalesced {
     inner: TlsStream<TcpStream>,
@@ -89,6 +95,24 @@ impl Coalesced {
     }
 }
 
+impl Coalesced {
+    /// A write handed on whole: to rustls and the socket over HTTP/1.1, into
+    /// rustls's queue over HTTP/2.
+    fn write_as_is(
+        &mut self,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        if !self.defer {
+            return Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        }
+        let len = bufs.iter().map(|b| b.len()).sum();
+        self.queue(cx, len, |conn| {
+            io::Write::write_vectored(&mut conn.writer(), bufs)
+        })
+    }
+}
+
 impl AsyncRead for Coalesced {
     fn poll_read(
         self: Pin<&mut Self>,
@@ -113,28 +137,45 @@ impl AsyncWrite for Coalesced {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        if !this.defer {
-            return Pin::new(&mut this.inner).poll_write(cx, buf);
-        }
-        this.queue(cx, buf.len(), |conn| {
-            io::Write::write(&mut conn.writer(), buf)
-        })
+        self.poll_write_vectored(cx, &[io::IoSlice::new(buf)])
     }
 
+    /// The write in pieces that start records where its large buffers are
+    /// copied fast ([`records`]): every piece but the last queued into rustls
+    /// directly, the last one written as any write is.
     fn poll_write_vectored(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
-        if !this.defer {
-            return Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
+        let (starts, n) = records::record_starts(bufs);
+        if n == 0 || bufs.len() > MAX_BUFS {
+            return this.write_as_is(cx, bufs);
         }
-        let len = bufs.iter().map(|b| b.len()).sum();
-        this.queue(cx, len, |conn| {
-            io::Write::write_vectored(&mut conn.writer(), bufs)
-        })
+        let mut pieces = [io::IoSlice::new(&[]); MAX_BUFS];
+        let mut done = 0;
+        for &at in &starts[..n] {
+            let k = records::between(bufs, done, at, &mut pieces);
+            let took = io::Write::write_vectored(&mut this.inner.get_mut().1.writer(), &pieces[..k])?;
+            this.unflushed += took;
+            if took < at - done {
+                // rustls's queue is full: report what it took, or, when that
+                // is nothing, write this piece the usual way (which flushes).
+                return match done + took {
+                    0 => this.write_as_is(cx, &pieces[..k]),
+                    sent => Poll::Ready(Ok(sent)),
+                };
+            }
+            done = at;
+        }
+        let total = bufs.iter().map(|b| b.len()).sum();
+        let k = records::between(bufs, done, total, &mut pieces);
+        match this.write_as_is(cx, &pieces[..k]) {
+            Poll::Ready(Ok(rest)) => Poll::Ready(Ok(done + rest)),
+            // What was queued counts; the rest is asked for again.
+            Poll::Ready(Err(_)) | Poll::Pending => Poll::Ready(Ok(done)),
+        }
     }
 
     fn is_write_vectored(&self) -> bool {

@@ -403,3 +403,89 @@ async fn http2_responses_arrive_whole_while_frames_are_batched() {
     stop_tx.send(()).unwrap();
     let _ = tokio::time::timeout(std::time::Duration::from_secs(15), server).await;
 }
+
+/// The byte at position `i` of [`patterned`]'s body.
+fn pattern(i: usize) -> u8 {
+    (i % 251) as u8
+}
+
+/// A body of `n` patterned bytes in chunks of uneven sizes, each a slice
+/// starting at a different offset of a larger buffer, so that chunks meet
+/// record boundaries at every alignment (`records.rs` splits such writes).
+async fn patterned(axum::extract::Path(n): axum::extract::Path<usize>) -> axum::body::Body {
+    let mut chunks = Vec::new();
+    let mut at = 0;
+    let mut k = 0;
+    while at < n {
+        let len = (3_000 + k * 7_919 % 70_000).min(n - at);
+        let skew = k % 37;
+        let mut buf = vec![0u8; skew + len];
+        for (j, b) in buf[skew..].iter_mut().enumerate() {
+            *b = pattern(at + j);
+        }
+        chunks.push(Ok::<_, std::convert::Infallible>(
+            bytes::Bytes::from(buf).slice(skew..),
+        ));
+        at += len;
+        k += 1;
+    }
+    axum::body::Body::from_stream(futures::stream::iter(chunks))
+}
+
+/// Writes split where rustls copies large buffers fast (`records.rs`) send
+/// every byte once and in order, over HTTP/1.1 and HTTP/2, for bodies of
+/// one small chunk to many large ones.
+#[tokio::test]
+async fn bodies_arrive_byte_for_byte_when_writes_are_split_for_aligned_copies() {
+    use http_body_util::BodyExt as _;
+    use hyper_util::rt::{TokioExecutor, TokioIo};
+
+    let tmp = TempDir::new();
+    let pki = load_or_generate(&tmp.0, &[]).unwrap();
+    let config = server_config(&pki.serving_cert_pem, &pki.serving_key_pem, &[]).unwrap();
+    let app = Router::new().route("/patterned/{n}", get(patterned));
+    let (addr, stop_tx, server) = start_tls(config, app).await;
+    let sizes = [1, 4_095, 4_097, 70_001, 1_000_003, 3_000_000];
+    let request = |n: usize| {
+        http::Request::get(format!("https://localhost/patterned/{n}"))
+            .body(http_body_util::Empty::<bytes::Bytes>::new())
+            .unwrap()
+    };
+    let check = |n: usize, body: bytes::Bytes| {
+        assert_eq!(body.len(), n);
+        let first_wrong = body.iter().enumerate().find(|(i, b)| **b != pattern(*i));
+        assert_eq!(first_wrong, None, "body of {n}");
+    };
+
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let tls = TlsConnector::from(client_config(&pki, None))
+        .connect(name, tcp)
+        .await
+        .unwrap();
+    let (mut h1, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    for n in sizes {
+        let resp = h1.send_request(request(n)).await.unwrap();
+        check(n, resp.into_body().collect().await.unwrap().to_bytes());
+    }
+
+    let tls = connect_h2(addr, &pki).await;
+    let (h2, conn) = hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tls))
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let all = sizes.iter().map(|&n| {
+        let mut h2 = h2.clone();
+        async move {
+            let resp = h2.send_request(request(n)).await.unwrap();
+            check(n, resp.into_body().collect().await.unwrap().to_bytes());
+        }
+    });
+    futures::future::join_all(all).await;
+
+    stop_tx.send(()).unwrap();
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(15), server).await;
+}
