@@ -23,8 +23,8 @@
 //! identity (or a bearer token) into a `UserInfo`.
 
 mod coalesce;
-mod records;
 mod pki;
+mod records;
 mod serve;
 pub mod settings;
 #[cfg(test)]

@@ -157,7 +157,8 @@ impl AsyncWrite for Coalesced {
         let mut done = 0;
         for &at in &starts[..n] {
             let k = records::between(bufs, done, at, &mut pieces);
-            let took = io::Write::write_vectored(&mut this.inner.get_mut().1.writer(), &pieces[..k])?;
+            let took =
+                io::Write::write_vectored(&mut this.inner.get_mut().1.writer(), &pieces[..k])?;
             this.unflushed += took;
             if took < at - done {
                 // rustls's queue is full: report what it took, or, when that

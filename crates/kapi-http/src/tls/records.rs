@@ -44,7 +44,7 @@ pub fn record_starts(bufs: &[IoSlice<'_>]) -> ([usize; MAX_STARTS], usize) {
             let addr = buf.as_ptr() as usize;
             // Where the buffer's first byte lands, modulo COPY_ALIGN.
             let lands = RECORD_HEADER + (pos - write_start);
-            if (addr.wrapping_sub(lands)) % COPY_ALIGN != 0 {
+            if !addr.wrapping_sub(lands).is_multiple_of(COPY_ALIGN) {
                 let skip = RECORD_HEADER.wrapping_sub(addr) % COPY_ALIGN;
                 let at = pos + skip;
                 if at > 0 {
@@ -172,7 +172,13 @@ mod tests {
         }
         assert_eq!(joined, data);
         // Any range, not only the starts.
-        for (from, to) in [(0, 1), (5, 9), (6, 40_004), (40_004, 40_006), (99_999, 100_000)] {
+        for (from, to) in [
+            (0, 1),
+            (5, 9),
+            (6, 40_004),
+            (40_004, 40_006),
+            (99_999, 100_000),
+        ] {
             let mut out = [IoSlice::new(&[]); 5];
             let k = between(&bufs, from, to, &mut out);
             let piece: Vec<u8> = out[..k].iter().flat_map(|s| s.iter().copied()).collect();

@@ -19,6 +19,7 @@ mod offline;
 mod ops;
 mod reads;
 mod recovery;
+mod sched;
 mod snapshot;
 mod wal;
 mod watch;
@@ -180,7 +181,12 @@ impl EmbeddedBackend {
         let (tx, rx) = mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("kapi-committer".into())
-            .spawn(move || committer.run(rx))
+            .spawn(move || {
+                if !sched::batch_current_thread() {
+                    tracing::debug!("the committer keeps the normal scheduling policy");
+                }
+                committer.run(rx)
+            })
             .map_err(|e| StorageError::Internal(format!("starting committer: {e}")))?;
         Ok(EmbeddedBackend {
             shared,
