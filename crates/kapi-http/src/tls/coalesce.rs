@@ -72,6 +72,22 @@ impl Coalesced {
         res
     }
 
+    /// A write handed on whole: to rustls and the socket over HTTP/1.1, into
+    /// rustls's queue over HTTP/2.
+    fn write_as_is(
+        &mut self,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        if !self.defer {
+            return Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        }
+        let len = bufs.iter().map(|b| b.len()).sum();
+        self.queue(cx, len, |conn| {
+            io::Write::write_vectored(&mut conn.writer(), bufs)
+        })
+    }
+
     /// Encrypt `write`'s bytes into rustls's queue without touching the socket,
     /// sending the queue first when it is full.
     fn queue(
@@ -92,24 +108,6 @@ impl Coalesced {
             // rustls took nothing: its queue is at the limit.
             std::task::ready!(self.flush_now(cx))?;
         }
-    }
-}
-
-impl Coalesced {
-    /// A write handed on whole: to rustls and the socket over HTTP/1.1, into
-    /// rustls's queue over HTTP/2.
-    fn write_as_is(
-        &mut self,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        if !self.defer {
-            return Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
-        }
-        let len = bufs.iter().map(|b| b.len()).sum();
-        self.queue(cx, len, |conn| {
-            io::Write::write_vectored(&mut conn.writer(), bufs)
-        })
     }
 }
 
@@ -157,8 +155,14 @@ impl AsyncWrite for Coalesced {
         let mut done = 0;
         for &at in &starts[..n] {
             let k = records::between(bufs, done, at, &mut pieces);
-            let took =
-                io::Write::write_vectored(&mut this.inner.get_mut().1.writer(), &pieces[..k])?;
+            let queued =
+                io::Write::write_vectored(&mut this.inner.get_mut().1.writer(), &pieces[..k]);
+            let took = match queued {
+                Ok(took) => took,
+                Err(err) if done == 0 => return Poll::Ready(Err(err)),
+                // What was queued counts; the error comes again on the next write.
+                Err(_) => return Poll::Ready(Ok(done)),
+            };
             this.unflushed += took;
             if took < at - done {
                 // rustls's queue is full: report what it took, or, when that
