@@ -147,8 +147,11 @@ impl AsyncWrite for Coalesced {
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
+        if bufs.len() > MAX_BUFS {
+            return this.write_as_is(cx, bufs);
+        }
         let (starts, n) = records::record_starts(bufs);
-        if n == 0 || bufs.len() > MAX_BUFS {
+        if n == 0 {
             return this.write_as_is(cx, bufs);
         }
         let mut pieces = [io::IoSlice::new(&[]); MAX_BUFS];

@@ -45,13 +45,13 @@ pub fn record_starts(bufs: &[IoSlice<'_>]) -> ([usize; MAX_STARTS], usize) {
             // Where the buffer's first byte lands, modulo COPY_ALIGN.
             let lands = RECORD_HEADER + (pos - write_start);
             if !addr.wrapping_sub(lands).is_multiple_of(COPY_ALIGN) {
-                let skip = RECORD_HEADER.wrapping_sub(addr) % COPY_ALIGN;
-                let at = pos + skip;
-                if at > 0 {
-                    starts[n] = at;
-                    n += 1;
-                    write_start = at;
-                }
+                // Never 0: a buffer at the write's first byte is misaligned
+                // only when its address is not RECORD_HEADER modulo
+                // COPY_ALIGN, and then the distance to such an address is not 0.
+                let at = pos + RECORD_HEADER.wrapping_sub(addr) % COPY_ALIGN;
+                starts[n] = at;
+                n += 1;
+                write_start = at;
             }
         }
         pos += buf.len();

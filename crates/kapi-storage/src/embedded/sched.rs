@@ -5,13 +5,14 @@
 //! not preempt the thread that is running. Under load, a write handed to it
 //! while a worker thread is mid-request waits for that request's slice to end
 //! instead of taking the CPU at once, and more writes join the same batch
-//! and its one `fdatasync`. On the project's 2-vCPU machines, 20,000 creates
-//! at 16 connections, two rounds each: 217–221 µs of CPU per create with the
-//! normal policy against 184–186 µs as a batch thread (the committer's
-//! system time 22.5–23.5 → 12.5–13.5 µs per create), 6,650–6,792 against
-//! 7,547–7,625 creates/s, p99 4.9–5.3 ms against 4.2–4.7 ms. Making the
-//! request workers batch threads too gained nothing. When a CPU is idle the
-//! committer is woken on it at once, as before.
+//! and its one `fdatasync`. On the project's 2-vCPU machines, three
+//! alternating rounds of 20,000 creates at 16 connections: 231 / 209 / 214 µs
+//! of CPU per create with the normal policy against 200 / 198 / 188 µs as a
+//! batch thread (the committer's system time 22–23.5 → 14.5–21 µs per
+//! create), 6,510–6,887 against 6,631–7,402 creates/s; p99 latency moved
+//! both ways (5.1 / 6.3 / 6.4 against 7.7 / 7.1 / 5.5 ms). Making the request
+//! workers batch threads too gained nothing. When a CPU is idle the committer
+//! is woken on it at once, as before (docs/performance-log.md, session 21).
 //!
 //! The one module of this crate allowed `unsafe`: the system call has no safe
 //! wrapper in the crates the workspace uses.
@@ -35,22 +36,21 @@ pub fn batch_current_thread() -> bool {
     false
 }
 
-/// The scheduling policy of thread `tid` of this process as the kernel
-/// reports it (`/proc`, field 41 of `stat`: 0 normal, 3 batch).
-#[cfg(all(test, target_os = "linux"))]
-pub(crate) fn policy_of(tid: &str) -> Option<u32> {
-    let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).ok()?;
-    // The command name (field 2) is in parentheses and may hold spaces.
-    let after_name = &stat[stat.rfind(')')? + 2..];
-    after_name.split(' ').nth(41 - 3)?.parse().ok()
-}
-
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
 
     const SCHED_OTHER: u32 = 0;
     const SCHED_BATCH: u32 = 3;
+
+    /// The scheduling policy of thread `tid` of this process as the kernel
+    /// reports it (`/proc`, field 41 of `stat`: 0 normal, 3 batch).
+    fn policy_of(tid: &str) -> Option<u32> {
+        let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).ok()?;
+        // The command name (field 2) is in parentheses and may hold spaces.
+        let after_name = &stat[stat.rfind(')')? + 2..];
+        after_name.split(' ').nth(41 - 3)?.parse().ok()
+    }
 
     fn own_tid() -> String {
         std::fs::read_link("/proc/thread-self")
