@@ -23,7 +23,7 @@ use crate::wire::{Raw, Reader};
 use crate::Error;
 
 /// Nesting deeper than this is refused, so a hostile body cannot exhaust the stack.
-const MAX_DEPTH: usize = 100;
+pub(crate) const MAX_DEPTH: usize = 100;
 
 pub fn message(idx: usize, bytes: &[u8]) -> Result<Value, Error> {
     message_at(idx, bytes, At::default())
@@ -133,7 +133,7 @@ fn message_at(idx: usize, bytes: &[u8], at: At) -> Result<Value, Error> {
 }
 
 /// Whether Go's JSON would leave this decoded value out.
-fn omitted(msg: &MessageDesc, f: &FieldDesc, v: &Value) -> bool {
+pub(crate) fn omitted(msg: &MessageDesc, f: &FieldDesc, v: &Value) -> bool {
     match v {
         // A zero `Time` (or empty `RawExtension`) in a struct field that is not
         // a pointer: Go writes it, as `null` (`creationTimestamp: null` in a
@@ -155,14 +155,14 @@ fn omitted(msg: &MessageDesc, f: &FieldDesc, v: &Value) -> bool {
 /// A zero that shows in Go's JSON: a pointer field that is set (`replicas: 0`,
 /// `storageClassName: ""`), or a field without `omitempty`
 /// (`PriorityClass.value`, `ContainerPort.containerPort`).
-fn keeps_zero(f: &FieldDesc) -> bool {
+pub(crate) fn keeps_zero(f: &FieldDesc) -> bool {
     f.pointer || !f.omitempty
 }
 
 /// A list or map field Go writes without `omitempty` reads as `null` when the
 /// wire has no entry (`"endpoints": null`, `"rules": null`), as Go's JSON
 /// writes a nil slice. Only where the Go struct is known.
-fn null_when_absent(msg: &MessageDesc, f: &FieldDesc) -> bool {
+pub(crate) fn null_when_absent(msg: &MessageDesc, f: &FieldDesc) -> bool {
     msg.go_facts
         && !f.inline
         && !f.pointer

@@ -22,6 +22,7 @@ pub mod list_docs;
 mod parts;
 mod schema;
 mod special;
+mod transcode;
 mod wire;
 
 use serde_json::{Map, Value};
@@ -33,6 +34,7 @@ pub use parts::{
 pub use schema::{
     split_api_version, FieldDesc, Label, MessageDesc, MessageIndex, Schema, Special, Ty,
 };
+pub use transcode::{stored_to_json, Spelling};
 
 /// The four bytes every enveloped protobuf object starts with.
 pub const MAGIC: &[u8] = b"k8s\0";
@@ -121,11 +123,21 @@ pub fn decode_stored(bytes: &[u8]) -> Result<Value, Error> {
     decode_enveloped(bytes, None, true)
 }
 
-fn decode_enveloped(
-    bytes: &[u8],
-    default: Option<(&str, &str)>,
-    lenient: bool,
-) -> Result<Value, Error> {
+/// The stored object's `apiVersion`, `kind` and message bytes, from its
+/// envelope, as [`decode_stored`] reads them.
+pub fn stored_type(bytes: &[u8]) -> Option<(&str, &str)> {
+    stored_parts(bytes).ok().map(|(av, kind, _)| (av, kind))
+}
+
+fn stored_parts(bytes: &[u8]) -> Result<(&str, &str, &[u8]), Error> {
+    enveloped_parts(bytes, None)
+}
+
+/// An envelope's type and message bytes, checked as every decode checks them.
+fn enveloped_parts<'a>(
+    bytes: &'a [u8],
+    default: Option<(&'a str, &'a str)>,
+) -> Result<(&'a str, &'a str, &'a [u8]), Error> {
     let rest = bytes.strip_prefix(MAGIC).ok_or(Error::Magic)?;
     let env = parts::read_envelope(rest)?;
     let (mut av, mut kind) = (env.api_version, env.kind);
@@ -149,7 +161,15 @@ fn decode_enveloped(
             env.content_type
         )));
     }
-    let raw = env.raw;
+    Ok((av, kind, env.raw))
+}
+
+fn decode_enveloped(
+    bytes: &[u8],
+    default: Option<(&str, &str)>,
+    lenient: bool,
+) -> Result<Value, Error> {
+    let (av, kind, raw) = enveloped_parts(bytes, default)?;
     let idx = lookup(av, kind)?;
     let body = if lenient {
         decode::message_lenient(idx, raw)?

@@ -56,6 +56,7 @@ pub struct Reader<'a> {
 }
 
 /// One decoded field value, not yet interpreted.
+#[derive(Clone, Copy)]
 pub enum Raw<'a> {
     Varint(u64),
     Fixed64(u64),

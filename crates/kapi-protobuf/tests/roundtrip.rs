@@ -572,3 +572,6 @@ fn member_order_and_unknown_members_do_not_change_the_bytes() {
     let decoded = kapi_protobuf::decode_message("v1", "ConfigMap", &cm(&bare));
     assert!(decoded.is_ok(), "{decoded:?}");
 }
+
+#[path = "roundtrip/transcode.rs"]
+mod transcode;

@@ -45,4 +45,10 @@ pub trait WriteAdmission: Send + Sync {
     /// aside for the object and the object no longer holds goes back (a
     /// Service's ClusterIP and node ports).
     async fn finished(&self, _stored: Option<&Value>) {}
+
+    /// Whether [`WriteAdmission::finished`] looks at the stored object (a
+    /// store that has not decoded it does so only then).
+    fn wants_written(&self) -> bool {
+        true
+    }
 }

@@ -105,6 +105,14 @@ pub trait Strategy: Send + Sync + 'static {
     /// Upstream defaulting; runs on every create and update (and patch result).
     fn default(&self, _obj: &mut Value) {}
 
+    /// Whether [`Strategy::default`] may change an object. A strategy that
+    /// keeps the no-op above says `false`: a stored object of its kind then
+    /// reads as stored, so the JSON of a written one is made from its stored
+    /// bytes without decoding them (`codec::StorageCodec::protobuf_json`).
+    fn has_defaults(&self) -> bool {
+        true
+    }
+
     /// Clear what a client may not set on create (beyond the generic metadata
     /// reset the store does itself; status is dropped generically when the
     /// resource has a status subresource).

@@ -131,6 +131,14 @@ impl OnRead for BuiltinReads {
             strategy.default(obj);
         }
     }
+
+    fn reads_as_stored(&self, api_version: &str, kind: &str) -> bool {
+        !self.is_older(api_version, kind)
+            && self
+                .defaults
+                .get(&(api_version.to_owned(), kind.to_owned()))
+                .is_none_or(|s| !s.has_defaults())
+    }
 }
 
 const ZONE: &str = "topology.kubernetes.io/zone";

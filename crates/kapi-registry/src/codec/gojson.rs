@@ -50,6 +50,20 @@ pub fn write_go_json(value: &Value, out: &mut Vec<u8>) {
     }
 }
 
+/// Go's spelling for the protobuf walk that writes stored objects' JSON
+/// without decoding them (`kapi_protobuf::stored_to_json`).
+pub struct GoSpelling;
+
+impl kapi_protobuf::Spelling for GoSpelling {
+    fn string(&self, s: &str, out: &mut Vec<u8>) {
+        write_str(s, out);
+    }
+
+    fn value(&self, v: &Value, out: &mut Vec<u8>) {
+        write_go_json(v, out);
+    }
+}
+
 fn write_number(n: &Number, out: &mut Vec<u8>) {
     if let Some(u) = n.as_u64() {
         out.extend_from_slice(itoa::Buffer::new().format(u).as_bytes());

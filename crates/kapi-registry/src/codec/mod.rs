@@ -41,7 +41,7 @@ use bytes::Bytes;
 use kapi_machinery::member::Members;
 use serde_json::Value;
 
-pub use gojson::{to_go_json, write_go_json};
+pub use gojson::{to_go_json, write_go_json, GoSpelling};
 pub use sniff::{sniff, type_meta, Sniffed};
 
 /// `--storage-media-type`: how built-in kinds are written.
@@ -100,6 +100,13 @@ pub trait OnRead: Send + Sync + 'static {
     /// Apply today's defaults of `obj`'s kind (at its storage version), e.g.
     /// to fields added since it was written.
     fn default(&self, obj: &mut Value);
+
+    /// Whether a read of an object of `kind` stored at `api_version` changes
+    /// nothing (not older, no defaults): the stored object is what a read
+    /// gives, so its JSON can be written straight from the stored bytes.
+    fn reads_as_stored(&self, _api_version: &str, _kind: &str) -> bool {
+        false
+    }
 }
 
 /// Why stored bytes could not be read or an object not written.
@@ -203,12 +210,33 @@ impl StorageCodec {
                     return Some(bytes.slice(..trimmed_len(bytes)));
                 }
             }
-            Sniffed::Protobuf => {}
+            Sniffed::Protobuf => {
+                if let Some(json) = self.protobuf_json(bytes) {
+                    return Some(json);
+                }
+            }
             Sniffed::Other if !looks_like_yaml_object(bytes) => return None,
             Sniffed::Other => {}
         }
         let obj = self.decode(bytes).ok()?;
         Some(decoded_json(&obj, bytes.len()))
+    }
+
+    /// Protobuf `bytes` as [`StorageCodec::to_json`] makes them, written
+    /// straight from the wire without decoding them into an object, when a
+    /// read of their kind changes nothing ([`OnRead::reads_as_stored`]) and
+    /// the walk can promise the decode's text (`kapi_protobuf::stored_to_json`).
+    pub fn protobuf_json(&self, bytes: &[u8]) -> Option<Bytes> {
+        let (av, kind) = kapi_protobuf::stored_type(bytes)?;
+        if let Some(hooks) = &self.on_read {
+            if !hooks.reads_as_stored(av, kind) {
+                return None;
+            }
+        }
+        let mut out = Vec::with_capacity(bytes.len() * 3 / 2 + 128);
+        kapi_protobuf::stored_to_json(bytes, &gojson::GoSpelling, &mut out)?;
+        out.shrink_to_fit();
+        Some(Bytes::from(out))
     }
 
     /// Protobuf `bytes` decoded, with the JSON [`StorageCodec::to_json`] makes

@@ -43,7 +43,8 @@ impl Store {
         opts: &WriteOptions,
         admission: Option<&dyn WriteAdmission>,
     ) -> Result<Value, ApiError> {
-        Ok(self.create_written(input, opts, admission).await?.0)
+        let written = self.create_written(input, opts, admission).await?;
+        self.written_object(written)
     }
 
     /// [`Store::create_admitted`], with the created object's JSON when the
@@ -54,10 +55,17 @@ impl Store {
         opts: &WriteOptions,
         admission: Option<&dyn WriteAdmission>,
     ) -> Result<Written, ApiError> {
-        let out = self.create_checked(input, opts, admission).await;
+        let mut out = self.create_checked(input, opts, admission).await;
         if let Some(a) = admission {
-            let stored = out.as_ref().ok().filter(|_| !opts.dry_run).map(|w| &w.0);
-            a.finished(stored).await;
+            if let Ok(w) = out.as_mut() {
+                if !opts.dry_run && a.wants_written() {
+                    if let Err(e) = self.decode_written(w) {
+                        out = Err(e);
+                    }
+                }
+            }
+            let stored = out.as_ref().ok().filter(|_| !opts.dry_run);
+            a.finished(stored.and_then(Written::decoded)).await;
         }
         out
     }
@@ -89,7 +97,7 @@ impl Store {
                 a.validate(&mut obj, None).await?;
             }
             if opts.dry_run {
-                return Ok((obj, None));
+                return Ok(Written::served(obj));
             }
             let key = self.def.key(meta::namespace(&obj), meta::name(&obj));
             let ttl = self.def.strategy.ttl();
@@ -100,7 +108,7 @@ impl Store {
                 .create_with_ttl(&key, stored.clone(), ttl)
                 .await
             {
-                Ok(kv) => return self.answer(decoded, &kv),
+                Ok(kv) => return self.answer(decoded, kv),
                 Err(e) => {
                     self.withdraw_ahead(&key, &stored, decoded.is_some());
                     match e {

@@ -38,12 +38,45 @@ pub use list::ListResult;
 pub use update::UpdateTarget;
 pub use watch::{CachedSource, WatchEvent, WatchEventType, WatchReceiver};
 
-/// A written object as served, with its JSON when the store has it at hand.
-pub type Written = (Value, Option<WrittenJson>);
+/// A written object, with its JSON when the store has it at hand. The object
+/// itself ([`Store::written_object`]) is decoded from what was stored only
+/// when asked for: a client answered in JSON needs just the JSON.
+pub struct Written {
+    object: WrittenObject,
+    pub json: Option<WrittenJson>,
+}
+
+enum WrittenObject {
+    /// Decoded (or, in a dry run, as it would have been stored), as served.
+    Served(Value),
+    /// Not decoded yet: what storage returned.
+    Stored(KeyValue),
+}
+
+impl Written {
+    pub(crate) fn served(obj: Value) -> Written {
+        Written {
+            object: WrittenObject::Served(obj),
+            json: None,
+        }
+    }
+
+    /// The object, when it has been decoded.
+    pub fn decoded(&self) -> Option<&Value> {
+        match &self.object {
+            WrittenObject::Served(v) => Some(v),
+            WrittenObject::Stored(_) => None,
+        }
+    }
+}
 
 /// The Go-style JSON of a written object as stored, which lacks only its
 /// `resourceVersion` (`cache::write_json_with_rv` adds it): the JSON the watch
 /// cache keeps of it.
+/// What [`Store::decode_ahead`] prepared: the decoded object when it was
+/// decoded, and the JSON.
+pub(crate) type Ahead = (Option<Value>, Bytes);
+
 pub struct WrittenJson {
     pub json: Bytes,
     pub revision: Revision,
@@ -186,20 +219,27 @@ impl Store {
         self.def.to_served(self.decode_stored(kv)?)
     }
 
-    /// Before writing `stored` under `key`: the object decoded from it (what
-    /// [`Store::decode`] would read back, without `resourceVersion`), when the
-    /// watch cache transcodes it as this store's codec does. Its JSON is
-    /// offered to the cache, so the one decode serves both the write's answer
-    /// and the cache (the answer of a write and the reflector each decoded
-    /// the same bytes).
-    pub(crate) fn decode_ahead(&self, key: &str, stored: &Bytes) -> Option<(Value, Bytes)> {
+    /// Before writing `stored` under `key`: its JSON as a read of it would
+    /// give (without `resourceVersion`), with the object decoded from it when
+    /// the JSON came from decoding it, when the watch cache transcodes it as
+    /// this store's codec does. The JSON is offered to the cache, so one
+    /// decode (or none: `StorageCodec::protobuf_json` writes the JSON of a
+    /// kind that reads as stored straight from the bytes) serves both the
+    /// write's answer and the cache.
+    pub(crate) fn decode_ahead(&self, key: &str, stored: &Bytes) -> Option<Ahead> {
         let cache = self
             .cache
             .as_ref()
             .filter(|c| c.transcodes_like(&self.codec))?;
-        let (obj, json) = self.codec.decode_with_json(stored)?;
-        cache.offer_json(key, stored, json.clone());
-        Some((obj, json))
+        let ahead = match self.codec.protobuf_json(stored) {
+            Some(json) => (None, json),
+            None => {
+                let (obj, json) = self.codec.decode_with_json(stored)?;
+                (Some(obj), json)
+            }
+        };
+        cache.offer_json(key, stored, ahead.1.clone());
+        Some(ahead)
     }
 
     /// The write [`Store::decode_ahead`] prepared failed.
@@ -209,26 +249,43 @@ impl Store {
         }
     }
 
-    /// The written object as [`Store::decode`] reads it from `kv`, from what
-    /// [`Store::decode_ahead`] decoded when it did; with its JSON (without
-    /// `resourceVersion`) when that is also the served object's (the
+    /// The written object as [`Store::decode`] reads it from `kv` (decoded
+    /// now only when [`Store::decode_ahead`] decoded it), with its JSON
+    /// (without `resourceVersion`) when that is also the served object's (the
     /// resource has no conversion).
-    pub(crate) fn answer(
-        &self,
-        decoded: Option<(Value, Bytes)>,
-        kv: &KeyValue,
-    ) -> Result<Written, ApiError> {
-        match decoded {
-            Some((mut obj, json)) => {
+    pub(crate) fn answer(&self, ahead: Option<Ahead>, kv: KeyValue) -> Result<Written, ApiError> {
+        let Some((obj, json)) = ahead else {
+            return Ok(Written::served(self.decode(&kv)?));
+        };
+        let json = self.def.conversion.is_none().then_some(WrittenJson {
+            json,
+            revision: kv.mod_revision,
+        });
+        let object = match obj {
+            Some(mut obj) => {
                 meta::set_str(&mut obj, "resourceVersion", &kv.mod_revision.to_string());
-                let json = self.def.conversion.is_none().then_some(WrittenJson {
-                    json,
-                    revision: kv.mod_revision,
-                });
-                Ok((self.def.to_served(obj)?, json))
+                WrittenObject::Served(self.def.to_served(obj)?)
             }
-            None => Ok((self.decode(kv)?, None)),
+            None if json.is_some() => WrittenObject::Stored(kv),
+            None => WrittenObject::Served(self.decode(&kv)?),
+        };
+        Ok(Written { object, json })
+    }
+
+    /// The written object as served, decoded now if it was not yet.
+    pub fn written_object(&self, written: Written) -> Result<Value, ApiError> {
+        match written.object {
+            WrittenObject::Served(v) => Ok(v),
+            WrittenObject::Stored(kv) => self.decode(&kv),
         }
+    }
+
+    /// Decode the written object in place, for a caller that needs it.
+    pub(crate) fn decode_written(&self, written: &mut Written) -> Result<(), ApiError> {
+        if let WrittenObject::Stored(kv) = &written.object {
+            written.object = WrittenObject::Served(self.decode(kv)?);
+        }
+        Ok(())
     }
 
     /// Storage bytes of several objects at the served version (one conversion

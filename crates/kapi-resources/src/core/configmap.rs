@@ -54,6 +54,10 @@ pub fn immutable_errors(new: &Value, old: &Value, fields: &[&str]) -> ErrorList 
 }
 
 impl Strategy for ConfigMapStrategy {
+    fn has_defaults(&self) -> bool {
+        false
+    }
+
     fn validate(&self, obj: &Value) -> ErrorList {
         let mut errs = ErrorList::new();
         let mut total = check_keys(obj, "/data", &mut errs, str::len);

@@ -141,6 +141,10 @@ impl WriteAdmission for RequestAdmission {
         }
     }
 
+    fn wants_written(&self) -> bool {
+        self.services.is_some()
+    }
+
     async fn admit_delete(&self, old: &Value) -> Result<(), ApiError> {
         self.inner.admit_delete(old).await
     }

@@ -41,15 +41,18 @@ pub async fn create(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {
         .before_admission(&mut obj, None, &opts, UpdateTarget::Main);
     adm.admit_create(&mut obj).await?;
     ctx.srv.storage_create(ctx, &mut obj, &opts, &adm).await?;
-    let (created, json) = ctx
-        .entry
-        .store
-        .create_written(obj, &opts, Some(&adm))
-        .await?;
-    let fast = json.and_then(|j| super::json_fast::written_json(ctx, StatusCode::CREATED, &j));
+    let store = &ctx.entry.store;
+    let written = store.create_written(obj, &opts, Some(&adm)).await?;
+    let fast = written
+        .json
+        .as_ref()
+        .and_then(|j| super::json_fast::written_json(ctx, StatusCode::CREATED, j));
     let mut resp = match fast {
         Some(resp) => resp,
-        None => super::get::respond_object(ctx, StatusCode::CREATED, &created)?,
+        None => {
+            let created = store.written_object(written)?;
+            super::get::respond_object(ctx, StatusCode::CREATED, &created)?
+        }
     };
     super::fieldcheck::add_warnings(&mut resp, &warnings);
     super::fieldcheck::add_warnings(&mut resp, &adm.warnings());
