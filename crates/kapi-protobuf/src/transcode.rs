@@ -164,7 +164,10 @@ fn single(
         }
         (Ty::Message(idx), Raw::Bytes(b)) => {
             let special = Schema::get().message(idx).special;
-            if special != Special::None {
+            if special == Special::RawJson && raw_object(b).is_some() {
+                // An object is never left out.
+                message(idx, b, depth + 1, sp, out)?;
+            } else if special != Special::None {
                 if depth + 1 > MAX_DEPTH {
                     return None;
                 }
@@ -206,6 +209,11 @@ fn message(idx: usize, b: &[u8], depth: usize, sp: &dyn Spelling, out: &mut Vec<
         return None;
     }
     let special = Schema::get().message(idx).special;
+    if special == Special::RawJson {
+        if let Some(json) = raw_object(b) {
+            return raw_json::write(json, sp, out);
+        }
+    }
     if special != Special::None {
         sp.value(&special::decode(special, b).ok()?, out);
         return Some(());
@@ -313,5 +321,185 @@ fn varint(ty: Ty, v: u64, out: &mut Vec<u8>) {
         Ty::Bool => out.extend_from_slice(if v != 0 { b"true" } else { b"false" }),
         Ty::Int32 => out.extend_from_slice(buf.format(v as i64 as i32).as_bytes()),
         _ => out.extend_from_slice(buf.format(v as i64).as_bytes()),
+    }
+}
+
+/// The JSON bytes of a raw JSON message (`RawExtension`, `FieldsV1`) when
+/// they hold an object, which [`raw_json::write`] spells without building it
+/// (a `managedFields` entry's `fieldsV1`); anything else goes through its value.
+fn raw_object(b: &[u8]) -> Option<&[u8]> {
+    let mut r = Reader::new(b);
+    let mut json = None;
+    while !r.done() {
+        match r.field().ok()? {
+            (1, Raw::Bytes(j)) => json = Some(j),
+            _ => return None,
+        }
+    }
+    let json = json?;
+    let first = json.iter().find(|c| !c.is_ascii_whitespace())?;
+    (*first == b'{').then_some(json)
+}
+
+/// JSON text re-spelled as it is parsed, with no object built: the text the
+/// parsed value's spelling would give, or `None` where they could differ (a
+/// key given twice in one object, which a parsed object keeps once) or the
+/// text is not JSON.
+mod raw_json {
+    use std::collections::HashSet;
+    use std::fmt;
+
+    use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+    use serde_json::Value;
+
+    use super::Spelling;
+
+    /// Keys of one object compared one by one; more go through a set.
+    const FEW_KEYS: usize = 16;
+
+    pub(super) fn write(json: &[u8], sp: &dyn Spelling, out: &mut Vec<u8>) -> Option<()> {
+        let mut de = serde_json::Deserializer::from_slice(json);
+        Spelled { sp, out }.deserialize(&mut de).ok()?;
+        de.end().ok()
+    }
+
+    struct Spelled<'a> {
+        sp: &'a dyn Spelling,
+        out: &'a mut Vec<u8>,
+    }
+
+    impl<'de> DeserializeSeed<'de> for Spelled<'_> {
+        type Value = ();
+
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for Spelled<'_> {
+        type Value = ();
+
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("any JSON value")
+        }
+
+        fn visit_bool<E>(self, v: bool) -> Result<(), E> {
+            self.out
+                .extend_from_slice(if v { b"true" } else { b"false" });
+            Ok(())
+        }
+
+        fn visit_i64<E>(self, v: i64) -> Result<(), E> {
+            self.out
+                .extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+            Ok(())
+        }
+
+        fn visit_u64<E>(self, v: u64) -> Result<(), E> {
+            self.out
+                .extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+            Ok(())
+        }
+
+        fn visit_f64<E>(self, v: f64) -> Result<(), E> {
+            self.sp.value(&Value::from(v), self.out);
+            Ok(())
+        }
+
+        fn visit_str<E>(self, v: &str) -> Result<(), E> {
+            self.sp.string(v, self.out);
+            Ok(())
+        }
+
+        fn visit_unit<E>(self) -> Result<(), E> {
+            self.out.extend_from_slice(b"null");
+            Ok(())
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+            let Spelled { sp, out } = self;
+            out.push(b'[');
+            let mut first = true;
+            loop {
+                let comma = out.len();
+                if !std::mem::take(&mut first) {
+                    out.push(b',');
+                }
+                if seq
+                    .next_element_seed(Spelled { sp, out: &mut *out })?
+                    .is_none()
+                {
+                    out.truncate(comma);
+                    break;
+                }
+            }
+            out.push(b']');
+            Ok(())
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            let Spelled { sp, out } = self;
+            out.push(b'{');
+            // Where each key's spelling sits in `out`: spellings are one to
+            // one with keys, so a key given twice spells the same bytes.
+            let mut keys: Vec<(usize, usize)> = Vec::new();
+            // Past a few keys, each one's bytes are also kept in a set.
+            let mut many: HashSet<Vec<u8>, foldhash::fast::RandomState> = HashSet::default();
+            loop {
+                let comma = out.len();
+                if !keys.is_empty() {
+                    out.push(b',');
+                }
+                let start = out.len();
+                if map.next_key_seed(Key { sp, out: &mut *out })?.is_none() {
+                    out.truncate(comma);
+                    break;
+                }
+                let end = out.len();
+                let twice = if keys.len() < FEW_KEYS {
+                    keys.iter().any(|&(s, e)| out[s..e] == out[start..end])
+                } else {
+                    if many.is_empty() {
+                        many.extend(keys.iter().map(|&(s, e)| out[s..e].to_vec()));
+                    }
+                    !many.insert(out[start..end].to_vec())
+                };
+                if twice {
+                    return Err(serde::de::Error::custom("a key given twice"));
+                }
+                keys.push((start, end));
+                out.push(b':');
+                map.next_value_seed(Spelled { sp, out: &mut *out })?;
+            }
+            out.push(b'}');
+            Ok(())
+        }
+    }
+
+    /// A map key, spelled into the output.
+    struct Key<'a> {
+        sp: &'a dyn Spelling,
+        out: &'a mut Vec<u8>,
+    }
+
+    impl<'de> DeserializeSeed<'de> for Key<'_> {
+        type Value = ();
+
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+            d.deserialize_str(self)
+        }
+    }
+
+    impl Visitor<'_> for Key<'_> {
+        type Value = ();
+
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a key")
+        }
+
+        fn visit_str<E>(self, v: &str) -> Result<(), E> {
+            self.sp.string(v, self.out);
+            Ok(())
+        }
     }
 }

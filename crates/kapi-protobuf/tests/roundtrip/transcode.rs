@@ -126,8 +126,17 @@ fn zeros_and_absent_fields_walk_as_they_decode() {
 /// beyond what kapi's encoder writes.
 #[test]
 fn wire_variants_walk_as_they_decode_or_decline() {
-    let field = |tag: u8, v: &[u8]| {
-        let mut f = vec![(tag << 3) | 2, v.len() as u8];
+    let varint = |mut n: usize, f: &mut Vec<u8>| {
+        while n >= 0x80 {
+            f.push((n as u8) | 0x80);
+            n >>= 7;
+        }
+        f.push(n as u8);
+    };
+    let field = |tag: usize, v: &[u8]| {
+        let mut f = Vec::new();
+        varint((tag << 3) | 2, &mut f);
+        varint(v.len(), &mut f);
         f.extend_from_slice(v);
         f
     };
@@ -177,6 +186,37 @@ fn wire_variants_walk_as_they_decode_or_decline() {
         if r.is_some() {
             walked(&whole[..cut]);
         }
+    }
+    // Raw JSON (a `managedFields` entry's `fieldsV1`), written as parsed:
+    // escapes, numbers and spacing re-spelled, a key twice declined (the
+    // parsed object keeps it once), what is not an object through its value.
+    let fields_v1 = |raw: &str| {
+        let entry = [field(1, b"m"), field(7, &field(1, raw.as_bytes()))].concat();
+        cm(&[field(1, &field(17, &entry))])
+    };
+    let mut many = (0..40)
+        .map(|i| format!("\"k{i}\":{{}}"))
+        .collect::<Vec<_>>();
+    for raw in [
+        r#"{"f:data":{".":{},"f:k":{}}}"#,
+        r#" { "f:<b>&" : { "\u00e9\u2028" : [1, -2, 1.0, 1e21, 1.5e-7, true, false, null, "s"] } } "#,
+        r#"{"a":{},"b":{"a":{}}}"#,
+        &format!("{{{}}}", many.join(",")),
+    ] {
+        assert!(walked(&fields_v1(raw)).is_some(), "{raw}");
+    }
+    many.push("\"k7\":{}".into());
+    for raw in [
+        r#"{"a":{},"a":{"b":1}}"#,
+        r#"{"x":{"a":1,"a":2}}"#,
+        &format!("{{{}}}", many.join(",")),
+        r#"{"a":}"#,
+        r#"{"a":1} x"#,
+    ] {
+        assert!(walked(&fields_v1(raw)).is_none(), "{raw}");
+    }
+    for raw in ["[]", "false", "null", "3", " [1]"] {
+        walked(&fields_v1(raw));
     }
     assert!(walked(b"k8s\0\x0a").is_none());
     assert!(walked(b"{}").is_none());
