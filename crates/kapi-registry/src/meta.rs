@@ -107,10 +107,10 @@ pub fn generate_name(prefix: &str) -> String {
         prefix
     };
     let mut rng = rand::rng();
-    let suffix: String = (0..5)
-        .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
-        .collect();
-    format!("{prefix}{suffix}")
+    let mut name = String::with_capacity(prefix.len() + 5);
+    name.push_str(prefix);
+    name.extend((0..5).map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char));
+    name
 }
 
 /// Everything but `metadata` and `status`: what `generation` counts.

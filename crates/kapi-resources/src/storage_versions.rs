@@ -32,7 +32,7 @@ use crate::registry::builtin_resources;
 
 /// The read hooks of every built-in kind, for the server's storage codec.
 pub fn on_read() -> Arc<dyn OnRead> {
-    let mut defaults: HashMap<(String, String), Arc<dyn Strategy>> = HashMap::new();
+    let mut defaults: HashMap<String, Versions> = HashMap::new();
     for def in builtin_resources() {
         let stored = match &def.conversion {
             Some(c) => c.storage_api_version().to_owned(),
@@ -41,7 +41,9 @@ pub fn on_read() -> Arc<dyn OnRead> {
         // The strategy of the resource served at the storage version holds
         // that version's defaults.
         if stored == def.api_version() {
-            defaults.insert((stored, def.kind.clone()), def.strategy.clone());
+            let versions = defaults.entry(def.kind.clone()).or_default();
+            versions.retain(|(av, _)| *av != stored);
+            versions.push((stored, def.strategy.clone()));
         }
     }
     Arc::new(BuiltinReads { defaults })
@@ -95,8 +97,22 @@ const OLDER: &[(&str, &[&str], &[&str])] = &[
 ];
 
 struct BuiltinReads {
-    /// Storage `(apiVersion, kind)` → the strategy that defaults it.
-    defaults: HashMap<(String, String), Arc<dyn Strategy>>,
+    /// Storage kind → `(apiVersion, the strategy that defaults it)`, looked
+    /// up by borrowed names (a read allocates nothing to find its strategy).
+    defaults: HashMap<String, Versions>,
+}
+
+/// A kind's storage versions, each with its strategy.
+type Versions = Vec<(String, Arc<dyn Strategy>)>;
+
+impl BuiltinReads {
+    fn strategy(&self, api_version: &str, kind: &str) -> Option<&Arc<dyn Strategy>> {
+        self.defaults
+            .get(kind)?
+            .iter()
+            .find(|(av, _)| av == api_version)
+            .map(|(_, s)| s)
+    }
 }
 
 impl OnRead for BuiltinReads {
@@ -126,8 +142,8 @@ impl OnRead for BuiltinReads {
     }
 
     fn default(&self, obj: &mut Value) {
-        let key = |f: &str| obj.get(f).and_then(Value::as_str).unwrap_or("").to_owned();
-        if let Some(strategy) = self.defaults.get(&(key("apiVersion"), key("kind"))) {
+        let field = |f: &str| obj.get(f).and_then(Value::as_str).unwrap_or("");
+        if let Some(strategy) = self.strategy(field("apiVersion"), field("kind")) {
             strategy.default(obj);
         }
     }
@@ -135,8 +151,7 @@ impl OnRead for BuiltinReads {
     fn reads_as_stored(&self, api_version: &str, kind: &str) -> bool {
         !self.is_older(api_version, kind)
             && self
-                .defaults
-                .get(&(api_version.to_owned(), kind.to_owned()))
+                .strategy(api_version, kind)
                 .is_none_or(|s| !s.has_defaults())
     }
 }
