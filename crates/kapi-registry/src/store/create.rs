@@ -102,7 +102,7 @@ impl Store {
             let key = self.def.key(meta::namespace(&obj), meta::name(&obj));
             let ttl = self.def.strategy.ttl();
             let stored = self.encode(&obj)?;
-            let decoded = self.decode_ahead(&key, &stored);
+            let decoded = self.decode_ahead(&key, &stored, opts.answer_json);
             match self
                 .backend
                 .create_with_ttl(&key, stored.clone(), ttl)

@@ -223,15 +223,20 @@ impl Store {
     /// give (without `resourceVersion`), with the object decoded from it when
     /// the JSON came from decoding it, when the watch cache transcodes it as
     /// this store's codec does. The JSON is offered to the cache, so one
-    /// decode (or none: `StorageCodec::protobuf_json` writes the JSON of a
-    /// kind that reads as stored straight from the bytes) serves both the
-    /// write's answer and the cache.
-    pub(crate) fn decode_ahead(&self, key: &str, stored: &Bytes) -> Option<Ahead> {
+    /// decode serves both the write's answer and the cache; or none, for a
+    /// caller answering in JSON (`json_only`): `StorageCodec::protobuf_json`
+    /// writes the JSON of a kind that reads as stored straight from the bytes.
+    pub(crate) fn decode_ahead(&self, key: &str, stored: &Bytes, json_only: bool) -> Option<Ahead> {
         let cache = self
             .cache
             .as_ref()
             .filter(|c| c.transcodes_like(&self.codec))?;
-        let ahead = match self.codec.protobuf_json(stored) {
+        let walked = if json_only {
+            self.codec.protobuf_json(stored)
+        } else {
+            None
+        };
+        let ahead = match walked {
             Some(json) => (None, json),
             None => {
                 let (obj, json) = self.codec.decode_with_json(stored)?;

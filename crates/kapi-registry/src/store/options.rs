@@ -30,6 +30,12 @@ pub struct WriteOptions {
     /// The object's `metadata.managedFields` were already worked out (by a
     /// server-side apply); the store keeps them as they are.
     pub managed_fields_set: bool,
+    /// The caller answers a create with the written object's JSON alone (a
+    /// client that wants plain JSON): the store then writes that JSON straight
+    /// from the stored bytes where it can, and decodes the object only when
+    /// asked (`Store::written_object`). Others get the object decoded once,
+    /// its JSON made from it.
+    pub answer_json: bool,
 }
 
 impl WriteOptions {

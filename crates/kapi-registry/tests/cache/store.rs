@@ -375,3 +375,46 @@ fn list_prefixes_are_the_key_prefix_then_the_namespace() {
     cluster.namespaced = false;
     assert_eq!(cluster.list_prefix(Some("ns-1")), "/t/configmaps/");
 }
+
+/// A create whose caller answers in JSON (`answer_json`) gets the created
+/// object's JSON written straight from the stored protobuf, and the object
+/// decoded only when asked for; any other gets the object decoded once. Both
+/// answer what a read of the object gives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_create_answered_in_json_decodes_the_object_only_when_asked() {
+    use kapi_registry::{MediaType, StorageCodec};
+    let codec = StorageCodec::new(MediaType::Protobuf);
+    let f = fixtures::embedded_with(CacheConfig {
+        codec: Some(codec.clone()),
+        ..CacheConfig::default()
+    })
+    .await;
+    let s = Store::new(def(), f.cache.backend().clone())
+        .with_codec(codec)
+        .with_cache(f.cache.clone());
+    for answer_json in [true, false] {
+        let name = format!("j-{answer_json}");
+        let opts = WriteOptions {
+            answer_json,
+            ..WriteOptions::default()
+        };
+        let obj = json!({"metadata": {"name": name, "namespace": "n", "labels": {"a": "b"}},
+                         "data": {"k": "<&> \u{2028}"}});
+        let written = s.create_written(obj, &opts, None).await.unwrap();
+        assert_eq!(written.decoded().is_none(), answer_json);
+        let json = written.json.as_ref().expect("the JSON at hand");
+        let mut answered = Vec::new();
+        assert!(kapi_registry::cache::write_json_with_rv(
+            &json.json,
+            json.revision,
+            &mut answered
+        ));
+        let created = s.written_object(written).unwrap();
+        let read = s.get(Some("n"), &name, None).await.unwrap();
+        assert_eq!(created, read);
+        assert_eq!(serde_json::from_slice::<Value>(&answered).unwrap(), read);
+        assert!(String::from_utf8(answered)
+            .unwrap()
+            .contains(r#""k":"\u003c\u0026\u003e \u2028""#));
+    }
+}

@@ -35,10 +35,11 @@ pub async fn create(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {
     let warnings = ctx.srv.check_and_prune(ctx, &mut obj, &dups, &bytes)?;
     super::fieldcheck::check_bytes(&ctx.entry.def, &obj)?;
     let adm = RequestAdmission::write(ctx, "CreateOptions", &opts);
-    let opts = ctx
+    let mut opts = ctx
         .entry
         .store
         .before_admission(&mut obj, None, &opts, UpdateTarget::Main);
+    opts.answer_json = super::json_fast::fast_path_applies(ctx);
     adm.admit_create(&mut obj).await?;
     ctx.srv.storage_create(ctx, &mut obj, &opts, &adm).await?;
     let store = &ctx.entry.store;

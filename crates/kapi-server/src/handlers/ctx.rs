@@ -89,6 +89,7 @@ impl Ctx {
             dry_run,
             field_manager: Some(manager),
             managed_fields_set: false,
+            answer_json: false,
         })
     }
 

@@ -27,7 +27,7 @@ use kapi_http::negotiate::{Format, View};
 
 /// Plain JSON objects whose stored bytes are what the client gets: not for a
 /// resource stored at another version (its objects must be converted).
-fn fast_path_applies(ctx: &Ctx) -> bool {
+pub(super) fn fast_path_applies(ctx: &Ctx) -> bool {
     ctx.accept.view == View::Object
         && ctx.accept.format == Format::Json
         && ctx.entry.def.conversion.is_none()
