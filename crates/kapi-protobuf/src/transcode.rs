@@ -359,20 +359,36 @@ mod raw_json {
 
     pub(super) fn write(json: &[u8], sp: &dyn Spelling, out: &mut Vec<u8>) -> Option<()> {
         let mut de = serde_json::Deserializer::from_slice(json);
-        Spelled { sp, out }.deserialize(&mut de).ok()?;
+        Spelled::value(sp, out).deserialize(&mut de).ok()?;
         de.end().ok()
     }
 
+    /// A value (or, `key`, a map key: a string) spelled into `out` as it is parsed.
     struct Spelled<'a> {
         sp: &'a dyn Spelling,
         out: &'a mut Vec<u8>,
+        key: bool,
+    }
+
+    impl<'a> Spelled<'a> {
+        fn value(sp: &'a dyn Spelling, out: &'a mut Vec<u8>) -> Self {
+            Spelled {
+                sp,
+                out,
+                key: false,
+            }
+        }
     }
 
     impl<'de> DeserializeSeed<'de> for Spelled<'_> {
         type Value = ();
 
         fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-            d.deserialize_any(self)
+            if self.key {
+                d.deserialize_str(self)
+            } else {
+                d.deserialize_any(self)
+            }
         }
     }
 
@@ -417,7 +433,7 @@ mod raw_json {
         }
 
         fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-            let Spelled { sp, out } = self;
+            let Spelled { sp, out, .. } = self;
             out.push(b'[');
             let mut first = true;
             loop {
@@ -426,7 +442,7 @@ mod raw_json {
                     out.push(b',');
                 }
                 if seq
-                    .next_element_seed(Spelled { sp, out: &mut *out })?
+                    .next_element_seed(Spelled::value(sp, &mut *out))?
                     .is_none()
                 {
                     out.truncate(comma);
@@ -438,7 +454,7 @@ mod raw_json {
         }
 
         fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-            let Spelled { sp, out } = self;
+            let Spelled { sp, out, .. } = self;
             out.push(b'{');
             // Where each key's spelling sits in `out`: spellings are one to
             // one with keys, so a key given twice spells the same bytes.
@@ -451,7 +467,14 @@ mod raw_json {
                     out.push(b',');
                 }
                 let start = out.len();
-                if map.next_key_seed(Key { sp, out: &mut *out })?.is_none() {
+                if map
+                    .next_key_seed(Spelled {
+                        sp,
+                        out: &mut *out,
+                        key: true,
+                    })?
+                    .is_none()
+                {
                     out.truncate(comma);
                     break;
                 }
@@ -469,36 +492,9 @@ mod raw_json {
                 }
                 keys.push((start, end));
                 out.push(b':');
-                map.next_value_seed(Spelled { sp, out: &mut *out })?;
+                map.next_value_seed(Spelled::value(sp, &mut *out))?;
             }
             out.push(b'}');
-            Ok(())
-        }
-    }
-
-    /// A map key, spelled into the output.
-    struct Key<'a> {
-        sp: &'a dyn Spelling,
-        out: &'a mut Vec<u8>,
-    }
-
-    impl<'de> DeserializeSeed<'de> for Key<'_> {
-        type Value = ();
-
-        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-            d.deserialize_str(self)
-        }
-    }
-
-    impl Visitor<'_> for Key<'_> {
-        type Value = ();
-
-        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-            f.write_str("a key")
-        }
-
-        fn visit_str<E>(self, v: &str) -> Result<(), E> {
-            self.sp.string(v, self.out);
             Ok(())
         }
     }
