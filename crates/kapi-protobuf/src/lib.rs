@@ -125,10 +125,6 @@ pub fn decode_stored(bytes: &[u8]) -> Result<Value, Error> {
 
 /// The stored object's `apiVersion`, `kind` and message bytes, from its
 /// envelope, as [`decode_stored`] reads them.
-pub fn stored_type(bytes: &[u8]) -> Option<(&str, &str)> {
-    stored_parts(bytes).ok().map(|(av, kind, _)| (av, kind))
-}
-
 fn stored_parts(bytes: &[u8]) -> Result<(&str, &str, &[u8]), Error> {
     enveloped_parts(bytes, None)
 }

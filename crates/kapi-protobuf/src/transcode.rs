@@ -32,10 +32,19 @@ pub trait Spelling {
 }
 
 /// Stored bytes (`k8s\0` envelope) as the JSON of [`crate::decode_stored`]'s
-/// object, appended to `out`; `None` (and `out` as it was) where the walk
-/// cannot promise the same text.
-pub fn stored_to_json(bytes: &[u8], sp: &dyn Spelling, out: &mut Vec<u8>) -> Option<()> {
+/// object, appended to `out`, when `wanted` accepts the object's `apiVersion`
+/// and `kind`; `None` (and `out` as it was) where it does not, or where the
+/// walk cannot promise the same text.
+pub fn stored_to_json(
+    bytes: &[u8],
+    wanted: impl FnOnce(&str, &str) -> bool,
+    sp: &dyn Spelling,
+    out: &mut Vec<u8>,
+) -> Option<()> {
     let (av, kind, raw) = crate::stored_parts(bytes).ok()?;
+    if !wanted(av, kind) {
+        return None;
+    }
     let idx = crate::lookup(av, kind).ok()?;
     let msg = Schema::get().message(idx);
     if msg.special != Special::None
@@ -134,40 +143,16 @@ fn single(
     sp: &dyn Spelling,
     out: &mut Vec<u8>,
 ) -> Option<bool> {
-    let zero_kept = keeps_zero(f);
-    match (f.ty, raw) {
-        (Ty::Bool | Ty::Int32 | Ty::Int64, Raw::Varint(v)) => {
-            if v_is_zero(f.ty, v) && !zero_kept {
-                return Some(false);
-            }
-            varint(f.ty, v, out);
-        }
-        (Ty::Double, Raw::Fixed64(v)) => {
-            let n = serde_json::Number::from_f64(f64::from_bits(v))?;
-            if n.as_f64() == Some(0.0) && !zero_kept {
-                return Some(false);
-            }
-            sp.value(&Value::Number(n), out);
-        }
-        (Ty::String, Raw::Bytes(b)) => {
-            let s = std::str::from_utf8(b).ok()?;
-            if s.is_empty() && !zero_kept {
-                return Some(false);
-            }
-            sp.string(s, out);
-        }
-        (Ty::Bytes, Raw::Bytes(b)) => {
-            if b.is_empty() && !zero_kept {
-                return Some(false);
-            }
-            sp.string(&base64::engine::general_purpose::STANDARD.encode(b), out);
-        }
+    let zero = match (f.ty, raw) {
+        (Ty::Bool | Ty::Int32 | Ty::Int64, Raw::Varint(v)) => v_is_zero(f.ty, v),
+        (Ty::Double, Raw::Fixed64(v)) => f64::from_bits(v) == 0.0,
+        (Ty::String | Ty::Bytes, Raw::Bytes(b)) => b.is_empty(),
         (Ty::Message(idx), Raw::Bytes(b)) => {
             let special = Schema::get().message(idx).special;
-            if special == Special::RawJson && raw_object(b).is_some() {
-                // An object is never left out.
-                message(idx, b, depth + 1, sp, out)?;
-            } else if special != Special::None {
+            // A special message's value may be one Go leaves out (a zero
+            // `Time` is `null`); an object, a raw JSON one too, never is.
+            if special != Special::None && !(special == Special::RawJson && raw_object(b).is_some())
+            {
                 if depth + 1 > MAX_DEPTH {
                     return None;
                 }
@@ -176,12 +161,16 @@ fn single(
                     return Some(false);
                 }
                 sp.value(&v, out);
-            } else {
-                message(idx, b, depth + 1, sp, out)?;
+                return Some(true);
             }
+            false
         }
         _ => return None,
+    };
+    if zero && !keeps_zero(f) {
+        return Some(false);
     }
+    item(f.ty, raw, depth, sp, out)?;
     Some(true)
 }
 

@@ -229,7 +229,7 @@ impl ResourceDef {
         if self.group.is_empty() {
             return self.version.clone();
         }
-        // Joined by hand, as `list_prefix`: this runs several times per request.
+        // Joined by hand (`join`): this runs several times per request.
         join(&[&self.group, "/", &self.version])
     }
 
@@ -341,15 +341,10 @@ impl ResourceDef {
     pub fn list_prefix(&self, namespace: Option<&str>) -> String {
         // Joined by hand: `format!` took 800 instructions, and admission
         // lists a few prefixes on every write.
-        let ns = namespace.filter(|_| self.namespaced);
-        let mut p = String::with_capacity(self.key_prefix.len() + ns.map_or(0, str::len) + 2);
-        p.push_str(&self.key_prefix);
-        p.push('/');
-        if let Some(ns) = ns {
-            p.push_str(ns);
-            p.push('/');
+        match namespace.filter(|_| self.namespaced) {
+            Some(ns) => join(&[&self.key_prefix, "/", ns, "/"]),
+            None => join(&[&self.key_prefix, "/"]),
         }
-        p
     }
 }
 

@@ -11,7 +11,7 @@ use kapi_registry::codec::{to_go_json, GoSpelling, StorageCodec};
 /// where the walk declined (and then it left `out` as it was).
 fn walked(bytes: &[u8]) -> Option<Vec<u8>> {
     let mut out = b"prefix".to_vec();
-    let walked = kapi_protobuf::stored_to_json(bytes, &GoSpelling, &mut out);
+    let walked = kapi_protobuf::stored_to_json(bytes, |_, _| true, &GoSpelling, &mut out);
     let Some(()) = walked else {
         assert_eq!(out, b"prefix", "a declined walk leaves the buffer alone");
         return None;
@@ -54,6 +54,11 @@ fn every_served_kind_walks_to_the_decoded_objects_json() {
         "data": {"k": "<b>&\u{2028}\"\\ \u{1}", "": ""}, "binaryData": {"z": "AAE="},
         "immutable": false});
     assert!(walked(&stored(&cm)).is_some());
+    // A kind the caller does not want is not walked, and nothing is written.
+    let mut out = Vec::new();
+    let unwanted = |av: &str, kind: &str| !(av == "v1" && kind == "ConfigMap");
+    assert!(kapi_protobuf::stored_to_json(&stored(&cm), unwanted, &GoSpelling, &mut out).is_none());
+    assert!(out.is_empty());
 }
 
 #[test]
@@ -182,7 +187,7 @@ fn wire_variants_walk_as_they_decode_or_decline() {
     let whole = cm(&[meta.clone(), data.clone()]);
     for cut in 4..whole.len() - 1 {
         let mut out = Vec::new();
-        let r = kapi_protobuf::stored_to_json(&whole[..cut], &GoSpelling, &mut out);
+        let r = kapi_protobuf::stored_to_json(&whole[..cut], |_, _| true, &GoSpelling, &mut out);
         if r.is_some() {
             walked(&whole[..cut]);
         }

@@ -227,14 +227,13 @@ impl StorageCodec {
     /// read of their kind changes nothing ([`OnRead::reads_as_stored`]) and
     /// the walk can promise the decode's text (`kapi_protobuf::stored_to_json`).
     pub fn protobuf_json(&self, bytes: &[u8]) -> Option<Bytes> {
-        let (av, kind) = kapi_protobuf::stored_type(bytes)?;
-        if let Some(hooks) = &self.on_read {
-            if !hooks.reads_as_stored(av, kind) {
-                return None;
-            }
-        }
+        let reads_as_stored = |av: &str, kind: &str| {
+            self.on_read
+                .as_ref()
+                .is_none_or(|hooks| hooks.reads_as_stored(av, kind))
+        };
         let mut out = Vec::with_capacity(bytes.len() * 3 / 2 + 128);
-        kapi_protobuf::stored_to_json(bytes, &gojson::GoSpelling, &mut out)?;
+        kapi_protobuf::stored_to_json(bytes, reads_as_stored, &gojson::GoSpelling, &mut out)?;
         out.shrink_to_fit();
         Some(Bytes::from(out))
     }

@@ -70,13 +70,13 @@ impl Written {
     }
 }
 
-/// The Go-style JSON of a written object as stored, which lacks only its
-/// `resourceVersion` (`cache::write_json_with_rv` adds it): the JSON the watch
-/// cache keeps of it.
 /// What [`Store::decode_ahead`] prepared: the decoded object when it was
 /// decoded, and the JSON.
 pub(crate) type Ahead = (Option<Value>, Bytes);
 
+/// The Go-style JSON of a written object as stored, which lacks only its
+/// `resourceVersion` (`cache::write_json_with_rv` adds it): the JSON the watch
+/// cache keeps of it.
 pub struct WrittenJson {
     pub json: Bytes,
     pub revision: Revision,
