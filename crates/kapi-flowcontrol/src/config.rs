@@ -63,6 +63,9 @@ pub struct Schema {
     pub level: String,
     pub distinguisher: Distinguisher,
     rules: Vec<Rule>,
+    /// The metric series and response headers of requests this schema
+    /// classifies, resolved on the first one.
+    pub(crate) recorded: std::sync::OnceLock<std::sync::Arc<crate::FlowSeries>>,
 }
 
 fn s<'a>(v: &'a Value, ptr: &str) -> &'a str {
@@ -147,6 +150,7 @@ impl Schema {
                 .unwrap_or(1000),
             level: s(obj, "/spec/priorityLevelConfiguration/name").to_owned(),
             distinguisher,
+            recorded: Default::default(),
             rules: obj
                 .pointer("/spec/rules")
                 .and_then(Value::as_array)

@@ -40,14 +40,16 @@ use std::sync::{Arc, RwLock, Weak};
 use std::time::Duration;
 
 use axum::extract::{Request, State};
-use axum::http::HeaderValue;
+use axum::http::{HeaderName, HeaderValue};
 use axum::response::Response;
 use kapi_http::next::Next;
 use tokio::time::Instant;
 
 use config::{Digest, LevelSpec, Schema};
 use kapi_http::limits::{self, Deadline, Executing, Kind};
-use kapi_http::metrics::{Family, Kind as MetricKind, Metrics, WAIT_BUCKETS};
+use kapi_http::metrics::{
+    Counter, Family, Gauge, Kind as MetricKind, Metrics, Observer, WAIT_BUCKETS,
+};
 use kapi_http::user::UserInfo;
 use queueset::Level;
 
@@ -56,8 +58,8 @@ pub use controller::spawn as spawn_controller;
 #[cfg(test)]
 mod borrow_tests;
 
-const FS_HEADER: &str = "x-kubernetes-pf-flowschema-uid";
-const PL_HEADER: &str = "x-kubernetes-pf-prioritylevel-uid";
+const FS_HEADER: HeaderName = HeaderName::from_static("x-kubernetes-pf-flowschema-uid");
+const PL_HEADER: HeaderName = HeaderName::from_static("x-kubernetes-pf-prioritylevel-uid");
 
 const PF_LABELS: &[&str] = &["priority_level", "flow_schema"];
 const EXECUTING: Family = Family {
@@ -412,13 +414,68 @@ fn max_seats(spec: &LevelSpec, nominal: usize) -> usize {
     seats
 }
 
-fn set_headers(resp: &mut Response, schema: &Schema, level: &LevelSpec) {
+fn set_headers(resp: &mut Response, flow: &FlowSeries) {
     let h = resp.headers_mut();
-    if let Ok(v) = HeaderValue::from_str(&schema.uid) {
-        h.insert(FS_HEADER, v);
+    if let Some(v) = &flow.schema_uid {
+        h.insert(FS_HEADER, v.clone());
     }
-    if let Ok(v) = HeaderValue::from_str(&level.uid) {
-        h.insert(PL_HEADER, v);
+    if let Some(v) = &flow.level_uid {
+        h.insert(PL_HEADER, v.clone());
+    }
+}
+
+/// What the filter records for the requests of one flow schema at one
+/// priority level: its series of the metric families labelled by both, and
+/// the response headers naming them. Resolved once per schema (a schema's
+/// level does not change: a new configuration makes new schemas), so a
+/// request records with atomic additions and no lookup.
+pub(crate) struct FlowSeries {
+    level: String,
+    inqueue: Gauge,
+    dispatched: Counter,
+    executing: Gauge,
+    seats: Gauge,
+    waited: Observer,
+    schema_uid: Option<HeaderValue>,
+    level_uid: Option<HeaderValue>,
+}
+
+impl std::fmt::Debug for FlowSeries {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FlowSeries")
+            .field("level", &self.level)
+            .finish_non_exhaustive()
+    }
+}
+
+impl FlowSeries {
+    fn new(metrics: &Metrics, schema: &Schema, spec: &LevelSpec) -> FlowSeries {
+        let l2 = [spec.name.as_str(), schema.name.as_str()];
+        FlowSeries {
+            level: spec.name.clone(),
+            inqueue: metrics.gauge(&INQUEUE, &l2),
+            dispatched: metrics.counter(&DISPATCHED, &l2),
+            executing: metrics.gauge(&EXECUTING, &l2),
+            seats: metrics.gauge(&EXECUTING_SEATS, &l2),
+            waited: metrics.histogram(&WAIT, &[l2[0], l2[1], "true"]),
+            schema_uid: HeaderValue::from_str(&schema.uid).ok(),
+            level_uid: HeaderValue::from_str(&spec.uid).ok(),
+        }
+    }
+
+    /// `schema`'s series at `spec`'s level: the schema's own once resolved.
+    /// (A request whose schema names a missing level runs at `catch-all`
+    /// under the `catch-all` schema, so a schema is seen at one level; the
+    /// check keeps any other pairing correct, unremembered.)
+    fn of(metrics: &Metrics, schema: &Schema, spec: &LevelSpec) -> Arc<FlowSeries> {
+        let flow = schema
+            .recorded
+            .get_or_init(|| Arc::new(FlowSeries::new(metrics, schema, spec)));
+        if flow.level == spec.name {
+            flow.clone()
+        } else {
+            Arc::new(FlowSeries::new(metrics, schema, spec))
+        }
     }
 }
 
@@ -462,43 +519,43 @@ pub async fn layer<N: Next>(State(fc): State<FlowControl>, req: Request, next: N
             max,
         )
     };
-    let metrics = fc.inner.metrics.clone();
-    let labels = [spec.name.clone(), schema.name.clone()];
-    let l2 = [labels[0].as_str(), labels[1].as_str()];
+    let metrics = &fc.inner.metrics;
+    let flow = FlowSeries::of(metrics, &schema, spec);
 
     let now = Instant::now();
     let wait_until = match req.extensions().get::<Deadline>() {
         Some(d) => d.received + (d.at - d.received) / 4,
         None => now + fc.inner.request_timeout / 4,
     };
-    metrics.add(&INQUEUE, &l2, 1.0);
+    flow.inqueue.add(1.0);
     let admission = level.admit(hash, estimate.seats, wait_until).await;
-    metrics.add(&INQUEUE, &l2, -1.0);
+    flow.inqueue.add(-1.0);
     let waited = admission.waited.as_secs_f64();
     let seat = match admission.result {
         Ok(seat) => seat,
         Err(why) => {
-            metrics.add(&REJECTED, &[&labels[0], &labels[1], why.as_str()], 1.0);
-            metrics.observe(&WAIT, &[&labels[0], &labels[1], "false"], waited);
-            Executing::dropped(&metrics, kind.mutating);
+            let (level, schema) = (spec.name.as_str(), schema.name.as_str());
+            metrics.add(&REJECTED, &[level, schema, why.as_str()], 1.0);
+            metrics.observe(&WAIT, &[level, schema, "false"], waited);
+            Executing::dropped(metrics, kind.mutating);
             let mut resp = limits::too_many_requests();
-            set_headers(&mut resp, &schema, spec);
+            set_headers(&mut resp, &flow);
             return resp;
         }
     };
-    metrics.observe(&WAIT, &[&labels[0], &labels[1], "true"], waited);
-    metrics.add(&DISPATCHED, &l2, 1.0);
-    metrics.add(&EXECUTING, &l2, 1.0);
+    flow.waited.observe(waited);
+    flow.dispatched.inc();
+    flow.executing.add(1.0);
     let seats = seat.seats() as f64;
-    metrics.add(&EXECUTING_SEATS, &l2, seats);
-    let executing = Executing::start(&metrics, kind.mutating);
+    flow.seats.add(seats);
+    let executing = Executing::start(metrics, kind.mutating);
     let mut resp = next.run(req).await;
-    set_headers(&mut resp, &schema, spec);
+    set_headers(&mut resp, &flow);
     let release = move || {
-        metrics.add(&EXECUTING, &[&labels[0], &labels[1]], -1.0);
+        flow.executing.add(-1.0);
         drop(executing);
         let free = move || {
-            metrics.add(&EXECUTING_SEATS, &[&labels[0], &labels[1]], -seats);
+            flow.seats.add(-seats);
             drop(seat);
         };
         if estimate.hold.is_zero() {

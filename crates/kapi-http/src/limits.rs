@@ -26,7 +26,7 @@ use kapi_machinery::status::ApiError;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
-use crate::metrics::{Metrics, DROPPED, INFLIGHT};
+use crate::metrics::{Gauge, Metrics, DROPPED};
 use crate::negotiate::error_response;
 use crate::request::{self, Query};
 use crate::user::UserInfo;
@@ -63,7 +63,11 @@ impl Kind {
         uri: &axum::http::Uri,
         query: &Query,
     ) -> Option<request::RequestInfo> {
-        if self.parsed_from.0 == *method && self.parsed_from.1 == *uri {
+        // What the parse reads is the method, path and query (an HTTP/2
+        // request's URL also has a scheme and authority, slower to compare).
+        if self.parsed_from.0 == *method
+            && self.parsed_from.1.path_and_query() == uri.path_and_query()
+        {
             return self.info.clone();
         }
         request::parse(method, uri.path(), query)
@@ -236,18 +240,14 @@ pub fn too_many_requests() -> Response {
 
 /// `apiserver_current_inflight_requests` for one executing request.
 pub struct Executing {
-    metrics: Metrics,
-    kind: &'static str,
+    inflight: Gauge,
 }
 
 impl Executing {
     pub fn start(metrics: &Metrics, mutating: bool) -> Executing {
-        let kind = if mutating { "mutating" } else { "readOnly" };
-        metrics.add(&INFLIGHT, &[kind], 1.0);
-        Executing {
-            metrics: metrics.clone(),
-            kind,
-        }
+        let inflight = metrics.inflight(mutating).clone();
+        inflight.add(1.0);
+        Executing { inflight }
     }
 
     /// Count a request refused for load (`apiserver_dropped_requests_total`).
@@ -259,7 +259,7 @@ impl Executing {
 
 impl Drop for Executing {
     fn drop(&mut self) {
-        self.metrics.add(&INFLIGHT, &[self.kind], -1.0);
+        self.inflight.add(-1.0);
     }
 }
 

@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex};
 
 use axum::body::Body;
 use axum::extract::{ConnectInfo, Request, State};
-use axum::http::{header, HeaderValue};
+use axum::http::{header, HeaderName, HeaderValue};
 use axum::response::Response;
 use futures::FutureExt;
 use kapi_http::next::Next;
@@ -65,6 +65,8 @@ pub struct Additions {
 /// Admission annotations with this prefix need the Request level: a mutating
 /// webhook's patch shows what was in the request body (upstream's
 /// `PatchAuditAnnotationPrefix`).
+/// The response header naming the request's audit ID.
+const AUDIT_ID: HeaderName = HeaderName::from_static("audit-id");
 const PATCH_PREFIX: &str = "patch.webhook.admission.k8s.io/";
 
 /// Request extension through which later filters add to the event.
@@ -153,8 +155,13 @@ pub async fn id_layer<N: Next>(
         ev.insert("stageTimestamp".into(), micro_time().into());
         audit.sink.send(Value::Object(ev));
     }
-    if let Ok(v) = HeaderValue::from_str(&id) {
-        resp.headers_mut().insert("audit-id", v);
+    if let Ok(mut v) = HeaderValue::from_str(&id) {
+        // Unique to this response: over HTTP/2 it is sent as a literal that
+        // is never indexed, rather than entered into the connection's HPACK
+        // table, where it would only push out the entries every response
+        // reuses (the flow-control headers, the content type).
+        v.set_sensitive(true);
+        resp.headers_mut().insert(AUDIT_ID, v);
     }
     resp
 }

@@ -309,7 +309,7 @@ pub async fn serve(apis: &Apis, metrics: Metrics) -> Response {
 }
 
 mod registry;
-pub use registry::{Counter, Metrics, Policy};
+pub use registry::{Counter, Gauge, Metrics, Observer, Policy};
 
 #[cfg(test)]
 mod tests;

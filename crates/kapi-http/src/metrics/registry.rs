@@ -12,11 +12,12 @@ use std::borrow::Cow;
 use std::sync::RwLock;
 
 enum Series {
-    /// A counter or gauge recorded by additions and sets: an `f64`'s bits.
-    Value(AtomicU64),
+    /// A counter or gauge recorded by additions and sets: an `f64`'s bits
+    /// (shared with the [`Gauge`] handles given out for it).
+    Value(Arc<AtomicU64>),
     /// A counter series handed out as a [`Counter`]: whole increments.
     Atomic(Arc<AtomicU64>),
-    Histogram(Histogram),
+    Histogram(Arc<Histogram>),
 }
 
 /// A histogram's observations, counted per bucket (not cumulatively: an
@@ -168,6 +169,31 @@ impl Counter {
     }
 }
 
+/// One gauge series, resolved once by [`Metrics::gauge`]: an addition is an
+/// atomic update, with no lookup. Cheap to clone.
+#[derive(Clone)]
+pub struct Gauge(Arc<AtomicU64>);
+
+impl Gauge {
+    pub fn add(&self, by: f64) {
+        add_f64(&self.0, by);
+    }
+}
+
+/// One histogram series, resolved once by [`Metrics::histogram`]. Cheap to
+/// clone.
+#[derive(Clone)]
+pub struct Observer {
+    series: Arc<Histogram>,
+    bounds: &'static [f64],
+}
+
+impl Observer {
+    pub fn observe(&self, value: f64) {
+        self.series.observe(self.bounds, value);
+    }
+}
+
 /// What the metrics flags ask for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Policy {
@@ -237,6 +263,9 @@ pub struct Metrics {
     policy: Arc<Policy>,
     /// When object counts were last sampled.
     counted: Arc<Mutex<Option<Instant>>>,
+    /// `apiserver_current_inflight_requests`' two series, which every
+    /// request changes twice: read-only, then mutating.
+    inflight: Arc<std::sync::OnceLock<[Gauge; 2]>>,
 }
 
 impl Metrics {
@@ -312,8 +341,8 @@ impl Metrics {
                     .entry(fam.name)
                     .or_insert(fam);
                 let series = match fam.kind {
-                    Kind::Histogram(b) => Series::Histogram(Histogram::new(b)),
-                    _ => Series::Value(AtomicU64::new(0f64.to_bits())),
+                    Kind::Histogram(b) => Series::Histogram(Arc::new(Histogram::new(b))),
+                    _ => Series::Value(Arc::new(AtomicU64::new(0f64.to_bits()))),
                 };
                 let key = (fam.name, values.iter().map(|s| s.to_string()).collect());
                 bucket.push((key, series));
@@ -353,6 +382,62 @@ impl Metrics {
             Series::Histogram(_) => Arc::new(AtomicU64::new(0)),
         };
         Counter(a)
+    }
+
+    /// The series of gauge family `fam` with `labels`, as a handle to add to
+    /// without a lookup (what the series held carries over).
+    pub fn gauge(&self, fam: &'static Family, labels: &[&str]) -> Gauge {
+        debug_assert_eq!(fam.kind, Kind::Gauge, "{}", fam.name);
+        self.resolved(fam, labels, |s| match s {
+            Series::Value(v) => Some(Gauge(v.clone())),
+            _ => None,
+        })
+        .unwrap_or_else(|| Gauge(Arc::new(AtomicU64::new(0f64.to_bits()))))
+    }
+
+    /// `apiserver_current_inflight_requests`' series of mutating or of
+    /// read-only requests.
+    pub fn inflight(&self, mutating: bool) -> &Gauge {
+        let both = self
+            .inflight
+            .get_or_init(|| ["readOnly", "mutating"].map(|kind| self.gauge(&INFLIGHT, &[kind])));
+        &both[usize::from(mutating)]
+    }
+
+    /// The series of histogram family `fam` with `labels`, as a handle to
+    /// observe into without a lookup.
+    pub fn histogram(&self, fam: &'static Family, labels: &[&str]) -> Observer {
+        let bounds = match fam.kind {
+            Kind::Histogram(b) => b,
+            _ => &[],
+        };
+        let series = self
+            .resolved(fam, labels, |s| match s {
+                Series::Histogram(h) => Some(h.clone()),
+                _ => None,
+            })
+            .unwrap_or_else(|| Arc::new(Histogram::new(bounds)));
+        Observer { series, bounds }
+    }
+
+    /// `pick` of family `fam`'s series with `labels`, created when new.
+    fn resolved<T>(
+        &self,
+        fam: &'static Family,
+        labels: &[&str],
+        pick: impl Fn(&Series) -> Option<T>,
+    ) -> Option<T> {
+        let owned = self.constrained(fam, labels);
+        let values = shown(&owned, labels);
+        let hash = series_hash(fam.name, values.iter().copied());
+        {
+            let map = self.inner.read().expect("metrics lock");
+            if let Some(s) = find(&map, hash, fam.name, &values) {
+                return pick(s);
+            }
+        }
+        let mut map = self.inner.write().expect("metrics lock");
+        pick(self.series_mut(&mut map, hash, fam, &values))
     }
 
     pub fn set(&self, fam: &'static Family, labels: &[&str], to: f64) {

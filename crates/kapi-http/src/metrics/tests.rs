@@ -185,6 +185,53 @@ fn a_histogram_counts_each_value_under_every_bound_at_or_above_it() {
 }
 
 #[test]
+fn gauge_and_histogram_handles_record_into_the_series_lookups_see() {
+    let m = Metrics::default();
+    m.add(&INFLIGHT, &["mutating"], 2.0);
+    let g = m.gauge(&INFLIGHT, &["mutating"]);
+    g.add(3.0);
+    m.add(&INFLIGHT, &["mutating"], -1.0);
+    assert_eq!(m.value(&INFLIGHT, &["mutating"]), 4.0);
+    // The request kinds' series, resolved once, are the same series.
+    m.inflight(true).add(-4.0);
+    m.inflight(false).add(1.0);
+    assert_eq!(m.value(&INFLIGHT, &["mutating"]), 0.0);
+    assert_eq!(m.value(&INFLIGHT, &["readOnly"]), 1.0);
+
+    let labels = ["GET", "", "", "v1", "pods", "", "cluster", "apiserver"];
+    m.observe(&REQUEST_DURATION, &labels, 0.03);
+    let h = m.histogram(&REQUEST_DURATION, &labels);
+    h.observe(0.001);
+    h.clone().observe(100.0);
+    assert_eq!(m.value(&REQUEST_DURATION, &labels), 3.0);
+    let text = m.render();
+    assert!(
+        text.contains("apiserver_current_inflight_requests{request_kind=\"readOnly\"} 1\n"),
+        "{text}"
+    );
+    assert!(text.contains("le=\"0.005\"} 1\n"), "{text}");
+    assert!(text.contains("le=\"0.05\"} 2\n"), "{text}");
+    assert!(text.contains("le=\"+Inf\"} 3\n"), "{text}");
+    assert!(
+        text.contains("apiserver_request_duration_seconds_sum{"),
+        "{text}"
+    );
+    assert!(text.contains("} 100.031\n"), "{text}");
+}
+
+#[test]
+fn handles_take_the_allow_lists_values() {
+    let mut policy = Policy::default();
+    policy.allow.insert(
+        INFLIGHT.name.to_owned(),
+        [("request_kind".to_owned(), ["mutating".to_owned()].into())].into(),
+    );
+    let m = Metrics::with_policy(policy);
+    m.gauge(&INFLIGHT, &["readOnly"]).add(2.0);
+    assert_eq!(m.value(&INFLIGHT, &["unexpected"]), 2.0);
+}
+
+#[test]
 fn requests_recorded_on_many_threads_at_once_are_all_counted() {
     let m = Metrics::default();
     let labels = ["LIST", "", "", "v1", "pods", "", "cluster", "apiserver"];
