@@ -241,7 +241,12 @@ impl Schema {
     /// `DeleteOptions`, `WatchEvent`, `PartialObjectMetadata`, …) are registered
     /// in every group-version upstream, so they match under any `apiVersion`.
     pub fn by_gvk(&self, group: &str, version: &str, kind: &str) -> Option<usize> {
-        if let Some(i) = self.by_gvk.get(&gvk_key(group, version, kind)) {
+        let mut buf = [0u8; 128];
+        let found = match gvk_key_in(&mut buf, group, version, kind) {
+            Some(key) => self.by_gvk.get(key),
+            None => self.by_gvk.get(&gvk_key(group, version, kind)),
+        };
+        if let Some(i) = found {
             return Some(*i);
         }
         let meta = self.by_path(&format!("{META}.{kind}"))?;
@@ -263,6 +268,23 @@ fn tag_table(fields: &[FieldDesc]) -> Box<[Option<u16>]> {
         table[f.tag as usize] = Some(u16::try_from(i).expect("fewer than 65536 fields"));
     }
     table.into_boxed_slice()
+}
+
+/// [`gvk_key`] written into `buf` when it fits there: the key of every
+/// object encoded or decoded, looked up without allocating.
+fn gvk_key_in<'b>(buf: &'b mut [u8], group: &str, version: &str, kind: &str) -> Option<&'b str> {
+    let len = group.len() + version.len() + kind.len() + 2;
+    let out = buf.get_mut(..len)?;
+    let (g, rest) = out.split_at_mut(group.len());
+    g.copy_from_slice(group.as_bytes());
+    let (v, rest) = rest[1..].split_at_mut(version.len());
+    v.copy_from_slice(version.as_bytes());
+    let k = &mut rest[1..];
+    k.copy_from_slice(kind.as_bytes());
+    k.make_ascii_lowercase();
+    out[group.len()] = b'/';
+    out[group.len() + 1 + version.len()] = b'/';
+    std::str::from_utf8(out).ok()
 }
 
 fn gvk_key(group: &str, version: &str, kind: &str) -> String {
@@ -302,5 +324,36 @@ pub fn split_api_version(api_version: &str) -> (&str, &str) {
     match api_version.split_once('/') {
         Some((g, v)) => (g, v),
         None => ("", api_version),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_written_in_place_is_the_allocated_key() {
+        let long = "x".repeat(130);
+        for (g, v, k) in [
+            ("", "v1", "ConfigMap"),
+            ("apps", "v1", "Deployment"),
+            ("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding"),
+            ("", "", ""),
+            ("g", "v", "KÏnd"),
+            ("", "v1", long.as_str()),
+        ] {
+            let mut buf = [0u8; 128];
+            match gvk_key_in(&mut buf, g, v, k) {
+                Some(key) => assert_eq!(key, gvk_key(g, v, k)),
+                None => assert!(g.len() + v.len() + k.len() + 2 > 128),
+            }
+        }
+        let schema = Schema::get();
+        assert_eq!(
+            schema.by_gvk("", "v1", "ConfigMap"),
+            schema.by_gvk("", "v1", "configmap")
+        );
+        assert!(schema.by_gvk("", "v1", "ConfigMap").is_some());
+        assert!(schema.by_gvk("", "v1", &long).is_none());
     }
 }

@@ -74,10 +74,37 @@ pub fn is_deleting(obj: &Value) -> bool {
 }
 
 /// Now, as upstream formats `metav1.Time` (RFC 3339, seconds, UTC).
+///
+/// The text changes once a second and a create asks for it twice (the
+/// creation timestamp, the managedFields entry): each thread keeps the last
+/// second's text and formats only when the second has moved on.
 pub fn now_rfc3339() -> String {
-    let now = time::OffsetDateTime::now_utc();
+    use std::cell::RefCell;
+    thread_local! {
+        static LAST: RefCell<(u64, String)> = const { RefCell::new((0, String::new())) };
+    }
+    let since = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs();
+    LAST.with_borrow_mut(|(second, text)| {
+        if *second != since || text.is_empty() {
+            *text = rfc3339_of(since);
+            *second = since;
+        }
+        text.clone()
+    })
+}
+
+/// The RFC 3339 text (seconds, UTC) of `seconds` after the Unix epoch.
+fn rfc3339_of(seconds: u64) -> String {
     let f = time::macros::format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]Z");
-    now.format(&f).expect("formattable time")
+    i64::try_from(seconds)
+        .ok()
+        .and_then(|s| time::OffsetDateTime::from_unix_timestamp(s).ok())
+        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH)
+        .format(&f)
+        .expect("formattable time")
 }
 
 /// `now_rfc3339` plus `seconds`.
@@ -171,5 +198,25 @@ mod tests {
             obj,
             json!({"kind": "K", "metadata": {"name": "a", "uid": "u"}})
         );
+    }
+
+    #[test]
+    fn now_is_the_clock_in_rfc3339_seconds() {
+        assert_eq!(rfc3339_of(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339_of(1_700_000_000), "2023-11-14T22:13:20Z");
+        assert_eq!(rfc3339_of(951_782_400), "2000-02-29T00:00:00Z");
+        let fmt =
+            time::macros::format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]Z");
+        let before = time::OffsetDateTime::now_utc()
+            .replace_nanosecond(0)
+            .unwrap();
+        let (a, b) = (now_rfc3339(), now_rfc3339());
+        let after = time::OffsetDateTime::now_utc();
+        for t in [a, b] {
+            let at = time::PrimitiveDateTime::parse(&t, &fmt)
+                .unwrap()
+                .assume_utc();
+            assert!(before <= at && at <= after, "{t}");
+        }
     }
 }
