@@ -261,6 +261,7 @@ pub fn path_escape(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kapi_http::user::UserDetails;
 
     #[test]
     fn routes() {
@@ -289,7 +290,7 @@ mod tests {
 
     #[test]
     fn user_headers_replace_client_ones() {
-        let user = UserInfo {
+        let user = UserInfo::from(UserDetails {
             name: "alice".into(),
             groups: vec!["dev".into(), "system:authenticated".into()],
             extra: [(
@@ -299,7 +300,7 @@ mod tests {
             .into_iter()
             .collect(),
             ..Default::default()
-        };
+        });
         let req = Request::builder()
             .uri("https://x/apis/g/v1/things?watch=1")
             .header("X-Remote-User", "mallory")

@@ -24,7 +24,7 @@ use kube_cel::cel::extractors::This;
 use kube_cel::cel::objects::Opaque;
 use kube_cel::cel::{Context, ExecutionError, ResolveResult, Value as Cel};
 
-use kapi_auth::authn::UserInfo;
+use kapi_auth::authn::{UserDetails, UserInfo};
 use kapi_auth::authz::{Attributes, Authorizer, ResourceAttrs, Verdict};
 
 /// `kubernetes.authorization.Authorizer`: checks for one user.
@@ -184,14 +184,14 @@ fn service_account(This(this): This<Cel>, ns: Arc<String>, name: Arc<String>) ->
         return Err(fail("serviceAccount", "Invalid service account namespace"));
     }
     // Upstream `serviceaccount.ServiceAccountInfo.UserInfo`.
-    let user = UserInfo {
+    let user = UserInfo::from(UserDetails {
         name: format!("system:serviceaccount:{ns}:{name}"),
         groups: vec![
             "system:serviceaccounts".to_string(),
             format!("system:serviceaccounts:{ns}"),
         ],
-        ..UserInfo::default()
-    };
+        ..UserDetails::default()
+    });
     Ok(AuthorizerVal::new(authz.authorizer, user).into_cel())
 }
 

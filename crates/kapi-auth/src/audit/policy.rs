@@ -237,6 +237,7 @@ fn resource_matches(r: &Rule, a: &Attributes) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kapi_http::user::UserDetails;
 
     const POLICY: &str = r#"
 apiVersion: audit.k8s.io/v1
@@ -258,11 +259,11 @@ rules:
 "#;
 
     fn user(name: &str) -> UserInfo {
-        UserInfo {
+        UserInfo::from(UserDetails {
             name: name.into(),
             groups: vec!["system:authenticated".into()],
             ..Default::default()
-        }
+        })
     }
 
     fn res<'a>(

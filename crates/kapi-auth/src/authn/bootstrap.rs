@@ -19,7 +19,7 @@ use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use base64::Engine as _;
 use serde_json::Value;
 
-use kapi_http::user::UserInfo;
+use kapi_http::user::{UserDetails, UserInfo};
 use kapi_registry::apis::Apis;
 
 pub const SECRET_TYPE: &str = "bootstrap.kubernetes.io/token";
@@ -146,11 +146,11 @@ fn check(secret: &Value, id: &str, secret_part: &str, now: i64) -> Result<UserIn
         return bad("not marked usage-bootstrap-authentication=true");
     }
     let groups = groups(secret).map_err(|e| format!("bootstrap secret {name}: {e}"))?;
-    Ok(UserInfo {
+    Ok(UserInfo::from(UserDetails {
         name: format!("{USER_PREFIX}{id}"),
         groups,
         ..Default::default()
-    })
+    }))
 }
 
 /// Compare secrets in time independent of where they differ.

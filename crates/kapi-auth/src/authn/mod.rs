@@ -55,7 +55,9 @@ use kapi_registry::apis::Apis;
 
 pub use tokenfile::{TokenFile, TokenFileError};
 
-pub use kapi_http::user::{UserInfo, ALL_AUTHENTICATED, ALL_UNAUTHENTICATED, ANONYMOUS_USER};
+pub use kapi_http::user::{
+    UserDetails, UserInfo, ALL_AUTHENTICATED, ALL_UNAUTHENTICATED, ANONYMOUS_USER,
+};
 
 /// The reason for a bearer token no authenticator recognises.
 pub const UNKNOWN_TOKEN: &str = "invalid bearer token";
@@ -88,6 +90,8 @@ impl Anonymous {
 /// authenticators, anonymous.
 #[derive(Clone, Default)]
 pub struct Authenticator {
+    /// The static tokens, their users already in `system:authenticated` (as
+    /// the group adder would put them on every request).
     tokens: Option<TokenFile>,
     anonymous: Anonymous,
     /// Service account tokens: the issuer that signs and verifies them and the
@@ -126,7 +130,7 @@ impl std::fmt::Debug for Authenticator {
 impl Authenticator {
     pub fn new(tokens: Option<TokenFile>, anonymous: bool) -> Self {
         Authenticator {
-            tokens,
+            tokens: tokens.map(|t| t.map_users(with_authenticated_group)),
             anonymous: Anonymous {
                 enabled: anonymous,
                 paths: Vec::new(),
@@ -238,11 +242,13 @@ impl Authenticator {
         path: &str,
     ) -> AuthResult {
         if let Some(peer) = peer.filter(|p| !p.user.is_empty()) {
-            return AuthResult::Authenticated(with_authenticated_group(UserInfo {
-                name: peer.user.clone(),
-                groups: peer.groups.clone(),
-                ..Default::default()
-            }));
+            return AuthResult::Authenticated(with_authenticated_group(UserInfo::from(
+                UserDetails {
+                    name: peer.user.clone(),
+                    groups: peer.groups.clone(),
+                    ..Default::default()
+                },
+            )));
         }
         if let Some(token) = authorization_header.and_then(bearer_token) {
             return match self.authenticate_token(token, &[]).await {
@@ -258,11 +264,10 @@ impl Authenticator {
     }
 
     /// The API audiences (`--api-audiences`, default the service account issuer).
-    fn api_audiences(&self) -> Vec<String> {
+    fn api_audiences(&self) -> &[String] {
         self.service_accounts
             .as_ref()
-            .map(|(i, _)| i.audiences())
-            .unwrap_or_default()
+            .map_or(&[], |(i, _)| i.audience_list())
     }
 
     /// A bearer token's user and the audiences it is good for among
@@ -274,10 +279,10 @@ impl Authenticator {
         audiences: &[String],
     ) -> Result<(UserInfo, Vec<String>), String> {
         let api_audiences = self.api_audiences();
-        let wanted: Vec<String> = if audiences.is_empty() {
-            api_audiences.clone()
+        let wanted = if audiences.is_empty() {
+            api_audiences
         } else {
-            audiences.to_vec()
+            audiences
         };
         // Authenticators that do not know audiences vouch for the API's only.
         let agnostic = |user: UserInfo| -> Result<(UserInfo, Vec<String>), String> {
@@ -296,7 +301,7 @@ impl Authenticator {
         }
         let mut errors: Vec<String> = Vec::new();
         if let Some((issuer, apis)) = &self.service_accounts {
-            match issuer.authenticate(apis, token, &wanted).await {
+            match issuer.authenticate(apis, token, wanted).await {
                 Ok((user, matched)) => return Ok((with_authenticated_group(user), matched)),
                 Err(e) if e == UNKNOWN_TOKEN => {}
                 Err(e) => errors.push(e),
@@ -552,7 +557,7 @@ mod tests {
         let app = Router::new()
             .route(
                 "/",
-                get(|Extension(u): Extension<UserInfo>| async move { u.name }),
+                get(|Extension(u): Extension<UserInfo>| async move { u.name.clone() }),
             )
             .layer(axum::middleware::from_fn_with_state(
                 auth,

@@ -20,7 +20,7 @@ use rustls::pki_types::{CertificateDer, UnixTime};
 use rustls::server::danger::ClientCertVerifier;
 use rustls::server::WebPkiClientVerifier;
 
-use super::UserInfo;
+use super::{UserDetails, UserInfo};
 use kapi_http::tls::PeerIdentity;
 
 /// The settings of the `--requestheader-*` flags.
@@ -162,12 +162,12 @@ impl RequestHeader {
                 }
             }
         }
-        Some(Ok(UserInfo {
+        Some(Ok(UserInfo::from(UserDetails {
             name,
             uid,
             groups,
             extra,
-        }))
+        })))
     }
 
     /// Remove the headers this authenticator reads.

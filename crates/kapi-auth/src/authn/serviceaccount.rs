@@ -30,7 +30,7 @@ use std::sync::Arc;
 
 use super::external_signer::ExternalSigner;
 use super::jwt::{self, SigningKey, VerifyKey};
-use super::UserInfo;
+use super::{UserDetails, UserInfo};
 use kapi_registry::apis::Apis;
 
 /// kubeadm's (and kapi's default) issuer.
@@ -285,6 +285,11 @@ impl Issuer {
         self.audiences.clone()
     }
 
+    /// [`Issuer::audiences`], borrowed.
+    pub fn audience_list(&self) -> &[String] {
+        &self.audiences
+    }
+
     /// A signed token for `b`; returns it with its expiry (Unix seconds).
     /// Fails only when an external signer does.
     pub async fn issue(&self, b: &Binding<'_>) -> Result<(String, i64), String> {
@@ -530,7 +535,7 @@ async fn track_last_used(apis: &Apis, ns: &str, name: &str, secret: &Value) {
 }
 
 fn account_user(ns: &str, name: &str, uid: &str, extra: BTreeMap<String, Vec<String>>) -> UserInfo {
-    UserInfo {
+    UserInfo::from(UserDetails {
         name: format!("system:serviceaccount:{ns}:{name}"),
         uid: uid.to_owned(),
         groups: vec![
@@ -538,7 +543,7 @@ fn account_user(ns: &str, name: &str, uid: &str, extra: BTreeMap<String, Vec<Str
             format!("system:serviceaccounts:{ns}"),
         ],
         extra,
-    }
+    })
 }
 
 /// The object from the watch cache, or from the backend when the cache lacks it.

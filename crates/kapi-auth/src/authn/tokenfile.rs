@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
-use super::UserInfo;
+use super::{UserDetails, UserInfo};
 
 /// Error reading a token file.
 #[derive(Debug, thiserror::Error)]
@@ -60,17 +60,24 @@ impl TokenFile {
                     .map(str::to_string)
                     .collect()
             });
-            let user = UserInfo {
+            let user = UserInfo::from(UserDetails {
                 name: record[1].clone(),
                 uid: record[2].clone(),
                 groups,
                 extra: BTreeMap::new(),
-            };
+            });
             if tokens.insert(record[0].clone(), user).is_some() {
                 tracing::warn!(line, "duplicate token in token file; the later row wins");
             }
         }
         Ok(TokenFile { tokens })
+    }
+
+    /// The same tokens, each user changed by `f`.
+    pub fn map_users(self, f: impl Fn(UserInfo) -> UserInfo) -> TokenFile {
+        TokenFile {
+            tokens: self.tokens.into_iter().map(|(t, u)| (t, f(u))).collect(),
+        }
     }
 
     /// The user for `token`, if known.

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use kapi_client::kubeconfig::WebhookConnection;
 use serde_json::{json, Value};
 
-use kapi_http::user::UserInfo;
+use kapi_http::user::{UserDetails, UserInfo};
 
 /// Cached answers kept at most.
 pub const CACHE_ENTRIES: usize = 4096;
@@ -188,12 +188,12 @@ fn user(status: &Value) -> UserInfo {
                 .collect()
         })
         .unwrap_or_default();
-    UserInfo {
+    UserInfo::from(UserDetails {
         name: s("username"),
         uid: s("uid"),
         groups: strings(u.get("groups")),
         extra,
-    }
+    })
 }
 
 /// SHA-256 of the token and the audiences (tokens are not kept in memory as such).

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::authz::ResourceAttrs;
+use kapi_http::user::UserDetails;
 
 const FILE: &str = r#"
 # Comments and blank lines are skipped.
@@ -13,11 +14,11 @@ const FILE: &str = r#"
 "#;
 
 fn user(name: &str, groups: &[&str]) -> UserInfo {
-    UserInfo {
+    UserInfo::from(UserDetails {
         name: name.into(),
         groups: groups.iter().map(|g| g.to_string()).collect(),
         ..Default::default()
-    }
+    })
 }
 
 fn res(u: &UserInfo, verb: &str, group: &str, resource: &str, ns: &str) -> Attributes {

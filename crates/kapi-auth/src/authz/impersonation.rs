@@ -28,7 +28,9 @@ use kapi_http::next::Next;
 use super::{filter::forbidden, Attributes, ResourceAttrs};
 use crate::authz::Authorizer;
 use kapi_http::negotiate::error_response;
-use kapi_http::user::{UserInfo, ALL_AUTHENTICATED, ALL_UNAUTHENTICATED, ANONYMOUS_USER};
+use kapi_http::user::{
+    UserDetails, UserInfo, ALL_AUTHENTICATED, ALL_UNAUTHENTICATED, ANONYMOUS_USER,
+};
 
 const USER: &str = "impersonate-user";
 const GROUP: &str = "impersonate-group";
@@ -160,12 +162,12 @@ fn checks(w: &Wanted, requester: &UserInfo) -> (Vec<Attributes>, UserInfo) {
         .into_iter()
         .map(|r| Attributes::resource(requester, "impersonate", r))
         .collect();
-    let user = UserInfo {
+    let user = UserInfo::from(UserDetails {
         name,
         uid: w.uid.clone().unwrap_or_default(),
         groups,
         extra: w.extra.clone(),
-    };
+    });
     (attrs, user)
 }
 

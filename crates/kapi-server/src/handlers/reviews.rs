@@ -16,7 +16,7 @@ use kapi_resources::reviews::{AUTHENTICATION, AUTHORIZATION};
 use serde_json::{json, Map, Value};
 
 use crate::handlers::Ctx;
-use kapi_auth::authn::UserInfo;
+use kapi_auth::authn::{UserDetails, UserInfo};
 use kapi_auth::authz::{Attributes, ResourceAttrs, Verdict};
 
 /// Whether `ctx` addresses a review resource.
@@ -135,7 +135,7 @@ fn spec_user(obj: &Value) -> UserInfo {
             (k.clone(), vals.collect())
         })
         .collect();
-    UserInfo {
+    UserInfo::from(UserDetails {
         name: obj
             .pointer("/spec/user")
             .and_then(Value::as_str)
@@ -148,7 +148,7 @@ fn spec_user(obj: &Value) -> UserInfo {
             .to_owned(),
         groups: strs("/spec/groups"),
         extra,
-    }
+    })
 }
 
 async fn access_review(ctx: &Ctx, obj: &Value, user: UserInfo) -> Value {

@@ -30,7 +30,7 @@ use serde_json::{json, Value};
 
 use super::jose::{self, Parsed};
 use crate::cel::{as_string, as_string_list, to_cel};
-use kapi_http::user::UserInfo;
+use kapi_http::user::{UserDetails, UserInfo};
 use provider::Provider;
 use validate::Compiled;
 
@@ -106,12 +106,12 @@ impl JwtAuthenticator {
             .map_err(|e| format!("oidc: verify token: {e}"))?;
         let claims = &token.claims;
         let cel_claims = to_cel(claims);
-        let mut user = UserInfo {
+        let mut user = UserInfo::from(UserDetails {
             name: self.username(claims, &cel_claims)?,
             groups: self.groups(claims, &cel_claims)?,
             uid: self.uid(claims, &cel_claims)?,
             extra: self.extra(&cel_claims)?,
-        };
+        });
         self.check_claims(claims, &cel_claims)?;
         self.check_user(&user)?;
         user.groups.retain(|g| !g.is_empty());
