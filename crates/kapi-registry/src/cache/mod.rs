@@ -36,6 +36,7 @@ mod prefix;
 mod range;
 mod reflector;
 
+use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
@@ -122,7 +123,7 @@ pub(crate) struct Inner {
     root: String,
     /// Only ever grows; sorted by prefix, and no prefix lies under another
     /// (`holding` relies on both).
-    caches: RwLock<Vec<Arc<PrefixCache>>>,
+    caches: RwLock<Caches>,
     config: CacheConfig,
     revision: tokio::sync::watch::Sender<Revision>,
     stop: tokio::sync::watch::Sender<bool>,
@@ -132,9 +133,42 @@ pub(crate) struct Inner {
     offered: std::sync::Mutex<offered::Offered>,
 }
 
+/// The caches, sorted by prefix, and each one's place by its prefix.
+#[derive(Default)]
+struct Caches {
+    sorted: Vec<Arc<PrefixCache>>,
+    by_prefix: HashMap<String, usize, foldhash::fast::RandomState>,
+}
+
+impl Caches {
+    fn new(sorted: Vec<Arc<PrefixCache>>) -> Caches {
+        let by_prefix = sorted
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.prefix.clone(), i))
+            .collect();
+        Caches { sorted, by_prefix }
+    }
+
+    /// The cache whose prefix `key` lies under, by index, as [`holding`]
+    /// finds it. Every prefix ends in `/`, so it is `key` up to one of its
+    /// slashes: a few lookups of the key's own leading bytes, where the
+    /// binary search compared the key with prefixes spread over the heap
+    /// (one a cache miss each, on every read of every request).
+    fn holding(&self, key: &str) -> Option<usize> {
+        if self.by_prefix.is_empty() {
+            return None;
+        }
+        key.bytes()
+            .enumerate()
+            .filter(|(_, b)| *b == b'/')
+            .find_map(|(i, _)| self.by_prefix.get(&key[..=i]).copied())
+    }
+}
+
 impl Inner {
     fn caches(&self) -> Vec<Arc<PrefixCache>> {
-        self.caches.read().expect("caches lock").clone()
+        self.caches.read().expect("caches lock").sorted.clone()
     }
 
     fn window(&self) -> Window {
@@ -229,7 +263,7 @@ impl CachedBackend {
         let inner = Arc::new(Inner {
             backend,
             root: "/".into(),
-            caches: RwLock::new(Vec::new()),
+            caches: RwLock::new(Caches::default()),
             config,
             revision: tokio::sync::watch::channel(0).0,
             stop: tokio::sync::watch::channel(false).0,
@@ -237,10 +271,11 @@ impl CachedBackend {
             offered: Default::default(),
         });
         let window = inner.window();
-        *inner.caches.write().expect("caches lock") = kept
-            .into_iter()
-            .map(|p| Arc::new(PrefixCache::new(p, window)))
-            .collect();
+        *inner.caches.write().expect("caches lock") = Caches::new(
+            kept.into_iter()
+                .map(|p| Arc::new(PrefixCache::new(p, window)))
+                .collect(),
+        );
         tokio::spawn(reflector::run(inner.clone()));
         CachedBackend {
             handle: Arc::new(Handle { inner }),
@@ -258,7 +293,7 @@ impl CachedBackend {
 
     fn cache(&self, prefix: &str) -> Option<Arc<PrefixCache>> {
         let caches = self.inner().caches.read().expect("caches lock");
-        holding(&caches, prefix).map(|i| caches[i].clone())
+        caches.holding(prefix).map(|i| caches.sorted[i].clone())
     }
 
     /// Cache `prefix` (ending in `/`) too, from now on; the reflector fills it
@@ -269,17 +304,20 @@ impl CachedBackend {
         let inner = self.inner();
         {
             let mut caches = inner.caches.write().expect("caches lock");
-            if caches.iter().any(|c| prefix.starts_with(&c.prefix)) {
+            let sorted = &caches.sorted;
+            if sorted.iter().any(|c| prefix.starts_with(&c.prefix)) {
                 return true;
             }
-            if caches.iter().any(|c| c.prefix.starts_with(prefix)) {
+            if sorted.iter().any(|c| c.prefix.starts_with(prefix)) {
                 return false;
             }
-            let at = caches.partition_point(|c| c.prefix.as_str() < prefix);
-            caches.insert(
+            let at = sorted.partition_point(|c| c.prefix.as_str() < prefix);
+            let mut sorted = std::mem::take(&mut caches.sorted);
+            sorted.insert(
                 at,
                 Arc::new(PrefixCache::new(prefix.to_owned(), inner.window())),
             );
+            *caches = Caches::new(sorted);
         }
         inner.added.notify_one();
         true
@@ -309,6 +347,7 @@ impl CachedBackend {
             .caches
             .read()
             .expect("caches lock")
+            .sorted
             .iter()
             .all(|c| c.ready_revision().is_some())
     }
@@ -488,9 +527,12 @@ mod tests {
             "/z",
             "\u{10FFFF}",
         ];
+        let mapped = Caches::new(caches.clone());
         for key in keys {
             let scan = caches.iter().position(|c| key.starts_with(&c.prefix));
             assert_eq!(holding(&caches, key), scan, "{key:?}");
+            assert_eq!(mapped.holding(key), scan, "{key:?}");
         }
+        assert_eq!(Caches::default().holding("/registry/pods/ns/p"), None);
     }
 }

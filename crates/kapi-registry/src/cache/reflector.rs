@@ -98,7 +98,6 @@ async fn follow(inner: &Inner) -> Result<()> {
             }
             _ = inner.cancelled() => return Ok(()),
         };
-        let caches = inner.caches();
         match msg {
             None | Some(Err(StorageError::Unavailable(_))) => {
                 let Some(resumed) = resume(inner, reached).await? else {
@@ -108,7 +107,7 @@ async fn follow(inner: &Inner) -> Result<()> {
             }
             Some(Err(e)) => return Err(e),
             Some(Ok(WatchMessage::Progress(rev))) => {
-                for c in &caches {
+                for c in &inner.caches.read().expect("caches lock").sorted {
                     c.progress(rev, true);
                 }
                 reached = reached.max(rev);
@@ -118,6 +117,9 @@ async fn follow(inner: &Inner) -> Result<()> {
                 let Some(rev) = events.last().map(Event::revision) else {
                     continue;
                 };
+                // Read in place: no await until the events are applied.
+                let caches = inner.caches.read().expect("caches lock");
+                let caches = &caches.sorted;
                 let mut routed: Vec<Vec<Event>> = vec![Vec::new(); caches.len()];
                 for mut e in events {
                     if let Some(i) = holding(&caches, &e.kv.key) {
