@@ -159,56 +159,89 @@ const ENCODED_BUDGET: Family = Family {
 /// Upstream's metric verb (`NormalizedVerb`): `LIST`, `WATCH`, `APPLY`, the
 /// method otherwise. The handlers' trace spans name it too.
 pub fn metric_verb(method: &str, info: Option<&request::RequestInfo>, apply: bool) -> String {
+    verb_label(method, info, apply).into_owned()
+}
+
+/// [`metric_verb`], not allocated for the usual verbs and methods.
+fn verb_label(
+    method: &str,
+    info: Option<&request::RequestInfo>,
+    apply: bool,
+) -> std::borrow::Cow<'static, str> {
     match info.map(|i| i.verb) {
         Some("list") => "LIST".into(),
         Some("watch") => "WATCH".into(),
         Some("patch") if apply => "APPLY".into(),
-        _ => method.to_ascii_uppercase(),
+        _ => match method {
+            "GET" => "GET".into(),
+            "POST" => "POST".into(),
+            "PUT" => "PUT".into(),
+            "PATCH" => "PATCH".into(),
+            "DELETE" => "DELETE".into(),
+            other => other.to_ascii_uppercase().into(),
+        },
     }
 }
 
-/// The labels of one request, computed before it runs.
-struct RequestLabels(Vec<String>);
+/// The labels of one request, computed before it runs: read from its kind
+/// (which the request info's strings live in) when it ends, not copied.
+struct RequestLabels {
+    kind: Arc<crate::limits::Kind>,
+    verb: std::borrow::Cow<'static, str>,
+    dry_run: String,
+}
 
-fn request_labels(req: &Request, kind: &crate::limits::Kind) -> RequestLabels {
-    let query = Query::parse(req.uri().query());
-    let info = &kind.info;
-    let apply = req
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|c| c.starts_with("application/apply-patch"));
-    let verb = metric_verb(req.method().as_str(), info.as_ref(), apply);
-    let dry_run = query.get("dryRun").unwrap_or("").to_owned();
-    let (group, version, resource, sub, scope) = match info {
-        Some(i) => {
-            let scope = if i.name.is_some() {
-                "resource"
-            } else if i.namespace.is_some() {
-                "namespace"
-            } else {
-                "cluster"
-            };
-            (
-                i.group.clone(),
-                i.version.clone(),
-                i.resource.clone(),
-                i.subresource.clone().unwrap_or_default(),
-                scope.to_owned(),
-            )
+impl RequestLabels {
+    fn new(req: &Request, kind: Arc<crate::limits::Kind>) -> RequestLabels {
+        let query = Query::parse(req.uri().query());
+        let apply = req
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|c| c.starts_with("application/apply-patch"));
+        RequestLabels {
+            verb: verb_label(req.method().as_str(), kind.info.as_ref(), apply),
+            dry_run: query.get("dryRun").unwrap_or("").to_owned(),
+            kind,
         }
-        None => Default::default(),
-    };
-    RequestLabels(vec![
-        verb,
-        dry_run,
-        group,
-        version,
-        resource,
-        sub,
-        scope,
-        "apiserver".into(),
-    ])
+    }
+
+    /// Group, version, resource.
+    fn resource(&self) -> [&str; 3] {
+        match &self.kind.info {
+            Some(i) => [&i.group, &i.version, &i.resource],
+            None => [""; 3],
+        }
+    }
+
+    /// `verb`, `dry_run`, `group`, `version`, `resource`, `subresource`,
+    /// `scope`, `component`.
+    fn values(&self) -> [&str; 8] {
+        let (sub, scope) = match &self.kind.info {
+            Some(i) => {
+                let scope = if i.name.is_some() {
+                    "resource"
+                } else if i.namespace.is_some() {
+                    "namespace"
+                } else {
+                    "cluster"
+                };
+                (i.subresource.as_deref().unwrap_or(""), scope)
+            }
+            None => ("", ""),
+        };
+        let [group, version, resource] = self.resource();
+        [
+            &self.verb,
+            &self.dry_run,
+            group,
+            version,
+            resource,
+            sub,
+            scope,
+            "apiserver",
+        ]
+    }
 }
 
 /// The filter: count and time every request when its response ends; count the
@@ -216,20 +249,25 @@ fn request_labels(req: &Request, kind: &crate::limits::Kind) -> RequestLabels {
 pub async fn layer<N: Next>(State(metrics): State<Metrics>, mut req: Request, next: N) -> Response {
     let started = Instant::now();
     let kind = crate::limits::Kind::of(&req);
-    let labels = request_labels(&req, &kind);
+    let labels = RequestLabels::new(&req, kind.clone());
     req.extensions_mut().insert(kind);
-    let watch = labels.0[0] == "WATCH";
+    let watch = labels.verb == "WATCH";
     let resp = next.run(req).await;
-    let code = resp.status().as_u16().to_string();
+    let code = resp.status();
     let on_frame = watch.then(|| {
-        let l = [&labels.0[2], &labels.0[3], &labels.0[4]].map(String::as_str);
-        let events = metrics.counter(&WATCH_EVENTS, &l);
+        let events = metrics.counter(&WATCH_EVENTS, &labels.resource());
         move |_: usize| events.inc()
     });
     crate::limits::on_body_end(resp, on_frame, move || {
-        let all: Vec<&str> = labels.0.iter().map(String::as_str).collect();
         let took = started.elapsed().as_secs_f64();
-        metrics.observe_and_count(&REQUEST_DURATION, &all, took, &REQUEST_TOTAL, &[&code]);
+        let code = [code.as_str()];
+        metrics.observe_and_count(
+            &REQUEST_DURATION,
+            &labels.values(),
+            took,
+            &REQUEST_TOTAL,
+            &code,
+        );
     })
 }
 

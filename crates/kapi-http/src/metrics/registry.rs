@@ -468,12 +468,20 @@ impl Metrics {
         let Kind::Histogram(bounds) = hist.kind else {
             return;
         };
-        let all: Vec<&str> = labels.iter().chain(more).copied().collect();
-        let (h_owned, t_owned) = (
-            self.constrained(hist, labels),
-            self.constrained(total, &all),
-        );
-        let (h, t) = (shown(&h_owned, labels), shown(&t_owned, &all));
+        // The counter's labels, on the stack when they fit (every request's).
+        let mut buf = [""; 12];
+        let n = labels.len() + more.len();
+        let joined: Vec<&str>;
+        let all: &[&str] = if n <= buf.len() {
+            buf[..labels.len()].copy_from_slice(labels);
+            buf[labels.len()..n].copy_from_slice(more);
+            &buf[..n]
+        } else {
+            joined = labels.iter().chain(more).copied().collect();
+            &joined
+        };
+        let (h_owned, t_owned) = (self.constrained(hist, labels), self.constrained(total, all));
+        let (h, t) = (shown(&h_owned, labels), shown(&t_owned, all));
         let (h_hash, t_hash) = (
             series_hash(hist.name, h.iter().copied()),
             series_hash(total.name, t.iter().copied()),

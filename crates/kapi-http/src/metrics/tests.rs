@@ -270,3 +270,25 @@ fn requests_recorded_on_many_threads_at_once_are_all_counted() {
     assert!(text.contains("le=\"0.005\"} 4000\n"), "{text}");
     assert!(text.contains("le=\"+Inf\"} 8000\n"), "{text}");
 }
+
+#[test]
+fn metric_verbs_are_upstreams_normalized_verbs() {
+    let info = |verb| request::RequestInfo {
+        group: String::new(),
+        version: "v1".into(),
+        namespace: None,
+        resource: "pods".into(),
+        name: None,
+        subresource: None,
+        rest: String::new(),
+        verb,
+    };
+    assert_eq!(metric_verb("GET", Some(&info("list")), false), "LIST");
+    assert_eq!(metric_verb("GET", Some(&info("watch")), false), "WATCH");
+    assert_eq!(metric_verb("PATCH", Some(&info("patch")), true), "APPLY");
+    assert_eq!(metric_verb("PATCH", Some(&info("patch")), false), "PATCH");
+    assert_eq!(metric_verb("GET", Some(&info("get")), false), "GET");
+    assert_eq!(metric_verb("POST", None, false), "POST");
+    assert_eq!(metric_verb("PROPFIND", None, false), "PROPFIND");
+    assert_eq!(metric_verb("options", None, false), "OPTIONS");
+}

@@ -34,7 +34,7 @@ use axum::extract::ConnectInfo;
 use axum::Router;
 use hyper::body::Incoming;
 use hyper::Request;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -277,7 +277,7 @@ async fn connection<Fut, S>(
         req.extensions_mut().insert(ConnectInfo(remote));
         req
     });
-    let mut builder = auto::Builder::new(TokioExecutor::new());
+    let mut builder = auto::Builder::new(FirstPollInline);
     builder
         .http1()
         .timer(TokioTimer::new())
@@ -316,4 +316,37 @@ async fn connection<Fut, S>(
 /// guard is dropped here so callers' futures stay `Send`.
 async fn stopped(stop: &mut watch::Receiver<bool>) {
     let _ = stop.wait_for(|stopped| *stopped).await;
+}
+
+/// The executor of a connection's HTTP/2 streams: hyper hands it each
+/// stream's future (the request's service call, then sending its response)
+/// from inside the connection's task. The future is polled there once, and
+/// spawned as a task of its own only if it is not done by then.
+///
+/// A request answered without waiting (a GET from the watch cache) so costs
+/// no task: no allocation of one, no scheduling, and no wake-up handed from
+/// the stream's task to the connection's to send the frames it queued. One
+/// that waits (a write for its commit, a watch) runs on its own task from its
+/// first wait, as every stream did before, so streams of one connection still
+/// wait and run apart. A first poll runs only until the future's first wait,
+/// and a long body's sending stops at its flow-control window.
+///
+/// That first poll gets a waker that does nothing: a future polled again
+/// must check again whatever it waits for (the contract of `Future::poll`),
+/// so the spawned task's first poll, which comes without any wake-up, sees
+/// what happened in between and registers the task's own waker.
+#[derive(Clone, Copy, Debug, Default)]
+struct FirstPollInline;
+
+impl<F> hyper::rt::Executor<F> for FirstPollInline
+where
+    F: Future<Output = ()> + Send + 'static,
+{
+    fn execute(&self, fut: F) {
+        let mut fut = Box::pin(fut);
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        if fut.as_mut().poll(&mut cx).is_pending() {
+            tokio::spawn(fut);
+        }
+    }
 }

@@ -404,6 +404,116 @@ async fn http2_responses_arrive_whole_while_frames_are_batched() {
     let _ = tokio::time::timeout(std::time::Duration::from_secs(15), server).await;
 }
 
+/// HTTP/2 streams are polled once in the connection's task and spawned only
+/// when they wait (`serve.rs`, `FirstPollInline`): on one connection, many
+/// streams answered at once, streams that wait (for a timer, for another
+/// stream's request) and a request whose body arrives well after its
+/// headers all complete, and the ones that wait do not hold up the others.
+#[tokio::test]
+async fn http2_streams_that_wait_and_streams_that_do_not_share_a_connection() {
+    use http_body_util::BodyExt as _;
+    use hyper_util::rt::{TokioExecutor, TokioIo};
+    use std::sync::Arc;
+
+    let gate = Arc::new(tokio::sync::Notify::new());
+    let opened = gate.clone();
+    let app = Router::new()
+        .route("/now", get(|| async { "now" }))
+        .route(
+            "/later",
+            get(|| async {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                "later"
+            }),
+        )
+        .route(
+            "/gate",
+            get(move || {
+                let gate = gate.clone();
+                async move {
+                    gate.notified().await;
+                    "opened"
+                }
+            }),
+        )
+        .route(
+            "/open",
+            get(move || async move {
+                opened.notify_waiters();
+                "opening"
+            }),
+        )
+        .route(
+            "/echo",
+            axum::routing::post(|body: axum::body::Bytes| async move { body }),
+        );
+    let tmp = TempDir::new();
+    let pki = load_or_generate(&tmp.0, &[]).unwrap();
+    let config = server_config(&pki.serving_cert_pem, &pki.serving_key_pem, &[]).unwrap();
+    let (addr, stop_tx, server) = start_tls(config, app).await;
+    let tls = connect_h2(addr, &pki).await;
+    let (sender, conn) =
+        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tls))
+            .await
+            .unwrap();
+    tokio::spawn(conn);
+    let send = |req: http::Request<axum::body::Body>| {
+        let mut sender = sender.clone();
+        async move {
+            let resp = sender.send_request(req).await.unwrap();
+            assert_eq!(resp.status(), 200);
+            let body = resp.into_body().collect().await.unwrap().to_bytes();
+            String::from_utf8(body.to_vec()).unwrap()
+        }
+    };
+    let get = |path: &str| {
+        http::Request::get(format!("https://localhost{path}"))
+            .body(axum::body::Body::empty())
+            .unwrap()
+    };
+    let within = std::time::Duration::from_secs(10);
+
+    // A stream waiting on the gate; meanwhile others are answered, and one
+    // of them opens it.
+    let waiting = tokio::spawn(send(get("/gate")));
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    let mixed = futures::future::join_all(
+        (0..40).map(|i| send(get(if i % 4 == 0 { "/later" } else { "/now" }))),
+    );
+    let got = tokio::time::timeout(within, mixed)
+        .await
+        .expect("all answered");
+    for (i, body) in got.iter().enumerate() {
+        assert_eq!(body, if i % 4 == 0 { "later" } else { "now" });
+    }
+    assert!(!waiting.is_finished());
+    assert_eq!(send(get("/open")).await, "opening");
+    let opened = tokio::time::timeout(within, waiting).await.expect("opened");
+    assert_eq!(opened.unwrap(), "opened");
+
+    // A body sent in pieces, the last well after the headers.
+    let (mut tx, rx) = futures::channel::mpsc::channel::<Result<bytes::Bytes, std::io::Error>>(4);
+    let body = axum::body::Body::from_stream(rx);
+    let req = http::Request::post("https://localhost/echo")
+        .body(body)
+        .unwrap();
+    let echoed = tokio::spawn(send(req));
+    use futures::SinkExt as _;
+    tx.send(Ok(bytes::Bytes::from_static(b"first ")))
+        .await
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    tx.send(Ok(bytes::Bytes::from_static(b"second")))
+        .await
+        .unwrap();
+    drop(tx);
+    let echoed = tokio::time::timeout(within, echoed).await.expect("echoed");
+    assert_eq!(echoed.unwrap(), "first second");
+
+    stop_tx.send(()).unwrap();
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(15), server).await;
+}
+
 /// The byte at position `i` of [`patterned`]'s body.
 fn pattern(i: usize) -> u8 {
     (i % 251) as u8
