@@ -122,7 +122,7 @@ async fn follow(inner: &Inner) -> Result<()> {
                 let caches = &caches.sorted;
                 let mut routed: Vec<Vec<Event>> = vec![Vec::new(); caches.len()];
                 for mut e in events {
-                    if let Some(i) = holding(&caches, &e.kv.key) {
+                    if let Some(i) = holding(caches, &e.kv.key) {
                         if e.kind == EventKind::Put {
                             e.kv = inner.ingest(e.kv);
                         }
