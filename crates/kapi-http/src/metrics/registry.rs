@@ -304,17 +304,10 @@ impl Metrics {
     }
 
     fn with(&self, fam: &'static Family, labels: &[&str], f: impl FnOnce(&Series)) {
-        let owned = self.constrained(fam, labels);
-        let values = shown(&owned, labels);
-        let hash = series_hash(fam.name, values.iter().copied());
-        {
-            let map = self.inner.read().expect("metrics lock");
-            if let Some(series) = find(&map, hash, fam.name, &values) {
-                return f(series);
-            }
-        }
-        let mut map = self.inner.write().expect("metrics lock");
-        f(self.series_mut(&mut map, hash, fam, &values));
+        self.resolved(fam, labels, |s| {
+            f(s);
+            Some(())
+        });
     }
 
     /// Family `fam`'s series with label `values` (hashed to `hash`) in the
@@ -425,7 +418,7 @@ impl Metrics {
         &self,
         fam: &'static Family,
         labels: &[&str],
-        pick: impl Fn(&Series) -> Option<T>,
+        pick: impl FnOnce(&Series) -> Option<T>,
     ) -> Option<T> {
         let owned = self.constrained(fam, labels);
         let values = shown(&owned, labels);

@@ -201,6 +201,24 @@ async fn connect_h2(
         .unwrap()
 }
 
+/// An HTTP/2 client connection to the server at `addr`, driven by a task.
+async fn h2_sender<B>(addr: SocketAddr, pki: &Pki) -> hyper::client::conn::http2::SendRequest<B>
+where
+    B: http_body::Body + Send + Unpin + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let tls = connect_h2(addr, pki).await;
+    let (sender, conn) = hyper::client::conn::http2::handshake(
+        hyper_util::rt::TokioExecutor::new(),
+        hyper_util::rt::TokioIo::new(tls),
+    )
+    .await
+    .unwrap();
+    tokio::spawn(conn);
+    sender
+}
+
 #[tokio::test]
 async fn tls_round_trip_carries_peer_identity() {
     let tmp = TempDir::new();
@@ -358,7 +376,6 @@ async fn bytes(axum::extract::Path(n): axum::extract::Path<usize>) -> axum::body
 #[tokio::test]
 async fn http2_responses_arrive_whole_while_frames_are_batched() {
     use http_body_util::BodyExt as _;
-    use hyper_util::rt::{TokioExecutor, TokioIo};
 
     let tmp = TempDir::new();
     let pki = load_or_generate(&tmp.0, &[]).unwrap();
@@ -366,12 +383,7 @@ async fn http2_responses_arrive_whole_while_frames_are_batched() {
     let app = Router::new().route("/bytes/{n}", get(bytes));
     let (addr, stop_tx, server) = start_tls(config, app).await;
 
-    let tls = connect_h2(addr, &pki).await;
-    let (sender, conn) =
-        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tls))
-            .await
-            .unwrap();
-    tokio::spawn(conn);
+    let sender = h2_sender(addr, &pki).await;
     let fetch = |n: usize| {
         let mut sender = sender.clone();
         async move {
@@ -412,7 +424,6 @@ async fn http2_responses_arrive_whole_while_frames_are_batched() {
 #[tokio::test]
 async fn http2_streams_that_wait_and_streams_that_do_not_share_a_connection() {
     use http_body_util::BodyExt as _;
-    use hyper_util::rt::{TokioExecutor, TokioIo};
     use std::sync::Arc;
 
     let gate = Arc::new(tokio::sync::Notify::new());
@@ -451,12 +462,7 @@ async fn http2_streams_that_wait_and_streams_that_do_not_share_a_connection() {
     let pki = load_or_generate(&tmp.0, &[]).unwrap();
     let config = server_config(&pki.serving_cert_pem, &pki.serving_key_pem, &[]).unwrap();
     let (addr, stop_tx, server) = start_tls(config, app).await;
-    let tls = connect_h2(addr, &pki).await;
-    let (sender, conn) =
-        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tls))
-            .await
-            .unwrap();
-    tokio::spawn(conn);
+    let sender = h2_sender(addr, &pki).await;
     let send = |req: http::Request<axum::body::Body>| {
         let mut sender = sender.clone();
         async move {
@@ -548,7 +554,7 @@ async fn patterned(axum::extract::Path(n): axum::extract::Path<usize>) -> axum::
 #[tokio::test]
 async fn bodies_arrive_byte_for_byte_when_writes_are_split_for_aligned_copies() {
     use http_body_util::BodyExt as _;
-    use hyper_util::rt::{TokioExecutor, TokioIo};
+    use hyper_util::rt::TokioIo;
 
     let tmp = TempDir::new();
     let pki = load_or_generate(&tmp.0, &[]).unwrap();
@@ -582,11 +588,7 @@ async fn bodies_arrive_byte_for_byte_when_writes_are_split_for_aligned_copies() 
         check(n, resp.into_body().collect().await.unwrap().to_bytes());
     }
 
-    let tls = connect_h2(addr, &pki).await;
-    let (h2, conn) = hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tls))
-        .await
-        .unwrap();
-    tokio::spawn(conn);
+    let h2 = h2_sender(addr, &pki).await;
     let all = sizes.iter().map(|&n| {
         let mut h2 = h2.clone();
         async move {
