@@ -202,7 +202,7 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
         given => given.to_vec(),
     };
     let authenticator =
-        auth_options::authentication(&a, authenticator, &sa_issuers, &issuer.audiences(), &egress)?;
+        auth_options::authentication(&a, authenticator, &sa_issuers, issuer.audiences(), &egress)?;
     let authorizers = auth_options::authorization(&a, &egress)?;
     let mut chain = chain_options(&a, &egress)?;
     chain.tracing = traces.as_ref().map(kapi::otel::Pipeline::tracing);

@@ -62,11 +62,12 @@ pub struct Additions {
     pub level: Option<Level>,
 }
 
+/// The response header naming the request's audit ID.
+const AUDIT_ID: HeaderName = HeaderName::from_static("audit-id");
+
 /// Admission annotations with this prefix need the Request level: a mutating
 /// webhook's patch shows what was in the request body (upstream's
 /// `PatchAuditAnnotationPrefix`).
-/// The response header naming the request's audit ID.
-const AUDIT_ID: HeaderName = HeaderName::from_static("audit-id");
 const PATCH_PREFIX: &str = "patch.webhook.admission.k8s.io/";
 
 /// Request extension through which later filters add to the event.

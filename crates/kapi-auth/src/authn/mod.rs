@@ -267,7 +267,7 @@ impl Authenticator {
     fn api_audiences(&self) -> &[String] {
         self.service_accounts
             .as_ref()
-            .map_or(&[], |(i, _)| i.audience_list())
+            .map_or(&[], |(i, _)| i.audiences())
     }
 
     /// A bearer token's user and the audiences it is good for among

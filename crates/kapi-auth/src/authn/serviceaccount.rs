@@ -281,12 +281,7 @@ impl Issuer {
     }
 
     /// The API audiences (`--api-audiences`, default the issuer).
-    pub fn audiences(&self) -> Vec<String> {
-        self.audiences.clone()
-    }
-
-    /// [`Issuer::audiences`], borrowed.
-    pub fn audience_list(&self) -> &[String] {
+    pub fn audiences(&self) -> &[String] {
         &self.audiences
     }
 

@@ -119,17 +119,16 @@ async fn follow(inner: &Inner) -> Result<()> {
                 };
                 // Read in place: no await until the events are applied.
                 let caches = inner.caches.read().expect("caches lock");
-                let caches = &caches.sorted;
-                let mut routed: Vec<Vec<Event>> = vec![Vec::new(); caches.len()];
+                let mut routed: Vec<Vec<Event>> = vec![Vec::new(); caches.sorted.len()];
                 for mut e in events {
-                    if let Some(i) = holding(caches, &e.kv.key) {
+                    if let Some(i) = caches.holding(&e.kv.key) {
                         if e.kind == EventKind::Put {
                             e.kv = inner.ingest(e.kv);
                         }
                         routed[i].push(e);
                     }
                 }
-                for (cache, evs) in caches.iter().zip(routed) {
+                for (cache, evs) in caches.sorted.iter().zip(routed) {
                     if evs.is_empty() {
                         cache.progress(rev, false);
                     } else {

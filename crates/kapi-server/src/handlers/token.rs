@@ -80,7 +80,7 @@ pub async fn token(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {
                 .collect()
         })
         .filter(|a: &Vec<String>| !a.is_empty())
-        .unwrap_or_else(|| issuer.audiences());
+        .unwrap_or_else(|| issuer.audiences().to_vec());
     let expiration = match spec.get("expirationSeconds") {
         None | Some(Value::Null) => 3600,
         Some(v) => v
