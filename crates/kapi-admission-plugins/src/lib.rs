@@ -161,7 +161,10 @@ fn build(name: &str, cx: &Context, sel: &Selection) -> Option<Arc<dyn Plugin>> {
     Some(match name {
         "AlwaysAdmit" => Arc::new(Always(true)),
         "AlwaysDeny" => Arc::new(Always(false)),
-        "NamespaceLifecycle" => Arc::new(namespace::Lifecycle { cx }),
+        "NamespaceLifecycle" => Arc::new(namespace::Lifecycle {
+            cx,
+            seen: Default::default(),
+        }),
         "LimitRanger" => Arc::new(limitranger::LimitRanger { cx }),
         "ServiceAccount" => Arc::new(serviceaccount::ServiceAccount { cx }),
         "NodeRestriction" => Arc::new(noderestriction::NodeRestriction { cx }),
@@ -178,10 +181,21 @@ fn build(name: &str, cx: &Context, sel: &Selection) -> Option<Arc<dyn Plugin>> {
         "ResourceQuota" => Arc::new(quota::ResourceQuota {
             cx,
             config: sel.quota.clone(),
+            quotas: Default::default(),
         }),
-        "MutatingAdmissionWebhook" => Arc::new(webhooks::plugins::MutatingWebhook { cx }),
-        "ValidatingAdmissionPolicy" => Arc::new(webhooks::plugins::ValidatingPolicy { cx }),
-        "ValidatingAdmissionWebhook" => Arc::new(webhooks::plugins::ValidatingWebhook { cx }),
+        "MutatingAdmissionWebhook" => Arc::new(webhooks::plugins::MutatingWebhook {
+            cx,
+            configs: Default::default(),
+        }),
+        "ValidatingAdmissionPolicy" => Arc::new(webhooks::plugins::ValidatingPolicy {
+            cx,
+            policies: Default::default(),
+            bindings: Default::default(),
+        }),
+        "ValidatingAdmissionWebhook" => Arc::new(webhooks::plugins::ValidatingWebhook {
+            cx,
+            configs: Default::default(),
+        }),
         _ => return None,
     })
 }

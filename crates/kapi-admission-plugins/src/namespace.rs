@@ -6,8 +6,11 @@
 //! in the mutating phase only (so a create into a missing namespace is 404
 //! before any other plugin looks at it).
 
+use std::sync::{Arc, Mutex};
+
 use async_trait::async_trait;
 use kapi_machinery::status::{ApiError, Cause, GroupResource};
+use kapi_registry::cache::CachedObject;
 use kapi_registry::meta;
 use kapi_registry::store::Store;
 use serde::de::IgnoredAny;
@@ -19,12 +22,40 @@ use kapi_admission::{Attributes, Operation, Plugin};
 /// Upstream's immortal namespaces.
 pub const IMMORTAL: &[&str] = &["default", "kube-system", "kube-public"];
 
+/// How many namespaces' answers [`Seen`] keeps.
+const SEEN: usize = 8;
+
+/// The namespaces read last, with whether each was being terminated: a
+/// cached object never changes (a write replaces it), so its answer holds for
+/// as long as the cache serves that same object.
+#[derive(Default)]
+pub(crate) struct Seen(Mutex<Vec<(Arc<CachedObject>, bool)>>);
+
+impl Seen {
+    fn get(&self, obj: &Arc<CachedObject>) -> Option<bool> {
+        let seen = self.0.lock().expect("seen lock");
+        seen.iter()
+            .find(|(o, _)| Arc::ptr_eq(o, obj))
+            .map(|(_, t)| *t)
+    }
+
+    fn put(&self, obj: Arc<CachedObject>, terminating: bool) {
+        let mut seen = self.0.lock().expect("seen lock");
+        seen.retain(|(o, _)| o.kv.key != obj.kv.key);
+        if seen.len() == SEEN {
+            seen.remove(0);
+        }
+        seen.push((obj, terminating));
+    }
+}
+
 /// Whether namespace `name` is being terminated (being deleted, or in phase
 /// `Terminating`); not found when it does not exist. Read from the watch cache
 /// once it has caught up with storage (the consistency of a read from
 /// storage, as before), and only the two fields it needs of the cached
-/// JSON; from storage when the cache cannot answer.
-async fn terminating(store: &Store, name: &str) -> Result<bool, ApiError> {
+/// JSON, once per cached object (`seen`); from storage when the cache cannot
+/// answer.
+async fn terminating(store: &Store, name: &str, seen: &Seen) -> Result<bool, ApiError> {
     #[derive(Deserialize, Default)]
     struct Namespace {
         #[serde(default)]
@@ -43,9 +74,14 @@ async fn terminating(store: &Store, name: &str) -> Result<bool, ApiError> {
         phase: Option<String>,
     }
     if let Some(obj) = store.get_cached_object_latest(None, name).await? {
+        if let Some(terminating) = seen.get(&obj) {
+            return Ok(terminating);
+        }
         if let Ok(ns) = serde_json::from_slice::<Namespace>(&obj.kv.value) {
-            return Ok(ns.metadata.deletion_timestamp.is_some()
-                || ns.status.phase.as_deref() == Some("Terminating"));
+            let terminating = ns.metadata.deletion_timestamp.is_some()
+                || ns.status.phase.as_deref() == Some("Terminating");
+            seen.put(obj, terminating);
+            return Ok(terminating);
         }
     }
     let ns = store.get(None, name, None).await?;
@@ -55,6 +91,7 @@ async fn terminating(store: &Store, name: &str) -> Result<bool, ApiError> {
 
 pub struct Lifecycle {
     pub(crate) cx: Context,
+    pub(crate) seen: Seen,
 }
 
 fn is_namespace(a: &Attributes) -> bool {
@@ -104,7 +141,7 @@ impl Plugin for Lifecycle {
         let Some(namespaces) = cx.apis.lookup("", "v1", "namespaces") else {
             return Ok(());
         };
-        let terminating = match terminating(&namespaces.store, &a.namespace).await {
+        let terminating = match terminating(&namespaces.store, &a.namespace, &self.seen).await {
             Ok(t) => t,
             Err(e) if e.is_not_found() => {
                 return Err(ApiError::not_found(

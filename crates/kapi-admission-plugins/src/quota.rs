@@ -24,7 +24,7 @@ use std::collections::BTreeSet;
 use async_trait::async_trait;
 use kapi_machinery::status::{ApiError, Reason};
 use kapi_registry::meta;
-use kapi_registry::store::options::{ListOptions, WriteOptions};
+use kapi_registry::store::options::WriteOptions;
 use kapi_registry::store::UpdateTarget;
 use serde_json::Value;
 
@@ -36,6 +36,8 @@ use kapi_resources::core::quota_usage as usage;
 pub struct ResourceQuota {
     pub(crate) cx: Context,
     pub(crate) config: std::sync::Arc<crate::quota_config::QuotaConfig>,
+    /// The quotas of the namespaces written to last, while none changes.
+    pub(crate) quotas: kapi_registry::store::KeptList,
 }
 
 /// What the configured limited resources require of the quotas for one object.
@@ -310,15 +312,15 @@ impl Plugin for ResourceQuota {
         let limited = Limited::of(&self.config, a, obj);
         let listed = quotas
             .store
-            .list(Some(&a.namespace), &ListOptions::default())
+            .list_kept(Some(&a.namespace), &self.quotas)
             .await?;
-        if listed.items.is_empty() && limited.is_empty() {
+        if listed.is_empty() && limited.is_empty() {
             return Ok(());
         }
         let delta = Self::delta(a);
         let mut interesting = Vec::new();
         let (mut covered_names, mut covered_scopes) = (BTreeSet::new(), BTreeSet::new());
-        for q in &listed.items {
+        for q in listed.iter() {
             if a.is("", "pods") {
                 covered_scopes.extend(matched_scope_names(q, obj));
             }

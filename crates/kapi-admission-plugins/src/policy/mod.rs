@@ -15,6 +15,7 @@ pub mod eval;
 use kapi_machinery::labels;
 use kapi_machinery::status::{ApiError, Cause, GroupResource, Reason};
 use kapi_registry::store::options::ListOptions;
+use kapi_registry::store::KeptList;
 use serde_json::{json, Value};
 
 use crate::webhooks::cel::{self, to_cel, Activation};
@@ -38,11 +39,17 @@ struct Denied {
 }
 
 impl Context {
-    pub(crate) async fn list_sorted(&self, resource: &str) -> Result<Vec<Value>, ApiError> {
+    /// Every object of `resource` (of this API group), by name: a consistent
+    /// read, shared through `kept` while none changes.
+    pub(crate) async fn list_sorted(
+        &self,
+        resource: &str,
+        kept: &KeptList,
+    ) -> Result<Vec<Value>, ApiError> {
         let Some(entry) = self.apis.lookup(GROUP, "v1", resource) else {
             return Ok(Vec::new());
         };
-        let mut items = entry.store.list(None, &ListOptions::default()).await?.items;
+        let mut items = entry.store.list_kept(None, kept).await?.to_vec();
         items.sort_by(|a, b| name_of(a).cmp(name_of(b)));
         Ok(items)
     }
@@ -172,13 +179,14 @@ impl Context {
         &self,
         a: &Attrs,
         policies: Vec<Value>,
+        bindings: &KeptList,
         out: &mut Outcome,
     ) -> Result<(), ApiError> {
         if rules::exempt(a) || policies.is_empty() {
             return Ok(());
         }
         let bindings = self
-            .list_sorted("validatingadmissionpolicybindings")
+            .list_sorted("validatingadmissionpolicybindings", bindings)
             .await?;
         let mut denied: Vec<Denied> = Vec::new();
         for p in &policies {

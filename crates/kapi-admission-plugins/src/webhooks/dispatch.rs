@@ -17,7 +17,7 @@
 use std::time::Duration;
 
 use kapi_machinery::status::{ApiError, Details, Reason};
-use kapi_registry::store::options::ListOptions;
+use kapi_registry::store::KeptList;
 use serde_json::{json, Value};
 
 use super::cel::{self, to_cel, Activation, Env, MatchResult};
@@ -68,21 +68,26 @@ impl Context {
     /// The webhooks of every configuration of `resource`, by configuration
     /// name. The plugins ask first, so a request meets no per-request work
     /// when there are none.
-    pub(crate) async fn hooks(&self, resource: &str) -> Result<Vec<Hook>, ApiError> {
+    pub(crate) async fn hooks(
+        &self,
+        resource: &str,
+        kept: &KeptList,
+    ) -> Result<Vec<Hook>, ApiError> {
         let Some(entry) = self.apis.lookup(GROUP, "v1", resource) else {
             return Ok(Vec::new());
         };
-        let mut configs = entry.store.list(None, &ListOptions::default()).await?.items;
+        let configs = entry.store.list_kept(None, kept).await?;
         let name = |c: &Value| {
             c.pointer("/metadata/name")
                 .and_then(Value::as_str)
                 .unwrap_or("")
                 .to_string()
         };
-        configs.sort_by_key(name);
+        let mut configs: Vec<&Value> = configs.iter().collect();
+        configs.sort_by_key(|c| name(c));
         let mut hooks = Vec::new();
         for c in configs {
-            let config = name(&c);
+            let config = name(c);
             for spec in c
                 .get("webhooks")
                 .and_then(Value::as_array)

@@ -12,6 +12,7 @@ use super::{Attrs, Outcome};
 use crate::Context;
 use kapi_admission::{self as admission, Attributes, Plugin};
 use kapi_auth::authn::UserInfo;
+use kapi_registry::store::KeptList;
 
 fn attrs(a: &Attributes) -> Attrs {
     // Upstream sets a namespace's own requests' namespace to its name.
@@ -99,6 +100,8 @@ impl NameOrEmpty for Attributes {
 /// MutatingAdmissionWebhook.
 pub struct MutatingWebhook {
     pub(crate) cx: Context,
+    /// The configurations, while none changes.
+    pub(crate) configs: KeptList,
 }
 
 #[async_trait]
@@ -111,7 +114,9 @@ impl Plugin for MutatingWebhook {
     }
     async fn admit(&self, a: &mut Attributes) -> Result<(), ApiError> {
         let cx = &self.cx;
-        let hooks = cx.hooks("mutatingwebhookconfigurations").await?;
+        let hooks = cx
+            .hooks("mutatingwebhookconfigurations", &self.configs)
+            .await?;
         if hooks.is_empty() {
             return Ok(());
         }
@@ -134,6 +139,8 @@ impl Plugin for MutatingWebhook {
 /// ValidatingAdmissionWebhook.
 pub struct ValidatingWebhook {
     pub(crate) cx: Context,
+    /// The configurations, while none changes.
+    pub(crate) configs: KeptList,
 }
 
 #[async_trait]
@@ -146,7 +153,9 @@ impl Plugin for ValidatingWebhook {
     }
     async fn validate(&self, a: &Attributes) -> Result<(), ApiError> {
         let cx = &self.cx;
-        let hooks = cx.hooks("validatingwebhookconfigurations").await?;
+        let hooks = cx
+            .hooks("validatingwebhookconfigurations", &self.configs)
+            .await?;
         if hooks.is_empty() {
             return Ok(());
         }
@@ -166,6 +175,9 @@ impl Plugin for ValidatingWebhook {
 /// ValidatingAdmissionPolicy.
 pub struct ValidatingPolicy {
     pub(crate) cx: Context,
+    /// The policies and their bindings, while none changes.
+    pub(crate) policies: KeptList,
+    pub(crate) bindings: KeptList,
 }
 
 #[async_trait]
@@ -178,13 +190,15 @@ impl Plugin for ValidatingPolicy {
     }
     async fn validate(&self, a: &Attributes) -> Result<(), ApiError> {
         let cx = &self.cx;
-        let policies = cx.list_sorted("validatingadmissionpolicies").await?;
+        let policies = cx
+            .list_sorted("validatingadmissionpolicies", &self.policies)
+            .await?;
         if policies.is_empty() {
             return Ok(());
         }
         let mut out = Outcome::default();
         let result = cx
-            .run_validating_policies(&attrs(a), policies, &mut out)
+            .run_validating_policies(&attrs(a), policies, &self.bindings, &mut out)
             .await;
         merge_policy_annotations(&mut out);
         hand_back(a, out);

@@ -404,6 +404,20 @@ impl CachedBackend {
         }
     }
 
+    /// The stamp ([`PrefixCache::stamp`]) of `prefix`'s cache once it caught
+    /// up with the backend, as for a consistent read; `Ok(None)` when the cache
+    /// cannot answer one (not cached or filled, consistent reads from the cache
+    /// off, the wait timed out).
+    pub async fn consistent_stamp(&self, prefix: &str) -> Result<Option<u64>> {
+        let Some(cache) = self.cache(prefix) else {
+            return Ok(None);
+        };
+        Ok(match self.resolve(&cache, ReadAt::Consistent).await? {
+            Some(None) => cache.stamp(),
+            _ => None,
+        })
+    }
+
     /// A page under `prefix` from memory; `Ok(None)` when the backend must answer.
     pub async fn list_cached(
         &self,

@@ -34,6 +34,14 @@ use super::range::{merge, prefix_end};
 /// Watchers closed because they could not keep up (all caches).
 pub(crate) static TERMINATED_WATCHERS: AtomicU64 = AtomicU64::new(0);
 
+/// The source of [`PrefixCache::stamp`]s: unique among every cache of the
+/// process, so a stamp names one state of one cache.
+static STAMPS: AtomicU64 = AtomicU64::new(1);
+
+fn next_stamp() -> u64 {
+    STAMPS.fetch_add(1, Ordering::Relaxed)
+}
+
 /// What a cache watcher receives.
 #[derive(Debug, Clone)]
 pub enum CacheMessage {
@@ -100,6 +108,9 @@ pub struct PrefixCache {
     /// Set once, by the first store that declares indexed fields for the prefix.
     indexer: OnceLock<Arc<Indexer>>,
     state: RwLock<State>,
+    /// Names the objects the cache holds: a new stamp whenever they change
+    /// (events applied, a refill), written under the state's write lock.
+    stamp: AtomicU64,
 }
 
 impl PrefixCache {
@@ -114,7 +125,17 @@ impl PrefixCache {
             },
             indexer: OnceLock::new(),
             state: RwLock::new(State::default()),
+            stamp: AtomicU64::new(next_stamp()),
         }
+    }
+
+    /// The stamp of the objects held now (`None` while not filled): equal
+    /// stamps read at two times mean nothing under the prefix changed between
+    /// them, so whatever a reader derived from a list at the first it may keep
+    /// for the second.
+    pub fn stamp(&self) -> Option<u64> {
+        let st = self.state.read().expect("cache lock");
+        st.ready.then(|| self.stamp.load(Ordering::Acquire))
     }
 
     /// Index the prefix's objects by `indexer`'s fields from now on; false when
@@ -150,6 +171,7 @@ impl PrefixCache {
     pub fn reset(&self, objects: BTreeMap<String, Arc<CachedObject>>, revision: Revision) {
         let index = self.build_index(&objects);
         let mut st = self.state.write().expect("cache lock");
+        self.stamp.store(next_stamp(), Ordering::Release);
         *st = State {
             ready: true,
             revision,
@@ -169,6 +191,7 @@ impl PrefixCache {
         let mut st = self.state.write().expect("cache lock");
         st.ready = false;
         st.watchers.clear();
+        self.stamp.store(next_stamp(), Ordering::Release);
     }
 
     pub fn ready_revision(&self) -> Option<Revision> {
@@ -185,6 +208,9 @@ impl PrefixCache {
         let mut st = self.state.write().expect("cache lock");
         if !st.ready {
             return;
+        }
+        if !events.is_empty() {
+            self.stamp.store(next_stamp(), Ordering::Release);
         }
         st.memo.clear();
         let mut cached = Vec::with_capacity(events.len());

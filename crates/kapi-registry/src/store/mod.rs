@@ -14,6 +14,7 @@ mod cached;
 mod create;
 mod delete;
 pub mod gc_finalizers;
+mod kept;
 mod list;
 pub mod options;
 mod update;
@@ -34,6 +35,7 @@ use crate::resource::ResourceDef;
 
 pub use cached::CachedList;
 pub use delete::DeleteOutcome;
+pub use kept::KeptList;
 pub use list::ListResult;
 pub use update::UpdateTarget;
 pub use watch::{CachedSource, WatchEvent, WatchEventType, WatchReceiver};
