@@ -99,10 +99,29 @@ impl Warnings {
     }
 }
 
-/// What admission knows of one request (upstream `admission.Attributes`).
+/// What admission knows of one request (upstream `admission.Attributes`):
+/// what each call on the request's objects has of its own, and the request's
+/// resource and user, shared by every call (a store write calls the chain
+/// twice, a delete-collection once per item) and read through `Deref`
+/// (`a.resource`, `a.user`).
 #[derive(Debug, Clone)]
 pub struct Attributes {
     pub operation: Operation,
+    /// `""` for a create whose name is generated (`metadata.generateName`).
+    pub name: String,
+    /// The request's `CreateOptions` / `UpdateOptions` / `PatchOptions` /
+    /// `DeleteOptions`, as a `meta.k8s.io/v1` JSON object.
+    pub options: Arc<Value>,
+    /// The object to write: `None` for deletes (and connects).
+    pub object: Option<Value>,
+    /// The current object: `None` for creates.
+    pub old_object: Option<Value>,
+    pub request: Arc<RequestAttributes>,
+}
+
+/// The part of [`Attributes`] every admission call of one request shares.
+#[derive(Debug)]
+pub struct RequestAttributes {
     /// The resource's group and version as served on this URL.
     pub group: String,
     pub version: String,
@@ -116,20 +135,19 @@ pub struct Attributes {
     pub subresource: String,
     /// `""` for cluster-scoped resources.
     pub namespace: String,
-    /// `""` for a create whose name is generated (`metadata.generateName`).
-    pub name: String,
     pub user: Option<UserInfo>,
     pub dry_run: bool,
-    /// The request's `CreateOptions` / `UpdateOptions` / `PatchOptions` /
-    /// `DeleteOptions`, as a `meta.k8s.io/v1` JSON object.
-    pub options: Value,
-    /// The object to write: `None` for deletes (and connects).
-    pub object: Option<Value>,
-    /// The current object: `None` for creates.
-    pub old_object: Option<Value>,
     pub warnings: Warnings,
     /// The request's audit event: plugins' audit annotations go there.
     pub audit: Option<kapi_auth::audit::AuditHandle>,
+}
+
+impl std::ops::Deref for Attributes {
+    type Target = RequestAttributes;
+
+    fn deref(&self) -> &RequestAttributes {
+        &self.request
+    }
 }
 
 impl Attributes {

@@ -17,7 +17,7 @@ use kapi_auth::audit::AuditHandle;
 use kapi_http::user::UserInfo;
 use kapi_registry::ResourceDef;
 
-use super::{Attributes, Chain, Operation, Warnings};
+use super::{Attributes, Chain, Operation, RequestAttributes, Warnings};
 
 /// The request whose writes are admitted: the resource its URL names and who
 /// asks.
@@ -65,22 +65,24 @@ impl RequestAdmission {
             chain,
             base: Attributes {
                 operation,
-                group: def.group.clone(),
-                version: def.version.clone(),
-                kind_group,
-                kind_version,
-                kind,
-                resource: def.resource.clone(),
-                subresource,
-                namespace: t.namespace.unwrap_or("").to_owned(),
                 name: t.name.to_owned(),
-                user: t.user.cloned(),
-                dry_run,
-                options,
+                options: Arc::new(options),
                 object: None,
                 old_object: None,
-                warnings: Warnings::default(),
-                audit: t.audit.cloned(),
+                request: Arc::new(RequestAttributes {
+                    group: def.group.clone(),
+                    version: def.version.clone(),
+                    kind_group,
+                    kind_version,
+                    kind,
+                    resource: def.resource.clone(),
+                    subresource,
+                    namespace: t.namespace.unwrap_or("").to_owned(),
+                    user: t.user.cloned(),
+                    dry_run,
+                    warnings: Warnings::default(),
+                    audit: t.audit.cloned(),
+                }),
             },
         }
     }
@@ -153,7 +155,7 @@ impl RequestAdmission {
         }
         if op == Operation::Create && a.options["kind"] != "CreateOptions" {
             // A PUT or apply that creates is a create, with CreateOptions.
-            a.options["kind"] = json!("CreateOptions");
+            Arc::make_mut(&mut a.options)["kind"] = json!("CreateOptions");
         }
         a.object = obj;
         a.old_object = old;

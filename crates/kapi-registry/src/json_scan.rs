@@ -27,6 +27,7 @@ pub(crate) fn members(b: &[u8]) -> Members<'_> {
         i: i + 1,
         value: None,
         done: !open,
+        closed: false,
     }
 }
 
@@ -37,6 +38,8 @@ pub(crate) struct Members<'a> {
     /// The start of the value last yielded, still to be skipped.
     value: Option<usize>,
     done: bool,
+    /// The walk reached the object's closing brace.
+    closed: bool,
 }
 
 impl<'a> Iterator for Members<'a> {
@@ -53,6 +56,12 @@ impl<'a> Iterator for Members<'a> {
 }
 
 impl<'a> Members<'a> {
+    /// Whether the walk ended at the object's closing brace (every member
+    /// was yielded), not at something malformed or the end of the bytes.
+    pub(crate) fn closed(&self) -> bool {
+        self.closed
+    }
+
     fn step(&mut self) -> Option<(&'a [u8], usize)> {
         let b = self.b;
         let mut i = match self.value.take() {
@@ -64,6 +73,10 @@ impl<'a> Members<'a> {
             match *b.get(i)? {
                 b',' => i += 1,
                 b'"' => break,
+                b'}' => {
+                    self.closed = true;
+                    return None;
+                }
                 _ => return None,
             }
         }

@@ -30,7 +30,7 @@ fn attrs(a: &Attributes) -> Attrs {
         name: a.error_name_or_empty(),
         object: a.object.clone(),
         old_object: a.old_object.clone(),
-        options: (!a.options.is_null()).then(|| a.options.clone()),
+        options: (!a.options.is_null()).then(|| serde_json::Value::clone(&a.options)),
         dry_run: a.dry_run,
         user: a.user.clone().unwrap_or_else(UserInfo::anonymous),
     }

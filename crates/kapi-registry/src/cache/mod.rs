@@ -154,13 +154,17 @@ impl Caches {
     /// finds it. Every prefix ends in `/`, so it is `key` up to one of its
     /// slashes: a few lookups of the key's own leading bytes, where the
     /// binary search compared the key with prefixes spread over the heap
-    /// (one a cache miss each, on every read of every request).
+    /// (one a cache miss each, on every read of every request). Prefixes
+    /// never nest, so at most one matches; the longest are tried first, as
+    /// the keys asked for are a resource's prefix itself (one lookup) or an
+    /// object's key one or two segments below it.
     fn holding(&self, key: &str) -> Option<usize> {
         if self.by_prefix.is_empty() {
             return None;
         }
         key.bytes()
             .enumerate()
+            .rev()
             .filter(|(_, b)| *b == b'/')
             .find_map(|(i, _)| self.by_prefix.get(&key[..=i]).copied())
     }

@@ -6,6 +6,8 @@ use std::marker::PhantomData;
 use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::{Map, Value};
 
+use crate::json_scan;
+
 /// Which metadata fields a [`Picked`] parse keeps.
 pub(super) trait Pick {
     fn keep(key: &str) -> bool;
@@ -45,6 +47,32 @@ pub(super) struct Picked<P>(pub Map<String, Value>, PhantomData<P>);
 impl<P> Default for Picked<P> {
     fn default() -> Self {
         Picked(Map::new(), PhantomData)
+    }
+}
+
+impl<P: Pick> Picked<P> {
+    /// The metadata object `json` (its first byte the opening brace) as
+    /// parsing it gives, found by a scan that skips the members `P` does not
+    /// keep over their bytes (the parse walks them token by token: most of a
+    /// metadata object is usually `managedFields`) and parses only the kept
+    /// values. `None` when the scan cannot tell what the parse would give: a
+    /// key with an escape, or bytes that are not one whole object.
+    pub(super) fn scan(json: &[u8]) -> Option<Self> {
+        let mut m = Map::new();
+        let mut members = json_scan::members(json);
+        for (quoted, start) in members.by_ref() {
+            let key = quoted.strip_prefix(b"\"")?.strip_suffix(b"\"")?;
+            if key.contains(&b'\\') {
+                return None;
+            }
+            let key = std::str::from_utf8(key).ok()?;
+            if P::keep(key) {
+                let end = json_scan::skip_value(json, start)?;
+                let value: Value = serde_json::from_slice(&json[start..end]).ok()?;
+                m.insert(key.to_owned(), value);
+            }
+        }
+        members.closed().then_some(Picked(m, PhantomData))
     }
 }
 

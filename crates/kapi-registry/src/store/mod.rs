@@ -340,7 +340,7 @@ impl Store {
     /// (with `resourceVersion`). Labels, annotations and the rest are skipped
     /// unallocated: the garbage collector's read of every object.
     pub fn decode_identity(&self, kv: &KeyValue) -> Result<Value, ApiError> {
-        let metadata = metadata_only::<Picked<metadata_only::Identity>>(kv)?.0;
+        let metadata = picked_metadata::<metadata_only::Identity>(kv)?;
         Ok(self.metadata_object(kv, metadata))
     }
 
@@ -363,7 +363,7 @@ impl Store {
     pub(crate) fn stored_metadata_without_managed_fields(
         kv: &KeyValue,
     ) -> Result<serde_json::Map<String, Value>, ApiError> {
-        Ok(metadata_only::<Picked<metadata_only::AllButManagedFields>>(kv)?.0)
+        picked_metadata::<metadata_only::AllButManagedFields>(kv)
     }
 
     /// The stored object's `metadata` object, parsed alone.
@@ -492,6 +492,20 @@ fn metadata_only<M: serde::de::DeserializeOwned + Default>(kv: &KeyValue) -> Res
     }
     let m: MetadataOnly<M> = serde_json::from_slice(&json).map_err(err)?;
     Ok(m.metadata.unwrap_or_default())
+}
+
+/// The top-level `metadata` of stored bytes cut to what `P` keeps: by a
+/// scan of its members ([`Picked::scan`]) when it can tell, else parsed.
+fn picked_metadata<P: metadata_only::Pick>(
+    kv: &KeyValue,
+) -> Result<serde_json::Map<String, Value>, ApiError> {
+    let json = json_of(kv)?;
+    if let Some(start) = crate::json_scan::metadata_open_brace(&json) {
+        if let Some(picked) = Picked::<P>::scan(&json[start..]) {
+            return Ok(picked.0);
+        }
+    }
+    Ok(metadata_only::<Picked<P>>(kv)?.0)
 }
 
 /// The stored value as JSON: the bytes themselves when they are JSON (always
