@@ -76,7 +76,7 @@ impl FieldInfo {
 pub trait SchemaNav: Send + Sync {
     /// The field `name` of an object of type `ty`; `None` when the type or field is
     /// unknown (callers then treat the value as unstructured).
-    fn field(&self, ty: &TypeRef, name: &str) -> Option<FieldInfo>;
+    fn field(&self, ty: &TypeRef, name: &str) -> Option<std::sync::Arc<FieldInfo>>;
 
     /// Whether `ty` is an object type with a fixed set of properties (so a field
     /// `field` does not know is an unknown field, not free-form data).
@@ -116,7 +116,7 @@ pub trait SchemaNav: Send + Sync {
 pub struct NoSchema;
 
 impl SchemaNav for NoSchema {
-    fn field(&self, _ty: &TypeRef, _name: &str) -> Option<FieldInfo> {
+    fn field(&self, _ty: &TypeRef, _name: &str) -> Option<std::sync::Arc<FieldInfo>> {
         None
     }
 }

@@ -21,6 +21,7 @@
 
 use serde_json::Value;
 use std::fmt;
+use std::sync::Arc;
 
 mod meta;
 mod names;
@@ -53,10 +54,19 @@ enum Segment {
     Subscript(String),
 }
 
-/// Path from an object's root to one field. Cheap to clone; builders return new paths.
+/// Path from an object's root to one field. Cheap to clone; builders return
+/// new paths that share their parent's segments (a validation builds a path
+/// for every field it looks at, and needs its text only for an error).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FieldPath {
-    segments: Vec<Segment>,
+    last: Option<Arc<Link>>,
+}
+
+/// One segment of a [`FieldPath`] and the path before it.
+#[derive(Debug, PartialEq, Eq)]
+struct Link {
+    parent: Option<Arc<Link>>,
+    segment: Segment,
 }
 
 impl FieldPath {
@@ -81,15 +91,30 @@ impl FieldPath {
     }
 
     fn push(&self, segment: Segment) -> Self {
-        let mut segments = self.segments.clone();
-        segments.push(segment);
-        FieldPath { segments }
+        FieldPath {
+            last: Some(Arc::new(Link {
+                parent: self.last.clone(),
+                segment,
+            })),
+        }
+    }
+
+    /// The segments from the root.
+    fn segments(&self) -> Vec<&Segment> {
+        let mut out = Vec::new();
+        let mut at = self.last.as_deref();
+        while let Some(link) = at {
+            out.push(&link.segment);
+            at = link.parent.as_deref();
+        }
+        out.reverse();
+        out
     }
 }
 
 impl fmt::Display for FieldPath {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, segment) in self.segments.iter().enumerate() {
+        for (i, segment) in self.segments().into_iter().enumerate() {
             match segment {
                 Segment::Name(n) if i > 0 && !n.is_empty() => write!(f, ".{n}")?,
                 Segment::Name(n) => f.write_str(n)?,

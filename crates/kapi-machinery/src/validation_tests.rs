@@ -491,3 +491,22 @@ fn object_meta_update_finalizers_while_deleting() {
     let removed = json!({"name": "a", "deletionTimestamp": "2024-01-01T00:00:00Z"});
     assert!(validate_object_meta_update(&removed, &old, &md()).is_empty());
 }
+
+/// A path prints as upstream's `field.Path`, and paths built apart compare
+/// by their segments (a child shares its parent's).
+#[test]
+fn paths_print_and_compare_by_their_segments() {
+    let spec = FieldPath::new("spec");
+    let p = spec.child("containers").index(2).child("env").key("a.b");
+    assert_eq!(p.to_string(), "spec.containers[2].env[a.b]");
+    assert_eq!(spec.to_string(), "spec");
+    assert_eq!(FieldPath::default().to_string(), "");
+    let again = FieldPath::new("spec")
+        .child("containers")
+        .index(2)
+        .child("env")
+        .key("a.b");
+    assert_eq!(p, again);
+    assert_ne!(p, spec.child("containers").index(2).child("env").key("a"));
+    assert_ne!(spec.key("x"), spec.child("x"));
+}

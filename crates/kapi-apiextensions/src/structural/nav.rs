@@ -99,16 +99,16 @@ fn map_type(n: &Node) -> MapType {
 }
 
 impl SchemaNav for StructuralNav {
-    fn field(&self, ty: &TypeRef, name: &str) -> Option<FieldInfo> {
+    fn field(&self, ty: &TypeRef, name: &str) -> Option<std::sync::Arc<FieldInfo>> {
         let Some(node) = self.node(ty) else {
             return self.fallback.as_ref()?.field(ty, name);
         };
         let is_resource = ty.0 == PREFIX || node.x_embedded_resource;
         if is_resource && name == "metadata" {
-            return Some(FieldInfo {
+            return Some(std::sync::Arc::new(FieldInfo {
                 elem: TypeRef::new(OBJECT_META),
                 ..FieldInfo::default()
-            });
+            }));
         }
         let prop_ref = child_ref(ty, &format!("properties/{}", escape(name)));
         let prop = node.properties.get(name)?;
@@ -116,13 +116,13 @@ impl SchemaNav for StructuralNav {
             Some(_) => (child_ref(&prop_ref, "items"), list_type(prop)),
             None => (prop_ref, ListType::Atomic),
         };
-        Some(FieldInfo {
+        Some(std::sync::Arc::new(FieldInfo {
             elem,
             patch_strategies: Vec::new(),
             patch_merge_key: None,
             list_type,
             map_type: map_type(prop),
-        })
+        }))
     }
 
     fn is_struct(&self, ty: &TypeRef) -> bool {

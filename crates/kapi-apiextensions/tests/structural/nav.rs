@@ -36,15 +36,15 @@ fn list_and_map_types() {
     );
     assert_eq!(nav.key_default(&ports.elem, "protocol"), Some(json!("TCP")));
     assert_eq!(
-        nav.field(&ports.elem, "port").map(|f| f.list_type),
+        nav.field(&ports.elem, "port").map(|f| f.list_type.clone()),
         Some(ListType::Atomic)
     );
     assert_eq!(
-        nav.field(&spec.elem, "tags").map(|f| f.list_type),
+        nav.field(&spec.elem, "tags").map(|f| f.list_type.clone()),
         Some(ListType::Set)
     );
     assert_eq!(
-        nav.field(&spec.elem, "args").map(|f| f.list_type),
+        nav.field(&spec.elem, "args").map(|f| f.list_type.clone()),
         Some(ListType::Atomic)
     );
     let selector = nav.field(&spec.elem, "selector").expect("selector");
@@ -65,12 +65,16 @@ fn list_and_map_types() {
 struct MetaOnly;
 
 impl SchemaNav for MetaOnly {
-    fn field(&self, ty: &TypeRef, name: &str) -> Option<kapi_machinery::schema::FieldInfo> {
+    fn field(
+        &self,
+        ty: &TypeRef,
+        name: &str,
+    ) -> Option<std::sync::Arc<kapi_machinery::schema::FieldInfo>> {
         (ty.0.ends_with("ObjectMeta") && name == "finalizers").then(|| {
-            kapi_machinery::schema::FieldInfo {
+            Arc::new(kapi_machinery::schema::FieldInfo {
                 list_type: ListType::Set,
                 ..Default::default()
-            }
+            })
         })
     }
 }
@@ -87,7 +91,8 @@ fn metadata_questions_go_to_the_fallback() {
     let root = StructuralNav::root_type();
     let meta = nav.field(&root, "metadata").expect("metadata");
     assert_eq!(
-        nav.field(&meta.elem, "finalizers").map(|f| f.list_type),
+        nav.field(&meta.elem, "finalizers")
+            .map(|f| f.list_type.clone()),
         Some(ListType::Set)
     );
     assert!(plain.field(&meta.elem, "finalizers").is_none());

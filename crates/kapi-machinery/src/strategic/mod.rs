@@ -156,10 +156,10 @@ impl Merger<'_> {
         }
         let strategy = others.first().map(|s| s.as_str()).unwrap_or("");
         Ok(Field {
-            elem: info.elem,
+            elem: info.elem.clone(),
             merge: strategy == "merge",
             replace: strategy == "replace",
-            merge_key: info.patch_merge_key.filter(|k| !k.is_empty()),
+            merge_key: info.patch_merge_key.clone().filter(|k| !k.is_empty()),
         })
     }
 

@@ -79,8 +79,8 @@ impl<'a> Typed<'a> {
                 let atomic_map = fi.map_type == MapType::Atomic
                     || self.schema.type_map_type(&fi.elem) == MapType::Atomic;
                 let node = Node {
-                    ty: fi.elem,
-                    list: fi.list_type,
+                    ty: fi.elem.clone(),
+                    list: fi.list_type.clone(),
                     atomic_map,
                 };
                 (node, true)

@@ -9,12 +9,12 @@ use crate::schema::{FieldInfo, NoSchema};
 pub(crate) struct TestSchema;
 
 impl SchemaNav for TestSchema {
-    fn field(&self, ty: &TypeRef, name: &str) -> Option<FieldInfo> {
+    fn field(&self, ty: &TypeRef, name: &str) -> Option<std::sync::Arc<FieldInfo>> {
         let info = |elem: &str| FieldInfo {
             elem: TypeRef::new(elem),
             ..Default::default()
         };
-        match (ty.0.as_str(), name) {
+        let found = match (ty.0.as_str(), name) {
             ("Root", "spec") => Some(info("Spec")),
             ("Root", "metadata") => Some(info(OBJECT_META)),
             ("Root", "apiVersion" | "kind") => Some(info("")),
@@ -35,7 +35,8 @@ impl SchemaNav for TestSchema {
             ("Item", "name" | "value" | "port") => Some(info("")),
             (OBJECT_META, "name" | "labels" | "annotations") => Some(info("")),
             _ => None,
-        }
+        };
+        found.map(std::sync::Arc::new)
     }
 }
 

@@ -121,11 +121,38 @@ fn block_may_need_escape(block: &[u8; BLOCK]) -> bool {
     any != 0
 }
 
+/// Whether any byte of `bytes` may need an escape: block by block, the last
+/// few bytes padded into a block of their own. Most strings need none and are
+/// then copied whole; a short one (a key, a name) costs one block test where
+/// the byte-at-a-time walk below costs several instructions a byte.
+fn may_need_escape(bytes: &[u8]) -> bool {
+    let mut blocks = bytes.chunks_exact(BLOCK);
+    if blocks
+        .by_ref()
+        .any(|b| block_may_need_escape(b.try_into().expect("a block")))
+    {
+        return true;
+    }
+    let rest = blocks.remainder();
+    if rest.is_empty() {
+        return false;
+    }
+    // A space needs no escape.
+    let mut last = [b' '; BLOCK];
+    last[..rest.len()].copy_from_slice(rest);
+    block_may_need_escape(&last)
+}
+
 /// `s` quoted and escaped as Go writes it.
 fn write_str(s: &str, out: &mut Vec<u8>) {
     let bytes = s.as_bytes();
     out.reserve(bytes.len() + 2);
     out.push(b'"');
+    if !may_need_escape(bytes) {
+        out.extend_from_slice(bytes);
+        out.push(b'"');
+        return;
+    }
     let mut start = 0;
     let mut i = 0;
     while i < bytes.len() {
@@ -223,6 +250,25 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    /// The whole-string test agrees with the table for strings of every
+    /// length up to three blocks, with the byte anywhere.
+    #[test]
+    fn the_string_test_is_the_table() {
+        for len in 0..=3 * BLOCK {
+            for at in 0..len {
+                for b in [
+                    0x00, 0x1F, b'"', b'\\', b'<', b'>', b'&', 0xE2, b' ', b'x', 0xC3,
+                ] {
+                    let mut bytes = vec![b'a'; len];
+                    bytes[at] = b;
+                    let want = bytes.iter().any(|&c| ESCAPE[c as usize] != 0);
+                    assert_eq!(may_need_escape(&bytes), want, "{b:#x} at {at} of {len}");
+                }
+            }
+            assert!(!may_need_escape(&vec![b'a'; len]));
         }
     }
 

@@ -9,7 +9,6 @@
 //! upstream's names, `io.k8s.api.core.v1.Pod`), its list that name + `List`.
 //! Where to look next: `defs.rs` (how entries become definitions).
 
-use std::collections::HashMap;
 use std::sync::OnceLock;
 
 /// One kind with a built-in schema.
@@ -39,9 +38,10 @@ include!(concat!(env!("OUT_DIR"), "/kinds.rs"));
 /// The entry of a kind, if it has a built-in schema. Writes ask for every
 /// object (managedFields, Go type checks): the table is indexed by kind.
 pub fn find(group: &str, version: &str, kind: &str) -> Option<&'static KindEntry> {
-    static BY_KIND: OnceLock<HashMap<&'static str, Vec<&'static KindEntry>>> = OnceLock::new();
+    static BY_KIND: OnceLock<foldhash::HashMap<&'static str, Vec<&'static KindEntry>>> =
+        OnceLock::new();
     let by_kind = BY_KIND.get_or_init(|| {
-        let mut map: HashMap<&'static str, Vec<&'static KindEntry>> = HashMap::new();
+        let mut map: foldhash::HashMap<&'static str, Vec<&'static KindEntry>> = Default::default();
         for k in KINDS {
             map.entry(k.kind).or_default().push(k);
         }

@@ -343,8 +343,8 @@ mod tests {
 
     fn field(ty: &str, name: &str) -> FieldInfo {
         let nav = BuiltinSchema::shared();
-        nav.field(&TypeRef::new(ty), name)
-            .unwrap_or_else(|| panic!("{ty}.{name}"))
+        let info = nav.field(&TypeRef::new(ty), name);
+        FieldInfo::clone(&info.unwrap_or_else(|| panic!("{ty}.{name}")))
     }
 
     #[test]

@@ -20,7 +20,7 @@ pub struct BuiltinSchema;
 /// managedFields). Only fields that exist are kept: the memo is bounded by the
 /// definitions, whatever names clients send. Keys are our own type names and
 /// schema-checked field names, so a fast hash without a random seed is enough.
-type FieldMemo = foldhash::HashMap<Box<str>, foldhash::HashMap<Box<str>, FieldInfo>>;
+type FieldMemo = foldhash::HashMap<Box<str>, foldhash::HashMap<Box<str>, Arc<FieldInfo>>>;
 static FIELDS: LazyLock<RwLock<FieldMemo>> = LazyLock::new(Default::default);
 
 impl BuiltinSchema {
@@ -123,7 +123,7 @@ impl SchemaNav for BuiltinSchema {
         })
     }
 
-    fn field(&self, ty: &TypeRef, name: &str) -> Option<FieldInfo> {
+    fn field(&self, ty: &TypeRef, name: &str) -> Option<std::sync::Arc<FieldInfo>> {
         if let Some(info) = FIELDS
             .read()
             .expect("fields lock")
@@ -132,7 +132,7 @@ impl SchemaNav for BuiltinSchema {
         {
             return Some(info.clone());
         }
-        let info = self.field_info(ty, name)?;
+        let info = Arc::new(self.field_info(ty, name)?);
         FIELDS
             .write()
             .expect("fields lock")
@@ -200,7 +200,11 @@ mod tests {
         for name in ["containers", "volumes", "nodeSelector", "hostNetwork"] {
             let first = nav.field(&spec, name);
             assert!(first.is_some(), "{name}");
-            assert_eq!(first, nav.field_info(&spec, name), "{name}");
+            assert_eq!(
+                first.as_deref(),
+                nav.field_info(&spec, name).as_ref(),
+                "{name}"
+            );
             assert_eq!(nav.field(&spec, name), first, "{name}");
         }
         assert_eq!(nav.field(&spec, "noSuchField"), None);

@@ -19,9 +19,9 @@ fn f(elem: &str, strategies: &[&str], key: Option<&str>) -> FieldInfo {
 }
 
 impl SchemaNav for TestSchema {
-    fn field(&self, ty: &TypeRef, name: &str) -> Option<FieldInfo> {
+    fn field(&self, ty: &TypeRef, name: &str) -> Option<std::sync::Arc<FieldInfo>> {
         let merge = &["merge"][..];
-        Some(match (ty.0.as_str(), name) {
+        Some(std::sync::Arc::new(match (ty.0.as_str(), name) {
             ("Pod" | "Deployment", "metadata") => f("ObjectMeta", &[], None),
             ("Pod", "spec") => f("PodSpec", &[], None),
             ("Deployment", "spec") => f("DeploymentSpec", &[], None),
@@ -40,7 +40,7 @@ impl SchemaNav for TestSchema {
             ("DeploymentSpec", "template") => f("PodTemplateSpec", &[], None),
             ("PodTemplateSpec", "spec") => f("PodSpec", &[], None),
             _ => return None,
-        })
+        }))
     }
 }
 

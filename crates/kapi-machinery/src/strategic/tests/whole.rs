@@ -41,10 +41,10 @@ fn unknown_schema_merges_maps_and_replaces_lists() {
 fn map_value_type_is_used_for_map_entries() {
     struct MapSchema;
     impl SchemaNav for MapSchema {
-        fn field(&self, ty: &TypeRef, name: &str) -> Option<FieldInfo> {
+        fn field(&self, ty: &TypeRef, name: &str) -> Option<std::sync::Arc<FieldInfo>> {
             match (ty.0.as_str(), name) {
-                ("Root", "byName") => Some(f("ContainerMap", &[], None)),
-                ("Entry", "items") => Some(f("Item", &["merge"], Some("id"))),
+                ("Root", "byName") => Some(std::sync::Arc::new(f("ContainerMap", &[], None))),
+                ("Entry", "items") => Some(std::sync::Arc::new(f("Item", &["merge"], Some("id")))),
                 _ => None,
             }
         }
