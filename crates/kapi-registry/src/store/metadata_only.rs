@@ -68,7 +68,17 @@ impl<P: Pick> Picked<P> {
             let key = std::str::from_utf8(key).ok()?;
             if P::keep(key) {
                 let end = json_scan::skip_value(json, start)?;
-                let value: Value = serde_json::from_slice(&json[start..end]).ok()?;
+                let raw = &json[start..end];
+                // A string without escapes is its bytes between the quotes.
+                let plain = raw
+                    .strip_prefix(b"\"")
+                    .and_then(|r| r.strip_suffix(b"\""))
+                    .filter(|r| !r.contains(&b'\\'))
+                    .and_then(|r| std::str::from_utf8(r).ok());
+                let value = match plain {
+                    Some(s) => Value::String(s.to_owned()),
+                    None => serde_json::from_slice(raw).ok()?,
+                };
                 m.insert(key.to_owned(), value);
             }
         }
