@@ -36,14 +36,16 @@ pub struct RequestAdmission {
 }
 
 fn options(kind: &str, dry_run: bool, extra: Value) -> Value {
-    let mut o = json!({"kind": kind, "apiVersion": "meta.k8s.io/v1"});
+    let mut o = serde_json::Map::with_capacity(4);
+    o.insert("kind".into(), kind.into());
+    o.insert("apiVersion".into(), "meta.k8s.io/v1".into());
     if dry_run {
-        o["dryRun"] = json!(["All"]);
+        o.insert("dryRun".into(), json!(["All"]));
     }
-    if let (Some(o), Some(extra)) = (o.as_object_mut(), extra.as_object()) {
-        o.extend(extra.clone());
+    if let Value::Object(extra) = extra {
+        o.extend(extra);
     }
-    o
+    Value::Object(o)
 }
 
 impl RequestAdmission {

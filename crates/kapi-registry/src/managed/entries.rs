@@ -118,7 +118,7 @@ pub fn encode(managed: &Managed) -> Vec<Value> {
         .iter()
         .map(|(id, vs)| {
             let parsed = IdParts::of(id);
-            let mut e = Map::new();
+            let mut e = Map::with_capacity(7);
             e.insert("manager".into(), Value::String(parsed.manager));
             let op = if vs.applied { "Apply" } else { "Update" };
             e.insert("operation".into(), json!(op));

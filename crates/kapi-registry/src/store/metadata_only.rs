@@ -10,15 +10,16 @@ use crate::json_scan;
 
 /// Which metadata fields a [`Picked`] parse keeps.
 pub(super) trait Pick {
-    fn keep(key: &str) -> bool;
+    /// Whether to keep the member named `key` (its UTF-8 bytes).
+    fn keep(key: &[u8]) -> bool;
 }
 
 /// Every field but `managedFields`.
 pub(super) struct AllButManagedFields;
 
 impl Pick for AllButManagedFields {
-    fn keep(key: &str) -> bool {
-        key != "managedFields"
+    fn keep(key: &[u8]) -> bool {
+        key != b"managedFields"
     }
 }
 
@@ -26,16 +27,16 @@ impl Pick for AllButManagedFields {
 pub(super) struct Identity;
 
 impl Pick for Identity {
-    fn keep(key: &str) -> bool {
+    fn keep(key: &[u8]) -> bool {
         matches!(
             key,
-            "name"
-                | "namespace"
-                | "uid"
-                | "ownerReferences"
-                | "finalizers"
-                | "deletionTimestamp"
-                | "deletionGracePeriodSeconds"
+            b"name"
+                | b"namespace"
+                | b"uid"
+                | b"ownerReferences"
+                | b"finalizers"
+                | b"deletionTimestamp"
+                | b"deletionGracePeriodSeconds"
         )
     }
 }
@@ -58,15 +59,16 @@ impl<P: Pick> Picked<P> {
     /// values. `None` when the scan cannot tell what the parse would give: a
     /// key with an escape, or bytes that are not one whole object.
     pub(super) fn scan(json: &[u8]) -> Option<Self> {
-        let mut m = Map::new();
+        // Room for an identity and the `resourceVersion` added to it.
+        let mut m = Map::with_capacity(8);
         let mut members = json_scan::members(json);
         for (quoted, start) in members.by_ref() {
             let key = quoted.strip_prefix(b"\"")?.strip_suffix(b"\"")?;
             if key.contains(&b'\\') {
                 return None;
             }
-            let key = std::str::from_utf8(key).ok()?;
             if P::keep(key) {
+                let key = std::str::from_utf8(key).ok()?;
                 let end = json_scan::skip_value(json, start)?;
                 let raw = &json[start..end];
                 // A string without escapes is its bytes between the quotes.
@@ -98,7 +100,10 @@ impl<'de, P: Pick> Deserialize<'de> for Key<P> {
                 f.write_str("a key")
             }
             fn visit_str<E: serde::de::Error>(self, k: &str) -> Result<Key<P>, E> {
-                Ok(Key(P::keep(k).then(|| k.to_owned()), PhantomData))
+                Ok(Key(
+                    P::keep(k.as_bytes()).then(|| k.to_owned()),
+                    PhantomData,
+                ))
             }
         }
         d.deserialize_str(V(PhantomData))
