@@ -59,7 +59,9 @@ pub async fn serve(agg: &Aggregator, req: Request) -> Result<Response, Request> 
     };
     match version {
         Some(v) => match agg.remote(&group, &v) {
-            Some(remote) => Ok(proxy(agg, remote, req).await),
+            // Boxed: every request asks first, and the proxy's state held
+            // inline would be copied whole into each one's future.
+            Some(remote) => Ok(Box::pin(proxy(agg, remote, req)).await),
             None => Err(req),
         },
         None if agg.apis.groups().iter().all(|local| local.name != group) => {

@@ -122,7 +122,9 @@ impl Plugin for MutatingWebhook {
         }
         let mut at = attrs(a);
         let mut out = Outcome::default();
-        let result = cx.run_mutating_webhooks(&mut at, hooks, &mut out).await;
+        // Boxed: held inline, the calls' state would make every request's
+        // admission future as large, and each request would copy it whole.
+        let result = Box::pin(cx.run_mutating_webhooks(&mut at, hooks, &mut out)).await;
         hand_back(a, out);
         result?;
         a.object = at.object;
@@ -160,7 +162,7 @@ impl Plugin for ValidatingWebhook {
             return Ok(());
         }
         let mut out = Outcome::default();
-        let result = cx.run_validating_webhooks(&attrs(a), hooks, &mut out).await;
+        let result = Box::pin(cx.run_validating_webhooks(&attrs(a), hooks, &mut out)).await;
         hand_back(a, out);
         result
     }
@@ -197,9 +199,9 @@ impl Plugin for ValidatingPolicy {
             return Ok(());
         }
         let mut out = Outcome::default();
-        let result = cx
-            .run_validating_policies(&attrs(a), policies, &self.bindings, &mut out)
-            .await;
+        let result =
+            Box::pin(cx.run_validating_policies(&attrs(a), policies, &self.bindings, &mut out))
+                .await;
         merge_policy_annotations(&mut out);
         hand_back(a, out);
         result
