@@ -52,8 +52,13 @@ struct Limited {
 impl Limited {
     fn of(config: &crate::quota_config::QuotaConfig, a: &Attributes, obj: &Value) -> Limited {
         let mut out = Limited::default();
+        let mut limits = config.for_resource(&a.group, &a.resource).peekable();
+        // The usage is worked out only for a resource the configuration limits.
+        if limits.peek().is_none() {
+            return out;
+        }
         let used = usage::usage(&a.group, &a.resource, obj);
-        for l in config.for_resource(&a.group, &a.resource) {
+        for l in limits {
             for (name, qty) in &used {
                 if qty.milli > 0 && l.match_contains.iter().any(|m| name.contains(m.as_str())) {
                     out.names.insert(name.clone());

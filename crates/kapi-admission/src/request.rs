@@ -7,6 +7,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use kapi_machinery::member::Members;
 use kapi_machinery::status::ApiError;
 use kapi_registry::admission::WriteAdmission;
 use kapi_registry::meta;
@@ -155,7 +156,7 @@ impl RequestAdmission {
             let named = obj.as_ref().or(old.as_ref()).map(meta::name).unwrap_or("");
             a.name = named.to_owned();
         }
-        if op == Operation::Create && a.options["kind"] != "CreateOptions" {
+        if op == Operation::Create && a.options.member_str("kind") != Some("CreateOptions") {
             // A PUT or apply that creates is a create, with CreateOptions.
             Arc::make_mut(&mut a.options)["kind"] = json!("CreateOptions");
         }

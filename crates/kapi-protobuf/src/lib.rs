@@ -99,14 +99,17 @@ fn lookup(api_version: &str, kind: &str) -> Result<usize, Error> {
 
 /// An object with its envelope, typed by its own `apiVersion` and `kind`.
 pub fn encode_object(value: &Value) -> Result<Vec<u8>, Error> {
-    let av = value
-        .get("apiVersion")
-        .and_then(Value::as_str)
-        .ok_or(Error::NoKind)?;
-    let kind = value
-        .get("kind")
-        .and_then(Value::as_str)
-        .ok_or(Error::NoKind)?;
+    // The top level of an object has a few members: found by a scan, as
+    // the map's own lookup hashes the key.
+    let top = |key: &str| {
+        value
+            .as_object()?
+            .iter()
+            .find(|(k, _)| k.as_str() == key)
+            .and_then(|(_, v)| v.as_str())
+    };
+    let av = top("apiVersion").ok_or(Error::NoKind)?;
+    let kind = top("kind").ok_or(Error::NoKind)?;
     let raw = encode_message(av, kind, value)?;
     Ok(envelope(av, kind, &raw))
 }

@@ -54,7 +54,11 @@ pub fn set_str(obj: &mut Value, field: &str, value: &str) {
 }
 
 pub fn remove(obj: &mut Value, field: &str) -> Option<Value> {
-    meta_mut(obj).remove(field)
+    let m = meta_mut(obj);
+    // Looked for by a scan first: most removals find nothing, and the map's
+    // own lookup hashes the key.
+    kapi_machinery::member::get(m, field)?;
+    m.remove(field)
 }
 
 pub fn finalizers(obj: &Value) -> Vec<String> {

@@ -170,11 +170,13 @@ impl Walk<'_> {
             }
             Ok::<(), TypedError>(())
         };
+        // Members are found by `member::get` (a scan of a small map, not a
+        // hash of the key).
         for (k, l) in lm.into_iter().flatten() {
-            visit(self, k, Some(l), rm.and_then(|m| m.get(k)))?;
+            visit(self, k, Some(l), rm.and_then(|m| crate::member::get(m, k)))?;
         }
         for (k, r) in rm.into_iter().flatten() {
-            if lm.is_none_or(|m| !m.contains_key(k)) {
+            if lm.is_none_or(|m| crate::member::get(m, k).is_none()) {
                 visit(self, k, None, Some(r))?;
             }
         }

@@ -94,7 +94,7 @@ fn build_strip_set() -> Set {
 
 /// `obj` without `metadata.managedFields`: copied only when it has them.
 fn without_managed_fields(obj: &Value) -> Cow<'_, Value> {
-    let has = meta::meta(obj).is_some_and(|m| m.contains_key("managedFields"));
+    let has = meta::meta(obj).is_some_and(|m| m.member("managedFields").is_some());
     if !has {
         return Cow::Borrowed(obj);
     }

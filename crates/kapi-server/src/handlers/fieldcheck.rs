@@ -10,6 +10,7 @@ use axum::http::HeaderValue;
 use axum::response::Response;
 use kapi_http::negotiate::Duplicates;
 use kapi_http::strict::{JsonDup, YamlDup};
+use kapi_machinery::member::Members;
 use kapi_machinery::status::{ApiError, GroupKind};
 use kapi_machinery::validation::go_quote;
 use serde_json::Value;
@@ -295,7 +296,7 @@ pub fn bad_bytes(def: &kapi_registry::ResourceDef, obj: &Value) -> Option<String
     let (_, _, field) = BYTE_MAPS
         .iter()
         .find(|(g, k, _)| *g == def.group && *k == def.kind)?;
-    let map = obj.get(*field)?.as_object()?;
+    let map = obj.member(field)?.as_object()?;
     map.values().find_map(|v| {
         let text = v.as_str()?;
         let err = base64::engine::general_purpose::STANDARD

@@ -70,9 +70,7 @@ fn is_custom(def: &ResourceDef) -> bool {
 }
 
 fn str_of<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
-    obj.get(field)
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
+    obj.member_str(field).filter(|s| !s.is_empty())
 }
 
 fn custom_identity(def: &ResourceDef, obj: &Value) -> Result<(), ApiError> {
