@@ -34,7 +34,6 @@ pub mod queueset;
 
 pub mod work;
 
-use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, RwLock, Weak};
 use std::time::Duration;
@@ -180,7 +179,7 @@ struct Entry {
 
 struct Config {
     schemas: Vec<Arc<Schema>>,
-    levels: HashMap<String, Arc<Entry>>,
+    levels: foldhash::HashMap<String, Arc<Entry>>,
     /// Sum of the nominal limits: what borrowing divides.
     nominal_sum: usize,
 }
@@ -211,7 +210,7 @@ impl FlowControl {
                 request_timeout,
                 config: RwLock::new(Arc::new(Config {
                     schemas: Vec::new(),
-                    levels: HashMap::new(),
+                    levels: Default::default(),
                     nominal_sum: 0,
                 })),
                 metrics,
@@ -237,7 +236,7 @@ impl FlowControl {
         let limits = config::nominal_limits(&levels, server_limit);
         {
             let mut cfg = self.inner.config.write().expect("apf lock");
-            let mut out = HashMap::new();
+            let mut out = foldhash::HashMap::default();
             for (spec, nominal) in levels.iter().zip(limits) {
                 let bounds =
                     borrow::Bounds::new(nominal, spec.lendable, spec.borrowing, server_limit);

@@ -196,8 +196,8 @@ pub struct Schema {
     messages: Box<[OnceLock<MessageIndex>]>,
     /// Keys in lower case: prost renames some messages (`GCEPersistentDisk…`
     /// becomes `GcePersistentDisk…`), and kinds are unique ignoring case.
-    by_path: HashMap<String, usize>,
-    by_gvk: HashMap<String, usize>,
+    by_path: HashMap<String, usize, foldhash::fast::FixedState>,
+    by_gvk: HashMap<String, usize, foldhash::fast::FixedState>,
 }
 
 impl Schema {

@@ -21,7 +21,6 @@
 //! Where to look next: `kapi_registry::codec` applies these on every read;
 //! `storage_versions_tests.rs` pins today's storage version of every resource.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use kapi_registry::codec::OnRead;
@@ -32,7 +31,7 @@ use crate::registry::builtin_resources;
 
 /// The read hooks of every built-in kind, for the server's storage codec.
 pub fn on_read() -> Arc<dyn OnRead> {
-    let mut defaults: HashMap<String, Versions> = HashMap::new();
+    let mut defaults: foldhash::HashMap<String, Versions> = Default::default();
     for def in builtin_resources() {
         let stored = match &def.conversion {
             Some(c) => c.storage_api_version().to_owned(),
@@ -99,7 +98,7 @@ const OLDER: &[(&str, &[&str], &[&str])] = &[
 struct BuiltinReads {
     /// Storage kind → `(apiVersion, the strategy that defaults it)`, looked
     /// up by borrowed names (a read allocates nothing to find its strategy).
-    defaults: HashMap<String, Versions>,
+    defaults: foldhash::HashMap<String, Versions>,
 }
 
 /// A kind's storage versions, each with its strategy.

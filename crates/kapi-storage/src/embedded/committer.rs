@@ -29,7 +29,6 @@
 //! (`recovery.rs`); a segment is cut to its frames before the next one
 //! starts, so only the newest ever has such a tail.
 
-use std::collections::HashMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
@@ -209,7 +208,7 @@ impl Committer {
             let failed = ops.map(|_| Err(StorageError::Internal(reason.clone())));
             return (Vec::new(), failed.collect());
         }
-        let mut overlay: HashMap<&str, Option<KeyValue>> = HashMap::new();
+        let mut overlay: foldhash::HashMap<&str, Option<KeyValue>> = Default::default();
         let mut rev = index.revision;
         let mut records = Vec::new();
         let mut results = Vec::new();
