@@ -36,15 +36,17 @@ pub struct RequestAdmission {
     base: Attributes,
 }
 
-fn options(kind: &str, dry_run: bool, extra: Value) -> Value {
+/// The options object of kind `kind` with `extra` (name and value) after its
+/// common members.
+fn options(kind: &str, dry_run: bool, extra: Option<(&str, Value)>) -> Value {
     let mut o = serde_json::Map::with_capacity(4);
     o.insert("kind".into(), kind.into());
     o.insert("apiVersion".into(), "meta.k8s.io/v1".into());
     if dry_run {
         o.insert("dryRun".into(), json!(["All"]));
     }
-    if let Value::Object(extra) = extra {
-        o.extend(extra);
+    if let Some((name, value)) = extra {
+        o.insert(name.into(), value);
     }
     Value::Object(o)
 }
@@ -98,10 +100,10 @@ impl RequestAdmission {
         kind: &str,
         opts: &WriteOptions,
     ) -> RequestAdmission {
-        let extra = match &opts.field_manager {
-            Some(m) => json!({"fieldManager": m}),
-            None => json!({}),
-        };
+        let extra = opts
+            .field_manager
+            .as_ref()
+            .map(|m| ("fieldManager", Value::from(m.as_str())));
         let op = if kind == "CreateOptions" {
             Operation::Create
         } else {
@@ -113,10 +115,7 @@ impl RequestAdmission {
 
     /// For a delete (also each item of a delete-collection).
     pub fn delete(chain: Arc<Chain>, t: &Target<'_>, opts: &DeleteOptions) -> RequestAdmission {
-        let mut extra = json!({});
-        if let Some(g) = opts.grace_period {
-            extra["gracePeriodSeconds"] = json!(g);
-        }
+        let extra = opts.grace_period.map(|g| ("gracePeriodSeconds", json!(g)));
         let options = options("DeleteOptions", opts.dry_run, extra);
         RequestAdmission::base(chain, t, Operation::Delete, opts.dry_run, options)
     }

@@ -43,12 +43,16 @@ pub fn uid(obj: &Value) -> Option<&str> {
 }
 
 pub fn set_str(obj: &mut Value, field: &str, value: &str) {
-    let m = meta_mut(obj);
-    // Replaced where it is (as `insert` would) without hashing or a new key.
-    match kapi_machinery::member::get_mut(m, field) {
-        Some(v) => *v = Value::String(value.into()),
+    set_member(meta_mut(obj), field, Value::String(value.into()));
+}
+
+/// `map[field] = value`: replaced where it is (as `insert` would) without
+/// hashing or a new key, else added.
+pub fn set_member(map: &mut Map<String, Value>, field: &str, value: Value) {
+    match kapi_machinery::member::get_mut(map, field) {
+        Some(v) => *v = value,
         None => {
-            m.insert(field.into(), Value::String(value.into()));
+            map.insert(field.into(), value);
         }
     }
 }

@@ -160,8 +160,8 @@ impl Store {
             ));
         }
         let root = obj.as_object_mut().expect("checked");
-        root.insert("apiVersion".into(), self.def.api_version().into());
-        root.insert("kind".into(), self.def.kind.clone().into());
+        meta::set_member(root, "apiVersion", self.def.api_version().into());
+        meta::set_member(root, "kind", self.def.kind.as_str().into());
         if !self.def.namespaced {
             meta::remove(obj, "namespace");
         }
