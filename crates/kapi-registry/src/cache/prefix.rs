@@ -31,6 +31,8 @@ use super::items::{CachedPage, Items, Memo, Shared, MEMO_MIN};
 use super::object::CachedObject;
 use super::range::{merge, prefix_end};
 
+mod visit;
+
 /// Watchers closed because they could not keep up (all caches).
 pub(crate) static TERMINATED_WATCHERS: AtomicU64 = AtomicU64::new(0);
 
@@ -420,9 +422,6 @@ impl PrefixCache {
     }
 }
 
-/// Keys with their object (`None`: absent), in key order.
-type Entries<'a> = Box<dyn Iterator<Item = (&'a str, Option<&'a Arc<CachedObject>>)> + 'a>;
-
 impl State {
     /// Drop the events at and before the backend's compaction point.
     fn forget_compacted(&mut self) {
@@ -452,84 +451,6 @@ impl State {
         if self.history.capacity() > 4096 && self.history.len() < self.history.capacity() / 4 {
             self.history.shrink_to_fit();
         }
-    }
-
-    /// Every current object under `prefix` (`end` its end key), kept in the memo
-    /// for the readers after this one; `None` for fewer than [`MEMO_MIN`]. Only
-    /// for a reader that saw nothing under the prefix change since its revision,
-    /// so the current objects are the ones at that revision.
-    fn whole_list(&self, prefix: &str, end: &str) -> Option<Shared> {
-        let list: Vec<_> = self
-            .objects
-            .range::<str, _>((Bound::Included(prefix), Bound::Excluded(end)))
-            .map(|(_, o)| o.clone())
-            .collect();
-        if list.len() < MEMO_MIN {
-            return None;
-        }
-        let list: Shared = list.into();
-        self.memo.put(prefix, list.clone());
-        Some(list)
-    }
-
-    /// Current objects in `[from, …)` under `prefix` that `filter` lets through,
-    /// in key order; `None` when it names a field without an index. `end` is the
-    /// prefix's end key (`range::prefix_end`), when it has one.
-    fn candidates<'a>(
-        &'a self,
-        filter: &'a KeyFilter,
-        from: &'a str,
-        prefix: &'a str,
-        end: Option<&str>,
-        indexer: Option<&Arc<Indexer>>,
-    ) -> Option<Entries<'a>> {
-        let under = move |k: &String| k.starts_with(prefix);
-        // Bounded by the first key past the prefix, so the walk compares
-        // no key (a cluster-wide list walks every object of the resource).
-        let all = move || -> Entries<'a> {
-            match end {
-                Some(end) if from < end => Box::new(
-                    self.objects
-                        .range::<str, _>((Bound::Included(from), Bound::Excluded(end)))
-                        .map(|(k, v)| (k.as_str(), Some(v))),
-                ),
-                Some(_) => Box::new(std::iter::empty()),
-                None => Box::new(
-                    self.objects
-                        .range::<str, _>((Bound::Included(from), Bound::Unbounded))
-                        .take_while(move |(k, _)| under(k))
-                        .map(|(k, v)| (k.as_str(), Some(v))),
-                ),
-            }
-        };
-        Some(match filter {
-            KeyFilter::All => all(),
-            KeyFilter::Name(name) => {
-                Box::new(all().filter(move |(k, _)| super::index::last_segment(k) == name))
-            }
-            KeyFilter::Key(key) => Box::new(
-                self.objects
-                    .get_key_value(key.as_str())
-                    .filter(|(k, _)| k.as_str() >= from && under(k))
-                    .map(|(k, v)| (k.as_str(), Some(v)))
-                    .into_iter(),
-            ),
-            KeyFilter::Field { field, value } => {
-                if !indexer.is_some_and(|ix| ix.fields.iter().any(|f| f == field)) {
-                    return None;
-                }
-                let keys = self.index.keys(field, value);
-                Box::new(
-                    keys.into_iter()
-                        .flat_map(move |set| {
-                            set.range::<str, _>((Bound::Included(from), Bound::Unbounded))
-                        })
-                        .take_while(move |k| under(k))
-                        .filter_map(|k| self.objects.get_key_value(k.as_str()))
-                        .map(|(k, v)| (k.as_str(), Some(v))),
-                )
-            }
-        })
     }
 
     /// Send `msg` to every watcher that has room (it carries no event, so a
@@ -562,27 +483,6 @@ impl State {
             }),
             Some(r) => Ok(r),
         }
-    }
-
-    /// For keys in `[from, …)` under `prefix` changed after `at`: their value at `at`.
-    fn overlay<'a>(
-        &'a self,
-        at: Revision,
-        from: &str,
-        prefix: &str,
-    ) -> BTreeMap<&'a str, Option<Arc<CachedObject>>> {
-        let mut out = BTreeMap::new();
-        // Newest first, so the oldest change after `at` decides.
-        for e in self.history.iter().rev() {
-            if e.revision() <= at {
-                break;
-            }
-            let key = e.key();
-            if key.starts_with(prefix) && key >= from {
-                out.insert(key, e.prev.clone());
-            }
-        }
-        out
     }
 
     fn dispatch(&mut self, events: &[Arc<CachedEvent>]) {
