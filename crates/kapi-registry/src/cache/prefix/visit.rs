@@ -8,10 +8,10 @@ use std::sync::Arc;
 
 use kapi_storage::Revision;
 
+use super::State;
 use crate::cache::index::{self, Indexer, KeyFilter};
 use crate::cache::items::{Shared, MEMO_MIN};
 use crate::cache::object::CachedObject;
-use super::State;
 
 /// Keys with their object (`None`: absent), in key order.
 pub(super) type Entries<'a> =
