@@ -28,6 +28,26 @@ pub fn get_mut<'a>(map: &'a mut Map<String, Value>, key: &str) -> Option<&'a mut
         .map(|(_, v)| v)
 }
 
+/// `map[key] = value`: replaced where it is (as `insert` would, keeping its
+/// place) without hashing the key or allocating a new one, else added.
+pub fn set(map: &mut Map<String, Value>, key: &str, value: Value) {
+    match get_mut(map, key) {
+        Some(v) => *v = value,
+        None => {
+            map.insert(key.into(), value);
+        }
+    }
+}
+
+/// `map.remove(key)`: a small map is scanned first, as most removals find
+/// nothing and the map's own removal hashes the key.
+pub fn remove(map: &mut Map<String, Value>, key: &str) -> Option<Value> {
+    if map.len() <= SCAN {
+        get(map, key)?;
+    }
+    map.remove(key)
+}
+
 /// `v.pointer(ptr)`: the value at a JSON pointer (RFC 6901), with array
 /// indexes as `serde_json` reads them, and no allocation unless a token is
 /// escaped (`~0`, `~1`).
@@ -132,6 +152,31 @@ mod tests {
             *get_mut(&mut map, "k2").unwrap() = json!("two");
             assert_eq!(map["k2"], json!("two"));
             assert_eq!(map.len(), n);
+        }
+    }
+
+    /// Setting and removing through the scan change the map as `insert` and
+    /// `remove` do.
+    #[test]
+    fn members_set_and_removed_as_the_map_does() {
+        for n in [3, 3 * SCAN] {
+            let mut map = map_of(n);
+            let mut want = map.clone();
+            set(&mut map, "k1", json!("one"));
+            want.insert("k1".into(), json!("one"));
+            set(&mut map, "new", json!(true));
+            want.insert("new".into(), json!(true));
+            assert_eq!(map, want);
+            assert_eq!(
+                map.keys().collect::<Vec<_>>(),
+                want.keys().collect::<Vec<_>>()
+            );
+            assert_eq!(remove(&mut map, "k0"), want.remove("k0"));
+            assert_eq!(remove(&mut map, "missing"), None);
+            assert_eq!(
+                map.keys().collect::<Vec<_>>(),
+                want.keys().collect::<Vec<_>>()
+            );
         }
     }
 

@@ -43,26 +43,11 @@ pub fn uid(obj: &Value) -> Option<&str> {
 }
 
 pub fn set_str(obj: &mut Value, field: &str, value: &str) {
-    set_member(meta_mut(obj), field, Value::String(value.into()));
-}
-
-/// `map[field] = value`: replaced where it is (as `insert` would) without
-/// hashing or a new key, else added.
-pub fn set_member(map: &mut Map<String, Value>, field: &str, value: Value) {
-    match kapi_machinery::member::get_mut(map, field) {
-        Some(v) => *v = value,
-        None => {
-            map.insert(field.into(), value);
-        }
-    }
+    kapi_machinery::member::set(meta_mut(obj), field, Value::String(value.into()));
 }
 
 pub fn remove(obj: &mut Value, field: &str) -> Option<Value> {
-    let m = meta_mut(obj);
-    // Looked for by a scan first: most removals find nothing, and the map's
-    // own lookup hashes the key.
-    kapi_machinery::member::get(m, field)?;
-    m.remove(field)
+    kapi_machinery::member::remove(meta_mut(obj), field)
 }
 
 pub fn finalizers(obj: &Value) -> Vec<String> {

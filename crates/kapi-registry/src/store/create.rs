@@ -2,7 +2,7 @@
 //! then write with "must not exist". A `generateName` collision is retried with a
 //! fresh name, as upstream does.
 
-use kapi_machinery::member::Members;
+use kapi_machinery::member::{self, Members};
 use kapi_machinery::status::ApiError;
 use kapi_machinery::validation::{validate_object_meta, FieldPath};
 use kapi_storage::StorageError;
@@ -160,8 +160,8 @@ impl Store {
             ));
         }
         let root = obj.as_object_mut().expect("checked");
-        meta::set_member(root, "apiVersion", self.def.api_version().into());
-        meta::set_member(root, "kind", self.def.kind.as_str().into());
+        member::set(root, "apiVersion", self.def.api_version().into());
+        member::set(root, "kind", self.def.kind.as_str().into());
         if !self.def.namespaced {
             meta::remove(obj, "namespace");
         }

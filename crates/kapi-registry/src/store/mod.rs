@@ -476,21 +476,31 @@ use metadata_only::Picked;
 
 /// Parse only the top-level `metadata` of stored bytes, as an `M`.
 fn metadata_only<M: serde::de::DeserializeOwned + Default>(kv: &KeyValue) -> Result<M, ApiError> {
+    let json = json_of(kv)?;
+    metadata_in(kv, &json, crate::json_scan::metadata_open_brace(&json))
+}
+
+/// [`metadata_only`] of `json` (`kv`'s value as JSON), whose `metadata`
+/// object opens at `start` when the scan found it.
+fn metadata_in<M: serde::de::DeserializeOwned + Default>(
+    kv: &KeyValue,
+    json: &[u8],
+    start: Option<usize>,
+) -> Result<M, ApiError> {
     #[derive(serde::Deserialize)]
     struct MetadataOnly<M> {
         #[serde(default = "Option::default")]
         metadata: Option<M>,
     }
-    let json = json_of(kv)?;
     let err = |e: serde_json::Error| ApiError::internal(format!("decoding {}: {e}", kv.key));
     // Only the `metadata` member is parsed: the members before it are
     // skipped by a scan, and those after it (often most of the object, such
     // as a ConfigMap's data) are never read.
-    if let Some(start) = crate::json_scan::metadata_open_brace(&json) {
+    if let Some(start) = start {
         let mut de = serde_json::Deserializer::from_slice(&json[start..]);
         return M::deserialize(&mut de).map_err(err);
     }
-    let m: MetadataOnly<M> = serde_json::from_slice(&json).map_err(err)?;
+    let m: MetadataOnly<M> = serde_json::from_slice(json).map_err(err)?;
     Ok(m.metadata.unwrap_or_default())
 }
 
@@ -500,12 +510,11 @@ fn picked_metadata<P: metadata_only::Pick>(
     kv: &KeyValue,
 ) -> Result<serde_json::Map<String, Value>, ApiError> {
     let json = json_of(kv)?;
-    if let Some(start) = crate::json_scan::metadata_open_brace(&json) {
-        if let Some(picked) = Picked::<P>::scan(&json[start..]) {
-            return Ok(picked.0);
-        }
+    let start = crate::json_scan::metadata_open_brace(&json);
+    if let Some(picked) = start.and_then(|s| Picked::<P>::scan(&json[s..])) {
+        return Ok(picked.0);
     }
-    Ok(metadata_only::<Picked<P>>(kv)?.0)
+    Ok(metadata_in::<Picked<P>>(kv, &json, start)?.0)
 }
 
 /// The stored value as JSON: the bytes themselves when they are JSON (always
