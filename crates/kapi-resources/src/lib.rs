@@ -13,6 +13,8 @@ pub mod batch;
 pub mod certificates;
 pub mod coordination;
 pub mod core;
+#[cfg(test)]
+mod created_fields_tests;
 pub mod discovery;
 pub mod enablement;
 pub mod events;

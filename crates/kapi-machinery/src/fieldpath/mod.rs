@@ -26,7 +26,7 @@ use std::fmt;
 
 use serde_json::Value;
 
-pub use fieldsv1::{from_fields_v1, to_fields_v1, FieldsV1Error};
+pub use fieldsv1::{element_key, from_fields_v1, to_fields_v1, FieldsV1Error};
 
 /// One step of a path.
 #[derive(Debug, Clone)]
@@ -169,6 +169,36 @@ pub fn path_string(path: &[PathElement]) -> String {
     path.iter().map(ToString::to_string).collect()
 }
 
+/// The first of `items` (in element order) that is field `name`.
+fn field_scan<'a, T: FieldItem + 'a>(items: impl Iterator<Item = T>, name: &str) -> Option<T> {
+    for item in items {
+        match item.element() {
+            PathElement::Field(n) if n == name => return Some(item),
+            PathElement::Field(n) if n.as_str() > name => return None,
+            PathElement::Field(_) => {}
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// A set's member or child, seen by its element.
+trait FieldItem {
+    fn element(&self) -> &PathElement;
+}
+
+impl FieldItem for &PathElement {
+    fn element(&self) -> &PathElement {
+        self
+    }
+}
+
+impl FieldItem for (&PathElement, &Set) {
+    fn element(&self) -> &PathElement {
+        self.0
+    }
+}
+
 /// A set of paths, as a tree (see the module doc).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Set {
@@ -219,6 +249,18 @@ impl Set {
 
     pub fn child(&self, pe: &PathElement) -> Option<&Set> {
         self.children.get(pe)
+    }
+
+    /// Whether field `name` is a member, found without building its element
+    /// (fields sort first, so the scan stops at the first element of another
+    /// kind; the sets asked this way are small).
+    pub fn has_field(&self, name: &str) -> bool {
+        field_scan(self.members.iter(), name).is_some()
+    }
+
+    /// The paths below field `name`, found as [`Set::has_field`] finds a member.
+    pub fn field_child(&self, name: &str) -> Option<&Set> {
+        field_scan(self.children.iter(), name).map(|(_, c)| c)
     }
 
     pub fn members(&self) -> impl Iterator<Item = &PathElement> {

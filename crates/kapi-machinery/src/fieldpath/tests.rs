@@ -159,3 +159,27 @@ fn subtract_in_place_equals_difference() {
         }
     }
 }
+
+#[test]
+fn fields_are_found_by_name_as_by_their_elements() {
+    let s = set(&[
+        &[f("b")],
+        &[f("d"), f("x")],
+        &[f("m")],
+        &[f("m"), f("y")],
+        &[key("k")],
+        &[key("k"), f("z")],
+        &[PathElement::Index(0)],
+    ]);
+    for name in ["a", "b", "c", "d", "m", "n", "k", "z", ""] {
+        let pe = f(name);
+        assert_eq!(
+            s.has_field(name),
+            s.has(std::slice::from_ref(&pe)),
+            "{name}"
+        );
+        assert_eq!(s.field_child(name), s.child(&pe), "{name}");
+    }
+    assert!(!Set::new().has_field("a"));
+    assert!(Set::new().field_child("a").is_none());
+}

@@ -41,13 +41,13 @@ impl Comparison {
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub(super) enum Kind {
     Map,
     List,
     Scalar,
 }
 
-fn kind(v: Option<&Value>) -> Option<Kind> {
+pub(super) fn kind(v: Option<&Value>) -> Option<Kind> {
     match v? {
         Value::Null => None,
         Value::Object(_) => Some(Kind::Map),

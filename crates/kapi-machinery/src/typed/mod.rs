@@ -21,6 +21,7 @@ mod merge;
 #[cfg(test)]
 mod tests;
 mod validate;
+mod written;
 
 use serde_json::{Map, Value};
 

@@ -50,17 +50,41 @@ pub fn manager_id(
 /// What an entry takes from its manager identifier beside the fields it
 /// keeps itself (parsed into these two, not into a map).
 #[derive(serde::Deserialize, Default)]
-struct IdParts {
+pub(super) struct Identity {
     #[serde(default)]
-    manager: String,
+    pub manager: String,
     #[serde(default)]
-    subresource: Option<String>,
+    pub subresource: Option<String>,
 }
 
-impl IdParts {
-    fn of(id: &str) -> IdParts {
+impl Identity {
+    fn of(id: &str) -> Identity {
         serde_json::from_str(id).unwrap_or_default()
     }
+}
+
+/// One `managedFields` entry, members in upstream's order.
+pub(super) fn entry(
+    id: Identity,
+    applied: bool,
+    api_version: &str,
+    time: Option<&str>,
+    fields_v1: Value,
+) -> Value {
+    let mut e = Map::with_capacity(7);
+    e.insert("manager".into(), Value::String(id.manager));
+    let op = if applied { "Apply" } else { "Update" };
+    e.insert("operation".into(), op.into());
+    e.insert("apiVersion".into(), api_version.into());
+    if let Some(t) = time {
+        e.insert("time".into(), t.into());
+    }
+    e.insert("fieldsType".into(), "FieldsV1".into());
+    e.insert("fieldsV1".into(), fields_v1);
+    if let Some(s) = id.subresource {
+        e.insert("subresource".into(), Value::String(s));
+    }
+    Value::Object(e)
 }
 
 fn str_of<'a>(e: &'a Value, k: &str) -> &'a str {
@@ -117,21 +141,9 @@ pub fn encode(managed: &Managed) -> Vec<Value> {
         .fields
         .iter()
         .map(|(id, vs)| {
-            let parsed = IdParts::of(id);
-            let mut e = Map::with_capacity(7);
-            e.insert("manager".into(), Value::String(parsed.manager));
-            let op = if vs.applied { "Apply" } else { "Update" };
-            e.insert("operation".into(), json!(op));
-            e.insert("apiVersion".into(), json!(vs.api_version));
-            if let Some(Some(t)) = managed.times.get(id) {
-                e.insert("time".into(), json!(t));
-            }
-            e.insert("fieldsType".into(), json!("FieldsV1"));
-            e.insert("fieldsV1".into(), to_fields_v1(&vs.set));
-            if let Some(s) = parsed.subresource {
-                e.insert("subresource".into(), Value::String(s));
-            }
-            Value::Object(e)
+            let time = managed.times.get(id).and_then(Option::as_deref);
+            let fields = to_fields_v1(&vs.set);
+            entry(Identity::of(id), vs.applied, &vs.api_version, time, fields)
         })
         .collect();
     entries.sort_by(|p, q| {
