@@ -301,12 +301,11 @@ async fn run(entry: Arc<Entry>, field: FieldSelector, shape: Shape, tx: mpsc::Se
                     continue;
                 }
             }
+            // What the cache's identity read gives is already cut to shape.
+            let from_cache = ev.cached.is_some();
             let obj = match &ev.cached {
-                Some(c) => match entry.store.decode_identity(&c.object.kv) {
-                    Ok(mut v) => {
-                        meta::set_str(&mut v, "resourceVersion", &c.revision.to_string());
-                        v
-                    }
+                Some(c) => match entry.store.decode_identity_at(&c.object.kv, c.revision) {
+                    Ok(v) => v,
                     Err(e) => {
                         tracing::debug!(resource = %entry.def.gvr(), key = %c.object.kv.key, error = %e, "informer skipped an undecodable object");
                         continue;
@@ -329,7 +328,8 @@ async fn run(entry: Arc<Entry>, field: FieldSelector, shape: Shape, tx: mpsc::Se
                     if shape == Shape::Deletions {
                         continue;
                     }
-                    if !send(Change::Upsert(shaped(shape, obj))).await {
+                    let obj = if from_cache { obj } else { shaped(shape, obj) };
+                    if !send(Change::Upsert(obj)).await {
                         return;
                     }
                     continue;
@@ -337,7 +337,8 @@ async fn run(entry: Arc<Entry>, field: FieldSelector, shape: Shape, tx: mpsc::Se
                 WatchEventType::Deleted => {
                     known.remove(&key(&obj));
                     rv = meta::resource_version(&obj).map(str::to_owned).or(rv);
-                    if !send(Change::Deleted(shaped(shape, obj))).await {
+                    let obj = if from_cache { obj } else { shaped(shape, obj) };
+                    if !send(Change::Deleted(obj)).await {
                         return;
                     }
                     continue;

@@ -7,6 +7,7 @@ use kapi_registry::ResourceDef;
 use serde_json::Value;
 
 use crate::negotiate::protobuf_kind;
+use crate::strict::{JsonError, MAX_DEPTH};
 
 /// Decode a request body as JSON, YAML or protobuf, by content type.
 pub fn decode_body(content_type: Option<&str>, body: &[u8]) -> Result<Value, ApiError> {
@@ -83,10 +84,12 @@ pub fn decode_object_body_checked(
     };
     let (value, dups) = match media_of(content_type).as_str() {
         "application/json" | "" => {
-            check_depth(body)?;
-            let (v, d) = crate::strict::json(body).map_err(|e| {
-                let go = kapi_machinery::gojson::syntax_error(&e, body);
-                unrecognized(format!("couldn't get version/kind; json parse error: {go}"))
+            let (v, d) = crate::strict::json(body).map_err(|e| match e {
+                JsonError::TooDeep => too_deep(),
+                JsonError::Syntax(e) => {
+                    let go = kapi_machinery::gojson::syntax_error(&e, body);
+                    unrecognized(format!("couldn't get version/kind; json parse error: {go}"))
+                }
             })?;
             (v, Duplicates::Json(d))
         }
@@ -128,12 +131,12 @@ fn go_yaml_error(e: &serde_saphyr::Error) -> String {
 /// A patch body (JSON, merge or strategic merge patch) with the keys it
 /// repeats; what does not parse is upstream's `error decoding patch`.
 pub fn decode_patch(body: &[u8]) -> Result<(Value, Vec<crate::strict::JsonDup>), ApiError> {
-    check_depth(body)?;
-    crate::strict::json(body).map_err(|e| {
-        ApiError::bad_request(format!(
+    crate::strict::json(body).map_err(|e| match e {
+        JsonError::TooDeep => too_deep(),
+        JsonError::Syntax(e) => ApiError::bad_request(format!(
             "error decoding patch: {}",
             kapi_machinery::gojson::syntax_error(&e, body)
-        ))
+        )),
     })
 }
 
@@ -165,8 +168,12 @@ pub fn decode_protobuf(body: &[u8]) -> Result<Value, ApiError> {
     })
 }
 
-/// JSON nested deeper than this is rejected (as upstream's decoder limits depth).
-const MAX_DEPTH: usize = 100;
+/// The answer to a body nested deeper than [`MAX_DEPTH`].
+fn too_deep() -> ApiError {
+    ApiError::bad_request(format!(
+        "the body of the request is nested deeper than {MAX_DEPTH} levels"
+    ))
+}
 
 pub fn decode_json(body: &[u8]) -> Result<Value, ApiError> {
     check_depth(body)?;
@@ -218,9 +225,7 @@ fn check_depth(body: &[u8]) -> Result<(), ApiError> {
             b'{' | b'[' => {
                 depth += 1;
                 if depth > MAX_DEPTH {
-                    return Err(ApiError::bad_request(format!(
-                        "the body of the request is nested deeper than {MAX_DEPTH} levels"
-                    )));
+                    return Err(too_deep());
                 }
             }
             b'}' | b']' => depth = depth.saturating_sub(1),

@@ -9,7 +9,7 @@
 //! The state of a decode lives in a thread-local for the length of the
 //! (synchronous) decode, as serde gives a `Deserialize` no other channel.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::fmt;
 
@@ -90,9 +90,136 @@ fn run<T, E>(
 }
 
 /// A JSON body and the keys repeated in it.
-pub fn json(body: &[u8]) -> Result<(Value, Vec<JsonDup>), serde_json::Error> {
+///
+/// Most bodies repeat no key: they are parsed once, noting only whether some
+/// object repeats a key. Only one that does is parsed again with the path of
+/// every key kept, to report where.
+pub fn json(body: &[u8]) -> Result<(Value, Vec<JsonDup>), JsonError> {
+    let seen = Seen::default();
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let value = Plain {
+        seen: &seen,
+        depth: 0,
+    }
+    .deserialize(&mut de)
+    .and_then(|v| de.end().map(|()| v))
+    .map_err(|e| match seen.too_deep.get() {
+        true => JsonError::TooDeep,
+        false => JsonError::Syntax(e),
+    })?;
+    if !seen.repeated.get() {
+        return Ok((value, Vec::new()));
+    }
     let (out, state) = run(false, false, || serde_json::from_slice::<Tracked>(body));
-    Ok((out?.0, state.json))
+    Ok((out.map_err(JsonError::Syntax)?.0, state.json))
+}
+
+/// Objects and lists nested deeper than this are refused (see [`JsonError::TooDeep`]).
+pub const MAX_DEPTH: usize = 100;
+
+/// Why a JSON body did not decode.
+#[derive(Debug)]
+pub enum JsonError {
+    /// Objects and lists nested more than [`MAX_DEPTH`] levels (refused
+    /// before the stack of any later walk is at risk).
+    TooDeep,
+    /// Not JSON.
+    Syntax(serde_json::Error),
+}
+
+/// What a plain decode noticed on the way.
+#[derive(Default)]
+struct Seen {
+    repeated: Cell<bool>,
+    too_deep: Cell<bool>,
+}
+
+/// A JSON value decoded as [`Tracked`] decodes it, noting only whether a key
+/// repeats (no paths, no thread-local state), at `depth` containers down.
+#[derive(Clone, Copy)]
+struct Plain<'a> {
+    seen: &'a Seen,
+    depth: usize,
+}
+
+impl Plain<'_> {
+    /// The seed for what a container at this depth holds, or the error when
+    /// the container is one level too many.
+    fn inside<E: de::Error>(self) -> Result<Self, E> {
+        if self.depth >= MAX_DEPTH {
+            self.seen.too_deep.set(true);
+            return Err(E::custom(format!("nested deeper than {MAX_DEPTH} levels")));
+        }
+        Ok(Plain {
+            depth: self.depth + 1,
+            ..self
+        })
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Plain<'_> {
+    type Value = Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Plain<'_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any value")
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Value, E> {
+        ValueVisitor.visit_bool(v)
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Value, E> {
+        ValueVisitor.visit_i64(v)
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Value, E> {
+        ValueVisitor.visit_u64(v)
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
+        ValueVisitor.visit_f64(v)
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Value, E> {
+        ValueVisitor.visit_str(v)
+    }
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Value, E> {
+        ValueVisitor.visit_string(v)
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
+        ValueVisitor.visit_unit()
+    }
+    fn visit_none<E: de::Error>(self) -> Result<Value, E> {
+        ValueVisitor.visit_none()
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let inner = self.inside()?;
+        let mut out = Vec::new();
+        while let Some(v) = seq.next_element_seed(inner)? {
+            out.push(v);
+        }
+        Ok(Value::Array(out))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let inner = self.inside()?;
+        let mut out = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let value = map.next_value_seed(inner)?;
+            // A repeat's value replaces the first in its place, as `insert`.
+            if out.insert(key, value).is_some() {
+                self.seen.repeated.set(true);
+            }
+        }
+        Ok(Value::Object(out))
+    }
 }
 
 /// The document index of the first key of each path of a JSON body (to
@@ -301,6 +428,53 @@ mod tests {
         // parse keeps it.
         let keys: Vec<&String> = v["spec"].as_object().unwrap().keys().collect();
         assert_eq!(keys, ["replicas", "x", "containers"]);
+    }
+
+    /// A body without repeats decodes as serde_json decodes it, to the last
+    /// detail of number and string, and reports nothing.
+    #[test]
+    fn json_without_repeats_is_the_plain_decode() {
+        for body in [
+            r#"{"a":[1,-2,3.5,1e300,18446744073709551615,null,true,"\u003c\n"],"b":{"c":{},"d":[]}}"#,
+            r#"[{"x":1},{"x":1}]"#,
+            r#""s""#,
+            "12",
+        ] {
+            let (v, dups) = json(body.as_bytes()).unwrap();
+            assert!(dups.is_empty(), "{body}");
+            assert_eq!(v, serde_json::from_str::<Value>(body).unwrap(), "{body}");
+        }
+        for bad in [r#"{"a":1"#, r#"{"a":1} x"#, r#"{"a":}"#, ""] {
+            let want = serde_json::from_str::<Value>(bad).unwrap_err().to_string();
+            let Err(JsonError::Syntax(e)) = json(bad.as_bytes()) else {
+                panic!("{bad}: not a syntax error");
+            };
+            assert_eq!(e.to_string(), want, "{bad}");
+        }
+    }
+
+    /// Only brackets outside strings count; the limit is the depth of the
+    /// deepest container, reached or not before a syntax error.
+    #[test]
+    fn depth_is_counted_while_decoding() {
+        let nested = |n: usize| format!("{}1{}", "[".repeat(n), "]".repeat(n));
+        assert!(json(nested(MAX_DEPTH).as_bytes()).is_ok());
+        assert!(matches!(
+            json(nested(MAX_DEPTH + 1).as_bytes()),
+            Err(JsonError::TooDeep)
+        ));
+        let objects = format!(
+            "{}1{}",
+            r#"{"a":"#.repeat(MAX_DEPTH + 1),
+            "}".repeat(MAX_DEPTH + 1)
+        );
+        assert!(matches!(json(objects.as_bytes()), Err(JsonError::TooDeep)));
+        let in_string = format!(r#"{{"a":"{}","b":[]}}"#, "[{".repeat(300));
+        assert!(json(in_string.as_bytes()).is_ok());
+        let early = format!("[1,}}{}", nested(MAX_DEPTH + 1));
+        assert!(matches!(json(early.as_bytes()), Err(JsonError::Syntax(_))));
+        let repeated = format!(r#"{{"a":1,"a":{}}}"#, nested(MAX_DEPTH));
+        assert!(matches!(json(repeated.as_bytes()), Err(JsonError::TooDeep)));
     }
 
     #[test]

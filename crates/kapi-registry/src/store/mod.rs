@@ -340,18 +340,31 @@ impl Store {
     /// (with `resourceVersion`). Labels, annotations and the rest are skipped
     /// unallocated: the garbage collector's read of every object.
     pub fn decode_identity(&self, kv: &KeyValue) -> Result<Value, ApiError> {
+        self.decode_identity_at(kv, kv.mod_revision)
+    }
+
+    /// [`Store::decode_identity`] with `revision` as its `resourceVersion`
+    /// (a watch event's, which for a deletion is the deletion's).
+    pub fn decode_identity_at(&self, kv: &KeyValue, revision: i64) -> Result<Value, ApiError> {
         let metadata = picked_metadata::<metadata_only::Identity>(kv)?;
-        Ok(self.metadata_object(kv, metadata))
+        Ok(self.metadata_object_at(revision, metadata))
     }
 
     /// `{apiVersion, kind, metadata}` around `metadata` read from `kv`, with
+    /// its `resourceVersion`.
+    fn metadata_object(&self, kv: &KeyValue, metadata: serde_json::Map<String, Value>) -> Value {
+        self.metadata_object_at(kv.mod_revision, metadata)
+    }
+
+    /// `{apiVersion, kind, metadata}` around `metadata`, with `revision` as
     /// its `resourceVersion`. Built in place: `json!` would serialize a copy.
-    fn metadata_object(
+    fn metadata_object_at(
         &self,
-        kv: &KeyValue,
+        revision: i64,
         mut metadata: serde_json::Map<String, Value>,
     ) -> Value {
-        metadata.insert("resourceVersion".into(), kv.mod_revision.to_string().into());
+        let rv = itoa::Buffer::new().format(revision).to_owned();
+        metadata.insert("resourceVersion".into(), rv.into());
         Value::Object(serde_json::Map::from_iter([
             ("apiVersion".to_owned(), self.def.api_version().into()),
             ("kind".to_owned(), self.def.kind.clone().into()),
