@@ -107,7 +107,7 @@ pub trait SchemaNav: Send + Sync {
     /// For built-in kinds that is the Go zero value as it serializes (nested
     /// non-pointer structs present, e.g. a Deployment's `spec.template`); `None`
     /// means an object with nothing set, as for custom resources.
-    fn zero_value(&self, _ty: &TypeRef) -> Option<serde_json::Value> {
+    fn zero_value(&self, _ty: &TypeRef) -> Option<std::sync::Arc<serde_json::Value>> {
         None
     }
 }

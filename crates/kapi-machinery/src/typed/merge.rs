@@ -115,7 +115,7 @@ impl Walk<'_> {
                 let ll = lhs.and_then(Value::as_array);
                 let rl = rhs.and_then(Value::as_array);
                 let empty = |l: Option<&Vec<Value>>| l.is_none_or(Vec::is_empty);
-                if node.list == ListType::Atomic || (empty(ll) && empty(rl)) {
+                if *node.list() == ListType::Atomic || (empty(ll) && empty(rl)) {
                     return Ok(self.leaf(lhs, rhs, path));
                 }
                 let out = self.list(ll, rl, node, path)?;

@@ -23,10 +23,12 @@ mod tests;
 mod validate;
 mod written;
 
+use std::sync::Arc;
+
 use serde_json::{Map, Value};
 
 use crate::fieldpath::{Path, PathElement, Set};
-use crate::schema::{ListType, MapType, SchemaNav, TypeRef};
+use crate::schema::{FieldInfo, ListType, MapType, SchemaNav, TypeRef};
 
 pub use merge::Comparison;
 
@@ -39,11 +41,49 @@ const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
 pub struct TypedError(pub String);
 
 /// What the schema says about one value.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub(crate) struct Node {
-    ty: TypeRef,
-    list: ListType,
+    decl: Declared,
+    /// The value is an element of the declared list (so not itself a list
+    /// with the field's semantics).
+    element: bool,
     atomic_map: bool,
+}
+
+/// Where a value's type comes from: the field that declares it (shared with
+/// the schema's answer, not copied), or a type of its own (the root, a map
+/// entry).
+#[derive(Debug, Clone)]
+enum Declared {
+    Field(Arc<FieldInfo>),
+    Type(TypeRef),
+}
+
+impl Node {
+    fn of_type(ty: TypeRef, atomic_map: bool) -> Node {
+        Node {
+            decl: Declared::Type(ty),
+            element: false,
+            atomic_map,
+        }
+    }
+
+    /// The value's type (a list's or map's elements' for a field holding one).
+    pub(crate) fn ty(&self) -> &TypeRef {
+        match &self.decl {
+            Declared::Field(fi) => &fi.elem,
+            Declared::Type(ty) => ty,
+        }
+    }
+
+    /// The value's list semantics: a declared field's own; atomic otherwise.
+    pub(crate) fn list(&self) -> &ListType {
+        const ATOMIC: &ListType = &ListType::Atomic;
+        match &self.decl {
+            Declared::Field(fi) if !self.element => &fi.list_type,
+            _ => ATOMIC,
+        }
+    }
 }
 
 /// Objects of one root type in one schema.
@@ -59,42 +99,31 @@ impl<'a> Typed<'a> {
     }
 
     pub(crate) fn root_node(&self) -> Node {
-        Node {
-            ty: self.root.clone(),
-            ..Node::default()
-        }
+        Node::of_type(self.root.clone(), false)
     }
 
     /// The node of field `name` in an object of node `parent`, and whether the
     /// type declares it (a struct field) or it is a map entry.
     pub(crate) fn field_node(&self, parent: &Node, at_root: bool, name: &str) -> (Node, bool) {
-        if at_root && parent.ty.is_unknown() && name == "metadata" {
-            let node = Node {
-                ty: TypeRef::new(OBJECT_META),
-                ..Node::default()
-            };
-            return (node, true);
+        let parent_ty = parent.ty();
+        if at_root && parent_ty.is_unknown() && name == "metadata" {
+            return (Node::of_type(TypeRef::new(OBJECT_META), false), true);
         }
-        match self.schema.field(&parent.ty, name) {
+        match self.schema.field(parent_ty, name) {
             Some(fi) => {
                 let atomic_map = fi.map_type == MapType::Atomic
                     || self.schema.type_map_type(&fi.elem) == MapType::Atomic;
                 let node = Node {
-                    ty: fi.elem.clone(),
-                    list: fi.list_type.clone(),
+                    decl: Declared::Field(fi),
+                    element: false,
                     atomic_map,
                 };
                 (node, true)
             }
             None => {
-                let ty = self.schema.map_value(&parent.ty).unwrap_or_default();
+                let ty = self.schema.map_value(parent_ty).unwrap_or_default();
                 let atomic_map = self.schema.type_map_type(&ty) == MapType::Atomic;
-                let node = Node {
-                    ty,
-                    list: ListType::Atomic,
-                    atomic_map,
-                };
-                (node, false)
+                (Node::of_type(ty, atomic_map), false)
             }
         }
     }
@@ -102,9 +131,9 @@ impl<'a> Typed<'a> {
     /// The node of the elements of a list of node `list`.
     pub(crate) fn elem_node(&self, list: &Node) -> Node {
         Node {
-            ty: list.ty.clone(),
-            list: ListType::Atomic,
-            atomic_map: self.schema.type_map_type(&list.ty) == MapType::Atomic,
+            decl: list.decl.clone(),
+            element: true,
+            atomic_map: self.schema.type_map_type(list.ty()) == MapType::Atomic,
         }
     }
 
@@ -115,7 +144,7 @@ impl<'a> Typed<'a> {
         index: usize,
         item: &Value,
     ) -> Result<PathElement, TypedError> {
-        match &list.list {
+        match list.list() {
             ListType::Map(keys) => {
                 let mut fields = Vec::with_capacity(keys.len());
                 for k in keys {
@@ -123,7 +152,7 @@ impl<'a> Typed<'a> {
                         .get(k)
                         .filter(|v| !v.is_null())
                         .cloned()
-                        .or_else(|| self.schema.key_default(&list.ty, k));
+                        .or_else(|| self.schema.key_default(list.ty(), k));
                     match v {
                         Some(v) => fields.push((k.clone(), v)),
                         None => {
@@ -181,7 +210,7 @@ impl<'a> Typed<'a> {
                     path.pop();
                 }
             }
-            Value::Array(items) if node.list != ListType::Atomic => {
+            Value::Array(items) if *node.list() != ListType::Atomic => {
                 let en = self.elem_node(node);
                 let mut seen = Set::new();
                 for (i, item) in items.iter().enumerate() {
@@ -269,7 +298,7 @@ impl<'a> Typed<'a> {
                 (!out.is_empty()).then_some(Value::Object(out))
             }
             Value::Array(items) => {
-                if items.is_empty() || node.list == ListType::Atomic {
+                if items.is_empty() || *node.list() == ListType::Atomic {
                     return None;
                 }
                 let en = self.elem_node(node);

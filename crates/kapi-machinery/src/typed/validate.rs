@@ -27,7 +27,7 @@ impl Typed<'_> {
         match v {
             Value::Object(m) => {
                 let strict =
-                    self.schema.is_struct(&node.ty) && self.schema.map_value(&node.ty).is_none();
+                    self.schema.is_struct(node.ty()) && self.schema.map_value(node.ty()).is_none();
                 for (k, child) in m {
                     let (cn, named) = self.field_node(node, path.is_empty(), k);
                     path.push(PathElement::Field(k.clone()));
@@ -51,7 +51,7 @@ impl Typed<'_> {
                     let pe = self
                         .item_element(node, i, item)
                         .map_err(|e| at_path(path, e))?;
-                    if node.list != ListType::Atomic {
+                    if *node.list() != ListType::Atomic {
                         let one = [pe.clone()];
                         if seen.has(&one) {
                             let e = TypedError(format!("duplicate entries for key {pe}"));

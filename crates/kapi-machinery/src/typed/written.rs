@@ -144,7 +144,7 @@ impl Typed<'_> {
                 let ll = lhs.and_then(Value::as_array);
                 let rl = rhs.as_array();
                 let empty = |l: Option<&Vec<Value>>| l.is_none_or(Vec::is_empty);
-                if node.list == ListType::Atomic || (empty(ll) && empty(rl)) {
+                if *node.list() == ListType::Atomic || (empty(ll) && empty(rl)) {
                     return leaf();
                 }
                 let lefts = self.elements(ll, node)?;

@@ -31,7 +31,7 @@ pub mod lastapplied;
 mod tests;
 
 use std::borrow::Cow;
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
 use kapi_machinery::apply::{ApplyError, Conflict, Updater};
 use kapi_machinery::fieldpath::{path_string, PathElement, Set};
@@ -138,9 +138,14 @@ impl<'a> FieldManager<'a> {
     /// The object a create starts from: upstream's empty object of the kind
     /// (the Go zero value for built-in kinds, nothing for custom resources).
     pub fn empty_object(&self) -> Value {
+        Value::clone(&self.empty())
+    }
+
+    /// [`FieldManager::empty_object`], shared with the schema's memo.
+    fn empty(&self) -> Arc<Value> {
         self.schema
             .zero_value(self.root)
-            .unwrap_or_else(|| Value::Object(Map::new()))
+            .unwrap_or_else(|| Arc::new(Value::Object(Map::new())))
     }
 
     /// Record an update (or create, `live` absent) by `manager` in
@@ -168,7 +173,7 @@ impl<'a> FieldManager<'a> {
         if managed.fields.is_empty() && !creating {
             return;
         }
-        let empty = self.empty_object();
+        let empty = self.empty();
         if live.is_none() && managed.fields.is_empty() && self.created(&empty, new, manager, now) {
             return;
         }

@@ -163,14 +163,14 @@ impl SchemaNav for BuiltinSchema {
     }
 
     /// Kept once built, per root type (one per kind ever written).
-    fn zero_value(&self, ty: &TypeRef) -> Option<Value> {
-        static ZEROS: LazyLock<RwLock<foldhash::HashMap<Box<str>, Value>>> =
+    fn zero_value(&self, ty: &TypeRef) -> Option<Arc<Value>> {
+        static ZEROS: LazyLock<RwLock<foldhash::HashMap<Box<str>, Arc<Value>>>> =
             LazyLock::new(Default::default);
         if let Some(zero) = ZEROS.read().expect("zeros lock").get(ty.0.as_str()) {
             return Some(zero.clone());
         }
         self.def(&ty.0)?;
-        let zero = crate::zero::zero_object(self, ty);
+        let zero = Arc::new(crate::zero::zero_object(self, ty));
         ZEROS
             .write()
             .expect("zeros lock")
