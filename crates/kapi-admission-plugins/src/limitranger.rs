@@ -303,6 +303,9 @@ impl Plugin for LimitRanger {
     fn handles(&self, op: Operation) -> bool {
         matches!(op, Operation::Create | Operation::Update)
     }
+    fn concerns(&self, a: &Attributes) -> bool {
+        applies(a)
+    }
     fn mutating(&self) -> bool {
         true
     }

@@ -130,6 +130,9 @@ impl Plugin for Priority {
     fn handles(&self, op: Operation) -> bool {
         matches!(op, Operation::Create | Operation::Update)
     }
+    fn concerns(&self, a: &Attributes) -> bool {
+        a.is("", "pods") || a.is(GROUP, "priorityclasses")
+    }
     fn mutating(&self) -> bool {
         true
     }

@@ -55,6 +55,9 @@ impl Plugin for DenyPrivileged {
     fn handles(&self, op: Operation) -> bool {
         matches!(op, Operation::Create | Operation::Update)
     }
+    fn concerns(&self, a: &Attributes) -> bool {
+        crate::podspec::path(a).is_some()
+    }
     fn mutating(&self) -> bool {
         false
     }

@@ -166,6 +166,9 @@ impl Plugin for ServiceAccount {
     fn handles(&self, op: Operation) -> bool {
         op == Operation::Create
     }
+    fn concerns(&self, a: &Attributes) -> bool {
+        a.is("", "pods")
+    }
     fn mutating(&self) -> bool {
         true
     }

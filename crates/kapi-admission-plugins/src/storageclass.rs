@@ -61,6 +61,9 @@ impl Plugin for DefaultStorageClass {
     fn handles(&self, op: Operation) -> bool {
         op == Operation::Create
     }
+    fn concerns(&self, a: &Attributes) -> bool {
+        a.is("", "persistentvolumeclaims")
+    }
     fn mutating(&self) -> bool {
         true
     }

@@ -39,6 +39,9 @@ impl Plugin for DefaultTolerationSeconds {
     fn handles(&self, op: Operation) -> bool {
         matches!(op, Operation::Create | Operation::Update)
     }
+    fn concerns(&self, a: &Attributes) -> bool {
+        a.is("", "pods")
+    }
     fn mutating(&self) -> bool {
         true
     }

@@ -202,6 +202,14 @@ pub trait Plugin: Send + Sync {
     fn name(&self) -> &'static str;
     /// Whether the plugin looks at requests of this operation at all.
     fn handles(&self, op: Operation) -> bool;
+    /// Whether the plugin may act on this request at all, from its resource:
+    /// asked before either phase is started, so a plugin for other resources
+    /// costs no call (each phase is a boxed future). A plugin that answers
+    /// `false` does nothing for the request in either phase. `true` unless the
+    /// plugin narrows it.
+    fn concerns(&self, _a: &Attributes) -> bool {
+        true
+    }
     /// The mutating phase; may change `a.object`.
     async fn admit(&self, _a: &mut Attributes) -> Result<(), ApiError> {
         Ok(())

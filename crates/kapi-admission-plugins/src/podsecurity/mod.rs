@@ -222,6 +222,9 @@ impl Plugin for PodSecurity {
     fn handles(&self, op: Operation) -> bool {
         matches!(op, Operation::Create | Operation::Update)
     }
+    fn concerns(&self, a: &Attributes) -> bool {
+        a.is("", "namespaces") || crate::podspec::path(a).is_some()
+    }
     fn mutating(&self) -> bool {
         false
     }
