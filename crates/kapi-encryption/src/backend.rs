@@ -226,6 +226,10 @@ impl Backend for EncryptedBackend {
         self.inner.current_revision().await
     }
 
+    fn known_revision(&self) -> Option<Revision> {
+        self.inner.known_revision()
+    }
+
     async fn health(&self) -> Result<()> {
         self.inner.health().await
     }

@@ -199,6 +199,13 @@ pub trait Backend: Send + Sync + 'static {
     /// The revision of the last write.
     async fn current_revision(&self) -> Result<Revision>;
 
+    /// [`Backend::current_revision`] when the backend knows it without a
+    /// round trip or a wait (a store in this process); `None` sends the
+    /// caller to the asynchronous read.
+    fn known_revision(&self) -> Option<Revision> {
+        None
+    }
+
     /// A cheap round trip proving the backend answers.
     async fn health(&self) -> Result<()>;
 

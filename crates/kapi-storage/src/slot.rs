@@ -197,6 +197,9 @@ impl Backend for BackendSlot {
     async fn current_revision(&self) -> Result<Revision> {
         self.backend()?.current_revision().await
     }
+    fn known_revision(&self) -> Option<Revision> {
+        self.current()?.known_revision()
+    }
     async fn health(&self) -> Result<()> {
         self.backend()?.health().await
     }

@@ -111,6 +111,10 @@ impl Backend for CachedBackend {
         self.backend().current_revision().await
     }
 
+    fn known_revision(&self) -> Option<Revision> {
+        self.backend().known_revision()
+    }
+
     async fn health(&self) -> Result<()> {
         self.backend().health().await
     }

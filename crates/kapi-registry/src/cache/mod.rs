@@ -399,7 +399,11 @@ impl CachedBackend {
             }
             ReadAt::Consistent if !self.inner().config.consistent_reads => Ok(None),
             ReadAt::Consistent => {
-                let target = self.inner().backend.current_revision().await?;
+                let backend = &self.inner().backend;
+                let target = match backend.known_revision() {
+                    Some(r) => r,
+                    None => backend.current_revision().await?,
+                };
                 if *self.inner().revision.borrow() >= target {
                     return Ok(Some(None));
                 }

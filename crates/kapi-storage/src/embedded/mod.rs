@@ -343,6 +343,10 @@ impl Backend for EmbeddedBackend {
         Ok(self.shared.index.read().expect("index lock").revision)
     }
 
+    fn known_revision(&self) -> Option<Revision> {
+        Some(self.shared.index.read().expect("index lock").revision)
+    }
+
     async fn health(&self) -> Result<()> {
         match self.shared.poisoned() {
             Some(reason) => Err(StorageError::Internal(reason)),

@@ -52,6 +52,10 @@ pub async fn revisions_increase(s: Arc<dyn Backend>) {
     assert_eq!(a2.create_revision, a.create_revision);
     assert_eq!(a2.version, 2);
     assert_eq!(s.current_revision().await.unwrap(), a2.mod_revision);
+    // A backend that knows its revision without a round trip knows this one.
+    if let Some(known) = s.known_revision() {
+        assert_eq!(known, a2.mod_revision);
+    }
     // Reads at an old revision see the old value.
     let old = s.get("/t/a", Some(a.mod_revision)).await.unwrap().unwrap();
     assert_eq!(old.value, b("1"));

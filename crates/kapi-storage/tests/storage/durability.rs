@@ -376,3 +376,21 @@ async fn older_wal_segments_hold_exactly_their_frames() {
     let store = EmbeddedBackend::open(cfg).unwrap();
     assert_eq!(store.count("/k/").await.unwrap(), 200);
 }
+
+/// The embedded store knows its revision without a round trip: the
+/// revision of its last acknowledged write, also through a slot.
+#[tokio::test]
+async fn the_known_revision_is_the_last_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = EmbeddedBackend::open(EmbeddedConfig::new(dir.path())).unwrap();
+    let first = store.known_revision().unwrap();
+    assert_eq!(first, store.current_revision().await.unwrap());
+    let kv = store
+        .create("/k/a", Bytes::from_static(b"1"))
+        .await
+        .unwrap();
+    assert_eq!(store.known_revision(), Some(kv.mod_revision));
+    let slot =
+        kapi_storage::slot::BackendSlot::ready("embedded".into(), std::sync::Arc::new(store));
+    assert_eq!(slot.known_revision(), Some(kv.mod_revision));
+}
