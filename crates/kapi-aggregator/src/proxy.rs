@@ -61,7 +61,10 @@ pub async fn serve(agg: &Aggregator, req: Request) -> Result<Response, Request> 
         Some(v) => match agg.remote(&group, &v) {
             // Boxed: every request asks first, and the proxy's state held
             // inline would be copied whole into each one's future.
-            Some(remote) => Ok(Box::pin(proxy(agg, remote, req)).await),
+            Some(remote) => {
+                let proxied = Box::pin(proxy(agg, remote, req));
+                Ok(proxied.await)
+            }
             None => Err(req),
         },
         None if agg.apis.groups().iter().all(|local| local.name != group) => {

@@ -124,7 +124,8 @@ impl Plugin for MutatingWebhook {
         let mut out = Outcome::default();
         // Boxed: held inline, the calls' state would make every request's
         // admission future as large, and each request would copy it whole.
-        let result = Box::pin(cx.run_mutating_webhooks(&mut at, hooks, &mut out)).await;
+        let run = Box::pin(cx.run_mutating_webhooks(&mut at, hooks, &mut out));
+        let result = run.await;
         hand_back(a, out);
         result?;
         a.object = at.object;
@@ -162,7 +163,9 @@ impl Plugin for ValidatingWebhook {
             return Ok(());
         }
         let mut out = Outcome::default();
-        let result = Box::pin(cx.run_validating_webhooks(&attrs(a), hooks, &mut out)).await;
+        let attrs = attrs(a);
+        let run = Box::pin(cx.run_validating_webhooks(&attrs, hooks, &mut out));
+        let result = run.await;
         hand_back(a, out);
         result
     }

@@ -278,27 +278,55 @@ impl Authenticator {
         token: &str,
         audiences: &[String],
     ) -> Result<(UserInfo, Vec<String>), String> {
+        if let Some(user) = self.tokens.as_ref().and_then(|t| t.lookup(token)) {
+            return self.audience_agnostic(user.clone(), audiences);
+        }
+        // The authenticators that may wait (reads, key sets, webhooks) boxed
+        // apart: held inline, their state would make every request's future
+        // several KiB larger, copied whole at each of its moves. (Boxed in a
+        // statement of its own: a temporary of the awaiting statement would
+        // be kept in this future's state across the await.)
+        let waiting = Box::pin(self.authenticate_token_waiting(token, audiences));
+        waiting.await
+    }
+
+    /// The user of an authenticator that does not know audiences, which
+    /// vouches for the API's only.
+    fn audience_agnostic(
+        &self,
+        user: UserInfo,
+        audiences: &[String],
+    ) -> Result<(UserInfo, Vec<String>), String> {
         let api_audiences = self.api_audiences();
         let wanted = if audiences.is_empty() {
             api_audiences
         } else {
             audiences
         };
-        // Authenticators that do not know audiences vouch for the API's only.
-        let agnostic = |user: UserInfo| -> Result<(UserInfo, Vec<String>), String> {
-            let matched: Vec<String> = wanted
-                .iter()
-                .filter(|a| audiences.is_empty() || api_audiences.contains(a))
-                .cloned()
-                .collect();
-            if !audiences.is_empty() && matched.is_empty() {
-                return Err("token audiences are not the API audiences".into());
-            }
-            Ok((with_authenticated_group(user), matched))
-        };
-        if let Some(user) = self.tokens.as_ref().and_then(|t| t.lookup(token)) {
-            return agnostic(user.clone());
+        let matched: Vec<String> = wanted
+            .iter()
+            .filter(|a| audiences.is_empty() || api_audiences.contains(a))
+            .cloned()
+            .collect();
+        if !audiences.is_empty() && matched.is_empty() {
+            return Err("token audiences are not the API audiences".into());
         }
+        Ok((with_authenticated_group(user), matched))
+    }
+
+    /// [`Authenticator::authenticate_token`] past the token file.
+    async fn authenticate_token_waiting(
+        &self,
+        token: &str,
+        audiences: &[String],
+    ) -> Result<(UserInfo, Vec<String>), String> {
+        let api_audiences = self.api_audiences();
+        let wanted = if audiences.is_empty() {
+            api_audiences
+        } else {
+            audiences
+        };
+        let agnostic = |user: UserInfo| self.audience_agnostic(user, audiences);
         let mut errors: Vec<String> = Vec::new();
         if let Some((issuer, apis)) = &self.service_accounts {
             match issuer.authenticate(apis, token, wanted).await {

@@ -39,6 +39,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use futures::future::BoxFuture;
+use futures::future::Either;
 use futures::FutureExt;
 use kapi_auth::audit;
 use kapi_auth::authn::{self, Authenticator};
@@ -142,18 +143,42 @@ impl<S: Routes> tower::Service<Request> for Chained<S> {
 // runs its filter with the next stage as the rest of the chain, or hands on
 // straight away when its filter is off. Each stage's future is boxed on its
 // own: a dozen small allocations cost less than moving one future that holds
-// all the stages beneath it at every step.
+// all the stages beneath it at every step. A stage is a plain function
+// returning its filter's future, not an `async fn` around it, so the box
+// holds the filter's state once rather than the request twice (the copy into
+// the box is the future's whole size, ~1 KiB a stage that way); a filter that
+// is off by default is boxed apart when on, so that a chain without it does
+// not copy its state (up to 5 KiB, the audit filter's) at every request.
+
+/// The future of one stage.
+trait Stage: std::future::Future<Output = Response> + Send + 'static {}
+
+impl<F: std::future::Future<Output = Response> + Send + 'static> Stage for F {}
 
 /// Run `filter` with its state when it is on; hand on when it is off.
-async fn optional<T, N, F, Fut>(state: Option<T>, req: Request, next: N, filter: F) -> Response
+fn optional<T, N, F, Fut>(state: Option<T>, req: Request, next: N, filter: F) -> impl Stage
 where
     N: Next,
     F: FnOnce(State<T>, Request, N) -> Fut,
-    Fut: std::future::Future<Output = Response>,
+    Fut: Stage,
 {
     match state {
-        Some(s) => filter(State(s), req, next).await,
-        None => next.run(req).await,
+        Some(s) => Either::Left(filter(State(s), req, next)),
+        None => Either::Right(next.run(req)),
+    }
+}
+
+/// [`optional`] for a filter that is off by default: its state is boxed
+/// when it is on, so that the stage is small when it is off.
+fn optional_boxed<T, N, F, Fut>(state: Option<T>, req: Request, next: N, filter: F) -> impl Stage
+where
+    N: Next,
+    F: FnOnce(State<T>, Request, N) -> Fut,
+    Fut: Stage,
+{
+    match state {
+        Some(s) => Either::Left(Box::pin(filter(State(s), req, next))),
+        None => Either::Right(next.run(req)),
     }
 }
 
@@ -165,29 +190,32 @@ macro_rules! then {
     }};
 }
 
-async fn pretty<S: Routes>(r: Chained<S>, req: Request) -> Response {
-    kapi_http::pretty::layer(req, then!(count, r)).await
+fn pretty<S: Routes>(r: Chained<S>, req: Request) -> impl Stage {
+    kapi_http::pretty::layer(req, then!(count, r))
 }
 
-async fn count<S: Routes>(r: Chained<S>, req: Request) -> Response {
+fn count<S: Routes>(r: Chained<S>, req: Request) -> impl Stage {
     let m = r.state.chain.metrics.clone();
-    metrics::layer(State(m), req, then!(audit_id, r)).await
+    metrics::layer(State(m), req, then!(audit_id, r))
 }
 
-async fn audit_id<S: Routes>(r: Chained<S>, req: Request) -> Response {
+fn audit_id<S: Routes>(r: Chained<S>, req: Request) -> impl Stage {
     let a = r.state.chain.audit.clone();
-    audit::id_layer(State(a), req, then!(lifecycle, r)).await
+    audit::id_layer(State(a), req, then!(lifecycle, r))
 }
 
-async fn lifecycle<S: Routes>(r: Chained<S>, req: Request) -> Response {
+fn lifecycle<S: Routes>(r: Chained<S>, req: Request) -> impl Stage {
     let state = r.state.chain.lifecycle.clone();
-    optional(state, req, then!(recovery, r), kapi_http::lifecycle::layer).await
+    optional(state, req, then!(recovery, r), kapi_http::lifecycle::layer)
 }
 
-async fn recovery<S: Routes>(r: Chained<S>, req: Request) -> Response {
-    let mut resp = recover(req, then!(deadline, r)).await;
-    no_cache(&mut resp);
-    resp
+fn recovery<S: Routes>(r: Chained<S>, req: Request) -> impl Stage {
+    let recovered = recover(req, then!(deadline, r));
+    async move {
+        let mut resp = recovered.await;
+        no_cache(&mut resp);
+        resp
+    }
 }
 
 /// `Cache-Control: no-cache, private` on every response that sets none, as
@@ -199,65 +227,65 @@ fn no_cache(resp: &mut Response) {
         .or_insert(HeaderValue::from_static("no-cache, private"));
 }
 
-async fn deadline<S: Routes>(r: Chained<S>, req: Request) -> Response {
+fn deadline<S: Routes>(r: Chained<S>, req: Request) -> impl Stage {
     let max = r.state.chain.request_timeout;
-    limits::timeout(State(max), req, then!(strict_transport, r)).await
+    limits::timeout(State(max), req, then!(strict_transport, r))
 }
 
-async fn strict_transport<S: Routes>(r: Chained<S>, req: Request) -> Response {
+fn strict_transport<S: Routes>(r: Chained<S>, req: Request) -> impl Stage {
     let state = r.state.chain.hsts.clone();
-    optional(state, req, then!(cors, r), hsts).await
+    optional_boxed(state, req, then!(cors, r), hsts)
 }
 
-async fn cors<S: Routes>(r: Chained<S>, req: Request) -> Response {
+fn cors<S: Routes>(r: Chained<S>, req: Request) -> impl Stage {
     let state = r.state.chain.cors.clone();
-    optional(state, req, then!(authenticate, r), kapi_http::cors::layer).await
+    optional_boxed(state, req, then!(authenticate, r), kapi_http::cors::layer)
 }
 
-async fn authenticate<S: Routes>(r: Chained<S>, req: Request) -> Response {
+fn authenticate<S: Routes>(r: Chained<S>, req: Request) -> impl Stage {
     let auth = r.state.auth.clone();
-    authn::authenticate_layer(State(auth), req, then!(traced, r)).await
+    authn::authenticate_layer(State(auth), req, then!(traced, r))
 }
 
-async fn traced<S: Routes>(r: Chained<S>, req: Request) -> Response {
+fn traced<S: Routes>(r: Chained<S>, req: Request) -> impl Stage {
     let state = r.state.chain.tracing.clone();
-    optional(state, req, then!(audited, r), trace::layer).await
+    optional_boxed(state, req, then!(audited, r), trace::layer)
 }
 
-async fn audited<S: Routes>(r: Chained<S>, req: Request) -> Response {
+fn audited<S: Routes>(r: Chained<S>, req: Request) -> impl Stage {
     let state = r.state.chain.audit.clone();
-    optional(state, req, then!(impersonate, r), audit::layer).await
+    optional_boxed(state, req, then!(impersonate, r), audit::layer)
 }
 
-async fn impersonate<S: Routes>(r: Chained<S>, req: Request) -> Response {
+fn impersonate<S: Routes>(r: Chained<S>, req: Request) -> impl Stage {
     let authz = r.state.authz.clone();
-    impersonate_layer(State(authz), req, then!(concurrency, r)).await
+    impersonate_layer(State(authz), req, then!(concurrency, r))
 }
 
-async fn concurrency<S: Routes>(r: Chained<S>, req: Request) -> Response {
+fn concurrency<S: Routes>(r: Chained<S>, req: Request) -> impl Stage {
     let limits = r.state.chain.concurrency.clone();
     let next = then!(authorize, r);
     match limits {
-        Concurrency::Apf(fc) => kapi_flowcontrol::layer(State(fc), req, next).await,
-        Concurrency::MaxInflight(m) => limits::max_inflight(State(m), req, next).await,
+        Concurrency::Apf(fc) => Either::Left(kapi_flowcontrol::layer(State(fc), req, next)),
+        Concurrency::MaxInflight(m) => Either::Right(limits::max_inflight(State(m), req, next)),
     }
 }
 
-async fn authorize<S: Routes>(r: Chained<S>, req: Request) -> Response {
+fn authorize<S: Routes>(r: Chained<S>, req: Request) -> impl Stage {
     let authz = r.state.authz.clone();
-    authorize_layer(State(authz), req, then!(delegate, r)).await
+    authorize_layer(State(authz), req, then!(delegate, r))
 }
 
-async fn delegate<S: Routes>(r: Chained<S>, req: Request) -> Response {
+fn delegate<S: Routes>(r: Chained<S>, req: Request) -> impl Stage {
     let remote = r.state.remote.clone();
-    remote::delegate(State(remote), req, then!(route, r)).await
+    remote::delegate(State(remote), req, then!(route, r))
 }
 
-async fn route<S: Routes>(r: Chained<S>, req: Request) -> Response {
-    match r.routes.oneshot(req).await {
+fn route<S: Routes>(r: Chained<S>, req: Request) -> impl Stage {
+    r.routes.oneshot(req).map(|res| match res {
         Ok(resp) => resp,
         Err(never) => match never {},
-    }
+    })
 }
 
 /// `Strict-Transport-Security` on every response that has none, as

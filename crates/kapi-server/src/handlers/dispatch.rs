@@ -129,7 +129,8 @@ async fn handle(
         return Err(not_found());
     }
     if let Some(s) = sub.as_ref().filter(|s| super::connect::is_connect(s)) {
-        return Box::pin(super::connect::serve(srv, &entry, &info, s, parts, body)).await;
+        let connect = Box::pin(super::connect::serve(srv, &entry, &info, s, parts, body));
+        return connect.await;
     }
     let accept_header = parts.headers.get(axum::http::header::ACCEPT);
     // Only readable paths have a table form (upstream's create-only
@@ -182,6 +183,17 @@ async fn handle(
     Ok(resp)
 }
 
+/// Await `fut` in a box of its own, made in a statement of its own: written
+/// `Box::pin(fut).await`, the unboxed future, a temporary of the awaiting
+/// statement, would be kept in the caller's state across the await, which
+/// would then be as large as what it meant to box.
+macro_rules! boxed {
+    ($fut:expr) => {{
+        let fut = Box::pin($fut);
+        fut.await
+    }};
+}
+
 /// Hand the request to its verb's handler. Each handler's future is boxed
 /// on its own: held inline, every request's future would be as large as the
 /// largest handler's (a create's, with admission and storage) and be moved
@@ -193,37 +205,37 @@ async fn serve(
     body: Body,
 ) -> Result<Response, ApiError> {
     match (verb, sub) {
-        (Verb::Get, None) => Box::pin(get::get(&ctx)).await,
-        (Verb::List, None) => Box::pin(list::list(&ctx)).await,
-        (Verb::Watch, None) => Box::pin(watch::watch(ctx)).await,
-        (Verb::Create, None) => Box::pin(create::create(&ctx, body)).await,
-        (Verb::Update, None) => Box::pin(update::update(&ctx, body, false)).await,
-        (Verb::Patch, None) => Box::pin(patch::patch(&ctx, body, false)).await,
-        (Verb::Delete, None) => Box::pin(delete::delete(&ctx, body)).await,
-        (Verb::DeleteCollection, None) => Box::pin(delete::delete_collection(&ctx, body)).await,
+        (Verb::Get, None) => boxed!(get::get(&ctx)),
+        (Verb::List, None) => boxed!(list::list(&ctx)),
+        (Verb::Watch, None) => boxed!(watch::watch(ctx)),
+        (Verb::Create, None) => boxed!(create::create(&ctx, body)),
+        (Verb::Update, None) => boxed!(update::update(&ctx, body, false)),
+        (Verb::Patch, None) => boxed!(patch::patch(&ctx, body, false)),
+        (Verb::Delete, None) => boxed!(delete::delete(&ctx, body)),
+        (Verb::DeleteCollection, None) => boxed!(delete::delete_collection(&ctx, body)),
         (
             Verb::Get,
             Some(Subresource::Status | Subresource::Approval | Subresource::EphemeralContainers),
-        ) => Box::pin(get::get(&ctx)).await,
+        ) => boxed!(get::get(&ctx)),
         (
             Verb::Update,
             Some(Subresource::Status | Subresource::Approval | Subresource::EphemeralContainers),
-        ) => Box::pin(update::update(&ctx, body, true)).await,
+        ) => boxed!(update::update(&ctx, body, true)),
         (
             Verb::Patch,
             Some(Subresource::Status | Subresource::Approval | Subresource::EphemeralContainers),
-        ) => Box::pin(patch::patch(&ctx, body, true)).await,
+        ) => boxed!(patch::patch(&ctx, body, true)),
         (verb, Some(sub @ Subresource::Scale { .. })) => {
-            Box::pin(scale::scale(&ctx, verb, &sub, body)).await
+            boxed!(scale::scale(&ctx, verb, &sub, body))
         }
         (Verb::Update, Some(Subresource::Finalize)) => {
-            Box::pin(update::update_target(&ctx, body, UpdateTarget::Finalize)).await
+            boxed!(update::update_target(&ctx, body, UpdateTarget::Finalize))
         }
-        (Verb::Create, Some(Subresource::Eviction)) => Box::pin(eviction::evict(&ctx, body)).await,
+        (Verb::Create, Some(Subresource::Eviction)) => boxed!(eviction::evict(&ctx, body)),
         (Verb::Create, Some(Subresource::Binding)) => {
-            Box::pin(binding::bind_subresource(&ctx, body)).await
+            boxed!(binding::bind_subresource(&ctx, body))
         }
-        (Verb::Create, Some(Subresource::Token)) => Box::pin(token::token(&ctx, body)).await,
+        (Verb::Create, Some(Subresource::Token)) => boxed!(token::token(&ctx, body)),
         _ => Err(ApiError::method_not_supported(
             ctx.entry.def.group_resource(),
             ctx.info.verb,
