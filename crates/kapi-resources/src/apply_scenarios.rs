@@ -3,7 +3,7 @@
 //! `managedFields` entry checked field by field. The expected `fieldsV1` are
 //! what upstream's field manager records for the same steps.
 
-use kapi_machinery::schema::TypeRef;
+use kapi_machinery::schema::{SchemaNav, TypeRef};
 use kapi_registry::managed::FieldManager;
 use serde_json::{json, Value};
 
@@ -479,19 +479,23 @@ fn apply_scenarios() {
     }
 }
 
-fn field_manager<'a>(
-    schema: &'a BuiltinSchema,
+/// The field manager of `kind` at `api_version` (root type `root`), for
+/// writes through `subresource`.
+pub(crate) fn field_manager<'a>(
+    schema: &'a dyn SchemaNav,
     root: &'a TypeRef,
     api_version: &'a str,
     kind: &'a str,
+    subresource: Option<&'a str>,
+    has_status: bool,
 ) -> FieldManager<'a> {
     FieldManager {
         schema,
         root,
         api_version,
         kind,
-        subresource: None,
-        has_status: false,
+        subresource,
+        has_status,
     }
 }
 
@@ -499,7 +503,7 @@ fn field_manager<'a>(
 fn a_configmap_create_marks_its_new_data_map() {
     let schema = BuiltinSchema::shared();
     let root = root_type("", "v1", "ConfigMap").unwrap();
-    let fm = field_manager(&schema, &root, "v1", "ConfigMap");
+    let fm = field_manager(schema.as_ref(), &root, "v1", "ConfigMap", None, false);
     let mut obj = json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "c", "namespace": "ns", "uid": "u", "creationTimestamp": NOW},
         "data": {"k": "v"}});
@@ -513,7 +517,7 @@ fn a_configmap_create_marks_its_new_data_map() {
 fn configuration_errors_are_upstreams_typed_patch_errors() {
     let schema = BuiltinSchema::shared();
     let root = root_type("apps", "v1", "Deployment").unwrap();
-    let fm = field_manager(&schema, &root, "apps/v1", "Deployment");
+    let fm = field_manager(schema.as_ref(), &root, "apps/v1", "Deployment", None, false);
     let cases = [
         (
             containers(json!([{"image": "x"}])),

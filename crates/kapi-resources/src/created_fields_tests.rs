@@ -5,10 +5,11 @@
 //! empty maps, free-form maps, ignored status, the status subresource, and
 //! objects the schema rejects.
 
-use kapi_machinery::schema::{NoSchema, SchemaNav, TypeRef};
+use kapi_machinery::schema::{NoSchema, TypeRef};
 use kapi_registry::managed::FieldManager;
 use serde_json::{json, Value};
 
+use crate::apply_scenarios::field_manager as manager;
 use crate::patchmeta::{root_type, BuiltinSchema};
 
 const NOW: &str = "2026-01-01T00:00:00Z";
@@ -21,24 +22,6 @@ fn both(fm: &FieldManager, obj: &Value) -> (Value, Value) {
     let mut compared = obj.clone();
     fm.update(Some(&fm.empty_object()), &mut compared, "creator", NOW);
     (created, compared)
-}
-
-fn manager<'a>(
-    schema: &'a dyn SchemaNav,
-    root: &'a TypeRef,
-    api_version: &'a str,
-    kind: &'a str,
-    subresource: Option<&'a str>,
-    has_status: bool,
-) -> FieldManager<'a> {
-    FieldManager {
-        schema,
-        root,
-        api_version,
-        kind,
-        subresource,
-        has_status,
-    }
 }
 
 fn builtin_cases() -> Vec<(&'static str, &'static str, &'static str, bool, Value)> {

@@ -290,6 +290,16 @@ impl Authenticator {
         waiting.await
     }
 
+    /// The audiences a token is asked for: `audiences`, or the API's when
+    /// none are given.
+    fn wanted_audiences<'a>(&'a self, audiences: &'a [String]) -> &'a [String] {
+        if audiences.is_empty() {
+            self.api_audiences()
+        } else {
+            audiences
+        }
+    }
+
     /// The user of an authenticator that does not know audiences, which
     /// vouches for the API's only.
     fn audience_agnostic(
@@ -298,12 +308,8 @@ impl Authenticator {
         audiences: &[String],
     ) -> Result<(UserInfo, Vec<String>), String> {
         let api_audiences = self.api_audiences();
-        let wanted = if audiences.is_empty() {
-            api_audiences
-        } else {
-            audiences
-        };
-        let matched: Vec<String> = wanted
+        let matched: Vec<String> = self
+            .wanted_audiences(audiences)
             .iter()
             .filter(|a| audiences.is_empty() || api_audiences.contains(a))
             .cloned()
@@ -320,12 +326,7 @@ impl Authenticator {
         token: &str,
         audiences: &[String],
     ) -> Result<(UserInfo, Vec<String>), String> {
-        let api_audiences = self.api_audiences();
-        let wanted = if audiences.is_empty() {
-            api_audiences
-        } else {
-            audiences
-        };
+        let wanted = self.wanted_audiences(audiences);
         let agnostic = |user: UserInfo| self.audience_agnostic(user, audiences);
         let mut errors: Vec<String> = Vec::new();
         if let Some((issuer, apis)) = &self.service_accounts {

@@ -176,10 +176,9 @@ where
     F: FnOnce(State<T>, Request, N) -> Fut,
     Fut: Stage,
 {
-    match state {
-        Some(s) => Either::Left(Box::pin(filter(State(s), req, next))),
-        None => Either::Right(next.run(req)),
-    }
+    optional(state, req, next, |s, req, next| {
+        Box::pin(filter(s, req, next))
+    })
 }
 
 /// The rest of the chain from `stage` on.
