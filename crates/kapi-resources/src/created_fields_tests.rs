@@ -163,7 +163,7 @@ fn a_create_records_what_an_update_from_the_empty_object_records() {
         } else {
             format!("{group}/{version}")
         };
-        for sub in [None, Some("status")] {
+        for sub in [None, Some("status"), Some("")] {
             let fm = manager(schema.as_ref(), &root, &api_version, kind, sub, has_status);
             let (created, compared) = both(&fm, &obj);
             assert_eq!(created, compared, "{kind} {sub:?}: {obj}");
