@@ -15,13 +15,7 @@ pub struct FieldsV1Error(pub String);
 /// The wire form of one element (`f:name`, `k:{"name":"x"}`, …).
 pub fn element_key(pe: &PathElement) -> String {
     match pe {
-        // The common element, joined by hand (`format!` costs several times more).
-        PathElement::Field(name) => {
-            let mut k = String::with_capacity(name.len() + 2);
-            k.push_str("f:");
-            k.push_str(name);
-            k
-        }
+        PathElement::Field(name) => field_key(name),
         PathElement::Key(fields) => {
             let m: Map<String, Value> = fields.iter().cloned().collect();
             format!("k:{}", Value::Object(m))
@@ -29,6 +23,15 @@ pub fn element_key(pe: &PathElement) -> String {
         PathElement::Value(v) => format!("v:{v}"),
         PathElement::Index(i) => format!("i:{i}"),
     }
+}
+
+/// The wire form of field `name`, `f:name`: the common element, joined by
+/// hand (`format!` costs several times more).
+pub fn field_key(name: &str) -> String {
+    let mut k = String::with_capacity(name.len() + 2);
+    k.push_str("f:");
+    k.push_str(name);
+    k
 }
 
 fn parse_element(key: &str) -> Result<PathElement, FieldsV1Error> {

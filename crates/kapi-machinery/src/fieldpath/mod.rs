@@ -26,7 +26,7 @@ use std::fmt;
 
 use serde_json::Value;
 
-pub use fieldsv1::{element_key, from_fields_v1, to_fields_v1, FieldsV1Error};
+pub use fieldsv1::{element_key, field_key, from_fields_v1, to_fields_v1, FieldsV1Error};
 
 /// One step of a path.
 #[derive(Debug, Clone)]

@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 
 use super::merge::{kind, Kind};
 use super::{Node, Typed, TypedError};
-use crate::fieldpath::{element_key, path_string, PathElement, Set};
+use crate::fieldpath::{element_key, field_key, path_string, PathElement, Set};
 use crate::schema::ListType;
 
 /// Where the walk stands in the ignored and stripped sets.
@@ -104,12 +104,16 @@ impl Typed<'_> {
             (_, Some(k)) | (Some(k), None) => k,
             (None, None) => return leaf(),
         };
-        // A container is a member when it is new; what is below it follows.
-        let mut out = Map::new();
-        if lhs.is_none() && !stripped {
-            out.insert(".".into(), Value::Object(Map::new()));
-        }
-        match k {
+        // A container is a member when it is new; what is below it follows
+        // (made only once the value is known to be walked as a container).
+        let container = || {
+            let mut out = Map::new();
+            if lhs.is_none() && !stripped {
+                out.insert(".".into(), Value::Object(Map::new()));
+            }
+            out
+        };
+        let out = match k {
             Kind::Map => {
                 let lm = lhs.and_then(Value::as_object);
                 let rm = rhs.as_object();
@@ -117,6 +121,7 @@ impl Typed<'_> {
                 if node.atomic_map || (empty(lm) && empty(rm)) {
                     return leaf();
                 }
+                let mut out = container();
                 let mut below = Vec::new();
                 for (name, r) in rm.into_iter().flatten() {
                     let l = lm.and_then(|m| crate::member::get(m, name));
@@ -134,11 +139,9 @@ impl Typed<'_> {
                 }
                 below.sort_unstable_by(|a, b| a.0.cmp(b.0));
                 for (name, v) in below {
-                    let mut key = String::with_capacity(name.len() + 2);
-                    key.push_str("f:");
-                    key.push_str(name);
-                    out.insert(key, Value::Object(v));
+                    out.insert(field_key(name), Value::Object(v));
                 }
+                out
             }
             Kind::List => {
                 let ll = lhs.and_then(Value::as_array);
@@ -147,6 +150,7 @@ impl Typed<'_> {
                 if *node.list() == ListType::Atomic || (empty(ll) && empty(rl)) {
                     return leaf();
                 }
+                let mut out = container();
                 let lefts = self.elements(ll, node)?;
                 let rights = self.elements(rl, node)?;
                 let en = self.elem_node(node);
@@ -167,9 +171,10 @@ impl Typed<'_> {
                         out.insert(element_key(&pe), Value::Object(v));
                     }
                 }
+                out
             }
             Kind::Scalar => return leaf(),
-        }
+        };
         Ok(match out.len() {
             0 => None,
             1 if out.contains_key(".") => Some(Map::new()),

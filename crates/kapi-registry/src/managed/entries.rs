@@ -81,7 +81,8 @@ pub(super) fn entry(
     }
     e.insert("fieldsType".into(), "FieldsV1".into());
     e.insert("fieldsV1".into(), fields_v1);
-    if let Some(s) = id.subresource {
+    // An empty subresource is none, as `manager_id` names it.
+    if let Some(s) = id.subresource.filter(|s| !s.is_empty()) {
         e.insert("subresource".into(), Value::String(s));
     }
     Value::Object(e)

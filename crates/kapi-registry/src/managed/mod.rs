@@ -201,11 +201,7 @@ impl<'a> FieldManager<'a> {
             Ok(Some(fields)) => {
                 let id = Identity {
                     manager: manager.to_string(),
-                    // As `manager_id` names it: an empty subresource is none.
-                    subresource: self
-                        .subresource
-                        .filter(|s| !s.is_empty())
-                        .map(str::to_string),
+                    subresource: self.subresource.map(str::to_string),
                 };
                 let e = entries::entry(id, false, self.api_version, Some(now), fields);
                 meta::meta_mut(new).insert("managedFields".into(), Value::Array(vec![e]));
