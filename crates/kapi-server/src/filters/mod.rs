@@ -209,12 +209,7 @@ fn lifecycle<S: Routes>(r: Chained<S>, req: Request) -> impl Stage {
 }
 
 fn recovery<S: Routes>(r: Chained<S>, req: Request) -> impl Stage {
-    let recovered = recover(req, then!(deadline, r));
-    async move {
-        let mut resp = recovered.await;
-        no_cache(&mut resp);
-        resp
-    }
+    recover(req, then!(deadline, r))
 }
 
 /// `Cache-Control: no-cache, private` on every response that sets none, as
@@ -323,9 +318,11 @@ pub fn hsts_value(directives: &[String]) -> Result<Option<HeaderValue>, String> 
 
 /// Turn a panic in any handler into a 500; the server keeps serving. As
 /// upstream's `WithPanicRecovery`, the answer is plain text, not a Status.
+/// Either answer then gets [`no_cache`]'s `Cache-Control` (one future, not a
+/// second one around this).
 async fn recover<N: Next>(req: Request, next: N) -> Response {
     let path = req.uri().path().to_owned();
-    match AssertUnwindSafe(next.run(req)).catch_unwind().await {
+    let mut resp = match AssertUnwindSafe(next.run(req)).catch_unwind().await {
         Ok(resp) => resp,
         Err(_) => {
             tracing::error!(%path, "handler panicked");
@@ -336,7 +333,9 @@ async fn recover<N: Next>(req: Request, next: N) -> Response {
             ];
             (StatusCode::INTERNAL_SERVER_ERROR, headers, body).into_response()
         }
-    }
+    };
+    no_cache(&mut resp);
+    resp
 }
 
 /// How the load-limiting and record-keeping filters are set up (`kapi serve`

@@ -363,7 +363,7 @@ impl Committer {
         }
         self.wal_allocated = self.wal_len;
         self.note_spare();
-        let first = self.shared.index.read().expect("index lock").revision + 1;
+        let first = self.shared.revision() + 1;
         let path = wal::wal_path(&self.dir, first);
         let opened = wal::open_segment(&path).and_then(|file| {
             wal::sync_dir(&self.dir)?;

@@ -98,6 +98,11 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// The revision of the last applied write.
+    pub fn revision(&self) -> Revision {
+        self.index.read().expect("index lock").revision
+    }
+
     pub fn poisoned(&self) -> Option<String> {
         self.failed.lock().expect("poison lock").clone()
     }
@@ -340,11 +345,11 @@ impl Backend for EmbeddedBackend {
     }
 
     async fn current_revision(&self) -> Result<Revision> {
-        Ok(self.shared.index.read().expect("index lock").revision)
+        Ok(self.shared.revision())
     }
 
     fn known_revision(&self) -> Option<Revision> {
-        Some(self.shared.index.read().expect("index lock").revision)
+        Some(self.shared.revision())
     }
 
     async fn health(&self) -> Result<()> {

@@ -118,7 +118,7 @@ impl Watcher {
 
     /// Report progress: first deliver anything committed, then the revision.
     async fn progress(&mut self) -> bool {
-        let current = self.shared.index.read().expect("index lock").revision;
+        let current = self.shared.revision();
         if !self.catch_up().await {
             return false;
         }
