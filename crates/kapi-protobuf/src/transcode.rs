@@ -25,7 +25,10 @@ use crate::wire::{Raw, Reader};
 
 /// How JSON strings and whole values are written.
 pub trait Spelling {
-    /// A JSON string, quoted and escaped.
+    /// A JSON string, quoted and escaped. A string of printable ASCII other
+    /// than `<`, `>` and `&` must come out between quotes with only `"` and
+    /// `\` escaped, as `\"` and `\\` (raw JSON already spelled so is copied
+    /// as it is).
     fn string(&self, s: &str, out: &mut Vec<u8>);
     /// Any JSON value.
     fn value(&self, v: &Value, out: &mut Vec<u8>);
@@ -200,6 +203,10 @@ fn message(idx: usize, b: &[u8], depth: usize, sp: &dyn Spelling, out: &mut Vec<
     let special = Schema::get().message(idx).special;
     if special == Special::RawJson {
         if let Some(json) = raw_object(b) {
+            if raw_json::plain(json) {
+                out.extend_from_slice(json);
+                return Some(());
+            }
             return raw_json::write(json, sp, out);
         }
     }
@@ -346,6 +353,96 @@ mod raw_json {
     /// Keys of one object compared one by one; more go through a set.
     const FEW_KEYS: usize = 16;
 
+    /// Keys of one object [`plain`] compares; an object with more is re-spelled.
+    const PLAIN_KEYS: usize = 32;
+
+    /// How deep [`plain`] follows containers; deeper JSON is re-spelled.
+    const PLAIN_DEPTH: usize = 32;
+
+    /// Whether `json` is already spelled as [`write`] would spell its parse,
+    /// so it can be copied as it is: compact (no whitespace), made of objects
+    /// that repeat no key, arrays, strings of printable ASCII other than `<`,
+    /// `>` and `&` whose only escapes are `\"` and `\\`, and `true`, `false`
+    /// and `null` — no number (Go re-spells `1.0` as `1`). A `managedFields`
+    /// entry's `fieldsV1` as this project and upstream write it. With those
+    /// escapes alone, keys with the same bytes are the same key.
+    pub(super) fn plain(json: &[u8]) -> bool {
+        value(json, 0, 0) == Some(json.len())
+    }
+
+    /// Index just past the plain value starting at `i`.
+    fn value(b: &[u8], i: usize, depth: usize) -> Option<usize> {
+        match *b.get(i)? {
+            b'"' => string(b, i),
+            b'{' if depth < PLAIN_DEPTH => object(b, i, depth + 1),
+            b'[' if depth < PLAIN_DEPTH => array(b, i, depth + 1),
+            b't' => literal(b, i, b"true"),
+            b'f' => literal(b, i, b"false"),
+            b'n' => literal(b, i, b"null"),
+            _ => None,
+        }
+    }
+
+    fn object(b: &[u8], i: usize, depth: usize) -> Option<usize> {
+        let mut j = i + 1;
+        if b.get(j) == Some(&b'}') {
+            return Some(j + 1);
+        }
+        let mut keys = [(0, 0); PLAIN_KEYS];
+        let mut n = 0;
+        loop {
+            if b.get(j) != Some(&b'"') || n == PLAIN_KEYS {
+                return None;
+            }
+            let end = string(b, j)?;
+            if keys[..n].iter().any(|&(s, e)| b[s..e] == b[j..end]) {
+                return None;
+            }
+            keys[n] = (j, end);
+            n += 1;
+            if b.get(end) != Some(&b':') {
+                return None;
+            }
+            j = value(b, end + 1, depth)?;
+            match *b.get(j)? {
+                b',' => j += 1,
+                b'}' => return Some(j + 1),
+                _ => return None,
+            }
+        }
+    }
+
+    fn array(b: &[u8], i: usize, depth: usize) -> Option<usize> {
+        let mut j = i + 1;
+        if b.get(j) == Some(&b']') {
+            return Some(j + 1);
+        }
+        loop {
+            j = value(b, j, depth)?;
+            match *b.get(j)? {
+                b',' => j += 1,
+                b']' => return Some(j + 1),
+                _ => return None,
+            }
+        }
+    }
+
+    fn string(b: &[u8], i: usize) -> Option<usize> {
+        let mut j = i + 1;
+        loop {
+            match *b.get(j)? {
+                b'"' => return Some(j + 1),
+                b'\\' if matches!(b.get(j + 1), Some(b'"' | b'\\')) => j += 2,
+                b'\\' | b'<' | b'>' | b'&' | ..=0x1F | 0x7F.. => return None,
+                _ => j += 1,
+            }
+        }
+    }
+
+    fn literal(b: &[u8], i: usize, word: &[u8]) -> Option<usize> {
+        b[i..].starts_with(word).then_some(i + word.len())
+    }
+
     pub(super) fn write(json: &[u8], sp: &dyn Spelling, out: &mut Vec<u8>) -> Option<()> {
         let mut de = serde_json::Deserializer::from_slice(json);
         Spelled::value(sp, out).deserialize(&mut de).ok()?;
@@ -485,6 +582,54 @@ mod raw_json {
             }
             out.push(b'}');
             Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::raw_json::plain;
+
+    #[test]
+    fn plain_raw_json_is_what_needs_no_respelling() {
+        for json in [
+            r#"{}"#,
+            r#"{"f:data":{".":{},"f:payload":{}}}"#,
+            r#"{"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{".":{},"f:image":{}}}}}"#,
+            r#"{"a":[],"b":[true,false,null,"s",{},[]],"c\\d":"e"}"#,
+            r#"{"a":{"a":{}},"b":{"a":{}}}"#,
+        ] {
+            assert!(plain(json.as_bytes()), "{json}");
+        }
+        let keys = |n: usize| (0..n).map(|i| format!("\"k{i}\":{{}}")).collect::<Vec<_>>();
+        assert!(plain(format!("{{{}}}", keys(32).join(",")).as_bytes()));
+        assert!(!plain(format!("{{{}}}", keys(33).join(",")).as_bytes()));
+        let deep = |n: usize| format!("{}{}", "{\"a\":".repeat(n) + "{}", "}".repeat(n));
+        assert!(plain(deep(31).as_bytes()));
+        assert!(!plain(deep(32).as_bytes()));
+        for json in [
+            r#"{"a":{},"a":{}}"#,
+            r#"{"a":1}"#,
+            r#"{"a":-1}"#,
+            r#" {}"#,
+            r#"{} "#,
+            r#"{"a": {}}"#,
+            r#"{"a":"<"}"#,
+            r#"{"&":{}}"#,
+            r#"{"a":"é"}"#,
+            "{\"a\":\"\u{1}\"}",
+            "{\"a\":\"\u{7f}\"}",
+            r#"{"a":"\n"}"#,
+            r#"{"a":"\/"}"#,
+            r#"{"a":"\u0041"}"#,
+            r#"{"a":"x\"}"#,
+            r#"{"a":tru}"#,
+            r#"{"a":{}"#,
+            r#"{"a":{}}}"#,
+            r#"{"a"}"#,
+            r#"[1]"#,
+        ] {
+            assert!(!plain(json.as_bytes()), "{json}");
         }
     }
 }
