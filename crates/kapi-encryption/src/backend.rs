@@ -230,6 +230,10 @@ impl Backend for EncryptedBackend {
         self.inner.known_revision()
     }
 
+    fn claim(&self, key: &str) -> kapi_storage::Claim {
+        self.inner.claim(key)
+    }
+
     async fn health(&self) -> Result<()> {
         self.inner.health().await
     }

@@ -206,6 +206,17 @@ pub trait Backend: Send + Sync + 'static {
         None
     }
 
+    /// Claim `key` for a create about to be prepared (a generated name), when
+    /// the backend can tell at once — a store in this process — whether the
+    /// key holds a value now: [`Claim::Taken`] when it does or another claim
+    /// holds it, else [`Claim::Free`], which keeps other claims of the key
+    /// off until it is dropped. A create that names its key itself claims
+    /// nothing, so a claimed key may still be taken by one; the claimant
+    /// learns it from its write. [`Claim::Unknown`] by default.
+    fn claim(&self, _key: &str) -> Claim {
+        Claim::Unknown
+    }
+
     /// A cheap round trip proving the backend answers.
     async fn health(&self) -> Result<()>;
 
@@ -239,4 +250,48 @@ pub struct DbSize {
     pub endpoint: String,
     /// Bytes physically allocated; `None` when the member did not answer.
     pub bytes: Option<i64>,
+}
+
+/// What [`Backend::claim`] found.
+#[derive(Debug)]
+pub enum Claim {
+    /// The backend cannot tell without a round trip (the write will).
+    Unknown,
+    /// The key holds a value, or another claim holds it.
+    Taken,
+    /// The key held nothing, and no other claim holds it while this lives.
+    Free(Claimed),
+}
+
+/// The keys claimed in one store, each until its [`Claimed`] is dropped.
+#[derive(Debug, Default)]
+pub struct Claims(std::sync::Mutex<std::collections::HashSet<String, foldhash::fast::RandomState>>);
+
+impl Claims {
+    /// Claim `key` unless another claim holds it or `taken` (asked under the
+    /// claims' lock, so no claim of the key comes between) says it holds a value.
+    pub fn claim(self: &std::sync::Arc<Self>, key: &str, taken: impl FnOnce() -> bool) -> Claim {
+        let mut keys = self.0.lock().expect("claims lock");
+        if keys.contains(key) || taken() {
+            return Claim::Taken;
+        }
+        keys.insert(key.to_owned());
+        Claim::Free(Claimed {
+            claims: self.clone(),
+            key: key.to_owned(),
+        })
+    }
+}
+
+/// A key claimed for a create ([`Backend::claim`]); dropping it lets the key go.
+#[derive(Debug)]
+pub struct Claimed {
+    claims: std::sync::Arc<Claims>,
+    key: String,
+}
+
+impl Drop for Claimed {
+    fn drop(&mut self) {
+        self.claims.0.lock().expect("claims lock").remove(&self.key);
+    }
 }

@@ -19,7 +19,7 @@ pub mod slot;
 mod update;
 
 pub use backend::{
-    Backend, DbSize, Deleted, Event, EventKind, KeyValue, ListOptions, ListPage, Result, Revision,
-    StorageError, WatchMessage, WatchStream,
+    Backend, Claim, Claimed, Claims, DbSize, Deleted, Event, EventKind, KeyValue, ListOptions,
+    ListPage, Result, Revision, StorageError, WatchMessage, WatchStream,
 };
 pub use update::{guaranteed_update, guaranteed_update_with_ttl, Decision, Outcome, UpdateError};

@@ -200,6 +200,12 @@ impl Backend for BackendSlot {
     fn known_revision(&self) -> Option<Revision> {
         self.current()?.known_revision()
     }
+    fn claim(&self, key: &str) -> crate::Claim {
+        match self.current() {
+            Some(b) => b.claim(key),
+            None => crate::Claim::Unknown,
+        }
+    }
     async fn health(&self) -> Result<()> {
         self.backend()?.health().await
     }

@@ -115,6 +115,10 @@ impl Backend for CachedBackend {
         self.backend().known_revision()
     }
 
+    fn claim(&self, key: &str) -> kapi_storage::Claim {
+        self.backend().claim(key)
+    }
+
     async fn health(&self) -> Result<()> {
         self.backend().health().await
     }

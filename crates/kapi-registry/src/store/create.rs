@@ -1,11 +1,19 @@
 //! Create: fill system metadata, let the strategy reset, default and validate,
 //! then write with "must not exist". A `generateName` collision is retried with a
-//! fresh name, as upstream does.
+//! fresh name, as upstream does, up to eight tries. A backend in this process
+//! tells at once whether a generated name is taken ([`Backend::claim`]): a taken
+//! one is passed over before anything is prepared, a free one is claimed
+//! against concurrent creates and tried last, so the input is not copied for a
+//! try that cannot follow. Only a create naming that very key itself can still
+//! take it first; the claimant then answers the generate-name conflict (409,
+//! retry after a second) that upstream gives once its tries run out.
+//!
+//! [`Backend::claim`]: kapi_storage::Backend::claim
 
 use kapi_machinery::member::{self, Members};
 use kapi_machinery::status::ApiError;
 use kapi_machinery::validation::{validate_object_meta, FieldPath};
-use kapi_storage::StorageError;
+use kapi_storage::{Claim, StorageError};
 use serde_json::Value;
 
 use super::options::WriteOptions;
@@ -15,11 +23,11 @@ use crate::meta;
 
 const GENERATE_NAME_ATTEMPTS: usize = 8;
 
-/// The object attempt `attempt` (from 1) starts from. Only a generated name
-/// is tried again, so the input is copied only for an attempt another may
-/// follow; the last one (the only one for a name the client chose) takes it.
-fn attempt_input(input: &mut Option<Value>, generated: bool, attempt: usize) -> Value {
-    if generated && attempt < GENERATE_NAME_ATTEMPTS {
+/// The object an attempt starts from: a copy of the input when another
+/// attempt may follow (only a generated name is tried again), else the input
+/// itself, taken.
+fn attempt_input(input: &mut Option<Value>, another_may_follow: bool) -> Value {
+    if another_may_follow {
         input.clone().expect("kept until the last attempt")
     } else {
         input.take().expect("taken by the last attempt")
@@ -83,12 +91,30 @@ impl Store {
         let mut last_name = String::new();
         let mut input = Some(input);
         for attempt in 1..=GENERATE_NAME_ATTEMPTS {
-            let mut obj = attempt_input(&mut input, generated, attempt);
+            // A generated name the backend can tell is free now is claimed
+            // (no concurrent create generates it too) and tried last: the
+            // input needs no copy. One it can tell is taken counts as an
+            // attempt that failed, and nothing is prepared for it.
+            let mut name = None;
+            let mut claim = Claim::Unknown;
             if generated {
-                let prefix = meta::meta_str(&obj, "generateName")
-                    .unwrap_or("")
-                    .to_owned();
-                meta::set_str(&mut obj, "name", &meta::generate_name(&prefix));
+                let input = input.as_ref().expect("kept until the last attempt");
+                let prefix = meta::meta_str(input, "generateName").unwrap_or("");
+                let n = meta::generate_name(prefix);
+                claim = self
+                    .backend
+                    .claim(&self.def.key(meta::namespace(input), &n));
+                if matches!(claim, Claim::Taken) {
+                    last_name = n;
+                    continue;
+                }
+                name = Some(n);
+            }
+            let last =
+                !generated || attempt == GENERATE_NAME_ATTEMPTS || matches!(claim, Claim::Free(_));
+            let mut obj = attempt_input(&mut input, !last);
+            if let Some(name) = &name {
+                meta::set_str(&mut obj, "name", name);
             }
             self.prepare_create(&mut obj)?;
             self.validate_create(&obj)?;
@@ -103,17 +129,23 @@ impl Store {
             let ttl = self.def.strategy.ttl();
             let stored = self.encode(&obj)?;
             let decoded = self.decode_ahead(&key, &stored, opts.answer_json);
-            match self
+            let result = self
                 .backend
                 .create_with_ttl(&key, stored.clone(), ttl)
-                .await
-            {
+                .await;
+            drop(claim);
+            match result {
                 Ok(kv) => return self.answer(decoded, kv),
                 Err(e) => {
                     self.withdraw_ahead(&key, &stored, decoded.is_some());
                     match e {
+                        // A claimed name taken all the same (by a create that
+                        // named it) ends the tries: the input is spent.
                         StorageError::AlreadyExists { .. } if generated => {
                             last_name = meta::name(&obj).to_owned();
+                            if last {
+                                break;
+                            }
                         }
                         e => return Err(self.storage_error(e, meta::name(&obj))),
                     }
@@ -220,14 +252,9 @@ mod tests {
     fn the_input_is_copied_only_for_an_attempt_another_may_follow() {
         let obj = json!({"metadata": {"generateName": "x-"}});
         let mut input = Some(obj.clone());
-        assert_eq!(attempt_input(&mut input, false, 1), obj);
-        assert!(input.is_none());
-        let mut input = Some(obj.clone());
-        for attempt in 1..GENERATE_NAME_ATTEMPTS {
-            assert_eq!(attempt_input(&mut input, true, attempt), obj);
-            assert_eq!(input.as_ref(), Some(&obj));
-        }
-        assert_eq!(attempt_input(&mut input, true, GENERATE_NAME_ATTEMPTS), obj);
+        assert_eq!(attempt_input(&mut input, true), obj);
+        assert_eq!(input.as_ref(), Some(&obj));
+        assert_eq!(attempt_input(&mut input, false), obj);
         assert!(input.is_none());
     }
 }

@@ -69,7 +69,7 @@ impl Store {
     ) -> Result<Arc<[Value]>, ApiError> {
         let stamp = match &self.cache {
             Some(cache) => cache
-                .consistent_stamp(&self.def.list_prefix(None))
+                .consistent_stamp(&self.all_prefix)
                 .await
                 .map_err(|e| self.storage_error(e, ""))?,
             None => None,

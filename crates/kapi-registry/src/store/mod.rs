@@ -104,6 +104,8 @@ pub struct Store {
     /// The key of this resource's label and field sets in cached objects
     /// (another resource on the same prefix may select on other fields).
     attrs_key: crate::cache::AttrsKey,
+    /// `def.list_prefix(None)`, which every kept list's read looks up.
+    all_prefix: String,
 }
 
 impl Store {
@@ -112,6 +114,7 @@ impl Store {
         let attrs_key = crate::cache::attrs_key(&def.group, &def.kind, &fields);
         Store {
             attrs_key,
+            all_prefix: def.list_prefix(None),
             def,
             backend,
             schema: Arc::new(NoSchema),

@@ -9,6 +9,7 @@ mod behaviour;
 #[path = "../../../kapi-storage/tests/storage/conformance.rs"]
 mod conformance;
 mod fixtures;
+mod generate;
 mod kept;
 mod memo;
 mod store;

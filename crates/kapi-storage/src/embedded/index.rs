@@ -130,6 +130,11 @@ impl Index {
         Ok(())
     }
 
+    /// Whether `key` holds a live value: [`Index::latest`] without the copy.
+    pub fn holds(&self, key: &str) -> bool {
+        self.keys.get(key).is_some_and(|h| h.latest().is_some())
+    }
+
     /// The newest live value of `key` (always in memory).
     pub fn latest(&self, key: &str) -> Option<KeyValue> {
         let v = self.keys.get(key)?.latest()?;

@@ -120,6 +120,8 @@ pub struct EmbeddedBackend {
     /// Declared before `_closer`, so the last handle closes the committer's
     /// queue before it waits for the committer.
     commands: mpsc::Sender<Command>,
+    /// Keys claimed for creates being prepared ([`Backend::claim`]).
+    claims: Arc<crate::Claims>,
     _closer: Arc<Closer>,
 }
 
@@ -196,6 +198,7 @@ impl EmbeddedBackend {
         Ok(EmbeddedBackend {
             shared,
             commands: tx,
+            claims: Arc::default(),
             _closer: Arc::new(Closer {
                 committer: Mutex::new(Some(thread)),
                 _lock: lock,
@@ -350,6 +353,12 @@ impl Backend for EmbeddedBackend {
 
     fn known_revision(&self) -> Option<Revision> {
         Some(self.shared.revision())
+    }
+
+    fn claim(&self, key: &str) -> crate::Claim {
+        self.claims.claim(key, || {
+            self.shared.index.read().expect("index lock").holds(key)
+        })
     }
 
     async fn health(&self) -> Result<()> {

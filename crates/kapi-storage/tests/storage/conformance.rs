@@ -56,6 +56,15 @@ pub async fn revisions_increase(s: Arc<dyn Backend>) {
     if let Some(known) = s.known_revision() {
         assert_eq!(known, a2.mod_revision);
     }
+    // A backend that can tell at once whether a key is free tells it right.
+    match s.claim("/t/a") {
+        kapi_storage::Claim::Unknown | kapi_storage::Claim::Taken => {}
+        c => panic!("a key holding a value claimed: {c:?}"),
+    }
+    match s.claim("/t/absent") {
+        kapi_storage::Claim::Unknown | kapi_storage::Claim::Free(_) => {}
+        c => panic!("a free key not claimed: {c:?}"),
+    }
     // Reads at an old revision see the old value.
     let old = s.get("/t/a", Some(a.mod_revision)).await.unwrap().unwrap();
     assert_eq!(old.value, b("1"));

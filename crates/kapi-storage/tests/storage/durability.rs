@@ -394,3 +394,37 @@ async fn the_known_revision_is_the_last_write() {
         kapi_storage::slot::BackendSlot::ready("embedded".into(), std::sync::Arc::new(store));
     assert_eq!(slot.known_revision(), Some(kv.mod_revision));
 }
+
+/// The embedded store tells at once whether a key is free for a create, and
+/// keeps a claimed key from a second claim until the first is dropped; the
+/// claim is also answered through a slot.
+#[tokio::test]
+async fn a_free_key_is_claimed_once_at_a_time() {
+    use kapi_storage::Claim;
+    let dir = tempfile::tempdir().unwrap();
+    let store = EmbeddedBackend::open(EmbeddedConfig::new(dir.path())).unwrap();
+    let first = store.claim("/k/a");
+    assert!(matches!(first, Claim::Free(_)), "{first:?}");
+    assert!(matches!(store.claim("/k/a"), Claim::Taken));
+    assert!(matches!(store.claim("/k/b"), Claim::Free(_)));
+    drop(first);
+    let again = store.claim("/k/a");
+    assert!(matches!(again, Claim::Free(_)));
+    // A claim does not keep a create that names the key out.
+    let kv = store
+        .create("/k/a", Bytes::from_static(b"1"))
+        .await
+        .unwrap();
+    drop(again);
+    assert!(
+        matches!(store.claim("/k/a"), Claim::Taken),
+        "it holds a value"
+    );
+    store.delete("/k/a", Some(kv.mod_revision)).await.unwrap();
+    assert!(matches!(store.claim("/k/a"), Claim::Free(_)), "deleted");
+    let slot =
+        kapi_storage::slot::BackendSlot::ready("embedded".into(), std::sync::Arc::new(store));
+    let held = slot.claim("/k/c");
+    assert!(matches!(held, Claim::Free(_)));
+    assert!(matches!(slot.claim("/k/c"), Claim::Taken));
+}
