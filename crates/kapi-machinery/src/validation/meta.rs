@@ -49,15 +49,19 @@ pub fn validate_object_meta(
         }
     }
     let namespace = meta_str(meta, "namespace");
-    let ns_path = path.child("namespace");
+    // Made only for an error: a path is two allocations.
+    let ns_path = || path.child("namespace");
     if namespaced && namespace.is_empty() {
-        errs.push(FieldError::required(&ns_path, ""));
+        errs.push(FieldError::required(&ns_path(), ""));
     } else if namespaced {
         for msg in name_is_dns_label(namespace, false) {
-            errs.push(FieldError::invalid(&ns_path, namespace, msg));
+            errs.push(FieldError::invalid(&ns_path(), namespace, msg));
         }
     } else if !namespace.is_empty() {
-        errs.push(FieldError::forbidden(&ns_path, "not allowed on this type"));
+        errs.push(FieldError::forbidden(
+            &ns_path(),
+            "not allowed on this type",
+        ));
     }
     let generation = meta.member("generation").and_then(Value::as_i64);
     if let Some(generation) = generation.filter(|g| *g < 0) {
@@ -72,22 +76,23 @@ pub fn validate_object_meta(
     errs
 }
 
-/// Checks shared by create and update: labels, annotations, ownerReferences, finalizers.
+/// Checks shared by create and update: labels, annotations, ownerReferences,
+/// finalizers — each only when the field is there (an absent one has nothing
+/// to report, and its path is not made).
 fn validate_meta_common(meta: &Value, path: &FieldPath) -> ErrorList {
-    let mut errs = validate_labels(meta_field(meta, "labels"), &path.child("labels"));
-    errs.extend(validate_annotations(
-        meta_field(meta, "annotations"),
-        &path.child("annotations"),
-    ));
-    let refs_path = path.child("ownerReferences");
-    errs.extend(validate_owner_references(
-        meta_field(meta, "ownerReferences"),
-        &refs_path,
-    ));
-    errs.extend(validate_finalizers(
-        meta_field(meta, "finalizers"),
-        &path.child("finalizers"),
-    ));
+    type Check = fn(Option<&Value>, &FieldPath) -> ErrorList;
+    let checks: [(&str, Check); 4] = [
+        ("labels", validate_labels),
+        ("annotations", validate_annotations),
+        ("ownerReferences", validate_owner_references),
+        ("finalizers", validate_finalizers),
+    ];
+    let mut errs = ErrorList::new();
+    for (field, check) in checks {
+        if let Some(value) = meta_field(meta, field) {
+            errs.extend(check(Some(value), &path.child(field)));
+        }
+    }
     errs
 }
 
