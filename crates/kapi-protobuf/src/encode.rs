@@ -85,14 +85,27 @@ fn field(f: &FieldDesc, v: &Value, out: &mut Vec<u8>) -> Result<(), Error> {
             let entries = v
                 .as_object()
                 .ok_or_else(|| Error::Malformed(format!("expected an object, got {v}")))?;
-            for (k, item) in entries {
+            let entry = |out: &mut Vec<u8>, k: &String, item: &Value| {
                 put_nested(out, f.tag, |out| {
                     put_bytes(out, 1, k.as_bytes());
                     if !item.is_null() {
                         single(2, f.ty, item, out)?;
                     }
                     Ok(())
-                })?;
+                })
+            };
+            // In key order, as Go's generated marshalers write a map (so a
+            // read gives its keys sorted, as Go's JSON writes them).
+            if entries.keys().is_sorted() {
+                for (k, item) in entries {
+                    entry(out, k, item)?;
+                }
+            } else {
+                let mut sorted: Vec<(&String, &Value)> = entries.iter().collect();
+                sorted.sort_unstable_by(|a, b| a.0.cmp(b.0));
+                for (k, item) in sorted {
+                    entry(out, k, item)?;
+                }
             }
             Ok(())
         }

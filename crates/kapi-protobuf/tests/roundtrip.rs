@@ -557,12 +557,31 @@ fn member_order_and_unknown_members_do_not_change_the_bytes() {
                                                        "image": "i", "name": "c"}]},
                               "metadata": {"labels": {"a": "1"}}},
                  "selector": {"matchLabels": {"a": "1"}}, "replicas": 2},
-        "metadata": {"labels": {"a": "1", "b": "2"}, "creationTimestamp": null,
+        "metadata": {"labels": {"b": "2", "a": "1"}, "creationTimestamp": null,
                      "notAField": "x", "uid": "u", "namespace": "n", "name": "d"},
         "kind": "Deployment", "apiVersion": "apps/v1"
     });
     let encode = |v: &Value| kapi_protobuf::encode_message("apps/v1", "Deployment", v).unwrap();
     assert_eq!(encode(&ordered), encode(&shuffled));
+    // A map's entries go out in key order (as Go's marshalers write them),
+    // so they read back sorted, as upstream answers them.
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"},
+        "data": {"b": "2", "a": "1", "B": "3", "ab": "4", "": "5"}});
+    let bytes = kapi_protobuf::encode_message("v1", "ConfigMap", &cm).unwrap();
+    let back = kapi_protobuf::decode_message("v1", "ConfigMap", &bytes).unwrap();
+    let keys: Vec<&str> = back["data"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(keys, ["", "B", "a", "ab", "b"]);
+    let sorted = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"},
+        "data": {"": "5", "B": "3", "a": "1", "ab": "4", "b": "2"}});
+    assert_eq!(
+        kapi_protobuf::encode_message("v1", "ConfigMap", &sorted).unwrap(),
+        bytes
+    );
     // ObjectMeta without creationTimestamp still writes it (empty), once.
     let bare = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}});
     let null = json!({"apiVersion": "v1", "kind": "ConfigMap",

@@ -172,6 +172,26 @@ mod tests {
     }
 
     #[test]
+    fn strings_end_at_their_closing_quote_whatever_their_length() {
+        for n in [0, 1, 14, 15, 16, 17, 31, 32, 33, 100] {
+            for (what, body) in [
+                ("plain", "x".repeat(n)),
+                ("escape last", format!("{}\\\"", "x".repeat(n))),
+                (
+                    "escape mid-way",
+                    format!("{}\\\\{}", "x".repeat(15), "y".repeat(n)),
+                ),
+            ] {
+                let json = format!("{{\"k\":\"{body}\",\"z\":1}}");
+                assert_eq!(keys(&json), [r#""k""#, r#""z""#], "{what} {n}: {json}");
+                let cut = format!("{{\"k\":\"{body}");
+                assert_eq!(keys(&cut), [r#""k""#], "{what} {n}, unterminated");
+                assert_eq!(skip_value(cut.as_bytes(), 5), None, "{what} {n}");
+            }
+        }
+    }
+
+    #[test]
     fn malformed_input_ends_the_walk() {
         assert_eq!(keys(r#"{"a":1,"b""#), [r#""a""#]);
         assert_eq!(keys(r#"{"a" 1}"#), Vec::<String>::new());
