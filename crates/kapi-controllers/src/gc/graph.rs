@@ -7,6 +7,7 @@
 //! must look at (`attemptToDelete`) and which owners wait for their dependents
 //! to be orphaned (`attemptToOrphan`). Pure data: no I/O, no locks.
 
+use std::collections::hash_map::Entry;
 use std::collections::BTreeSet;
 
 /// Keyed by uid; hashed with foldhash (SipHash was a tenth of the start-up
@@ -172,13 +173,19 @@ impl Graph {
             obj.deleting_with(ORPHAN) && !before.as_ref().is_some_and(|b| b.deleting_with(ORPHAN));
         let starts_foreground = obj.deleting_with(FOREGROUND)
             && !before.as_ref().is_some_and(|b| b.deleting_with(FOREGROUND));
-        let node = self.nodes.entry(uid.clone()).or_insert_with(|| Node {
-            obj: obj.clone(),
-            virtual_: false,
-            dependents: BTreeSet::new(),
-        });
-        node.obj = obj;
-        node.virtual_ = false;
+        let node = match self.nodes.entry(uid.clone()) {
+            Entry::Occupied(e) => {
+                let node = e.into_mut();
+                node.obj = obj;
+                node.virtual_ = false;
+                node
+            }
+            Entry::Vacant(e) => e.insert(Node {
+                obj,
+                virtual_: false,
+                dependents: BTreeSet::new(),
+            }),
+        };
         if starts_orphan {
             work.push(Work::Orphan(uid));
         } else if starts_foreground {

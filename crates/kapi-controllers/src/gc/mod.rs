@@ -59,21 +59,17 @@ impl Collector {
         let work = if deleted {
             g.delete(uid)
         } else {
-            g.upsert(observe(
-                &ev.entry.def.api_version(),
-                &ev.entry.def.kind,
-                obj,
-            ))
+            g.upsert(observe(ev.entry.def.api_version(), &ev.entry.def.kind, obj))
         };
         drop(g);
         self.schedule(work);
     }
 }
 
-fn observe(api_version: &str, kind: &str, obj: &Value) -> Observed {
+fn observe(api_version: String, kind: &str, obj: &Value) -> Observed {
     Observed {
         id: Identity {
-            api_version: api_version.to_owned(),
+            api_version,
             kind: kind.to_owned(),
             namespace: meta::namespace(obj).map(str::to_owned),
             name: meta::name(obj).to_owned(),
