@@ -138,6 +138,22 @@ async fn create(backend: Arc<Scripted>) -> std::result::Result<serde_json::Value
         .map_err(|e| format!("{} {:?} {}", e.code, e.details, e.message))
 }
 
+/// The created object is the input under the name of `key`, the last one tried.
+fn created_as(obj: &serde_json::Value, key: &str) {
+    let name = obj["metadata"]["name"].as_str().unwrap();
+    assert_eq!(key, format!("/t/configmaps/ns/{name}"));
+    assert_eq!(obj["metadata"]["generateName"], "gen-");
+    assert_eq!(obj["data"]["k"], "v");
+}
+
+/// Upstream's answer once no generated name could be written.
+fn is_conflict(err: &str) {
+    assert!(err.starts_with("409 "), "{err}");
+    assert!(err.contains("retry_after_seconds: Some(1)"), "{err}");
+    let text = "the server was not able to generate a unique name";
+    assert!(err.contains(text), "{err}");
+}
+
 fn distinct(keys: &[String]) -> bool {
     let mut k = keys.to_vec();
     k.sort();
@@ -159,10 +175,7 @@ async fn taken_names_are_passed_over_before_anything_is_written() {
         [claimed[7].clone()],
         "only the free name is written"
     );
-    let name = obj["metadata"]["name"].as_str().unwrap();
-    assert_eq!(claimed[7], format!("/t/configmaps/ns/{name}"));
-    assert_eq!(obj["metadata"]["generateName"], "gen-");
-    assert_eq!(obj["data"]["k"], "v");
+    created_as(&obj, &claimed[7]);
     // The claim ended with the write: the name is taken by the object now.
     assert!(matches!(f.cache.backend().claim(&claimed[7]), Claim::Taken));
 }
@@ -171,13 +184,7 @@ async fn taken_names_are_passed_over_before_anything_is_written() {
 async fn eight_taken_names_are_a_generate_name_conflict() {
     let f = fixtures::embedded().await;
     let b = Scripted::new(f.cache.backend().clone(), &[Answer::Taken; 8], 0);
-    let err = create(b.clone()).await.unwrap_err();
-    assert!(err.starts_with("409 "), "{err}");
-    assert!(err.contains("retry_after_seconds: Some(1)"), "{err}");
-    assert!(
-        err.contains("the server was not able to generate a unique name"),
-        "{err}"
-    );
+    is_conflict(&create(b.clone()).await.unwrap_err());
     assert_eq!(b.claimed().len(), 8);
     assert!(b.written().is_empty());
 }
@@ -186,12 +193,7 @@ async fn eight_taken_names_are_a_generate_name_conflict() {
 async fn a_claimed_name_taken_by_a_named_create_ends_the_tries() {
     let f = fixtures::embedded().await;
     let b = Scripted::new(f.cache.backend().clone(), &[Answer::Free], 1);
-    let err = create(b.clone()).await.unwrap_err();
-    assert!(err.starts_with("409 "), "{err}");
-    assert!(
-        err.contains("the server was not able to generate a unique name"),
-        "{err}"
-    );
+    is_conflict(&create(b.clone()).await.unwrap_err());
     assert_eq!(b.claimed().len(), 1);
     assert_eq!(b.written(), b.claimed());
 }
@@ -206,15 +208,9 @@ async fn where_claims_cannot_tell_the_write_finds_taken_names() {
     let written = b.written();
     assert_eq!(written.len(), 4);
     assert!(distinct(&written), "{written:?}");
-    let name = obj["metadata"]["name"].as_str().unwrap();
-    assert_eq!(written[3], format!("/t/configmaps/ns/{name}"));
-    assert_eq!(obj["data"]["k"], "v");
+    created_as(&obj, &written[3]);
     // Eight found taken: the conflict.
     let b = Scripted::new(f.cache.backend().clone(), &[Answer::Unknown; 8], 8);
-    let err = create(b.clone()).await.unwrap_err();
-    assert!(
-        err.contains("the server was not able to generate a unique name"),
-        "{err}"
-    );
+    is_conflict(&create(b.clone()).await.unwrap_err());
     assert_eq!(b.written().len(), 8);
 }
