@@ -28,8 +28,8 @@ mod wire;
 use serde_json::{Map, Value};
 
 pub use parts::{
-    envelope, envelope_head, item_key_len, list_parts, put_item_key, watch_frame, ListParts,
-    ENVELOPE_TAIL,
+    envelope, envelope_head, item_key_len, list_parts, put_item_key, watch_frame,
+    with_resource_version, ListParts, ENVELOPE_TAIL,
 };
 pub use schema::{
     split_api_version, FieldDesc, Label, MessageDesc, MessageIndex, Schema, Special, Ty,

@@ -180,6 +180,58 @@ fn varint_len(v: u64) -> usize {
     (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
 }
 
+/// `ObjectMeta.resourceVersion`'s field number.
+const RESOURCE_VERSION: u32 = 6;
+
+/// A stored object (`k8s\0` envelope) as answered with `resource_version`
+/// set: the envelope rebuilt around its message with the field spliced into
+/// the message's `metadata` (field 1, an `ObjectMeta`, which the encoder
+/// writes first), in tag order. The bytes that encoding the decoded object with that
+/// `resourceVersion` would give, for a message this encoder wrote (fields in
+/// tag order, none unknown) — without decoding it. `None` where the walk
+/// cannot promise that: not a well-formed envelope, a kind without an
+/// `ObjectMeta` as field 1 (a list), a message not starting with it, its metadata fields out of order or already holding a
+/// `resourceVersion`.
+pub fn with_resource_version(stored: &[u8], resource_version: &str) -> Option<Vec<u8>> {
+    let (av, kind, raw) = crate::stored_parts(stored).ok()?;
+    // An object whose field 1 is its `ObjectMeta` (a list's is `ListMeta`).
+    let schema = crate::Schema::get();
+    let msg = schema.message(crate::lookup(av, kind).ok()?);
+    let meta_field = msg.desc.fields.iter().find(|f| f.tag == 1)?;
+    match meta_field.ty {
+        crate::Ty::Message(idx) if schema.message(idx).desc.kind == "ObjectMeta" => {}
+        _ => return None,
+    }
+    let mut r = Reader::new(raw);
+    let (1, Raw::Bytes(meta)) = r.field().ok()? else {
+        return None;
+    };
+    let rest = &raw[r.position()..];
+    // Where the field goes: before the first field numbered above it.
+    let mut m = Reader::new(meta);
+    let mut at = meta.len();
+    let mut last = 0;
+    while !m.done() {
+        let before = m.position();
+        let (tag, _) = m.field().ok()?;
+        if tag < last || tag == RESOURCE_VERSION {
+            return None;
+        }
+        if tag > RESOURCE_VERSION && at == meta.len() {
+            at = before;
+        }
+        last = tag;
+    }
+    let mut new_meta = Vec::with_capacity(meta.len() + resource_version.len() + 3);
+    new_meta.extend_from_slice(&meta[..at]);
+    put_bytes(&mut new_meta, RESOURCE_VERSION, resource_version.as_bytes());
+    new_meta.extend_from_slice(&meta[at..]);
+    let mut new_raw = Vec::with_capacity(new_meta.len() + rest.len() + 6);
+    put_bytes(&mut new_raw, 1, &new_meta);
+    new_raw.extend_from_slice(rest);
+    Some(envelope(av, kind, &new_raw))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -73,6 +73,11 @@ impl<'a> Reader<'a> {
         self.pos >= self.buf.len()
     }
 
+    /// How far into the message the reader is.
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
     fn varint(&mut self) -> Result<u64, Error> {
         let mut v: u64 = 0;
         for shift in (0..64).step_by(7) {

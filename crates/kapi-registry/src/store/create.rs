@@ -128,7 +128,8 @@ impl Store {
             let key = self.def.key(meta::namespace(&obj), meta::name(&obj));
             let ttl = self.def.strategy.ttl();
             let stored = self.encode(&obj)?;
-            let decoded = self.decode_ahead(&key, &stored, opts.answer_json);
+            let decoded =
+                self.decode_ahead(&key, &stored, opts.answer_json || opts.answer_protobuf);
             let result = self
                 .backend
                 .create_with_ttl(&key, stored.clone(), ttl)

@@ -70,6 +70,16 @@ impl Written {
             WrittenObject::Stored(_) => None,
         }
     }
+
+    /// What storage returned, when the object was not decoded and its
+    /// JSON is at hand: the stored bytes (protobuf) read as they are stored
+    /// and are what is served, so an answer may be made from them.
+    pub fn stored(&self) -> Option<&KeyValue> {
+        match &self.object {
+            WrittenObject::Stored(kv) if self.json.is_some() => Some(kv),
+            _ => None,
+        }
+    }
 }
 
 /// What [`Store::decode_ahead`] prepared: the decoded object when it was

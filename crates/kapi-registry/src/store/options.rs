@@ -36,6 +36,11 @@ pub struct WriteOptions {
     /// asked (`Store::written_object`). Others get the object decoded once,
     /// its JSON made from it.
     pub answer_json: bool,
+    /// The caller answers a create with the written object in protobuf: as
+    /// for `answer_json`, the object is not decoded unless asked, and its
+    /// stored bytes are at hand (`Written::stored`) for an answer spliced
+    /// from them.
+    pub answer_protobuf: bool,
 }
 
 impl WriteOptions {

@@ -376,10 +376,11 @@ fn list_prefixes_are_the_key_prefix_then_the_namespace() {
     assert_eq!(cluster.list_prefix(Some("ns-1")), "/t/configmaps/");
 }
 
-/// A create whose caller answers in JSON (`answer_json`) gets the created
-/// object's JSON written straight from the stored protobuf, and the object
-/// decoded only when asked for; any other gets the object decoded once. Both
-/// answer what a read of the object gives.
+/// A create whose caller answers in JSON (`answer_json`) or protobuf
+/// (`answer_protobuf`) gets the created object's JSON written straight from
+/// the stored protobuf, the stored bytes at hand, and the object decoded only
+/// when asked for; any other gets the object decoded once. All answer what a
+/// read of the object gives.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_create_answered_in_json_decodes_the_object_only_when_asked() {
     use kapi_registry::{MediaType, StorageCodec};
@@ -392,16 +393,24 @@ async fn a_create_answered_in_json_decodes_the_object_only_when_asked() {
     let s = Store::new(def(), f.cache.backend().clone())
         .with_codec(codec)
         .with_cache(f.cache.clone());
-    for answer_json in [true, false] {
-        let name = format!("j-{answer_json}");
+    for (answer_json, answer_protobuf) in [(true, false), (false, false), (false, true)] {
+        let name = format!("j-{answer_json}-{answer_protobuf}");
         let opts = WriteOptions {
             answer_json,
+            answer_protobuf,
             ..WriteOptions::default()
         };
         let obj = json!({"metadata": {"name": name, "namespace": "n", "labels": {"a": "b"}},
                          "data": {"k": "<&> \u{2028}"}});
         let written = s.create_written(obj, &opts, None).await.unwrap();
-        assert_eq!(written.decoded().is_none(), answer_json);
+        let undecoded = answer_json || answer_protobuf;
+        assert_eq!(written.decoded().is_none(), undecoded);
+        // Undecoded, the stored protobuf is at hand for an answer made from it.
+        let stored = written.stored().map(|kv| kv.value.clone());
+        assert_eq!(stored.is_some(), undecoded);
+        if let Some(bytes) = &stored {
+            assert!(bytes.starts_with(kapi_protobuf::MAGIC));
+        }
         let json = written.json.as_ref().expect("the JSON at hand");
         let mut answered = Vec::new();
         assert!(kapi_registry::cache::write_json_with_rv(

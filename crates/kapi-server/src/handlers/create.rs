@@ -40,6 +40,7 @@ pub async fn create(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {
         .store
         .before_admission(&mut obj, None, &opts, UpdateTarget::Main);
     opts.answer_json = super::json_fast::fast_path_applies(ctx);
+    opts.answer_protobuf = super::pb_fast::PbView::of(ctx) == Some(super::pb_fast::PbView::Object);
     adm.admit_create(&mut obj).await?;
     ctx.srv.storage_create(ctx, &mut obj, &opts, &adm).await?;
     let store = &ctx.entry.store;
@@ -47,7 +48,8 @@ pub async fn create(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {
     let fast = written
         .json
         .as_ref()
-        .and_then(|j| super::json_fast::written_json(ctx, StatusCode::CREATED, j));
+        .and_then(|j| super::json_fast::written_json(ctx, StatusCode::CREATED, j))
+        .or_else(|| super::pb_fast::written_protobuf(ctx, StatusCode::CREATED, &written));
     let mut resp = match fast {
         Some(resp) => resp,
         None => {

@@ -90,6 +90,7 @@ impl Ctx {
             field_manager: Some(manager),
             managed_fields_set: false,
             answer_json: false,
+            answer_protobuf: false,
         })
     }
 

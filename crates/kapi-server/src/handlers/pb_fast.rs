@@ -19,7 +19,7 @@ use axum::response::Response;
 use bytes::Bytes;
 use kapi_machinery::status::ApiError;
 use kapi_registry::cache::{CachedObject, Form};
-use kapi_registry::store::CachedSource;
+use kapi_registry::store::{CachedSource, Written};
 use kapi_registry::{ResourceDef, Store};
 use kapi_storage::{KeyValue, Revision};
 use serde_json::{Map, Value};
@@ -240,6 +240,23 @@ pub fn watch_frame(
         Some(e) => e.frame(view.form(), build),
         None => build(),
     }
+}
+
+/// A written object answered in protobuf straight from its stored bytes,
+/// its `resourceVersion` spliced into its metadata
+/// (`kapi_protobuf::with_resource_version`: the bytes encoding the decoded
+/// object gives), when the client wants the object in protobuf and the
+/// store did not decode it; `None` sends the answer the normal way.
+pub(super) fn written_protobuf(ctx: &Ctx, code: StatusCode, written: &Written) -> Option<Response> {
+    if PbView::of(ctx)? != PbView::Object {
+        return None;
+    }
+    let kv = written.stored()?;
+    let rv = kv.mod_revision.to_string();
+    let bytes = kapi_protobuf::with_resource_version(&kv.value, &rv)?;
+    let mut resp = protobuf_response(Body::from(bytes));
+    *resp.status_mut() = code;
+    Some(resp)
 }
 
 fn protobuf_response(body: Body) -> Response {
