@@ -40,7 +40,7 @@ pub async fn create(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {
         .store
         .before_admission(&mut obj, None, &opts, UpdateTarget::Main);
     opts.answer_json = super::json_fast::fast_path_applies(ctx);
-    opts.answer_protobuf = super::pb_fast::PbView::of(ctx) == Some(super::pb_fast::PbView::Object);
+    opts.answer_protobuf = super::pb_fast::PbView::object_for(ctx);
     adm.admit_create(&mut obj).await?;
     ctx.srv.storage_create(ctx, &mut obj, &opts, &adm).await?;
     let store = &ctx.entry.store;

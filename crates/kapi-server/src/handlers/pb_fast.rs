@@ -49,6 +49,12 @@ impl PbView {
         }
     }
 
+    /// Whether the request wants the object itself in protobuf, the fast
+    /// path applying.
+    pub fn object_for(ctx: &Ctx) -> bool {
+        PbView::of(ctx) == Some(PbView::Object)
+    }
+
     fn form(self) -> Form {
         match self {
             PbView::Object => Form::Protobuf,
@@ -248,7 +254,7 @@ pub fn watch_frame(
 /// object gives), when the client wants the object in protobuf and the
 /// store did not decode it; `None` sends the answer the normal way.
 pub(super) fn written_protobuf(ctx: &Ctx, code: StatusCode, written: &Written) -> Option<Response> {
-    if PbView::of(ctx)? != PbView::Object {
+    if !PbView::object_for(ctx) {
         return None;
     }
     let kv = written.stored()?;
