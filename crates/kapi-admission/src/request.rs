@@ -37,8 +37,33 @@ pub struct RequestAdmission {
 }
 
 /// The options object of kind `kind` with `extra` (name and value) after its
-/// common members.
-fn options(kind: &str, dry_run: bool, extra: Option<(&str, Value)>) -> Value {
+/// common members. Without `extra`, one of the eight shared objects (the
+/// four kinds, dry run or not): most writes name no field manager and no
+/// grace period, and their options are then built once, not per request
+/// (an attribute that changes them copies its own).
+fn options(kind: &str, dry_run: bool, extra: Option<(&str, Value)>) -> Arc<Value> {
+    static COMMON: std::sync::LazyLock<Vec<(&'static str, bool, Arc<Value>)>> =
+        std::sync::LazyLock::new(|| {
+            let kinds = [
+                "CreateOptions",
+                "UpdateOptions",
+                "PatchOptions",
+                "DeleteOptions",
+            ];
+            kinds
+                .iter()
+                .flat_map(|&k| [false, true].map(|d| (k, d, Arc::new(build_options(k, d, None)))))
+                .collect()
+        });
+    if extra.is_none() {
+        if let Some((_, _, shared)) = COMMON.iter().find(|(k, d, _)| *k == kind && *d == dry_run) {
+            return shared.clone();
+        }
+    }
+    Arc::new(build_options(kind, dry_run, extra))
+}
+
+fn build_options(kind: &str, dry_run: bool, extra: Option<(&str, Value)>) -> Value {
     let mut o = serde_json::Map::with_capacity(4);
     o.insert("kind".into(), kind.into());
     o.insert("apiVersion".into(), "meta.k8s.io/v1".into());
@@ -57,7 +82,7 @@ impl RequestAdmission {
         t: &Target<'_>,
         operation: Operation,
         dry_run: bool,
-        options: Value,
+        options: Arc<Value>,
     ) -> RequestAdmission {
         let def = t.def;
         let subresource = t.subresource.unwrap_or_default().to_owned();
@@ -71,7 +96,7 @@ impl RequestAdmission {
             base: Attributes {
                 operation,
                 name: t.name.to_owned(),
-                options: Arc::new(options),
+                options,
                 object: None,
                 old_object: None,
                 request: Arc::new(RequestAttributes {
@@ -129,7 +154,7 @@ impl RequestAdmission {
         if !chain.mutates(op) && !chain.validates(op) {
             return Ok(());
         }
-        let adm = RequestAdmission::base(chain, t, op, false, Value::Null);
+        let adm = RequestAdmission::base(chain, t, op, false, Arc::new(Value::Null));
         let mut a = adm.base.clone();
         a.object = Some(object);
         adm.chain.admit(&mut a).await?;
@@ -266,5 +291,39 @@ impl WriteAdmission for RequestAdmission {
             *old = a.old_object.take().unwrap_or_default();
         }
         result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shared_options_are_the_ones_built_and_a_change_copies_them() {
+        for kind in [
+            "CreateOptions",
+            "UpdateOptions",
+            "PatchOptions",
+            "DeleteOptions",
+        ] {
+            for dry_run in [false, true] {
+                let shared = options(kind, dry_run, None);
+                assert_eq!(*shared, build_options(kind, dry_run, None));
+                assert!(Arc::ptr_eq(&shared, &options(kind, dry_run, None)));
+                let mut changed = shared.clone();
+                Arc::make_mut(&mut changed)["kind"] = json!("Other");
+                assert_eq!(options(kind, dry_run, None)["kind"], kind);
+            }
+        }
+        let managed = options(
+            "PatchOptions",
+            true,
+            Some(("fieldManager", json!("kubectl"))),
+        );
+        assert_eq!(
+            *managed,
+            json!({"kind": "PatchOptions", "apiVersion": "meta.k8s.io/v1", "dryRun": ["All"], "fieldManager": "kubectl"})
+        );
+        assert_eq!(options("Other", false, None)["kind"], "Other");
     }
 }

@@ -171,6 +171,7 @@ pub fn check_namespace(ctx: &Ctx, obj: &mut Value) -> Result<(), ApiError> {
         Some(body_ns) if !body_ns.is_empty() && body_ns != ns => Err(ApiError::bad_request(
             "the namespace of the provided object does not match the namespace sent on the request",
         )),
+        Some(body_ns) if body_ns == ns => Ok(()),
         _ => {
             meta.insert("namespace".into(), ns.into());
             Ok(())

@@ -109,9 +109,29 @@ fn version_mismatch(av: &str, expected: &str) -> ApiError {
 fn builtin_identity(ctx: &Ctx, obj: &mut Value) -> Result<(), ApiError> {
     let def = &ctx.entry.def;
     let expected = def.api_version();
-    let av = str_of(obj, "apiVersion").unwrap_or(&expected).to_owned();
-    let kind = str_of(obj, "kind").unwrap_or(&def.kind).to_owned();
-    let (group, version) = av.rsplit_once('/').unwrap_or(("", &av));
+    let given_av = str_of(obj, "apiVersion");
+    let given_kind = str_of(obj, "kind");
+    let av = given_av.unwrap_or(&expected);
+    let kind = given_kind.unwrap_or(&def.kind);
+    check_builtin_kind(ctx, av, kind, &expected)?;
+    // Written only where the body left them out (or empty): a body that
+    // names them has just been found to name these.
+    let (write_av, write_kind) = (given_av.is_none(), given_kind.is_none());
+    let root = obj.as_object_mut().expect("checked");
+    if write_av {
+        root.insert("apiVersion".into(), expected.into());
+    }
+    if write_kind {
+        root.insert("kind".into(), def.kind.clone().into());
+    }
+    Ok(())
+}
+
+/// `kind` at `av` is the resource's kind at its version (`expected`), as
+/// upstream's decoder would find: registered at all, convertible, served.
+fn check_builtin_kind(ctx: &Ctx, av: &str, kind: &str, expected: &str) -> Result<(), ApiError> {
+    let def = &ctx.entry.def;
+    let (group, version) = av.rsplit_once('/').unwrap_or(("", av));
     let handled = |why: String| {
         ApiError::bad_request(format!(
             "{kind} in version \"{version}\" cannot be handled as a {}: {why}",
@@ -119,13 +139,13 @@ fn builtin_identity(ctx: &Ctx, obj: &mut Value) -> Result<(), ApiError> {
         ))
     };
     let registered = (av == expected && kind == def.kind)
-        || is_registered(def, group, version, &kind)
+        || is_registered(def, group, version, kind)
         || ctx.srv.apis.all().iter().any(|e| {
             (
                 e.def.group.as_str(),
                 e.def.version.as_str(),
                 e.def.kind.as_str(),
-            ) == (group, version, &kind)
+            ) == (group, version, kind)
         });
     if !registered {
         return Err(handled(format!(
@@ -140,11 +160,8 @@ fn builtin_identity(ctx: &Ctx, obj: &mut Value) -> Result<(), ApiError> {
         )));
     }
     if av != expected {
-        return Err(version_mismatch(&av, &expected));
+        return Err(version_mismatch(av, expected));
     }
-    let root = obj.as_object_mut().expect("checked");
-    root.insert("apiVersion".into(), expected.into());
-    root.insert("kind".into(), def.kind.clone().into());
     Ok(())
 }
 
