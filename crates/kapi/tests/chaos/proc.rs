@@ -73,7 +73,7 @@ impl Kapi {
         args.extend(extra.iter().map(|s| s.to_string()));
         let quoted: Vec<String> = args.iter().map(|a| format!("'{a}'")).collect();
         let script = format!(
-            "{} {} & k=$!; echo $k; trap 'kill -9 $k 2>/dev/null; exit 0' TERM; \
+            "{} {} & k=$!; echo $k; trap 'kill -9 $k 2>/dev/null; wait $k; exit 0' TERM; \
              while kill -0 {} 2>/dev/null && kill -0 $k 2>/dev/null; do sleep 0.2; done; \
              kill -9 $k 2>/dev/null; wait $k 2>/dev/null",
             binary(),

@@ -51,7 +51,7 @@ impl TlsEtcd {
             "--log-level=error".into(),
         ];
         let script = format!(
-            "etcd {} & e=$!; trap 'kill -9 $e 2>/dev/null; exit 0' TERM; \
+            "etcd {} & e=$!; trap 'kill -9 $e 2>/dev/null; wait $e; exit 0' TERM; \
              while kill -0 {} 2>/dev/null && kill -0 $e 2>/dev/null; do sleep 0.2; done; kill -9 $e 2>/dev/null",
             args.join(" "),
             std::process::id()

@@ -44,7 +44,7 @@ impl Server {
     pub fn start(dir: &Path, args: &[String]) -> Server {
         let quoted: Vec<String> = args.iter().map(|a| format!("'{a}'")).collect();
         let script = format!(
-            "{} {} & k=$!; echo \"kapi-pid $k\" >&2; trap 'kill -9 $k 2>/dev/null; exit 0' TERM; \
+            "{} {} & k=$!; echo \"kapi-pid $k\" >&2; trap 'kill -9 $k 2>/dev/null; wait $k; exit 0' TERM; \
              while kill -0 {} 2>/dev/null && kill -0 $k 2>/dev/null; do sleep 0.2; done; \
              kill -9 $k 2>/dev/null; wait $k",
             kube_apiserver(dir).display(),
