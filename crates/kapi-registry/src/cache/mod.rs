@@ -37,7 +37,7 @@ mod range;
 mod reflector;
 
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -126,6 +126,10 @@ pub(crate) struct Inner {
     caches: RwLock<Caches>,
     config: CacheConfig,
     revision: tokio::sync::watch::Sender<Revision>,
+    /// The revision every ready cache has applied all events up to, shared by
+    /// the caches (`PrefixCache::with_floor`); moved by the reflector alone,
+    /// after each batch, so a batch touches only the caches it has events for.
+    floor: Arc<AtomicI64>,
     stop: tokio::sync::watch::Sender<bool>,
     /// Wakes the reflector to fill prefixes added while it follows its watch.
     added: tokio::sync::Notify,
@@ -270,6 +274,7 @@ impl CachedBackend {
             caches: RwLock::new(Caches::default()),
             config,
             revision: tokio::sync::watch::channel(0).0,
+            floor: Arc::default(),
             stop: tokio::sync::watch::channel(false).0,
             added: tokio::sync::Notify::new(),
             offered: Default::default(),
@@ -277,7 +282,7 @@ impl CachedBackend {
         let window = inner.window();
         *inner.caches.write().expect("caches lock") = Caches::new(
             kept.into_iter()
-                .map(|p| Arc::new(PrefixCache::new(p, window)))
+                .map(|p| Arc::new(PrefixCache::with_floor(p, window, inner.floor.clone())))
                 .collect(),
         );
         tokio::spawn(reflector::run(inner.clone()));
@@ -319,7 +324,11 @@ impl CachedBackend {
             let mut sorted = std::mem::take(&mut caches.sorted);
             sorted.insert(
                 at,
-                Arc::new(PrefixCache::new(prefix.to_owned(), inner.window())),
+                Arc::new(PrefixCache::with_floor(
+                    prefix.to_owned(),
+                    inner.window(),
+                    inner.floor.clone(),
+                )),
             );
             *caches = Caches::new(sorted);
         }

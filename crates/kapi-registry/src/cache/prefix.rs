@@ -18,7 +18,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
@@ -113,10 +113,24 @@ pub struct PrefixCache {
     /// Names the objects the cache holds: a new stamp whenever they change
     /// (events applied, a refill), written under the state's write lock.
     stamp: AtomicU64,
+    /// The revision every cache sharing this floor has applied all events up
+    /// to (the reflector's last batch or progress notification, stored after
+    /// the batch is applied everywhere). A ready cache is at the later of its
+    /// own revision and the floor: a batch that holds nothing under this
+    /// prefix moves it without taking its lock.
+    floor: Arc<AtomicI64>,
 }
 
 impl PrefixCache {
+    /// A cache with a floor of its own that stays at 0: its revision moves by
+    /// [`PrefixCache::apply`] and [`PrefixCache::progress`] alone.
+    #[cfg(test)]
     pub fn new(prefix: String, window: Window) -> Self {
+        Self::with_floor(prefix, window, Arc::default())
+    }
+
+    /// A cache whose revision also follows `floor` while it is ready (see the field).
+    pub fn with_floor(prefix: String, window: Window, floor: Arc<AtomicI64>) -> Self {
         let min_events = window.min_events.max(1);
         PrefixCache {
             prefix,
@@ -128,6 +142,18 @@ impl PrefixCache {
             indexer: OnceLock::new(),
             state: RwLock::new(State::default()),
             stamp: AtomicU64::new(next_stamp()),
+            floor,
+        }
+    }
+
+    fn floor(&self) -> Revision {
+        self.floor.load(Ordering::Acquire)
+    }
+
+    /// Bring a ready cache's own revision up to the floor (under the write lock).
+    fn catch_up(&self, st: &mut State) {
+        if st.ready {
+            st.revision = st.revision.max(self.floor());
         }
     }
 
@@ -198,7 +224,7 @@ impl PrefixCache {
 
     pub fn ready_revision(&self) -> Option<Revision> {
         let st = self.state.read().expect("cache lock");
-        st.ready.then_some(st.revision)
+        st.ready.then(|| st.revision.max(self.floor()))
     }
 
     pub fn object_count(&self) -> usize {
@@ -258,6 +284,7 @@ impl PrefixCache {
     /// Nothing changed under the prefix up to `revision`.
     pub fn progress(&self, revision: Revision, notify: bool) {
         let mut st = self.state.write().expect("cache lock");
+        self.catch_up(&mut st);
         if !st.ready || revision < st.revision {
             return;
         }
@@ -273,6 +300,7 @@ impl PrefixCache {
     /// window shrinks back to `min_events` instead of holding the burst).
     pub fn tick(&self) {
         let mut st = self.state.write().expect("cache lock");
+        self.catch_up(&mut st);
         if st.ready {
             st.trim(self.window, Instant::now());
             let revision = st.revision;
@@ -285,6 +313,7 @@ impl PrefixCache {
     /// then dropped when they arrive.
     pub fn forget_before(&self, revision: Revision) {
         let mut st = self.state.write().expect("cache lock");
+        self.catch_up(&mut st);
         st.compacted = st.compacted.max(revision);
         st.forget_compacted();
     }
@@ -303,7 +332,7 @@ impl PrefixCache {
         filter: &KeyFilter,
     ) -> Result<Option<CachedPage>, Miss> {
         let st = self.state.read().expect("cache lock");
-        let at = st.check(at)?;
+        let at = st.check(at, self.floor())?;
         let from = start.filter(|s| *s > prefix).unwrap_or(prefix);
         let changed = st.overlay(at, from, prefix);
         let unchanged_all = matches!(filter, KeyFilter::All) && changed.is_empty();
@@ -376,7 +405,7 @@ impl PrefixCache {
         at: Option<Revision>,
     ) -> Result<(Option<Arc<CachedObject>>, Revision), Miss> {
         let st = self.state.read().expect("cache lock");
-        let at = st.check(at)?;
+        let at = st.check(at, self.floor())?;
         let overlay = st.overlay(at, key, key);
         let found = match overlay.get(key) {
             Some(v) => v.clone(),
@@ -394,10 +423,11 @@ impl PrefixCache {
         buffer: usize,
     ) -> Result<(CacheWatch, Revision), Miss> {
         let mut st = self.state.write().expect("cache lock");
+        self.catch_up(&mut st);
         let after = if after <= 0 {
-            st.check(None)?
+            st.check(None, st.revision)?
         } else {
-            st.check(Some(after))?
+            st.check(Some(after), st.revision)?
         };
         let backlog: Vec<_> = st
             .history
@@ -464,16 +494,16 @@ impl State {
         });
     }
 
-    /// The revision a read at `at` is answered at, if the cache can answer it.
-    fn check(&self, at: Option<Revision>) -> Result<Revision, Miss> {
+    /// The revision a read at `at` is answered at, if the cache can answer it
+    /// (its own revision brought up to `floor`, the shared one).
+    fn check(&self, at: Option<Revision>, floor: Revision) -> Result<Revision, Miss> {
         if !self.ready {
             return Err(Miss::NotReady);
         }
+        let current = self.revision.max(floor);
         match at {
-            None => Ok(self.revision),
-            Some(r) if r > self.revision => Err(Miss::Future {
-                current: self.revision,
-            }),
+            None => Ok(current),
+            Some(r) if r > current => Err(Miss::Future { current }),
             // History from before the fill was never here, not dropped: the
             // backend still has it unless compacted (and answers 410 then).
             Some(r) if r < self.filled && self.oldest == self.filled => Err(Miss::NotReady),

@@ -1,9 +1,10 @@
 //! The reflector: the one backend watch that fills every cache. It lists the whole
 //! keyspace at one revision (in pages), hands each prefix its objects, then follows
 //! a watch from that revision, routing each event to the cache of its prefix and
-//! moving every cache to the revision of each batch — so a cache knows it is
-//! current even when only other resources change, and a consistent read never
-//! waits for a progress notification.
+//! moving every cache to the revision of each batch (a floor all caches share,
+//! stored once the batch is applied) — so a cache knows it is current even when
+//! only other resources change, and a consistent read never waits for a
+//! progress notification.
 //!
 //! Every value enters transcoded (`Inner::ingest`: JSON at today's storage
 //! version, whatever the backend holds), before any cache's lock is taken.
@@ -23,6 +24,7 @@
 //! serving and close its watchers, and the reflector lists again after a second.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -75,6 +77,9 @@ async fn follow(inner: &Inner) -> Result<()> {
     let caches = inner.caches();
     let maps = list_into(inner, &inner.root, revision, &caches).await?;
     let mut stream = inner.backend.watch(&inner.root, revision).await?;
+    // Every cache is unready here, so the floor may move back (a backend
+    // restored to an older revision) before any of them reads it.
+    inner.floor.store(revision, Ordering::Release);
     for (cache, objects) in caches.iter().zip(maps) {
         cache.reset(objects, revision);
     }
@@ -111,6 +116,7 @@ async fn follow(inner: &Inner) -> Result<()> {
                     c.progress(rev, true);
                 }
                 reached = reached.max(rev);
+                inner.floor.store(reached, Ordering::Release);
                 inner.publish(rev);
             }
             Some(Ok(WatchMessage::Events(events))) => {
@@ -119,23 +125,27 @@ async fn follow(inner: &Inner) -> Result<()> {
                 };
                 // Read in place: no await until the events are applied.
                 let caches = inner.caches.read().expect("caches lock");
-                let mut routed: Vec<Vec<Event>> = vec![Vec::new(); caches.sorted.len()];
+                // By cache, in the order the caches first appear: a batch
+                // mostly holds one resource's events. The caches it holds
+                // none for reach `rev` by the floor, stored once every cache
+                // has applied its events.
+                let mut routed: Vec<(usize, Vec<Event>)> = Vec::new();
                 for mut e in events {
                     if let Some(i) = caches.holding(&e.kv.key) {
                         if e.kind == EventKind::Put {
                             e.kv = inner.ingest(e.kv);
                         }
-                        routed[i].push(e);
+                        match routed.iter_mut().find(|(at, _)| *at == i) {
+                            Some((_, evs)) => evs.push(e),
+                            None => routed.push((i, vec![e])),
+                        }
                     }
                 }
-                for (cache, evs) in caches.sorted.iter().zip(routed) {
-                    if evs.is_empty() {
-                        cache.progress(rev, false);
-                    } else {
-                        cache.apply(evs, rev);
-                    }
+                for (i, evs) in routed {
+                    caches.sorted[i].apply(evs, rev);
                 }
                 reached = reached.max(rev);
+                inner.floor.store(reached, Ordering::Release);
                 inner.publish(rev);
             }
         }

@@ -233,3 +233,72 @@ async fn offered_json_is_kept_only_for_the_bytes_it_was_offered_for() {
     f.backend.create("/t/o/c", withdrawn.clone()).await.unwrap();
     assert_eq!(cached("/t/o/c").await, Some(withdrawn));
 }
+
+/// A batch of writes under one prefix moves every other cache to its
+/// revision too (the floor they share), without an event for them: reads of
+/// the quiet prefix at that revision are served from memory, a watch of it
+/// from that revision starts there, and its next write still reaches the
+/// watcher.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_under_one_prefix_moves_every_cache_to_its_revision() {
+    let f = fixtures::embedded().await;
+    let quiet = f.backend.create("/fan/q", b("v")).await.unwrap();
+    assert!(
+        f.cache
+            .wait_for(quiet.mod_revision, Duration::from_secs(10))
+            .await
+    );
+    let mut last = quiet.mod_revision;
+    for i in 0..3 {
+        last = f
+            .backend
+            .create(&format!("/t/floor/{i}"), b("v"))
+            .await
+            .unwrap()
+            .mod_revision;
+    }
+    assert!(f.cache.wait_for(last, Duration::from_secs(10)).await);
+    assert_eq!(f.cache.revision("/fan/"), Some(last));
+    assert_eq!(f.cache.revision("/t/"), Some(last));
+    for at in [
+        ReadAt::Exact(last),
+        ReadAt::AtLeast(last),
+        ReadAt::Consistent,
+    ] {
+        let page = f
+            .cache
+            .list_cached("/fan/", at, 0, None)
+            .await
+            .unwrap()
+            .expect("served by the cache");
+        assert_eq!(page.revision, last, "{at:?}");
+        assert_eq!(page.items.len(), 1);
+    }
+    let (found, at) = f
+        .cache
+        .get_cached("/fan/q", ReadAt::Exact(last))
+        .await
+        .unwrap()
+        .expect("served by the cache");
+    assert_eq!(at, last);
+    assert_eq!(found.unwrap().kv.mod_revision, quiet.mod_revision);
+    // One revision after: the cache has not seen it, the backend must answer.
+    assert!(f
+        .cache
+        .watch_cached("/fan/", last + 1)
+        .is_err_and(|m| matches!(m, Miss::Future { current } if current == last)));
+    let (mut rx, from) = f.cache.watch_cached("/fan/", 0).unwrap();
+    assert_eq!(from, last);
+    let next = f.backend.create("/fan/r", b("v")).await.unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match rx.recv().await.expect("watch open") {
+                CacheMessage::Events(evs) => break evs[0].revision(),
+                _ => continue,
+            }
+        }
+    })
+    .await
+    .expect("the write reaches the watcher");
+    assert_eq!(got, next.mod_revision);
+}
