@@ -12,15 +12,18 @@
 //! metadata informers, used by the garbage collector) decodes only each
 //! object's identity and ownership metadata; a deletions informer (the quota controller's, for
 //! resources whose usage only falls when objects go away) decodes nothing of
-//! the objects it lists and hands on only deletions.
+//! the objects it lists and hands on only deletions. The garbage collector's
+//! informers hand on a typed [`ObjectIdentity`] instead of JSON ([`Item`]).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use kapi_machinery::fields::FieldSelector;
+use kapi_machinery::status::ApiError;
+use kapi_registry::cache::CachedObject;
 use kapi_registry::meta;
 use kapi_registry::store::options::{ListOptions, WatchOptions};
-use kapi_registry::store::WatchEventType;
+use kapi_registry::store::{ObjectIdentity, WatchEventType};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
@@ -28,20 +31,108 @@ use kapi_registry::apis::Entry;
 
 /// What happened to one object of the watched resource.
 #[derive(Debug, Clone)]
-pub enum Change {
+pub enum Change<T = Value> {
     /// Created or changed (or seen by a list).
-    Upsert(Value),
+    Upsert(T),
     /// Gone; the last state seen.
-    Deleted(Value),
+    Deleted(T),
     /// The first list has been delivered: the controller knows every object.
     Synced,
 }
 
 /// One event with the resource it came from.
 #[derive(Clone)]
-pub struct Event {
+pub struct Event<T = Value> {
     pub entry: Arc<Entry>,
-    pub change: Change,
+    pub change: Change<T>,
+}
+
+/// What an informer hands on of each object: JSON cut to its [`Shape`], or
+/// (for [`Shape::Identity`]) a typed [`ObjectIdentity`].
+pub trait Item: Sized + Send + 'static {
+    /// From an object decoded whole (a backend list or watch event).
+    fn from_object(shape: Shape, obj: Value) -> Self;
+    /// From a cached object's bytes, with `revision` as its
+    /// `resourceVersion`: the identity shapes' read (`Store::decode_identity_at`).
+    fn from_cached(entry: &Entry, obj: &CachedObject, revision: i64) -> Result<Self, ApiError>;
+    /// The object's namespace (empty when cluster-scoped) and name.
+    fn key(&self) -> (String, String);
+    /// What is kept of the object to report its deletion: its uid.
+    fn uid(&self) -> Option<String>;
+    fn resource_version(&self) -> Option<&str>;
+    /// The object reported as deleted after a re-list: its identity only.
+    fn skeleton(entry: &Entry, key: (String, String), uid: Option<String>) -> Self;
+}
+
+impl Item for Value {
+    fn from_object(shape: Shape, obj: Value) -> Self {
+        shaped(shape, obj)
+    }
+
+    fn from_cached(entry: &Entry, obj: &CachedObject, revision: i64) -> Result<Self, ApiError> {
+        entry.store.decode_identity_at(&obj.kv, revision)
+    }
+
+    fn key(&self) -> (String, String) {
+        (
+            meta::namespace(self).unwrap_or("").to_owned(),
+            meta::name(self).to_owned(),
+        )
+    }
+
+    fn uid(&self) -> Option<String> {
+        meta::uid(self).map(str::to_owned)
+    }
+
+    fn resource_version(&self) -> Option<&str> {
+        meta::resource_version(self)
+    }
+
+    fn skeleton(entry: &Entry, (namespace, name): (String, String), uid: Option<String>) -> Self {
+        let mut m = serde_json::Map::new();
+        m.insert("name".into(), name.into());
+        if !namespace.is_empty() {
+            m.insert("namespace".into(), namespace.into());
+        }
+        if let Some(uid) = uid {
+            m.insert("uid".into(), uid.into());
+        }
+        serde_json::json!({"apiVersion": entry.def.api_version(), "kind": entry.def.kind, "metadata": m})
+    }
+}
+
+impl Item for ObjectIdentity {
+    fn from_object(_: Shape, obj: Value) -> Self {
+        ObjectIdentity::of(&obj)
+    }
+
+    fn from_cached(entry: &Entry, obj: &CachedObject, revision: i64) -> Result<Self, ApiError> {
+        entry.store.identity_at(&obj.kv, revision)
+    }
+
+    fn key(&self) -> (String, String) {
+        (
+            self.namespace.clone().unwrap_or_default(),
+            self.name.clone(),
+        )
+    }
+
+    fn uid(&self) -> Option<String> {
+        self.uid.clone()
+    }
+
+    fn resource_version(&self) -> Option<&str> {
+        self.resource_version.as_deref()
+    }
+
+    fn skeleton(_: &Entry, (namespace, name): (String, String), uid: Option<String>) -> Self {
+        ObjectIdentity {
+            name,
+            namespace: Some(namespace).filter(|n| !n.is_empty()),
+            uid,
+            ..Default::default()
+        }
+    }
 }
 
 /// What an informer hands on of each object.
@@ -80,6 +171,16 @@ pub fn spawn_shaped(
     tokio::spawn(run(entry, field, shape, tx))
 }
 
+/// As [`spawn_shaped`] with [`Shape::Identity`], handing on each object's
+/// typed identity (the garbage collector's monitors).
+pub fn spawn_identities(
+    entry: Arc<Entry>,
+    field: FieldSelector,
+    tx: mpsc::Sender<Event<ObjectIdentity>>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(run(entry, field, Shape::Identity, tx))
+}
+
 /// Objects decoded at a time from a cached list (one batch, so a conversion
 /// webhook gets one review per batch).
 const BATCH: usize = 500;
@@ -110,14 +211,14 @@ enum Listed {
 }
 
 /// List `entry`'s objects matching `field` into `tx`, recording each in `fresh`.
-async fn list(
+async fn list<T: Item>(
     entry: &Arc<Entry>,
     field: &FieldSelector,
     shape: Shape,
-    tx: &mpsc::Sender<Event>,
+    tx: &mpsc::Sender<Event<T>>,
     fresh: &mut Known,
-) -> Result<Listed, kapi_machinery::status::ApiError> {
-    let send = |obj: Value| {
+) -> Result<Listed, ApiError> {
+    let send = |obj: T| {
         let change = Change::Upsert(obj);
         let entry = entry.clone();
         async move { tx.send(Event { entry, change }).await.is_ok() }
@@ -143,15 +244,19 @@ async fn list(
             return Ok(Listed::Done(Some(cached.resource_version)));
         }
         for batch in cached.items.chunks(BATCH) {
-            let objs = match shape {
-                Shape::Full => store.decode_values(batch.iter().map(|o| &o.kv))?,
+            let objs: Vec<T> = match shape {
+                Shape::Full => store
+                    .decode_values(batch.iter().map(|o| &o.kv))?
+                    .into_iter()
+                    .map(|v| T::from_object(shape, v))
+                    .collect(),
                 Shape::Identity | Shape::Deletions => batch
                     .iter()
-                    .map(|o| store.decode_identity(&o.kv))
+                    .map(|o| T::from_cached(entry, o, o.kv.mod_revision))
                     .collect::<Result<_, _>>()?,
             };
             for obj in objs {
-                fresh.insert(key(&obj), seen(&obj));
+                fresh.insert(obj.key(), obj.uid());
                 if !send(obj).await {
                     return Ok(Listed::Closed);
                 }
@@ -165,11 +270,12 @@ async fn list(
         let page = store.list(None, &opts).await?;
         list_rv.get_or_insert(page.resource_version);
         for obj in page.items {
-            fresh.insert(key(&obj), seen(&obj));
+            let obj = T::from_object(shape, obj);
+            fresh.insert(obj.key(), obj.uid());
             if shape == Shape::Deletions {
                 continue;
             }
-            if !send(shaped(shape, obj)).await {
+            if !send(obj).await {
                 return Ok(Listed::Closed);
             }
         }
@@ -199,32 +305,12 @@ fn key_of(storage_key: &str, namespaced: bool) -> (String, String) {
     (namespace, name)
 }
 
-fn key(obj: &Value) -> (String, String) {
-    (
-        meta::namespace(obj).unwrap_or("").to_owned(),
-        meta::name(obj).to_owned(),
-    )
-}
-
-/// What is kept of an object to report its deletion.
-fn seen(obj: &Value) -> Option<String> {
-    meta::uid(obj).map(str::to_owned)
-}
-
-/// The object reported as deleted after a re-list: its identity only.
-fn skeleton(entry: &Entry, (namespace, name): (String, String), uid: Option<String>) -> Value {
-    let mut m = serde_json::Map::new();
-    m.insert("name".into(), name.into());
-    if !namespace.is_empty() {
-        m.insert("namespace".into(), namespace.into());
-    }
-    if let Some(uid) = uid {
-        m.insert("uid".into(), uid.into());
-    }
-    serde_json::json!({"apiVersion": entry.def.api_version(), "kind": entry.def.kind, "metadata": m})
-}
-
-async fn run(entry: Arc<Entry>, field: FieldSelector, shape: Shape, tx: mpsc::Sender<Event>) {
+async fn run<T: Item>(
+    entry: Arc<Entry>,
+    field: FieldSelector,
+    shape: Shape,
+    tx: mpsc::Sender<Event<T>>,
+) {
     let send = |change| {
         let tx = tx.clone();
         let entry = entry.clone();
@@ -253,7 +339,8 @@ async fn run(entry: Arc<Entry>, field: FieldSelector, shape: Shape, tx: mpsc::Se
                 }
             };
             for (k, uid) in known.drain() {
-                if !fresh.contains_key(&k) && !send(Change::Deleted(skeleton(&entry, k, uid))).await
+                if !fresh.contains_key(&k)
+                    && !send(Change::Deleted(T::skeleton(&entry, k, uid))).await
                 {
                     return;
                 }
@@ -301,51 +388,49 @@ async fn run(entry: Arc<Entry>, field: FieldSelector, shape: Shape, tx: mpsc::Se
                     continue;
                 }
             }
+            match ev.kind {
+                WatchEventType::Error => {
+                    let status = &ev.object;
+                    tracing::debug!(resource = %entry.def.gvr(), status = %status, "informer watch ended");
+                    if status.get("code").and_then(Value::as_i64) == Some(410) {
+                        rv = None;
+                    }
+                    break;
+                }
+                WatchEventType::Bookmark => {
+                    if let Some(v) = meta::resource_version(&ev.object) {
+                        rv = Some(v.to_owned());
+                    }
+                    continue;
+                }
+                WatchEventType::Added | WatchEventType::Modified | WatchEventType::Deleted => {}
+            }
             // What the cache's identity read gives is already cut to shape.
-            let from_cache = ev.cached.is_some();
             let obj = match &ev.cached {
-                Some(c) => match entry.store.decode_identity_at(&c.object.kv, c.revision) {
+                Some(c) => match T::from_cached(&entry, &c.object, c.revision) {
                     Ok(v) => v,
                     Err(e) => {
                         tracing::debug!(resource = %entry.def.gvr(), key = %c.object.kv.key, error = %e, "informer skipped an undecodable object");
                         continue;
                     }
                 },
-                None => ev.object,
+                None => T::from_object(shape, ev.object),
             };
-            match ev.kind {
-                WatchEventType::Error => {
-                    tracing::debug!(resource = %entry.def.gvr(), status = %obj, "informer watch ended");
-                    if obj.get("code").and_then(Value::as_i64) == Some(410) {
-                        rv = None;
-                    }
-                    break;
-                }
-                WatchEventType::Bookmark => {}
-                WatchEventType::Added | WatchEventType::Modified => {
-                    known.insert(key(&obj), seen(&obj));
-                    rv = meta::resource_version(&obj).map(str::to_owned).or(rv);
-                    if shape == Shape::Deletions {
-                        continue;
-                    }
-                    let obj = if from_cache { obj } else { shaped(shape, obj) };
-                    if !send(Change::Upsert(obj)).await {
-                        return;
-                    }
-                    continue;
-                }
-                WatchEventType::Deleted => {
-                    known.remove(&key(&obj));
-                    rv = meta::resource_version(&obj).map(str::to_owned).or(rv);
-                    let obj = if from_cache { obj } else { shaped(shape, obj) };
-                    if !send(Change::Deleted(obj)).await {
-                        return;
-                    }
-                    continue;
-                }
-            }
-            if let Some(v) = meta::resource_version(&obj) {
+            if let Some(v) = obj.resource_version() {
                 rv = Some(v.to_owned());
+            }
+            let change = if ev.kind == WatchEventType::Deleted {
+                known.remove(&obj.key());
+                Change::Deleted(obj)
+            } else {
+                known.insert(obj.key(), obj.uid());
+                if shape == Shape::Deletions {
+                    continue;
+                }
+                Change::Upsert(obj)
+            };
+            if !send(change).await {
+                return;
             }
         }
         tokio::time::sleep(Duration::from_millis(50)).await;

@@ -33,9 +33,13 @@ impl OwnerRef {
         let refs = obj
             .member_at(&["metadata", "ownerReferences"])
             .and_then(Value::as_array);
+        Self::parse(refs.map_or(&[], Vec::as_slice))
+    }
+
+    /// The `ownerReferences` items `refs` that name an owner by uid.
+    pub fn parse(refs: &[Value]) -> Vec<OwnerRef> {
         let s = |r: &Value, k: &str| r.member_str(k).unwrap_or("").to_owned();
-        refs.into_iter()
-            .flatten()
+        refs.iter()
             .map(|r| OwnerRef {
                 api_version: s(r, "apiVersion"),
                 kind: s(r, "kind"),

@@ -16,13 +16,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kapi_machinery::fields::FieldSelector;
-use kapi_registry::{meta, Verb};
-use serde_json::Value;
+use kapi_registry::store::ObjectIdentity;
+use kapi_registry::Verb;
 use tokio::sync::mpsc;
 
 use self::graph::{Graph, Identity, Observed, OwnerRef, Work};
 use crate::Context;
-use kapi_client::informer::{self, Change, Event, Shape};
+use kapi_client::informer::{self, Change, Event};
 use kapi_client::queue::{run_workers, WorkQueue};
 
 const RESYNC: Duration = Duration::from_secs(10);
@@ -46,13 +46,13 @@ impl Collector {
         }
     }
 
-    fn apply(&self, ev: &Event) {
+    fn apply(&self, ev: &Event<ObjectIdentity>) {
         let (obj, deleted) = match &ev.change {
             Change::Upsert(o) => (o, false),
             Change::Deleted(o) => (o, true),
             Change::Synced => return,
         };
-        let Some(uid) = meta::uid(obj) else {
+        let Some(uid) = obj.uid.as_deref() else {
             return;
         };
         let mut g = self.graph.lock().expect("graph lock");
@@ -66,18 +66,18 @@ impl Collector {
     }
 }
 
-fn observe(api_version: String, kind: &str, obj: &Value) -> Observed {
+fn observe(api_version: String, kind: &str, obj: &ObjectIdentity) -> Observed {
     Observed {
         id: Identity {
             api_version,
             kind: kind.to_owned(),
-            namespace: meta::namespace(obj).map(str::to_owned),
-            name: meta::name(obj).to_owned(),
-            uid: meta::uid(obj).unwrap_or("").to_owned(),
+            namespace: obj.namespace.clone(),
+            name: obj.name.clone(),
+            uid: obj.uid.clone().unwrap_or_default(),
         },
-        owners: OwnerRef::parse_all(obj),
-        deleting: meta::is_deleting(obj),
-        finalizers: meta::finalizers(obj),
+        owners: OwnerRef::parse(obj.owner_references()),
+        deleting: obj.is_deleting(),
+        finalizers: obj.finalizers(),
     }
 }
 
@@ -103,7 +103,7 @@ pub fn spawn(cx: Arc<Context>) {
 }
 
 async fn run(gc: Arc<Collector>) {
-    let (tx, mut rx) = mpsc::channel::<Event>(1024);
+    let (tx, mut rx) = mpsc::channel::<Event<ObjectIdentity>>(1024);
     let mut monitors: HashMap<String, tokio::task::JoinHandle<()>> = HashMap::new();
     let start = |monitors: &mut HashMap<String, tokio::task::JoinHandle<()>>| {
         let current = monitored(&gc.cx);
@@ -119,7 +119,7 @@ async fn run(gc: Arc<Collector>) {
         for e in current {
             monitors.entry(e.def.gvr()).or_insert_with(|| {
                 added += 1;
-                informer::spawn_shaped(e, FieldSelector::everything(), Shape::Identity, tx.clone())
+                informer::spawn_identities(e, FieldSelector::everything(), tx.clone())
             });
         }
         added

@@ -61,31 +61,41 @@ impl<P: Pick> Picked<P> {
     pub(super) fn scan(json: &[u8]) -> Option<Self> {
         // Room for an identity and the `resourceVersion` added to it.
         let mut m = Map::with_capacity(8);
-        let mut members = json_scan::members(json);
-        for (quoted, start) in members.by_ref() {
-            let key = quoted.strip_prefix(b"\"")?.strip_suffix(b"\"")?;
-            if key.contains(&b'\\') {
-                return None;
-            }
-            if P::keep(key) {
-                let key = std::str::from_utf8(key).ok()?;
-                let end = json_scan::skip_value(json, start)?;
-                let raw = &json[start..end];
-                // A string without escapes is its bytes between the quotes.
-                let plain = raw
-                    .strip_prefix(b"\"")
-                    .and_then(|r| r.strip_suffix(b"\""))
-                    .filter(|r| !r.contains(&b'\\'))
-                    .and_then(|r| std::str::from_utf8(r).ok());
-                let value = match plain {
-                    Some(s) => Value::String(s.to_owned()),
-                    None => serde_json::from_slice(raw).ok()?,
-                };
-                m.insert(key.to_owned(), value);
-            }
-        }
-        members.closed().then_some(Picked(m, PhantomData))
+        scan_kept::<P>(json, |key, value| {
+            m.insert(key.to_owned(), value);
+        })?;
+        Some(Picked(m, PhantomData))
     }
+}
+
+/// The scan of [`Picked::scan`], handing each kept member to `f` (its key and
+/// parsed value, in order) instead of collecting them; `None` when the scan
+/// cannot tell what a parse would give (`f` may have been called already).
+pub(super) fn scan_kept<P: Pick>(json: &[u8], mut f: impl FnMut(&str, Value)) -> Option<()> {
+    let mut members = json_scan::members(json);
+    for (quoted, start) in members.by_ref() {
+        let key = quoted.strip_prefix(b"\"")?.strip_suffix(b"\"")?;
+        if key.contains(&b'\\') {
+            return None;
+        }
+        if P::keep(key) {
+            let key = std::str::from_utf8(key).ok()?;
+            let end = json_scan::skip_value(json, start)?;
+            let raw = &json[start..end];
+            // A string without escapes is its bytes between the quotes.
+            let plain = raw
+                .strip_prefix(b"\"")
+                .and_then(|r| r.strip_suffix(b"\""))
+                .filter(|r| !r.contains(&b'\\'))
+                .and_then(|r| std::str::from_utf8(r).ok());
+            let value = match plain {
+                Some(s) => Value::String(s.to_owned()),
+                None => serde_json::from_slice(raw).ok()?,
+            };
+            f(key, value);
+        }
+    }
+    members.closed().then_some(())
 }
 
 /// A metadata key, owned only when `P` keeps it.

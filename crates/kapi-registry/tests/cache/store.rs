@@ -8,7 +8,7 @@ use std::sync::Arc;
 use kapi_machinery::{fields, labels};
 use kapi_registry::cache::CacheConfig;
 use kapi_registry::store::options::{ListOptions, RvMatch, WatchOptions, WriteOptions};
-use kapi_registry::store::{UpdateTarget, WatchEventType};
+use kapi_registry::store::{ObjectIdentity, UpdateTarget, WatchEventType};
 use kapi_registry::{DefaultStrategy, ResourceDef, Store, Verb};
 use serde_json::{json, Value};
 
@@ -362,6 +362,28 @@ async fn metadata_only_reads_keep_every_metadata_field() {
         (&id["apiVersion"], &id["kind"]),
         (&m["apiVersion"], &m["kind"])
     );
+    // Typed, the same fields: from the cached object, and from bytes the
+    // scan leaves to the parse (an escaped key) or that hold no metadata.
+    let typed = cached.identity_at(&obj.kv, obj.kv.mod_revision).unwrap();
+    assert_eq!(typed, ObjectIdentity::of(&id));
+    assert_eq!(typed.uid.as_deref(), Some("u-1"));
+    assert_eq!(typed.finalizers(), ["f/x"]);
+    for json in [
+        r#"{"metadata":{"n\u0061me":"esc","uid":"u","finalizers":["a/b"],"labels":{"k":"v"}}}"#,
+        r#"{"metadata":{"name":"d","namespace":"a","deletionTimestamp":"2026-12-04T09:00:00Z","deletionGracePeriodSeconds":0}}"#,
+        r#"{"kind":"ConfigMap"}"#,
+    ] {
+        let kv = kapi_storage::KeyValue {
+            value: bytes::Bytes::copy_from_slice(json.as_bytes()),
+            ..obj.kv.clone()
+        };
+        let value = cached.decode_identity_at(&kv, 9).unwrap();
+        assert_eq!(
+            cached.identity_at(&kv, 9).unwrap(),
+            ObjectIdentity::of(&value),
+            "{json}"
+        );
+    }
     let full = cached.decode_values([&obj.kv]).unwrap();
     assert_eq!(full, vec![made]);
 }
