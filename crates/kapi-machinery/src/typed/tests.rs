@@ -199,3 +199,47 @@ fn remove_items_and_named_fields() {
     let spec_only = json!({"spec": {"replicas": 1}});
     assert_eq!(typed().remove_items(&spec_only, &only), json!({}));
 }
+
+/// An ignored field drops exactly its subtree from what a create writes, and
+/// is still walked for what fails: a list element without its key below an
+/// ignored field fails the write as it fails the comparison.
+#[test]
+fn written_fields_leave_out_ignored_subtrees_but_check_them() {
+    let t = typed();
+    let empty = json!({});
+    let obj = json!({"apiVersion": "v1", "kind": "X",
+        "metadata": {"name": "n", "labels": {"a": "b"}},
+        "spec": {"replicas": 1, "tags": ["x"],
+                 "items": [{"name": "a", "value": "1"}, {"name": "b", "port": 2}]}});
+    let none = Set::new();
+    let all = t
+        .written_fields_v1(&empty, &obj, &none, &none)
+        .unwrap()
+        .unwrap();
+    assert!(all.get("f:metadata").is_some() && all.get("f:spec").is_some());
+    let ignored = Set::from_paths([
+        &[PathElement::field("metadata")][..],
+        &[PathElement::field("kind")][..],
+    ]);
+    let got = t
+        .written_fields_v1(&empty, &obj, &ignored, &none)
+        .unwrap()
+        .unwrap();
+    let mut want = all.as_object().unwrap().clone();
+    want.remove("f:metadata");
+    want.remove("f:kind");
+    assert_eq!(got, Value::Object(want));
+    let only_spec = Set::from_paths([&[PathElement::field("spec")][..]]);
+    let rest = t
+        .written_fields_v1(&empty, &obj, &only_spec, &none)
+        .unwrap()
+        .unwrap();
+    assert!(rest.get("f:spec").is_none() && rest.get("f:metadata").is_some());
+    // Below an ignored field, an element without its key still fails.
+    let bad = json!({"spec": {"items": [{"value": "1"}]}, "metadata": {"name": "n"}});
+    assert!(t.compare(&empty, &bad).is_err());
+    assert!(t
+        .written_fields_v1(&empty, &bad, &only_spec, &none)
+        .is_err());
+    assert!(t.written_fields_v1(&empty, &bad, &none, &none).is_err());
+}

@@ -56,6 +56,27 @@ impl Failed {
 /// A node's `FieldsV1` value: `None` when nothing at or below it is written.
 type Out = Result<Option<Map<String, Value>>, Failed>;
 
+/// How one node is walked.
+#[derive(Clone, Copy)]
+struct Walk {
+    at_root: bool,
+    /// The node itself is kept out (not what is below it).
+    stripped: bool,
+    /// The node lies in an ignored subtree: it is walked only for what
+    /// fails (nothing is built, the answer is `None`).
+    discard: bool,
+}
+
+impl Walk {
+    fn below(self, stripped: bool, ignored: bool) -> Walk {
+        Walk {
+            at_root: false,
+            stripped,
+            discard: self.discard || ignored,
+        }
+    }
+}
+
 impl Typed<'_> {
     /// The `FieldsV1` of what `rhs` adds or changes relative to `lhs`, less
     /// `ignored` (with everything below its members) and less the members of
@@ -73,7 +94,12 @@ impl Typed<'_> {
             ignored: Some(ignored),
             strip: Some(strip),
         };
-        match self.written(Some(lhs), rhs, &self.root_node(), true, within, true) {
+        let root = Walk {
+            at_root: true,
+            stripped: true,
+            discard: false,
+        };
+        match self.written(Some(lhs), rhs, &self.root_node(), within, root) {
             Ok(Some(m)) if !m.is_empty() => Ok(Some(Value::Object(m))),
             Ok(_) => Ok(None),
             Err(f) => {
@@ -84,19 +110,22 @@ impl Typed<'_> {
         }
     }
 
-    /// The `FieldsV1` value of one node; `stripped` keeps the node itself out
-    /// (not what is below it).
+    /// The `FieldsV1` value of one node, walked as `walk` says.
     fn written(
         &self,
         lhs: Option<&Value>,
         rhs: &Value,
         node: &Node,
-        at_root: bool,
         within: Within,
-        stripped: bool,
+        walk: Walk,
     ) -> Out {
+        let Walk {
+            at_root,
+            stripped,
+            discard,
+        } = walk;
         let leaf = || {
-            let member = lhs.is_none_or(|l| l != rhs);
+            let member = !discard && lhs.is_none_or(|l| l != rhs);
             Ok((member && !stripped).then(Map::new))
         };
         let k = match (kind(lhs), kind(Some(rhs))) {
@@ -108,7 +137,7 @@ impl Typed<'_> {
         // (made only once the value is known to be walked as a container).
         let container = || {
             let mut out = Map::new();
-            if lhs.is_none() && !stripped {
+            if lhs.is_none() && !stripped && !discard {
                 out.insert(".".into(), Value::Object(Map::new()));
             }
             out
@@ -127,12 +156,13 @@ impl Typed<'_> {
                     let l = lm.and_then(|m| crate::member::get(m, name));
                     let (cn, _) = self.field_node(node, at_root, name);
                     let stripped = within.strip.is_some_and(|s| s.has_field(name));
+                    // Ignored fields are walked all the same (a malformed
+                    // value there fails the comparison too), building nothing.
+                    let ignored = within.ignored.is_some_and(|s| s.has_field(name));
                     let v = self
-                        .written(l, r, &cn, false, within.field(name), stripped)
+                        .written(l, r, &cn, within.field(name), walk.below(stripped, ignored))
                         .map_err(|f| f.at(|| PathElement::Field(name.clone())))?;
-                    // Ignored fields are walked all the same: a malformed value
-                    // there fails the comparison too.
-                    if within.ignored.is_some_and(|s| s.has_field(name)) {
+                    if ignored || discard {
                         continue;
                     }
                     below.extend(v.map(|v| (name, v)));
@@ -161,10 +191,17 @@ impl Typed<'_> {
                         .map(|i| lefts[i].1);
                     let one = std::slice::from_ref(&pe);
                     let stripped = within.strip.is_some_and(|s| s.has(one));
+                    let ignored = within.ignored.is_some_and(|s| s.has(one));
                     let v = self
-                        .written(l, r, &en, false, within.element(&pe), stripped)
+                        .written(
+                            l,
+                            r,
+                            &en,
+                            within.element(&pe),
+                            walk.below(stripped, ignored),
+                        )
                         .map_err(|f| f.at(|| pe.clone()))?;
-                    if within.ignored.is_some_and(|s| s.has(one)) {
+                    if ignored || discard {
                         continue;
                     }
                     if let Some(v) = v {
