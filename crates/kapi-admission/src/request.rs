@@ -125,9 +125,13 @@ impl RequestAdmission {
         kind: &str,
         opts: &WriteOptions,
     ) -> RequestAdmission {
+        // The options as the request gave them: a manager defaulted from
+        // the User-Agent is the managedFields' only (upstream's
+        // `managerOrUserAgent`), not written back into them.
         let extra = opts
             .field_manager
             .as_ref()
+            .filter(|_| !opts.field_manager_defaulted)
             .map(|m| ("fieldManager", Value::from(m.as_str())));
         let op = if kind == "CreateOptions" {
             Operation::Create

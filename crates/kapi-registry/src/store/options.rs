@@ -27,6 +27,10 @@ pub struct ListOptions {
 pub struct WriteOptions {
     pub dry_run: bool,
     pub field_manager: Option<String>,
+    /// `field_manager` is the User-Agent's, the request naming none: the
+    /// admission attributes' options then name no `fieldManager`, as
+    /// upstream's hold the options as the request gave them.
+    pub field_manager_defaulted: bool,
     /// The object's `metadata.managedFields` were already worked out (by a
     /// server-side apply); the store keeps them as they are.
     pub managed_fields_set: bool,

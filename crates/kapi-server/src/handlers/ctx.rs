@@ -49,12 +49,12 @@ impl Ctx {
     pub fn write_options(&self) -> Result<WriteOptions, ApiError> {
         use kapi_machinery::validation::{FieldError, FieldPath};
         let mut errs = Vec::new();
-        let manager = match self.query.non_empty("fieldManager") {
+        let (manager, defaulted) = match self.query.non_empty("fieldManager") {
             Some(m) => {
                 errs.extend(field_manager_errors(m));
-                m.to_owned()
+                (m.to_owned(), false)
             }
-            None => self.user_agent_manager(),
+            None => (self.user_agent_manager(), true),
         };
         let dry_run = match self.query.get("dryRun") {
             None | Some("") => false,
@@ -88,6 +88,7 @@ impl Ctx {
         Ok(WriteOptions {
             dry_run,
             field_manager: Some(manager),
+            field_manager_defaulted: defaulted,
             managed_fields_set: false,
             answer_json: false,
             answer_protobuf: false,

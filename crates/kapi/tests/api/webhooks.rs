@@ -85,7 +85,12 @@ async fn validating_webhook_allows_and_denies_with_its_status() {
     assert_eq!(review["name"], "a");
     assert_eq!(review["object"]["data"]["k"], "v");
     assert_eq!(review["dryRun"], false);
-    assert_eq!(review["options"]["kind"], "CreateOptions");
+    // The options as the request gave them: no fieldManager named, none
+    // there (the User-Agent's manager is the managedFields' only).
+    assert_eq!(
+        review["options"],
+        json!({"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"})
+    );
     assert!(review["uid"].as_str().is_some_and(|u| u.len() == 36));
     assert!(review["userInfo"]["username"]
         .as_str()
@@ -424,14 +429,19 @@ async fn updates_and_deletes_carry_the_old_object() {
     let api: Api<ConfigMap> = ts.api("default");
     let mut cm = create_cm(&ts, "default", "u", &[]).await.unwrap();
     cm.data.as_mut().unwrap().insert("k".into(), "v2".into());
-    api.replace("u", &PostParams::default(), &cm)
-        .await
-        .expect("update");
+    let named = PostParams {
+        field_manager: Some("editor".into()),
+        ..Default::default()
+    };
+    api.replace("u", &named, &cm).await.expect("update");
     let review = hook.last();
     assert_eq!(review["operation"], "UPDATE");
     assert_eq!(review["object"]["data"]["k"], "v2");
     assert_eq!(review["oldObject"]["data"]["k"], "v");
-    assert_eq!(review["options"]["kind"], "UpdateOptions");
+    assert_eq!(
+        review["options"],
+        json!({"kind": "UpdateOptions", "apiVersion": "meta.k8s.io/v1", "fieldManager": "editor"})
+    );
     api.delete("u", &Default::default()).await.expect("delete");
     let review = hook.last();
     assert_eq!(review["operation"], "DELETE");
