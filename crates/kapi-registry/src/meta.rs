@@ -51,9 +51,12 @@ pub fn remove(obj: &mut Value, field: &str) -> Option<Value> {
 }
 
 pub fn finalizers(obj: &Value) -> Vec<String> {
-    meta(obj)
-        .and_then(|m| m.member("finalizers"))
-        .and_then(Value::as_array)
+    string_items(meta(obj).and_then(|m| m.member("finalizers")))
+}
+
+/// The items of list `v` that are strings, in order (none when `v` is no list).
+pub(crate) fn string_items(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array)
         .map(|a| {
             a.iter()
                 .filter_map(|v| v.as_str().map(str::to_owned))

@@ -68,15 +68,7 @@ impl ObjectIdentity {
 
     /// The finalizers that are strings, in order.
     pub fn finalizers(&self) -> Vec<String> {
-        self.ownership
-            .get("finalizers")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|v| v.as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default()
+        crate::meta::string_items(self.ownership.get("finalizers"))
     }
 
     /// Whether a deletion has begun (`deletionTimestamp` set).
