@@ -41,7 +41,7 @@ pub struct RequestAdmission {
 /// four kinds, dry run or not): most writes name no field manager and no
 /// grace period, and their options are then built once, not per request
 /// (an attribute that changes them copies its own).
-fn options(kind: &str, dry_run: bool, extra: Option<(&str, Value)>) -> Arc<Value> {
+fn options(kind: &str, dry_run: bool, extra: Vec<(&str, Value)>) -> Arc<Value> {
     static COMMON: std::sync::LazyLock<Vec<(&'static str, bool, Arc<Value>)>> =
         std::sync::LazyLock::new(|| {
             let kinds = [
@@ -52,10 +52,12 @@ fn options(kind: &str, dry_run: bool, extra: Option<(&str, Value)>) -> Arc<Value
             ];
             kinds
                 .iter()
-                .flat_map(|&k| [false, true].map(|d| (k, d, Arc::new(build_options(k, d, None)))))
+                .flat_map(|&k| {
+                    [false, true].map(|d| (k, d, Arc::new(build_options(k, d, Vec::new()))))
+                })
                 .collect()
         });
-    if extra.is_none() {
+    if extra.is_empty() {
         if let Some((_, _, shared)) = COMMON.iter().find(|(k, d, _)| *k == kind && *d == dry_run) {
             return shared.clone();
         }
@@ -63,14 +65,14 @@ fn options(kind: &str, dry_run: bool, extra: Option<(&str, Value)>) -> Arc<Value
     Arc::new(build_options(kind, dry_run, extra))
 }
 
-fn build_options(kind: &str, dry_run: bool, extra: Option<(&str, Value)>) -> Value {
-    let mut o = serde_json::Map::with_capacity(4);
+fn build_options(kind: &str, dry_run: bool, extra: Vec<(&str, Value)>) -> Value {
+    let mut o = serde_json::Map::with_capacity(3 + extra.len());
     o.insert("kind".into(), kind.into());
     o.insert("apiVersion".into(), "meta.k8s.io/v1".into());
     if dry_run {
         o.insert("dryRun".into(), json!(["All"]));
     }
-    if let Some((name, value)) = extra {
+    for (name, value) in extra {
         o.insert(name.into(), value);
     }
     Value::Object(o)
@@ -118,7 +120,9 @@ impl RequestAdmission {
     }
 
     /// For a write (create, update, patch, apply); `kind` names its options
-    /// (`CreateOptions`, `UpdateOptions`, `PatchOptions`).
+    /// (`CreateOptions`, `UpdateOptions`, `PatchOptions`). A patch is
+    /// admitted with `UpdateOptions` (or `CreateOptions` when it creates), as
+    /// upstream's patch handler converts its options (`patchToUpdateOptions`).
     pub fn write(
         chain: Arc<Chain>,
         t: &Target<'_>,
@@ -128,11 +132,22 @@ impl RequestAdmission {
         // The options as the request gave them: a manager defaulted from
         // the User-Agent is the managedFields' only (upstream's
         // `managerOrUserAgent`), not written back into them.
-        let extra = opts
+        let mut extra = Vec::new();
+        if let Some(m) = opts
             .field_manager
             .as_ref()
             .filter(|_| !opts.field_manager_defaulted)
-            .map(|m| ("fieldManager", Value::from(m.as_str())));
+        {
+            extra.push(("fieldManager", Value::from(m.as_str())));
+        }
+        if let Some(v) = &opts.field_validation {
+            extra.push(("fieldValidation", Value::from(v.as_str())));
+        }
+        let kind = if kind == "PatchOptions" {
+            "UpdateOptions"
+        } else {
+            kind
+        };
         let op = if kind == "CreateOptions" {
             Operation::Create
         } else {
@@ -145,7 +160,7 @@ impl RequestAdmission {
     /// For a delete (also each item of a delete-collection).
     pub fn delete(chain: Arc<Chain>, t: &Target<'_>, opts: &DeleteOptions) -> RequestAdmission {
         let extra = opts.grace_period.map(|g| ("gracePeriodSeconds", json!(g)));
-        let options = options("DeleteOptions", opts.dry_run, extra);
+        let options = options("DeleteOptions", opts.dry_run, extra.into_iter().collect());
         RequestAdmission::base(chain, t, Operation::Delete, opts.dry_run, options)
     }
 
@@ -311,23 +326,26 @@ mod tests {
             "DeleteOptions",
         ] {
             for dry_run in [false, true] {
-                let shared = options(kind, dry_run, None);
-                assert_eq!(*shared, build_options(kind, dry_run, None));
-                assert!(Arc::ptr_eq(&shared, &options(kind, dry_run, None)));
+                let shared = options(kind, dry_run, Vec::new());
+                assert_eq!(*shared, build_options(kind, dry_run, Vec::new()));
+                assert!(Arc::ptr_eq(&shared, &options(kind, dry_run, Vec::new())));
                 let mut changed = shared.clone();
                 Arc::make_mut(&mut changed)["kind"] = json!("Other");
-                assert_eq!(options(kind, dry_run, None)["kind"], kind);
+                assert_eq!(options(kind, dry_run, Vec::new())["kind"], kind);
             }
         }
         let managed = options(
-            "PatchOptions",
+            "UpdateOptions",
             true,
-            Some(("fieldManager", json!("kubectl"))),
+            vec![
+                ("fieldManager", json!("kubectl")),
+                ("fieldValidation", json!("Strict")),
+            ],
         );
         assert_eq!(
             *managed,
-            json!({"kind": "PatchOptions", "apiVersion": "meta.k8s.io/v1", "dryRun": ["All"], "fieldManager": "kubectl"})
+            json!({"kind": "UpdateOptions", "apiVersion": "meta.k8s.io/v1", "dryRun": ["All"], "fieldManager": "kubectl", "fieldValidation": "Strict"})
         );
-        assert_eq!(options("Other", false, None)["kind"], "Other");
+        assert_eq!(options("Other", false, Vec::new())["kind"], "Other");
     }
 }

@@ -38,7 +38,7 @@ pub struct Attrs {
     pub name: String,
     pub object: Option<Value>,
     pub old_object: Option<Value>,
-    /// CreateOptions / UpdateOptions / DeleteOptions / PatchOptions.
+    /// CreateOptions / UpdateOptions / DeleteOptions (a patch's are UpdateOptions).
     pub options: Option<Value>,
     pub dry_run: bool,
     pub user: UserInfo,

@@ -31,6 +31,9 @@ pub struct WriteOptions {
     /// admission attributes' options then name no `fieldManager`, as
     /// upstream's hold the options as the request gave them.
     pub field_manager_defaulted: bool,
+    /// The request's `fieldValidation` when it named one (the admission
+    /// attributes' options carry it, as upstream's).
+    pub field_validation: Option<String>,
     /// The object's `metadata.managedFields` were already worked out (by a
     /// server-side apply); the store keeps them as they are.
     pub managed_fields_set: bool,

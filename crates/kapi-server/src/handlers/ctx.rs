@@ -89,6 +89,7 @@ impl Ctx {
             dry_run,
             field_manager: Some(manager),
             field_manager_defaulted: defaulted,
+            field_validation: self.query.non_empty("fieldValidation").map(str::to_owned),
             managed_fields_set: false,
             answer_json: false,
             answer_protobuf: false,

@@ -109,7 +109,9 @@ async fn mutating_webhook_changes_a_scale_update() {
     assert_eq!(r["object"]["spec"]["replicas"], 5);
     assert_eq!(r["oldObject"]["kind"], "Scale");
     assert_eq!(r["oldObject"]["spec"]["replicas"], 1);
-    assert_eq!(r["options"]["kind"], "PatchOptions");
+    // A patch is admitted with UpdateOptions, as upstream's patch handler
+    // converts its PatchOptions.
+    assert_eq!(r["options"]["kind"], "UpdateOptions");
     assert_eq!(r["dryRun"], false);
 
     // A PUT of the Scale is an UPDATE with UpdateOptions, mutated the same way.

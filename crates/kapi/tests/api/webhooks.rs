@@ -442,6 +442,22 @@ async fn updates_and_deletes_carry_the_old_object() {
         review["options"],
         json!({"kind": "UpdateOptions", "apiVersion": "meta.k8s.io/v1", "fieldManager": "editor"})
     );
+    // A patch is admitted with UpdateOptions, carrying the request's
+    // fieldValidation (upstream's patchToUpdateOptions).
+    let strict = kube::api::PatchParams {
+        field_validation: Some(kube::api::ValidationDirective::Strict),
+        ..Default::default()
+    };
+    let labels = json!({"metadata": {"labels": {"p": "q"}}});
+    api.patch("u", &strict, &kube::api::Patch::Merge(&labels))
+        .await
+        .expect("patch");
+    let review = hook.last();
+    assert_eq!(review["operation"], "UPDATE");
+    assert_eq!(
+        review["options"],
+        json!({"kind": "UpdateOptions", "apiVersion": "meta.k8s.io/v1", "fieldValidation": "Strict"})
+    );
     api.delete("u", &Default::default()).await.expect("delete");
     let review = hook.last();
     assert_eq!(review["operation"], "DELETE");
