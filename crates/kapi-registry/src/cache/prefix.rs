@@ -423,11 +423,10 @@ impl PrefixCache {
         buffer: usize,
     ) -> Result<(CacheWatch, Revision), Miss> {
         let mut st = self.state.write().expect("cache lock");
-        self.catch_up(&mut st);
         let after = if after <= 0 {
-            st.check(None, st.revision)?
+            st.check(None, self.floor())?
         } else {
-            st.check(Some(after), st.revision)?
+            st.check(Some(after), self.floor())?
         };
         let backlog: Vec<_> = st
             .history

@@ -51,16 +51,12 @@ impl<P> Default for Picked<P> {
     }
 }
 
+#[cfg(test)]
 impl<P: Pick> Picked<P> {
-    /// The metadata object `json` (its first byte the opening brace) as
-    /// parsing it gives, found by a scan that skips the members `P` does not
-    /// keep over their bytes (the parse walks them token by token: most of a
-    /// metadata object is usually `managedFields`) and parses only the kept
-    /// values. `None` when the scan cannot tell what the parse would give: a
-    /// key with an escape, or bytes that are not one whole object.
+    /// [`scan_kept`] collected into a map: what the tests compare with the
+    /// parse.
     pub(super) fn scan(json: &[u8]) -> Option<Self> {
-        // Room for an identity and the `resourceVersion` added to it.
-        let mut m = Map::with_capacity(8);
+        let mut m = Map::new();
         scan_kept::<P>(json, |key, value| {
             m.insert(key.to_owned(), value);
         })?;
@@ -68,9 +64,13 @@ impl<P: Pick> Picked<P> {
     }
 }
 
-/// The scan of [`Picked::scan`], handing each kept member to `f` (its key and
-/// parsed value, in order) instead of collecting them; `None` when the scan
-/// cannot tell what a parse would give (`f` may have been called already).
+/// The members of the metadata object `json` (its first byte the opening
+/// brace) that `P` keeps, as parsing it gives them, handed to `f` in order:
+/// found by a scan that skips the members `P` does not keep over their bytes
+/// (the parse walks them token by token: most of a metadata object is
+/// usually `managedFields`) and parses only the kept values. `None` when the
+/// scan cannot tell what the parse would give (a key with an escape, or
+/// bytes that are not one whole object); `f` may have been called already.
 pub(super) fn scan_kept<P: Pick>(json: &[u8], mut f: impl FnMut(&str, Value)) -> Option<()> {
     let mut members = json_scan::members(json);
     for (quoted, start) in members.by_ref() {

@@ -369,17 +369,10 @@ impl Store {
     /// scan, without building a JSON object (the garbage collector's
     /// informers read one per event of every resource).
     pub fn identity_at(&self, kv: &KeyValue, revision: i64) -> Result<ObjectIdentity, ApiError> {
-        use metadata_only::{scan_kept, Identity, Picked};
-        let json = json_of(kv)?;
-        let start = crate::json_scan::metadata_open_brace(&json);
-        let mut id = ObjectIdentity::default();
-        let scanned = start.and_then(|s| scan_kept::<Identity>(&json[s..], |k, v| id.set(k, v)));
-        if scanned.is_none() {
-            id = ObjectIdentity::default();
-            for (k, v) in metadata_in::<Picked<Identity>>(kv, &json, start)?.0 {
-                id.set(&k, v);
-            }
-        }
+        let mut id =
+            picked_into::<metadata_only::Identity, _>(kv, ObjectIdentity::default, |id, k, v| {
+                id.set(k, v)
+            })?;
         id.resource_version = Some(itoa::Buffer::new().format(revision).to_owned());
         Ok(id)
     }
@@ -551,17 +544,39 @@ fn metadata_in<M: serde::de::DeserializeOwned + Default>(
     Ok(m.metadata.unwrap_or_default())
 }
 
-/// The top-level `metadata` of stored bytes cut to what `P` keeps: by a
-/// scan of its members ([`Picked::scan`]) when it can tell, else parsed.
+/// The top-level `metadata` of stored bytes cut to what `P` keeps.
 fn picked_metadata<P: metadata_only::Pick>(
     kv: &KeyValue,
 ) -> Result<serde_json::Map<String, Value>, ApiError> {
+    // Room for an identity and the `resourceVersion` added to it.
+    let new = || serde_json::Map::with_capacity(8);
+    picked_into::<P, _>(kv, new, |m, k, v| {
+        m.insert(k.to_owned(), v);
+    })
+}
+
+/// The members of the top-level `metadata` of stored bytes that `P` keeps,
+/// each `put` in order into what `new` makes: by a scan of its members
+/// ([`metadata_only::scan_kept`]) when it can tell, else parsed (into a
+/// fresh one: the scan may have put some before it gave up).
+fn picked_into<P: metadata_only::Pick, T>(
+    kv: &KeyValue,
+    new: impl Fn() -> T,
+    mut put: impl FnMut(&mut T, &str, Value),
+) -> Result<T, ApiError> {
     let json = json_of(kv)?;
     let start = crate::json_scan::metadata_open_brace(&json);
-    if let Some(picked) = start.and_then(|s| Picked::<P>::scan(&json[s..])) {
-        return Ok(picked.0);
+    let mut out = new();
+    let scanned =
+        start.and_then(|s| metadata_only::scan_kept::<P>(&json[s..], |k, v| put(&mut out, k, v)));
+    if scanned.is_some() {
+        return Ok(out);
     }
-    Ok(metadata_in::<Picked<P>>(kv, &json, start)?.0)
+    let mut out = new();
+    for (k, v) in metadata_in::<Picked<P>>(kv, &json, start)?.0 {
+        put(&mut out, &k, v);
+    }
+    Ok(out)
 }
 
 /// The stored value as JSON: the bytes themselves when they are JSON (always
