@@ -20,6 +20,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 
 use kapi_client::accept_any::AcceptAnyCert;
 use kapi_client::service_resolver::Endpoint;
+use kapi_client::trust::GoTrust;
 
 /// How long dialling plus the TLS handshake may take.
 pub const DIAL_TIMEOUT: Duration = Duration::from_secs(5);
@@ -50,12 +51,10 @@ pub fn tls_config(
             .dangerous()
             .with_custom_certificate_verifier(AcceptAnyCert::new(provider))
     } else {
-        let mut roots = rustls::RootCertStore::empty();
-        for cert in CertificateDer::pem_slice_iter(ca_bundle_pem) {
-            let cert = cert.map_err(|e| format!("caBundle: {e}"))?;
-            roots.add(cert).map_err(|e| format!("caBundle: {e}"))?;
-        }
-        builder.with_root_certificates(roots)
+        let roots = CertificateDer::pem_slice_iter(ca_bundle_pem)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| format!("caBundle: {e}"))?;
+        GoTrust::config(builder, roots).map_err(|e| format!("caBundle: {e}"))?
     };
     let mut config = match client {
         Some((cert, key)) => {

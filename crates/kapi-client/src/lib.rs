@@ -10,6 +10,9 @@
 //! - `queue.rs` — a de-duplicating work queue and its workers;
 //! - `service_resolver.rs` — a Service to a dialable endpoint (no kube-proxy
 //!   in a standalone control plane);
+//! - `trust.rs` — a server certificate verified against a CA bundle as Go
+//!   does (a self-signed CA certificate trusted as its own server's), for
+//!   every client given a CA;
 //! - `webhook.rs` — the HTTPS client that POSTs reviews to webhooks
 //!   (`clientConfig` by URL or by Service) and fetches an OIDC issuer's
 //!   documents;
@@ -27,4 +30,5 @@ pub mod informer;
 pub mod kubeconfig;
 pub mod queue;
 pub mod service_resolver;
+pub mod trust;
 pub mod webhook;

@@ -24,7 +24,7 @@ use base64::Engine;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper_util::rt::TokioIo;
-use rustls::pki_types::ServerName;
+use rustls::pki_types::{CertificateDer, ServerName};
 use serde_json::Value;
 
 use kapi_egress::{Dialer, Egress, TcpDialer};
@@ -182,7 +182,7 @@ impl ClientTls {
                 .dangerous()
                 .with_custom_certificate_verifier(crate::accept_any::AcceptAnyCert::new(provider))
         } else {
-            builder.with_root_certificates(roots(ca_pem)?)
+            crate::trust::GoTrust::config(builder, roots(ca_pem)?)?
         };
         let config = match client {
             None => builder.with_no_client_auth(),
@@ -218,27 +218,19 @@ impl ClientTls {
 }
 
 /// The roots in `ca_pem`, or the system's.
-fn roots(ca_pem: Option<&[u8]>) -> Result<rustls::RootCertStore, String> {
-    let mut roots = rustls::RootCertStore::empty();
+fn roots(ca_pem: Option<&[u8]>) -> Result<Vec<CertificateDer<'static>>, String> {
     match ca_pem {
-        None => {
-            for c in rustls_native_certs::load_native_certs().certs {
-                let _ = roots.add(c);
-            }
-        }
+        None => Ok(rustls_native_certs::load_native_certs().certs),
         Some(pem) => {
-            for c in rustls_pemfile::certs(&mut &pem[..]) {
-                let c = c.map_err(|e| format!("invalid CA certificate: {e}"))?;
-                roots
-                    .add(c)
-                    .map_err(|e| format!("invalid CA certificate: {e}"))?;
-            }
+            let roots = rustls_pemfile::certs(&mut &pem[..])
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| format!("invalid CA certificate: {e}"))?;
             if roots.is_empty() {
                 return Err("no valid certificate authority data seen".into());
             }
+            Ok(roots)
         }
     }
-    Ok(roots)
 }
 
 /// POST `body` to `t` (an admission or conversion webhook); the response

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 
 use kapi_client::accept_any::AcceptAnyCert;
+use kapi_client::trust::GoTrust;
 
 use crate::config::{BoxIo, KubeletConfig};
 
@@ -37,13 +38,8 @@ impl Transport {
             .with_safe_default_protocol_versions()
             .map_err(|e| e.to_string())?;
         let builder = match &config.certificate_authority {
-            Some(ca) => {
-                let mut roots = rustls::RootCertStore::empty();
-                for c in read_certs(ca)? {
-                    roots.add(c).map_err(|e| format!("{}: {e}", ca.display()))?;
-                }
-                builder.with_root_certificates(roots)
-            }
+            Some(ca) => GoTrust::config(builder, read_certs(ca)?)
+                .map_err(|e| format!("{}: {e}", ca.display()))?,
             None => builder
                 .dangerous()
                 .with_custom_certificate_verifier(AcceptAnyCert::new(provider.clone())),

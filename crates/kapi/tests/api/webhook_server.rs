@@ -123,13 +123,28 @@ fn answer(path: &str, req: &Value) -> Value {
 }
 
 pub async fn start() -> Hook {
+    start_with(false).await
+}
+
+/// A webhook whose self-signed certificate is also a CA (`CA:TRUE`, as
+/// `openssl req -x509` makes by default), given as its own `caBundle`.
+pub async fn start_ca_self_signed() -> Hook {
+    start_with(true).await
+}
+
+async fn start_with(is_ca: bool) -> Hook {
     let names = ["127.0.0.1", "localhost", "hook.default.svc"].map(String::from);
-    let ck = rcgen::generate_simple_self_signed(names.to_vec()).expect("certificate");
-    let cert_pem = ck.cert.pem();
+    let mut params = rcgen::CertificateParams::new(names.to_vec()).expect("names");
+    if is_ca {
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    }
+    let signing_key = rcgen::KeyPair::generate().expect("key");
+    let cert = params.self_signed(&signing_key).expect("certificate");
+    let cert_pem = cert.pem();
     let certs = rustls_pemfile::certs(&mut cert_pem.as_bytes())
         .collect::<Result<Vec<_>, _>>()
         .unwrap();
-    let key_pem = ck.signing_key.serialize_pem();
+    let key_pem = signing_key.serialize_pem();
     let key = rustls_pemfile::private_key(&mut key_pem.as_bytes())
         .unwrap()
         .unwrap();

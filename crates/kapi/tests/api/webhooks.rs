@@ -124,6 +124,28 @@ async fn mutating_webhook_patch_is_applied_before_storage() {
     assert_eq!(api.get("m").await.unwrap().data.unwrap()["mutated"], "yes");
 }
 
+/// A serving certificate that is self-signed and a CA (`CA:TRUE`, what
+/// `openssl req -x509` makes), given as its own `caBundle`: Go's verifier
+/// trusts a certificate that is one of the roots, so kube-apiserver calls
+/// such a webhook, and so does kapi (WebPKI alone refuses a CA as the
+/// server's certificate).
+#[tokio::test]
+async fn webhook_whose_certificate_is_its_own_ca_is_called() {
+    let ts = harness::start().await;
+    let hook = webhook_server::start_ca_self_signed().await;
+    let m = hook_spec(
+        "mutate.example.com",
+        url_config(&hook, "/mutate"),
+        json!({}),
+    );
+    configure(&ts, true, "mutate", m).await;
+    let cm = create_cm(&ts, "default", "m", &[]).await.expect("created");
+    assert_eq!(cm.data.unwrap()["mutated"], "yes");
+    assert_eq!(hook.calls(), ["/mutate"]);
+
+    // Its name, validity and usage checks: kapi-client's trust tests.
+}
+
 #[tokio::test]
 async fn failure_policy_decides_for_unreachable_and_misbehaving_webhooks() {
     let ts = harness::start().await;
