@@ -159,8 +159,29 @@ impl RequestAdmission {
 
     /// For a delete (also each item of a delete-collection).
     pub fn delete(chain: Arc<Chain>, t: &Target<'_>, opts: &DeleteOptions) -> RequestAdmission {
-        let extra = opts.grace_period.map(|g| ("gracePeriodSeconds", json!(g)));
-        let options = options("DeleteOptions", opts.dry_run, extra.into_iter().collect());
+        // The options as the request gave them.
+        let mut extra = Vec::new();
+        if let Some(g) = opts.grace_period {
+            extra.push(("gracePeriodSeconds", json!(g)));
+        }
+        let pre = &opts.preconditions;
+        if pre.uid.is_some() || pre.resource_version.is_some() {
+            let mut p = serde_json::Map::new();
+            if let Some(uid) = &pre.uid {
+                p.insert("uid".into(), uid.as_str().into());
+            }
+            if let Some(rv) = &pre.resource_version {
+                p.insert("resourceVersion".into(), rv.as_str().into());
+            }
+            extra.push(("preconditions", Value::Object(p)));
+        }
+        if let Some(orphan) = opts.orphan_dependents {
+            extra.push(("orphanDependents", orphan.into()));
+        }
+        if let Some(policy) = opts.propagation {
+            extra.push(("propagationPolicy", policy.as_str().into()));
+        }
+        let options = options("DeleteOptions", opts.dry_run, extra);
         RequestAdmission::base(chain, t, Operation::Delete, opts.dry_run, options)
     }
 
@@ -280,13 +301,26 @@ impl WriteAdmission for RequestAdmission {
     }
 
     /// Both phases for deleting `old` (the object as stored).
-    async fn admit_delete(&self, old: &Value) -> Result<(), ApiError> {
+    /// A delete by name is admitted with its options as the strategy settled
+    /// them (a pod's grace period); each item of a delete-collection with the
+    /// request's own options and no name, as upstream's collection attributes.
+    async fn admit_delete(&self, old: &Value, grace: Option<i64>) -> Result<(), ApiError> {
         let op = Operation::Delete;
         if !self.chain.mutates(op) && !self.chain.validates(op) {
             return Ok(());
         }
-        let mut a = self.attrs(op, None, Some(old.clone()));
-        a.name = meta::name(old).to_owned();
+        let mut a = self.base.clone();
+        a.operation = op;
+        a.old_object = Some(old.clone());
+        if let Some(g) = grace.filter(|_| !a.name.is_empty()) {
+            if a.options
+                .member("gracePeriodSeconds")
+                .and_then(Value::as_i64)
+                != Some(g)
+            {
+                Arc::make_mut(&mut a.options)["gracePeriodSeconds"] = json!(g);
+            }
+        }
         self.chain.admit(&mut a).await?;
         self.chain.validate(&a).await
     }

@@ -36,8 +36,10 @@ pub trait WriteAdmission: Send + Sync {
     /// lent mutably so that admission can hand them to its plugins without a
     /// copy; they are given back unchanged.
     async fn validate(&self, obj: &mut Value, old: Option<&mut Value>) -> Result<(), ApiError>;
-    /// A delete's admission, both phases, on the object about to be deleted.
-    async fn admit_delete(&self, _old: &Value) -> Result<(), ApiError> {
+    /// A delete's admission, both phases, on the object about to be deleted;
+    /// `grace` is the options' grace period as the resource's strategy
+    /// settled it for this object.
+    async fn admit_delete(&self, _old: &Value, _grace: Option<i64>) -> Result<(), ApiError> {
         Ok(())
     }
     /// The create or update is over: `stored` is what it wrote, `None` when

@@ -110,6 +110,16 @@ pub fn rfc3339_after(seconds: i64) -> String {
     t.format(&f).expect("formattable time")
 }
 
+/// The RFC 3339 time `ts` moved by `seconds` (in `rfc3339_after`'s form);
+/// `None` when `ts` is no such time.
+pub fn rfc3339_shifted(ts: &str, seconds: i64) -> Option<String> {
+    let t = time::OffsetDateTime::parse(ts, &time::format_description::well_known::Rfc3339).ok()?;
+    let f = time::macros::format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]Z");
+    (t.to_offset(time::UtcOffset::UTC) + time::Duration::seconds(seconds))
+        .format(&f)
+        .ok()
+}
+
 pub fn new_uid() -> String {
     // Random bytes from the thread's generator (seeded from the OS), not a
     // system call per UID as `Uuid::new_v4` makes: one per request and object.

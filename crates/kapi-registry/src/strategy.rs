@@ -209,9 +209,12 @@ pub trait Strategy: Send + Sync + 'static {
         })
     }
 
-    /// Whether a graceful delete of `obj` completes at once (no kubelet to wait for).
-    fn delete_immediately(&self, _obj: &Value) -> bool {
-        true
+    /// Upstream's `CheckGracefulDelete`: `None` for a resource without
+    /// graceful deletion (the default); else the grace period, in seconds, a
+    /// delete of `obj` asking for `requested` (negative asks already made 1)
+    /// waits before the object goes — 0 for at once.
+    fn graceful_delete(&self, _obj: &Value, _requested: Option<i64>) -> Option<i64> {
+        None
     }
 
     /// Called when a delete finds no finalizers: return true to mark the object

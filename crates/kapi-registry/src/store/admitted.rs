@@ -20,7 +20,7 @@ use crate::admission::WriteAdmission;
 use crate::meta;
 
 /// Retries after conflicting writes before giving up (as `guaranteed_update`).
-const MAX_ATTEMPTS: usize = 1000;
+pub(super) const MAX_ATTEMPTS: usize = 1000;
 
 impl Store {
     /// What upstream does to a write's object between decoding it and the
@@ -193,14 +193,31 @@ impl Store {
             };
             let obj = self.decode(kv)?;
             self.check_delete_preconditions(&obj, &opts.preconditions)?;
-            admission.admit_delete(&obj).await?;
-            let (decision, outcome) = self.decide_delete(obj, opts)?;
-            if opts.dry_run {
-                return Ok(outcome);
+            let plan = self.decide_delete(obj.clone(), opts)?;
+            if !plan.pending {
+                admission.admit_delete(&obj, plan.grace).await?;
             }
-            let attempt = match decision {
-                Decision::Unchanged => return Ok(outcome),
+            if opts.dry_run {
+                return Ok(plan.outcome);
+            }
+            let attempt = match plan.decision {
+                Decision::Unchanged => return Ok(plan.outcome),
                 Decision::Write(v) => match self.backend.update(&key, v, kv.mod_revision).await {
+                    Ok(kv) if plan.then_delete => {
+                        // The delete that follows is admitted again, on the
+                        // object as marked (upstream's storage delete runs
+                        // the validation too).
+                        admission
+                            .admit_delete(&self.decode(&kv)?, plan.grace)
+                            .await?;
+                        match self.delete_written(&key, &kv, name).await? {
+                            Some(done) => return Ok(done),
+                            None => {
+                                current = self.backend.get(&key, None).await.map_err(storage)?;
+                                continue;
+                            }
+                        }
+                    }
                     Ok(kv) => return Ok(DeleteOutcome::Pending(self.decode(&kv)?)),
                     Err(e) => e,
                 },

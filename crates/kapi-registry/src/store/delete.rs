@@ -4,10 +4,12 @@
 //! finalizers (`orphan`, `foregroundDeletion`) the options ask for are added or
 //! removed first (`gc_finalizers.rs`), also on an object already being deleted.
 
+use kapi_machinery::member::Members;
 use kapi_machinery::status::ApiError;
-use kapi_storage::{guaranteed_update, Decision, KeyValue, Outcome, UpdateError};
+use kapi_storage::{guaranteed_update, Decision, KeyValue, Outcome, StorageError, UpdateError};
 use serde_json::Value;
 
+use super::admitted::MAX_ATTEMPTS;
 use super::options::{DeleteOptions, Preconditions};
 use super::{gc_finalizers, Store};
 use crate::meta;
@@ -29,36 +31,47 @@ impl Store {
         opts: &DeleteOptions,
     ) -> Result<DeleteOutcome, ApiError> {
         let key = self.def.key(namespace, name);
-        let mut result: Option<DeleteOutcome> = None;
-        let decide = |kv: Option<&KeyValue>| -> Result<Decision, ApiError> {
-            let Some(kv) = kv else {
-                return Err(self.not_found(name));
+        for _ in 0..MAX_ATTEMPTS {
+            let mut result: Option<(DeleteOutcome, bool)> = None;
+            let decide = |kv: Option<&KeyValue>| -> Result<Decision, ApiError> {
+                let Some(kv) = kv else {
+                    return Err(self.not_found(name));
+                };
+                let current = self.decode(kv)?;
+                self.check_delete_preconditions(&current, &opts.preconditions)?;
+                let plan = self.decide_delete(current, opts)?;
+                result = Some((plan.outcome, plan.then_delete));
+                Ok(if opts.dry_run {
+                    Decision::Unchanged
+                } else {
+                    plan.decision
+                })
             };
-            let current = self.decode(kv)?;
-            self.check_delete_preconditions(&current, &opts.preconditions)?;
-            let (decision, outcome) = self.decide_delete(current, opts)?;
-            result = Some(outcome);
-            Ok(if opts.dry_run {
-                Decision::Unchanged
-            } else {
-                decision
-            })
-        };
-        let outcome = guaranteed_update(self.backend.as_ref(), &key, decide).await;
-        let planned = result;
-        match outcome {
-            Ok(_) if opts.dry_run => Ok(planned.expect("decided")),
-            Ok(Outcome::Deleted { prev, .. }) => {
-                let gone = self.decode(&prev)?;
-                self.removed(&gone).await;
-                Ok(DeleteOutcome::Deleted(gone))
-            }
-            Ok(Outcome::Written(kv)) => Ok(DeleteOutcome::Pending(self.decode(&kv)?)),
-            Ok(Outcome::Unchanged(Some(kv))) => Ok(DeleteOutcome::Pending(self.decode(&kv)?)),
-            Ok(Outcome::Unchanged(None)) => Err(self.not_found(name)),
-            Err(UpdateError::Rejected(e)) => Err(e),
-            Err(UpdateError::Storage(e)) => Err(self.storage_error(e, name)),
+            let outcome = guaranteed_update(self.backend.as_ref(), &key, decide).await;
+            let (planned, then_delete) = result.expect("decided");
+            return match outcome {
+                Ok(_) if opts.dry_run => Ok(planned),
+                Ok(Outcome::Deleted { prev, .. }) => {
+                    let gone = self.decode(&prev)?;
+                    self.removed(&gone).await;
+                    Ok(DeleteOutcome::Deleted(gone))
+                }
+                Ok(Outcome::Written(kv)) if then_delete => {
+                    match self.delete_written(&key, &kv, name).await? {
+                        Some(done) => Ok(done),
+                        None => continue,
+                    }
+                }
+                Ok(Outcome::Written(kv)) => Ok(DeleteOutcome::Pending(self.decode(&kv)?)),
+                Ok(Outcome::Unchanged(Some(kv))) => Ok(DeleteOutcome::Pending(self.decode(&kv)?)),
+                Ok(Outcome::Unchanged(None)) => Err(self.not_found(name)),
+                Err(UpdateError::Rejected(e)) => Err(e),
+                Err(UpdateError::Storage(e)) => Err(self.storage_error(e, name)),
+            };
         }
+        Err(ApiError::internal(format!(
+            "too many conflicts deleting {key:?}"
+        )))
     }
 
     pub(super) fn check_delete_preconditions(
@@ -90,11 +103,62 @@ impl Store {
         Ok(())
     }
 
+    /// What a delete does with `obj` as found (upstream's `rest.BeforeDelete`
+    /// and the store's `Delete`). A resource with graceful deletion (pods) is
+    /// first marked with the grace period its strategy gives
+    /// (`deletionTimestamp` that far ahead); one already marked only takes a
+    /// shorter period, and otherwise the delete changes nothing. A grace
+    /// period of 0 without finalizers marks the object, then deletes it.
+    /// Without graceful deletion the object goes at once unless finalizers
+    /// (or the strategy) hold it, then it is marked deleting now.
     pub(super) fn decide_delete(
         &self,
         mut obj: Value,
         opts: &DeleteOptions,
-    ) -> Result<(Decision, DeleteOutcome), ApiError> {
+    ) -> Result<Plan, ApiError> {
+        // A negative grace period is 1 s on the delete path.
+        let mut grace = opts.grace_period.map(|g| if g < 0 { 1 } else { g });
+        let deleting = meta::is_deleting(&obj);
+        let mut graceful = false;
+        if let Some(period) = self.def.strategy.graceful_delete(&obj, grace) {
+            let existing = meta::meta(&obj)
+                .and_then(|m| m.member("deletionGracePeriodSeconds"))
+                .and_then(Value::as_i64)
+                .map(|g| if g < 0 { 1 } else { g });
+            match (deleting, existing) {
+                (false, _) => {
+                    grace = Some(period);
+                    mark_deleting(&mut obj, period);
+                    bump_generation(&mut obj);
+                    graceful = true;
+                }
+                // Marked without a grace period left: deleted as any other.
+                (true, None | Some(0)) => {}
+                (true, Some(existing)) => match grace {
+                    Some(shorter) if shorter < existing => {
+                        let at = meta::meta(&obj)
+                            .and_then(|m| m.member("deletionTimestamp"))
+                            .and_then(Value::as_str)
+                            .and_then(|t| meta::rfc3339_shifted(t, shorter - existing))
+                            .unwrap_or_else(|| meta::rfc3339_after(shorter));
+                        meta::set_str(&mut obj, "deletionTimestamp", &at);
+                        meta::meta_mut(&mut obj)
+                            .insert("deletionGracePeriodSeconds".into(), shorter.into());
+                        graceful = true;
+                    }
+                    // Graceful deletion is under way: nothing to do.
+                    _ => {
+                        return Ok(Plan {
+                            decision: Decision::Unchanged,
+                            outcome: DeleteOutcome::Pending(obj),
+                            then_delete: false,
+                            pending: true,
+                            grace: grace.or(Some(existing)),
+                        })
+                    }
+                },
+            }
+        }
         let policy = self.def.strategy.gc_policy();
         let gc_change = self
             .garbage_collection
@@ -104,37 +168,89 @@ impl Store {
             set_finalizers(&mut obj, finalizers);
         }
         let has_finalizers = !meta::finalizers(&obj).is_empty();
-        if meta::is_deleting(&obj) {
+        let plan = |decision, outcome| Plan {
+            decision,
+            outcome,
+            then_delete: false,
+            pending: false,
+            grace,
+        };
+        if graceful {
+            let bytes = self.encode(&obj)?;
+            if !has_finalizers && grace == Some(0) {
+                return Ok(Plan {
+                    then_delete: true,
+                    ..plan(Decision::Write(bytes), DeleteOutcome::Deleted(obj))
+                });
+            }
+            return Ok(plan(Decision::Write(bytes), DeleteOutcome::Pending(obj)));
+        }
+        if deleting {
             // Deletion is under way: only the GC finalizers may still change.
             if !(has_finalizers || self.def.strategy.begin_delete(&mut obj.clone())) {
-                return Ok((Decision::Delete, DeleteOutcome::Deleted(obj)));
+                return Ok(plan(Decision::Delete, DeleteOutcome::Deleted(obj)));
             }
             if gc_change.is_none() {
-                return Ok((Decision::Unchanged, DeleteOutcome::Pending(obj)));
+                return Ok(plan(Decision::Unchanged, DeleteOutcome::Pending(obj)));
             }
             meta::meta_mut(&mut obj).insert("deletionGracePeriodSeconds".into(), 0.into());
-            return Ok((
-                Decision::Write(self.encode(&obj)?),
-                DeleteOutcome::Pending(obj),
-            ));
+            let bytes = self.encode(&obj)?;
+            return Ok(plan(Decision::Write(bytes), DeleteOutcome::Pending(obj)));
         }
-        let grace = opts.grace_period.unwrap_or(0).max(0);
-        let graceful = grace > 0 && !self.def.strategy.delete_immediately(&obj);
         let marked = self.def.strategy.begin_delete(&mut obj);
-        if !(has_finalizers || graceful || marked) {
-            return Ok((Decision::Delete, DeleteOutcome::Deleted(obj)));
+        if !(has_finalizers || marked) {
+            return Ok(plan(Decision::Delete, DeleteOutcome::Deleted(obj)));
         }
-        let wait = if graceful { grace } else { 0 };
-        if !graceful {
-            bump_generation(&mut obj);
-        }
-        meta::set_str(&mut obj, "deletionTimestamp", &meta::rfc3339_after(wait));
-        meta::meta_mut(&mut obj).insert("deletionGracePeriodSeconds".into(), wait.into());
-        Ok((
-            Decision::Write(self.encode(&obj)?),
-            DeleteOutcome::Pending(obj),
-        ))
+        bump_generation(&mut obj);
+        mark_deleting(&mut obj, 0);
+        let bytes = self.encode(&obj)?;
+        Ok(plan(Decision::Write(bytes), DeleteOutcome::Pending(obj)))
     }
+
+    /// The second step of a delete that marked the object with no grace
+    /// period left (`written`): remove it, unless it changed since (`None`:
+    /// decide again). Gone already, it is reported deleted as written.
+    pub(super) async fn delete_written(
+        &self,
+        key: &str,
+        written: &KeyValue,
+        name: &str,
+    ) -> Result<Option<DeleteOutcome>, ApiError> {
+        match self.backend.delete(key, Some(written.mod_revision)).await {
+            Ok(d) => {
+                let gone = self.decode(&d.prev)?;
+                self.removed(&gone).await;
+                Ok(Some(DeleteOutcome::Deleted(gone)))
+            }
+            Err(StorageError::NotFound { .. }) => {
+                Ok(Some(DeleteOutcome::Deleted(self.decode(written)?)))
+            }
+            Err(StorageError::Conflict { .. }) => Ok(None),
+            Err(e) => Err(self.storage_error(e, name)),
+        }
+    }
+}
+
+/// What [`Store::decide_delete`] decided.
+pub(super) struct Plan {
+    pub decision: Decision,
+    /// What the request answers when the decision is carried out.
+    pub outcome: DeleteOutcome,
+    /// The write marks the object with no grace period left and no
+    /// finalizers: it is deleted right after.
+    pub then_delete: bool,
+    /// A graceful deletion under way that the request does not shorten:
+    /// nothing changes and admission is not asked (as upstream).
+    pub pending: bool,
+    /// The options' grace period as the strategy settled it (what admission
+    /// sees of a delete by name).
+    pub grace: Option<i64>,
+}
+
+/// `deletionTimestamp` `seconds` from now, and `deletionGracePeriodSeconds`.
+fn mark_deleting(obj: &mut Value, seconds: i64) {
+    meta::set_str(obj, "deletionTimestamp", &meta::rfc3339_after(seconds));
+    meta::meta_mut(obj).insert("deletionGracePeriodSeconds".into(), seconds.into());
 }
 
 fn set_finalizers(obj: &mut Value, finalizers: &[String]) {

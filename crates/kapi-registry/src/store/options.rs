@@ -76,6 +76,17 @@ pub enum Propagation {
     Foreground,
 }
 
+impl Propagation {
+    /// The `propagationPolicy` value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Propagation::Orphan => "Orphan",
+            Propagation::Background => "Background",
+            Propagation::Foreground => "Foreground",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct DeleteOptions {
     pub dry_run: bool,

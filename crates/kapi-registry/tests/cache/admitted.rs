@@ -33,7 +33,7 @@ impl WriteAdmission for Racing {
     async fn validate(&self, _obj: &mut Value, _old: Option<&mut Value>) -> Result<(), ApiError> {
         Ok(())
     }
-    async fn admit_delete(&self, old: &Value) -> Result<(), ApiError> {
+    async fn admit_delete(&self, old: &Value, _grace: Option<i64>) -> Result<(), ApiError> {
         let first = {
             let mut seen = self.seen.lock().unwrap();
             seen.push(old.clone());

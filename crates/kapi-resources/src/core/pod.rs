@@ -134,9 +134,20 @@ impl Strategy for PodStrategy {
         Some(value)
     }
 
-    fn delete_immediately(&self, obj: &Value) -> bool {
-        str_at(obj, "/spec/nodeName").is_empty()
-            || matches!(str_at(obj, "/status/phase"), "Failed" | "Succeeded")
+    /// The grace asked for, else the pod's `terminationGracePeriodSeconds`;
+    /// none for a pod no kubelet runs (unscheduled, or finished); a negative
+    /// period is 1 s.
+    fn graceful_delete(&self, obj: &Value, requested: Option<i64>) -> Option<i64> {
+        let period = requested
+            .or_else(|| i64_at(obj, "/spec/terminationGracePeriodSeconds"))
+            .unwrap_or(0);
+        let gone = str_at(obj, "/spec/nodeName").is_empty()
+            || matches!(str_at(obj, "/status/phase"), "Failed" | "Succeeded");
+        Some(match period {
+            _ if gone => 0,
+            p if p < 0 => 1,
+            p => p,
+        })
     }
 
     fn columns(&self) -> Vec<Column> {

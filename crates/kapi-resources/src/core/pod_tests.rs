@@ -183,13 +183,29 @@ fn field_values() {
 }
 
 #[test]
-fn delete_immediately_without_a_node() {
+fn graceful_delete_waits_for_a_kubelet_only() {
+    let s = &PodStrategy;
     let mut p = defaulted();
-    assert!(PodStrategy.delete_immediately(&p));
+    // Unscheduled: at once, whatever was asked.
+    assert_eq!(s.graceful_delete(&p, None), Some(0));
+    assert_eq!(s.graceful_delete(&p, Some(10)), Some(0));
     p["spec"]["nodeName"] = json!("n1");
-    assert!(!PodStrategy.delete_immediately(&p));
+    // Scheduled: the grace asked for, else the pod's own (defaulted to 30).
+    assert_eq!(s.graceful_delete(&p, None), Some(30));
+    assert_eq!(s.graceful_delete(&p, Some(10)), Some(10));
+    assert_eq!(s.graceful_delete(&p, Some(0)), Some(0));
+    p["spec"]["terminationGracePeriodSeconds"] = json!(5);
+    assert_eq!(s.graceful_delete(&p, None), Some(5));
+    p["spec"]["terminationGracePeriodSeconds"] = json!(-3);
+    assert_eq!(s.graceful_delete(&p, None), Some(1));
+    p["spec"]
+        .as_object_mut()
+        .unwrap()
+        .remove("terminationGracePeriodSeconds");
+    assert_eq!(s.graceful_delete(&p, None), Some(0));
+    // Finished: at once.
     p["status"] = json!({"phase": "Succeeded"});
-    assert!(PodStrategy.delete_immediately(&p));
+    assert_eq!(s.graceful_delete(&p, Some(10)), Some(0));
 }
 
 fn cells_of(p: &Value) -> Vec<Value> {

@@ -145,8 +145,8 @@ impl WriteAdmission for RequestAdmission {
         self.services.is_some()
     }
 
-    async fn admit_delete(&self, old: &Value) -> Result<(), ApiError> {
-        self.inner.admit_delete(old).await
+    async fn admit_delete(&self, old: &Value, grace: Option<i64>) -> Result<(), ApiError> {
+        self.inner.admit_delete(old, grace).await
     }
 
     async fn validate(&self, obj: &mut Value, old: Option<&mut Value>) -> Result<(), ApiError> {

@@ -214,28 +214,33 @@ pub async fn delete_collection(ctx: &Ctx, body: Body) -> Result<Response, ApiErr
     let list_opts = super::list::list_options(ctx)?;
     let store = &ctx.entry.store;
     let listed = store.list(ctx.namespace(), &list_opts).await?;
-    let mut deleted = Vec::new();
     let adm = RequestAdmission::delete(ctx, &opts);
     // `--delete-collection-workers` deletes at once, as upstream's workers.
     let workers = ctx.srv.config.delete_collection_workers.max(1);
-    let mut outcomes = futures::stream::iter(listed.items)
+    let names: Vec<(Option<String>, String)> = listed
+        .items
+        .iter()
         .map(|obj| {
+            let ns = kapi_registry::meta::namespace(obj).map(str::to_owned);
+            (ns, kapi_registry::meta::name(obj).to_owned())
+        })
+        .collect();
+    let mut outcomes = futures::stream::iter(names)
+        .map(|(ns, name)| {
             let (opts, adm) = (&opts, &adm);
-            async move {
-                let ns = kapi_registry::meta::namespace(&obj).map(str::to_owned);
-                let name = kapi_registry::meta::name(&obj).to_owned();
-                delete_one(ctx, ns.as_deref(), &name, opts, adm).await
-            }
+            async move { delete_one(ctx, ns.as_deref(), &name, opts, adm).await }
         })
         .buffer_unordered(workers);
     while let Some(outcome) = outcomes.next().await {
         match outcome {
-            Ok(DeleteOutcome::Deleted(o) | DeleteOutcome::Pending(o)) => deleted.push(o),
+            Ok(_) => {}
             Err(e) if e.is_not_found() => {}
             Err(e) => return Err(e),
         }
     }
     drop(outcomes);
+    // The answer lists the items as they were listed, in order (upstream's).
+    let deleted = &listed.items;
     let def = &ctx.entry.def;
     let body = json!({
         "kind": def.list_kind,

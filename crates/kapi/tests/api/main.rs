@@ -61,6 +61,7 @@ mod noderestriction;
 mod oidc_issuer;
 mod openapi_fidelity;
 mod patch;
+mod pod_deletion;
 mod podsubs;
 mod protobuf;
 mod protobuf_fast;

@@ -488,6 +488,137 @@ async fn updates_and_deletes_carry_the_old_object() {
     assert_eq!(review["options"]["kind"], "DeleteOptions");
 }
 
+/// A delete is admitted with its options as the request gave them
+/// (`propagationPolicy`, `preconditions`, `orphanDependents`, the grace
+/// period); a pod's grace period as its strategy settled it, and a pod
+/// deleted at once is admitted when marked and when removed; each item of a
+/// delete-collection without a name (the collection's attributes) — as
+/// kube-apiserver 1.28.4 sends them.
+#[tokio::test]
+async fn deletes_are_admitted_with_their_options() {
+    let ts = harness::start().await;
+    let hook = webhook_server::start().await;
+    let deletes = json!({"rules": [{"operations": ["DELETE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps", "pods"]}]});
+    configure(
+        &ts,
+        false,
+        "deletes",
+        hook_spec("deletes.example.com", url_config(&hook, "/allow"), deletes),
+    )
+    .await;
+    let cms = "/api/v1/namespaces/default/configmaps";
+    let delete = |path: String, body: Value| {
+        let ts = &ts;
+        async move {
+            let body = if body.is_null() {
+                Vec::new()
+            } else {
+                body.to_string().into_bytes()
+            };
+            let (code, out) = ts.send_json("DELETE", &path, body).await;
+            assert_eq!(code, 200, "{out}");
+        }
+    };
+    let options = |extra: Value| {
+        let mut o = json!({"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1"});
+        o.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        o
+    };
+
+    // kubectl delete: the policy in a body.
+    create_cm(&ts, "default", "a", &[]).await.unwrap();
+    let kubectl =
+        json!({"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"});
+    delete(format!("{cms}/a"), kubectl).await;
+    assert_eq!(
+        hook.last()["options"],
+        options(json!({"propagationPolicy": "Background"}))
+    );
+    assert_eq!(hook.last()["name"], "a");
+
+    // Preconditions, orphanDependents and a dry run.
+    let b = create_cm(&ts, "default", "b", &[]).await.unwrap();
+    let uid = b.metadata.uid.unwrap();
+    let body = json!({"orphanDependents": true, "preconditions": {"uid": uid}, "dryRun": ["All"]});
+    delete(format!("{cms}/b"), body).await;
+    assert_eq!(
+        hook.last()["options"],
+        options(
+            json!({"dryRun": ["All"], "orphanDependents": true, "preconditions": {"uid": uid}})
+        )
+    );
+    assert_eq!(hook.last()["dryRun"], true);
+
+    // From the query.
+    delete(
+        format!("{cms}/b?gracePeriodSeconds=0&propagationPolicy=Foreground"),
+        Value::Null,
+    )
+    .await;
+    assert_eq!(
+        hook.last()["options"],
+        options(json!({"gracePeriodSeconds": 0, "propagationPolicy": "Foreground"}))
+    );
+
+    // A delete-collection: each item without a name, with the request's options.
+    create_cm(&ts, "default", "c1", &[("x", "y")])
+        .await
+        .unwrap();
+    create_cm(&ts, "default", "c2", &[("x", "y")])
+        .await
+        .unwrap();
+    let before = hook.calls().len();
+    delete(
+        format!("{cms}?labelSelector=x%3Dy&gracePeriodSeconds=5"),
+        Value::Null,
+    )
+    .await;
+    let seen = hook.seen.lock().unwrap()[before..].to_vec();
+    let mut old: Vec<_> = seen
+        .iter()
+        .map(|(_, r)| r["oldObject"]["metadata"]["name"].clone())
+        .collect();
+    old.sort_by_key(|v| v.to_string());
+    assert_eq!(old, [json!("c1"), json!("c2")]);
+    for (_, r) in &seen {
+        assert!(r.get("name").is_none_or(|n| n == ""), "{r}");
+        assert_eq!(r["options"], options(json!({"gracePeriodSeconds": 5})));
+    }
+
+    // A pod no kubelet runs: kubectl's --now (1 s) is settled to 0, and the
+    // pod is admitted when marked and again when removed.
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "c", "image": "nginx"}]}});
+    let (code, out) = ts
+        .send_json(
+            "POST",
+            "/api/v1/namespaces/default/pods",
+            pod.to_string().into_bytes(),
+        )
+        .await;
+    assert_eq!(code, 201, "{out}");
+    let before = hook.calls().len();
+    let now = json!({"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 1, "propagationPolicy": "Background"});
+    delete("/api/v1/namespaces/default/pods/p".into(), now).await;
+    let seen = hook.seen.lock().unwrap()[before..].to_vec();
+    assert_eq!(seen.len(), 2);
+    for (_, r) in &seen {
+        assert_eq!(
+            r["options"],
+            options(json!({"gracePeriodSeconds": 0, "propagationPolicy": "Background"}))
+        );
+    }
+    assert!(seen[0].1["oldObject"]["metadata"]
+        .get("deletionTimestamp")
+        .is_none());
+    assert_eq!(
+        seen[1].1["oldObject"]["metadata"]["deletionGracePeriodSeconds"],
+        0
+    );
+}
+
 #[tokio::test]
 async fn webhook_configurations_themselves_are_never_sent_to_webhooks() {
     let ts = harness::start().await;
