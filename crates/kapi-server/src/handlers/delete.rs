@@ -32,17 +32,20 @@ async fn delete_options(ctx: &Ctx, body: Body) -> Result<DeleteOptions, ApiError
     } else {
         decode_delete_options(ctx, &bytes)?
     };
-    let q = &ctx.query;
+    // The options are the body's when there is one, else the query's
+    // (upstream decodes one or the other, never both).
+    let q = from_body.is_null().then_some(&ctx.query);
+    let query = |key: &str| q.and_then(|q| q.non_empty(key));
     let str_opt = |key: &str| {
         from_body
             .get(key)
             .and_then(Value::as_str)
+            .or_else(|| query(key))
             .map(str::to_owned)
-            .or_else(|| q.non_empty(key).map(str::to_owned))
     };
     let grace_period = match from_body.get("gracePeriodSeconds").and_then(Value::as_i64) {
         Some(g) => Some(g),
-        None => match q.non_empty("gracePeriodSeconds") {
+        None => match query("gracePeriodSeconds") {
             Some(g) => Some(g.parse().map_err(|_| {
                 ApiError::bad_request(format!("strconv.ParseInt: parsing {g:?}: invalid syntax"))
             })?),
@@ -53,7 +56,7 @@ async fn delete_options(ctx: &Ctx, body: Body) -> Result<DeleteOptions, ApiError
     let orphan_dependents = from_body
         .get("orphanDependents")
         .and_then(Value::as_bool)
-        .or_else(|| q.non_empty("orphanDependents").and_then(|b| b.parse().ok()));
+        .or_else(|| query("orphanDependents").and_then(|b| b.parse().ok()));
     let policy = str_opt("propagationPolicy");
     let mut errs = Vec::new();
     let path = FieldPath::new("propagationPolicy");
@@ -87,7 +90,10 @@ async fn delete_options(ctx: &Ctx, body: Body) -> Result<DeleteOptions, ApiError
         .and_then(Value::as_array)
         .is_some_and(|a| a.iter().any(|v| v == "All"));
     Ok(DeleteOptions {
-        dry_run: dry_run(q)? || body_dry_run,
+        dry_run: match q {
+            Some(q) => dry_run(q)?,
+            None => body_dry_run,
+        },
         grace_period,
         propagation,
         orphan_dependents,

@@ -38,6 +38,7 @@ mod crd_objects;
 mod crd_schema;
 mod crud;
 mod defaults;
+mod delete_options;
 mod discovery;
 mod egress;
 mod encryption;
