@@ -108,20 +108,21 @@ async fn validating_webhook_allows_and_denies_with_its_status() {
     assert!(ts.configmap_names("default").await.iter().all(|n| n != "b"));
 }
 
-#[tokio::test]
-async fn mutating_webhook_patch_is_applied_before_storage() {
+/// A mutating webhook on `hook`'s `/mutate` changes a created ConfigMap,
+/// in the answer and in storage.
+async fn mutation_is_stored(hook: &webhook_server::Hook) {
     let ts = harness::start().await;
-    let hook = webhook_server::start().await;
-    let m = hook_spec(
-        "mutate.example.com",
-        url_config(&hook, "/mutate"),
-        json!({}),
-    );
+    let m = hook_spec("mutate.example.com", url_config(hook, "/mutate"), json!({}));
     configure(&ts, true, "mutate", m).await;
     let cm = create_cm(&ts, "default", "m", &[]).await.expect("created");
     assert_eq!(cm.data.unwrap()["mutated"], "yes");
     let api: Api<ConfigMap> = ts.api("default");
     assert_eq!(api.get("m").await.unwrap().data.unwrap()["mutated"], "yes");
+}
+
+#[tokio::test]
+async fn mutating_webhook_patch_is_applied_before_storage() {
+    mutation_is_stored(&webhook_server::start().await).await;
 }
 
 /// A serving certificate that is self-signed and a CA (`CA:TRUE`, what
@@ -131,16 +132,8 @@ async fn mutating_webhook_patch_is_applied_before_storage() {
 /// server's certificate).
 #[tokio::test]
 async fn webhook_whose_certificate_is_its_own_ca_is_called() {
-    let ts = harness::start().await;
     let hook = webhook_server::start_ca_self_signed().await;
-    let m = hook_spec(
-        "mutate.example.com",
-        url_config(&hook, "/mutate"),
-        json!({}),
-    );
-    configure(&ts, true, "mutate", m).await;
-    let cm = create_cm(&ts, "default", "m", &[]).await.expect("created");
-    assert_eq!(cm.data.unwrap()["mutated"], "yes");
+    mutation_is_stored(&hook).await;
     assert_eq!(hook.calls(), ["/mutate"]);
 
     // Its name, validity and usage checks: kapi-client's trust tests.
