@@ -94,30 +94,32 @@ pub fn now_rfc3339() -> String {
 
 /// The RFC 3339 text (seconds, UTC) of `seconds` after the Unix epoch.
 fn rfc3339_of(seconds: u64) -> String {
-    let f = time::macros::format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]Z");
-    i64::try_from(seconds)
-        .ok()
-        .and_then(|s| time::OffsetDateTime::from_unix_timestamp(s).ok())
-        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH)
-        .format(&f)
-        .expect("formattable time")
+    rfc3339_text(
+        i64::try_from(seconds)
+            .ok()
+            .and_then(|s| time::OffsetDateTime::from_unix_timestamp(s).ok())
+            .unwrap_or(time::OffsetDateTime::UNIX_EPOCH),
+    )
 }
 
 /// `now_rfc3339` plus `seconds`.
 pub fn rfc3339_after(seconds: i64) -> String {
-    let t = time::OffsetDateTime::now_utc() + time::Duration::seconds(seconds);
-    let f = time::macros::format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]Z");
-    t.format(&f).expect("formattable time")
+    rfc3339_text(time::OffsetDateTime::now_utc() + time::Duration::seconds(seconds))
 }
 
 /// The RFC 3339 time `ts` moved by `seconds` (in `rfc3339_after`'s form);
 /// `None` when `ts` is no such time.
 pub fn rfc3339_shifted(ts: &str, seconds: i64) -> Option<String> {
     let t = time::OffsetDateTime::parse(ts, &time::format_description::well_known::Rfc3339).ok()?;
+    Some(rfc3339_text(t + time::Duration::seconds(seconds)))
+}
+
+/// `t` as metadata times are written: UTC, whole seconds, `Z`.
+fn rfc3339_text(t: time::OffsetDateTime) -> String {
     let f = time::macros::format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]Z");
-    (t.to_offset(time::UtcOffset::UTC) + time::Duration::seconds(seconds))
+    t.to_offset(time::UtcOffset::UTC)
         .format(&f)
-        .ok()
+        .expect("formattable time")
 }
 
 pub fn new_uid() -> String {

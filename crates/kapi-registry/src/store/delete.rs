@@ -116,15 +116,14 @@ impl Store {
         mut obj: Value,
         opts: &DeleteOptions,
     ) -> Result<Plan, ApiError> {
-        // A negative grace period is 1 s on the delete path.
-        let mut grace = opts.grace_period.map(|g| if g < 0 { 1 } else { g });
+        let mut grace = opts.grace_period.map(delete_grace);
         let deleting = meta::is_deleting(&obj);
         let mut graceful = false;
         if let Some(period) = self.def.strategy.graceful_delete(&obj, grace) {
             let existing = meta::meta(&obj)
                 .and_then(|m| m.member("deletionGracePeriodSeconds"))
                 .and_then(Value::as_i64)
-                .map(|g| if g < 0 { 1 } else { g });
+                .map(delete_grace);
             match (deleting, existing) {
                 (false, _) => {
                     grace = Some(period);
@@ -136,9 +135,7 @@ impl Store {
                 (true, None | Some(0)) => {}
                 (true, Some(existing)) => match grace {
                     Some(shorter) if shorter < existing => {
-                        let at = meta::meta(&obj)
-                            .and_then(|m| m.member("deletionTimestamp"))
-                            .and_then(Value::as_str)
+                        let at = meta::meta_str(&obj, "deletionTimestamp")
                             .and_then(|t| meta::rfc3339_shifted(t, shorter - existing))
                             .unwrap_or_else(|| meta::rfc3339_after(shorter));
                         meta::set_str(&mut obj, "deletionTimestamp", &at);
@@ -245,6 +242,15 @@ pub(super) struct Plan {
     /// The options' grace period as the strategy settled it (what admission
     /// sees of a delete by name).
     pub grace: Option<i64>,
+}
+
+/// A grace period as the delete path takes it: a negative one is 1 s.
+fn delete_grace(seconds: i64) -> i64 {
+    if seconds < 0 {
+        1
+    } else {
+        seconds
+    }
 }
 
 /// `deletionTimestamp` `seconds` from now, and `deletionGracePeriodSeconds`.
