@@ -91,6 +91,7 @@ mod vap;
 mod vap_authz;
 mod versions;
 mod watch;
+mod webhook_reviews;
 mod webhook_server;
 mod webhooks;
 mod wire_bytes;
