@@ -14,6 +14,43 @@ pub(crate) fn metadata_open_brace(b: &[u8]) -> Option<usize> {
     (b.get(start) == Some(&b'{')).then_some(start)
 }
 
+/// Where the object in `b` is cut to write it as an item of a typed list:
+/// `metadata` is where the value of its top-level `"metadata"` key opens (if
+/// that is an object); `body`, where its first member other than a leading
+/// `kind` or `apiVersion` starts (its key's quote), so that `{` followed by
+/// `b[body..]` is the object without them. `body` is `None` when a `kind` or
+/// `apiVersion` member comes after another member (bytes not written by kapi,
+/// say from YAML storage, whose keys are sorted): such an object cannot be
+/// cut and is written the long way.
+pub(crate) fn item_layout(b: &[u8]) -> Option<ItemLayout> {
+    let is_type = |key: &[u8]| key == b"\"kind\"" || key == b"\"apiVersion\"";
+    let mut body = None;
+    let mut metadata = None;
+    let mut stray = false;
+    let mut walk = members(b);
+    for (key, start) in walk.by_ref() {
+        match body {
+            // `key` is a slice of `b`: its offset is where the member starts.
+            None if !is_type(key) => body = Some(key.as_ptr() as usize - b.as_ptr() as usize),
+            Some(_) if is_type(key) => stray = true,
+            _ => {}
+        }
+        if key == b"\"metadata\"" {
+            metadata = Some(start).filter(|&at| b.get(at) == Some(&b'{'));
+        }
+    }
+    Some(ItemLayout {
+        body: body.filter(|_| !stray && walk.closed()),
+        metadata: metadata?,
+    })
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ItemLayout {
+    pub body: Option<usize>,
+    pub metadata: usize,
+}
+
 /// The members of the JSON object in `b`, in order: each key (with its quotes,
 /// escapes undecoded) and the index where its value starts. The walk skips a
 /// value only when the next member is asked for, so a caller that stops early
@@ -189,6 +226,48 @@ mod tests {
                 assert_eq!(skip_value(cut.as_bytes(), 5), None, "{what} {n}");
             }
         }
+    }
+
+    #[test]
+    fn an_item_is_cut_after_its_leading_type_members() {
+        let cut = |s: &str| {
+            item_layout(s.as_bytes()).map(|l| {
+                (
+                    l.body.map(|body| format!("{{{}", &s[body..])),
+                    s[l.metadata..].chars().next().unwrap(),
+                )
+            })
+        };
+        let typed = r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a"},"data":{}}"#;
+        assert_eq!(
+            cut(typed),
+            Some((Some(r#"{"metadata":{"name":"a"},"data":{}}"#.into()), '{'))
+        );
+        let l = item_layout(typed.as_bytes()).unwrap();
+        assert_eq!(&typed[l.metadata..l.metadata + 10], r#"{"name":"a"#);
+        // Either order, with whitespace; nested kinds are not the object's.
+        assert_eq!(
+            cut(r#"{ "apiVersion" : "v1" , "kind":"X", "spec":{"kind":1}, "metadata":{}}"#),
+            Some((Some(r#"{"spec":{"kind":1}, "metadata":{}}"#.into()), '{'))
+        );
+        // Nothing to leave out: the whole object.
+        assert_eq!(
+            cut(r#"{"metadata":{},"data":{}}"#),
+            Some((Some(r#"{"metadata":{},"data":{}}"#.into()), '{'))
+        );
+        // A type member after another member: not cut (metadata still found).
+        assert_eq!(
+            cut(r#"{"data":{},"kind":"X","metadata":{}}"#),
+            Some((None, '{'))
+        );
+        assert_eq!(
+            cut(r#"{"kind":"X","metadata":{},"apiVersion":"v1"}"#),
+            Some((None, '{'))
+        );
+        // Malformed after the metadata: not cut.
+        assert_eq!(cut(r#"{"kind":"X","metadata":{},"x":"#), Some((None, '{')));
+        assert_eq!(cut(r#"{"kind":"X","metadata":"m"}"#), None);
+        assert_eq!(cut(r#"{"kind":"X","spec":{}}"#), None);
     }
 
     #[test]

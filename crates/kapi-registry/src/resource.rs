@@ -237,6 +237,28 @@ impl ResourceDef {
         format!("{}/{}", self.api_version(), self.resource)
     }
 
+    /// Whether the items of this resource's `<Kind>List` carry their own
+    /// `kind` and `apiVersion`. Upstream writes a built-in kind's list as a
+    /// typed list, whose items have neither (only the list has them); a
+    /// custom resource's list is unstructured and each item keeps both.
+    pub fn list_items_carry_type(&self) -> bool {
+        self.origin == Origin::Custom
+    }
+
+    /// `items` as this resource's `<Kind>List` holds them
+    /// ([`Self::list_items_carry_type`]).
+    pub fn as_list_items(&self, items: &mut [Value]) {
+        if self.list_items_carry_type() {
+            return;
+        }
+        for item in items {
+            if let Some(obj) = item.as_object_mut() {
+                obj.remove("kind");
+                obj.remove("apiVersion");
+            }
+        }
+    }
+
     pub fn group_resource(&self) -> kapi_machinery::status::GroupResource {
         kapi_machinery::status::GroupResource::new(&self.group, &self.resource)
     }

@@ -101,7 +101,7 @@ pub fn watch_line(kind: &str, obj: &CachedObject, rv: Revision) -> Option<Bytes>
     out.extend_from_slice(b"{\"type\":\"");
     out.extend_from_slice(kind.as_bytes());
     out.extend_from_slice(b"\",\"object\":");
-    if !obj.write_json(rv, &mut out) {
+    if !obj.write_json(rv, super::TypeMeta::Keep, &mut out) {
         return None;
     }
     out.extend_from_slice(b"}\n");

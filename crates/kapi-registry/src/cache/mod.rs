@@ -48,7 +48,7 @@ pub use event::{watch_line, CachedEvent};
 pub use index::{Indexer, KeyFilter};
 pub use items::{CachedPage, Items};
 pub use object::{
-    attrs_key, prefetch_bytes, write_json_with_rv, Attrs, AttrsKey, CachedObject, Set,
+    attrs_key, prefetch_bytes, write_json_with_rv, Attrs, AttrsKey, CachedObject, Set, TypeMeta,
 };
 pub use prefix::{CacheMessage, CacheWatch, Miss};
 use prefix::{PrefixCache, Window};

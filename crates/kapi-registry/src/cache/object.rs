@@ -1,7 +1,8 @@
 //! One cached object: the backend's [`KeyValue`] plus what readers derive from it,
 //! computed at most once and shared by every reader — its label and field sets
-//! (for selectors) and where its top-level `metadata` object opens (so its JSON can
-//! be written with `resourceVersion` spliced in, without decoding or re-encoding),
+//! (for selectors) and where its top-level `metadata` object opens and its leading
+//! `kind` and `apiVersion` end (so its JSON can be written with `resourceVersion`
+//! spliced in, whole or as a typed list's item, without decoding or re-encoding),
 //! and its other encodings (protobuf), kept once asked for (`encoded.rs`).
 //!
 //! Invariant: a `CachedObject` never changes after it is built; a write to the key
@@ -14,7 +15,7 @@ use bytes::Bytes;
 use kapi_storage::{KeyValue, Revision};
 
 use super::encoded::{Encoded, Form};
-use crate::json_scan::metadata_open_brace;
+use crate::json_scan::{item_layout, metadata_open_brace};
 
 /// Ask the CPU to start loading every cache line of the first
 /// [`PREFETCH_BYTES`] of `bytes`. A hint only: it changes no state and cannot fault.
@@ -92,8 +93,43 @@ pub struct CachedObject {
     pub kv: KeyValue,
     /// The attribute sets of the first reader to ask, under its key.
     attrs: OnceLock<(AttrsKey, Option<Attrs>)>,
-    metadata_at: OnceLock<Option<usize>>,
+    /// Where the stored JSON is cut to splice in the `resourceVersion` and to
+    /// leave out the leading `kind` and `apiVersion` ([`Cut`]).
+    cut: OnceLock<Option<Cut>>,
     encoded: Encoded,
+}
+
+/// Offsets into a cached object's JSON ([`item_layout`]), as `u32` to keep
+/// the cache entry small (an object is far below 4 GiB).
+#[derive(Debug, Clone, Copy)]
+struct Cut {
+    /// The first member after the leading `kind` and `apiVersion`;
+    /// [`Cut::NO_BODY`] when the object cannot be cut there.
+    body: u32,
+    /// Where the top-level `metadata` object opens.
+    metadata: u32,
+}
+
+impl Cut {
+    const NO_BODY: u32 = u32::MAX;
+
+    fn of(bytes: &[u8]) -> Option<Cut> {
+        let l = item_layout(bytes)?;
+        let body = l.body.and_then(|b| u32::try_from(b).ok());
+        Some(Cut {
+            body: body.unwrap_or(Self::NO_BODY),
+            metadata: u32::try_from(l.metadata).ok()?,
+        })
+    }
+}
+
+/// Whether JSON written from the cache keeps the object's `kind` and
+/// `apiVersion`: an object on its own (a GET, a watch event, an unstructured
+/// list's item) does; an item of a typed `<Kind>List` does not, as upstream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TypeMeta {
+    Keep,
+    Omit,
 }
 
 impl CachedObject {
@@ -101,7 +137,7 @@ impl CachedObject {
         Arc::new(CachedObject {
             kv,
             attrs: OnceLock::new(),
-            metadata_at: OnceLock::new(),
+            cut: OnceLock::new(),
             encoded: Encoded::default(),
         })
     }
@@ -150,7 +186,7 @@ impl CachedObject {
     /// opens). A hint only: it changes no state and cannot fault.
     pub fn prefetch_header(&self) {
         mem_prefetch::prefetch_read_data::<_, 3>(&self.kv);
-        mem_prefetch::prefetch_read_data::<_, 3>(&self.metadata_at);
+        mem_prefetch::prefetch_read_data::<_, 3>(&self.cut);
     }
 
     /// Ask the CPU to start loading the stored bytes, every cache line of the
@@ -160,15 +196,27 @@ impl CachedObject {
         prefetch_bytes(&self.kv.value);
     }
 
-    /// Append the object's JSON with `metadata.resourceVersion` set to `rv`.
-    /// Returns `false` (and appends nothing) when the value is not a JSON object
-    /// with a `metadata` object.
-    pub fn write_json(&self, rv: Revision, out: &mut Vec<u8>) -> bool {
+    /// Append the object's JSON with `metadata.resourceVersion` set to `rv`,
+    /// with or without its leading `kind` and `apiVersion` (`type_meta`).
+    /// Returns `false` (and appends nothing) when the value is not a JSON
+    /// object with a `metadata` object, or when it is to be written without
+    /// its type and has a `kind` or `apiVersion` after another member.
+    pub fn write_json(&self, rv: Revision, type_meta: TypeMeta, out: &mut Vec<u8>) -> bool {
         let bytes = &self.kv.value[..];
-        let Some(brace) = *self.metadata_at.get_or_init(|| metadata_open_brace(bytes)) else {
+        let Some(cut) = *self.cut.get_or_init(|| Cut::of(bytes)) else {
             return false;
         };
-        splice_resource_version(bytes, brace, rv, out);
+        let brace = cut.metadata as usize;
+        match type_meta {
+            TypeMeta::Keep => splice_resource_version(bytes, brace, rv, out),
+            TypeMeta::Omit if cut.body == Cut::NO_BODY => return false,
+            TypeMeta::Omit => {
+                // `{`, then the object from its first other member on.
+                let body = cut.body as usize;
+                out.push(b'{');
+                splice_resource_version(&bytes[body..], brace - body, rv, out);
+            }
+        }
         true
     }
 }
@@ -219,7 +267,7 @@ mod tests {
     fn spliced(json: &str, rv: Revision) -> Option<serde_json::Value> {
         let mut out = Vec::new();
         obj(json)
-            .write_json(rv, &mut out)
+            .write_json(rv, TypeMeta::Keep, &mut out)
             .then(|| serde_json::from_slice(&out).expect("valid JSON"))
     }
 
@@ -237,6 +285,34 @@ mod tests {
             .is_none());
         let v = spliced(r#"{ "a" : [1, {"b": "]"}], "metadata" : { } }"#, 7).unwrap();
         assert_eq!(v["metadata"], serde_json::json!({"resourceVersion": "7"}));
+    }
+
+    #[test]
+    fn a_typed_list_item_leaves_out_the_leading_kind_and_api_version() {
+        let json =
+            r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a"},"data":{"k":"v"}}"#;
+        let o = obj(json);
+        let mut item = Vec::new();
+        assert!(o.write_json(9, TypeMeta::Omit, &mut item));
+        assert_eq!(
+            String::from_utf8(item).unwrap(),
+            r#"{"metadata":{"resourceVersion":"9","name":"a"},"data":{"k":"v"}}"#
+        );
+        // The same cached object still answers a GET whole.
+        let mut whole = Vec::new();
+        assert!(o.write_json(9, TypeMeta::Keep, &mut whole));
+        assert_eq!(
+            String::from_utf8(whole).unwrap(),
+            r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"resourceVersion":"9","name":"a"},"data":{"k":"v"}}"#
+        );
+        // Type members after others (YAML storage's sorted keys): the long way.
+        let sorted = obj(r#"{"data":{},"kind":"ConfigMap","metadata":{}}"#);
+        assert!(!sorted.write_json(3, TypeMeta::Omit, &mut Vec::new()));
+        assert!(sorted.write_json(3, TypeMeta::Keep, &mut Vec::new()));
+        // Without type members, or with empty metadata, nothing else changes.
+        let mut out = Vec::new();
+        assert!(obj(r#"{"metadata":{}}"#).write_json(3, TypeMeta::Omit, &mut out));
+        assert_eq!(out, br#"{"metadata":{"resourceVersion":"3"}}"#);
     }
 
     #[test]

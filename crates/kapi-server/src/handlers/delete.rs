@@ -246,8 +246,9 @@ pub async fn delete_collection(ctx: &Ctx, body: Body) -> Result<Response, ApiErr
     }
     drop(outcomes);
     // The answer lists the items as they were listed, in order (upstream's).
-    let deleted = &listed.items;
+    let mut deleted = listed.items;
     let def = &ctx.entry.def;
+    def.as_list_items(&mut deleted);
     let body = json!({
         "kind": def.list_kind,
         "apiVersion": def.api_version(),

@@ -3,7 +3,8 @@
 //! storage's current revision) is the cached bytes with the `resourceVersion`
 //! spliced in (no decode, no re-encode). A LIST: when the
 //! client wants plain JSON and the watch cache answers, the `<Kind>List` is written item by item from the cached bytes (each
-//! object's stored JSON with its `resourceVersion` spliced in), in chunks of about
+//! object's stored JSON with its `resourceVersion` spliced in, and for a built-in
+//! kind's typed list without its leading `kind` and `apiVersion`), in chunks of about
 //! 64 KiB (`chunked.rs`), so no `Value` tree and no whole-response buffer is ever built: memory
 //! beyond the cache itself is one chunk per response in flight.
 //!
@@ -16,7 +17,7 @@ use axum::body::Body;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::Response;
 use kapi_machinery::status::ApiError;
-use kapi_registry::cache::CachedObject;
+use kapi_registry::cache::{CachedObject, TypeMeta};
 use kapi_registry::store::{CachedList, WrittenJson};
 use serde_json::{json, Map, Value};
 
@@ -45,6 +46,10 @@ pub async fn list_json(ctx: &Ctx) -> Result<Option<Response>, ApiError> {
     };
     let def = &ctx.entry.def;
     let head = list_head(&def.list_kind, &def.api_version(), &list);
+    let type_meta = match def.list_items_carry_type() {
+        true => TypeMeta::Keep,
+        false => TypeMeta::Omit,
+    };
     let store = store.clone();
     let chunks = Chunked::new(
         head,
@@ -55,9 +60,13 @@ pub async fn list_json(ctx: &Ctx) -> Result<Option<Response>, ApiError> {
             if i > 0 {
                 out.push(b',');
             }
-            if !obj.write_json(obj.kv.mod_revision, out) {
+            if !obj.write_json(obj.kv.mod_revision, type_meta, out) {
                 // Not splicable (never for objects the store wrote): go the long way.
-                let v = store.decode_value(&obj.kv).unwrap_or(Value::Null);
+                let mut v = store.decode_value(&obj.kv).unwrap_or(Value::Null);
+                if let (TypeMeta::Omit, Some(o)) = (type_meta, v.as_object_mut()) {
+                    o.remove("kind");
+                    o.remove("apiVersion");
+                }
                 serde_json::to_writer(out, &v).expect("JSON values serialize");
             }
         },
@@ -81,7 +90,7 @@ pub async fn get_json(ctx: &Ctx) -> Result<Option<Response>, ApiError> {
         return Ok(None);
     };
     let mut out = Vec::with_capacity(obj.kv.value.len() + 40);
-    if !obj.write_json(obj.kv.mod_revision, &mut out) {
+    if !obj.write_json(obj.kv.mod_revision, TypeMeta::Keep, &mut out) {
         return Ok(None);
     }
     Ok(Some(object_response(StatusCode::OK, out)))

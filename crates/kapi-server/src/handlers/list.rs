@@ -152,17 +152,20 @@ pub async fn list(ctx: &Ctx) -> Result<Response, ApiError> {
 /// A list in the representation the client asked for.
 pub fn respond_list(
     ctx: &Ctx,
-    items: Vec<Value>,
+    mut items: Vec<Value>,
     meta: Map<String, Value>,
 ) -> Result<Response, ApiError> {
     let def = &ctx.entry.def;
     let body: Value = match ctx.accept.view {
-        View::Object => json!({
-            "kind": def.list_kind,
-            "apiVersion": def.api_version(),
-            "metadata": meta,
-            "items": items,
-        }),
+        View::Object => {
+            def.as_list_items(&mut items);
+            json!({
+                "kind": def.list_kind,
+                "apiVersion": def.api_version(),
+                "metadata": meta,
+                "items": items,
+            })
+        }
         View::PartialMetadata => negotiate::partial_list(&items, meta),
         View::Table => {
             let include = IncludeObject::parse(ctx.query.get("includeObject"))?;

@@ -4,7 +4,7 @@
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
 use kube::api::{ListParams, PostParams, VersionMatch};
 use kube::Api;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::defaults::pod;
 use crate::harness::{self, api_error, configmap, TestServer};
@@ -257,4 +257,100 @@ async fn list_at_exact_old_resource_version() {
 
     let now = names(&api, &ListParams::default()).await;
     assert_eq!(now, vec!["first", "second"]);
+}
+
+/// The items' `kind` and `apiVersion` of `path`'s list as JSON (with `accept`).
+async fn item_types(s: &TestServer, path: &str, accept: &str) -> Vec<(Value, Value)> {
+    let req = http::Request::get(path)
+        .header("accept", accept)
+        .body(Vec::new())
+        .unwrap();
+    let (code, list) = s.raw(req).await;
+    assert_eq!(code, 200, "{path}: {list}");
+    list["items"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{path}: {list}"))
+        .iter()
+        .map(|i| (i["kind"].clone(), i["apiVersion"].clone()))
+        .collect()
+}
+
+/// As upstream: a built-in kind's list is typed, and its items carry no
+/// `kind` or `apiVersion` of their own (from the watch cache or storage, as
+/// JSON or YAML, in a delete-collection's answer); a custom resource's list
+/// is unstructured and every item has both; a GET, a watch event and a
+/// Table's object keep them.
+#[tokio::test]
+async fn typed_list_items_carry_no_kind_of_their_own() {
+    let s = harness::start().await;
+    let api = labelled(&s).await;
+    let none = (Value::Null, Value::Null);
+    let path = "/api/v1/namespaces/default/configmaps";
+    for query in ["", "?resourceVersion=0", "?limit=2", "?labelSelector=env"] {
+        let types = item_types(&s, &format!("{path}{query}"), "application/json").await;
+        assert!(
+            !types.is_empty() && types.iter().all(|t| *t == none),
+            "{query}: {types:?}"
+        );
+    }
+    let req = http::Request::get(path)
+        .header("accept", "application/yaml")
+        .body(Vec::new())
+        .unwrap();
+    let (_, yaml) = s.raw_text(req).await;
+    assert!(yaml.contains("\nitems:\n- data:"), "{yaml}");
+    assert_eq!(yaml.matches("kind:").count(), 1, "{yaml}");
+    // The objects themselves are whole.
+    let (_, one) = s.get_json(&format!("{path}/a")).await;
+    assert_eq!(
+        (one["kind"].as_str(), one["apiVersion"].as_str()),
+        (Some("ConfigMap"), Some("v1"))
+    );
+    let req = http::Request::get(format!("{path}?includeObject=Object"))
+        .header("accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+        .body(Vec::new())
+        .unwrap();
+    let (_, table) = s.raw(req).await;
+    assert_eq!(table["rows"][0]["object"]["kind"], "ConfigMap", "{table}");
+    // A delete-collection answers the deleted items as a typed list.
+    let (code, deleted) = s
+        .raw(
+            http::Request::delete(format!("{path}?labelSelector=env"))
+                .body(Vec::new())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(code, 200, "{deleted}");
+    assert_eq!(deleted["kind"], "ConfigMapList");
+    let items = deleted["items"].as_array().unwrap();
+    assert_eq!(items.len(), 2, "{deleted}");
+    assert!(items
+        .iter()
+        .all(|i| i.get("kind").is_none() && i.get("apiVersion").is_none()));
+    // Custom resources: unstructured lists, every item typed.
+    crate::crd::establish(&s, crate::crd::crontab_crd()).await;
+    crate::crd::crontabs(&s, "default")
+        .create(
+            &PostParams::default(),
+            &crate::crd::crontab("c1", json!({"cronSpec": "* * * * */5"})),
+        )
+        .await
+        .unwrap();
+    let crs = "/apis/stable.example.com/v1/namespaces/default/crontabs";
+    for query in ["", "?resourceVersion=0"] {
+        let types = item_types(&s, &format!("{crs}{query}"), "application/json").await;
+        assert_eq!(
+            types,
+            [(json!("CronTab"), json!("stable.example.com/v1"))],
+            "{query}"
+        );
+    }
+    // Their definitions are built in: typed.
+    let types = item_types(
+        &s,
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        "application/json",
+    )
+    .await;
+    assert_eq!(types, [none]);
 }
