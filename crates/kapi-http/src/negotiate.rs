@@ -152,7 +152,8 @@ pub fn encode(value: &Value, format: Format) -> Result<Vec<u8>, ApiError> {
             out.push(b'\n');
             Ok(out)
         }
-        Format::Yaml => Ok(serde_saphyr::to_string(value)
+        // As upstream's YAML serializer: keys in Go's YAML encoder order.
+        Format::Yaml => Ok(kapi_registry::codec::to_go_yaml(value)
             .unwrap_or_default()
             .into_bytes()),
         Format::Protobuf => kapi_protobuf::encode_object(value).map_err(|e| {

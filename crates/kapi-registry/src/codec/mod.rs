@@ -33,6 +33,7 @@
 //! format).
 
 mod gojson;
+mod goyaml;
 mod sniff;
 
 use std::sync::Arc;
@@ -42,6 +43,7 @@ use kapi_machinery::member::Members;
 use serde_json::Value;
 
 pub use gojson::{to_go_json, write_go_json, GoSpelling};
+pub use goyaml::to_go_yaml;
 pub use sniff::{sniff, type_meta, Sniffed};
 
 /// `--storage-media-type`: how built-in kinds are written.
@@ -313,47 +315,14 @@ fn trimmed_len(bytes: &[u8]) -> usize {
         .map_or(0, |i| i + 1)
 }
 
-/// YAML as upstream writes it (through JSON, so keys sorted).
+/// YAML as upstream writes it (through JSON, so keys in Go's YAML order).
 fn yaml(obj: &Value) -> Result<Vec<u8>, CodecError> {
-    let sorted: std::collections::BTreeMap<&str, &Value> = match obj.as_object() {
-        Some(m) => m.iter().map(|(k, v)| (k.as_str(), v)).collect(),
-        None => return Err(CodecError::NotAnObject),
-    };
-    serde_saphyr::to_string(&SortedValue::Map(sorted))
+    if !obj.is_object() {
+        return Err(CodecError::NotAnObject);
+    }
+    to_go_yaml(obj)
         .map(String::into_bytes)
         .map_err(|e| CodecError::Yaml(e.to_string()))
-}
-
-/// A JSON value serialized with every object's keys sorted.
-enum SortedValue<'a> {
-    Map(std::collections::BTreeMap<&'a str, &'a Value>),
-    Value(&'a Value),
-}
-
-impl serde::Serialize for SortedValue<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::{SerializeMap, SerializeSeq};
-        match self {
-            SortedValue::Map(m) => {
-                let mut map = s.serialize_map(Some(m.len()))?;
-                for (k, v) in m {
-                    map.serialize_entry(k, &SortedValue::Value(v))?;
-                }
-                map.end()
-            }
-            SortedValue::Value(Value::Object(o)) => {
-                SortedValue::Map(o.iter().map(|(k, v)| (k.as_str(), v)).collect()).serialize(s)
-            }
-            SortedValue::Value(Value::Array(a)) => {
-                let mut seq = s.serialize_seq(Some(a.len()))?;
-                for v in a {
-                    seq.serialize_element(&SortedValue::Value(v))?;
-                }
-                seq.end()
-            }
-            SortedValue::Value(v) => v.serialize(s),
-        }
-    }
 }
 
 fn from_yaml(bytes: &[u8]) -> Result<Value, CodecError> {

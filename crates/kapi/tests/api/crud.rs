@@ -306,3 +306,53 @@ async fn unknown_fields_are_never_stored() {
         }
     }
 }
+
+/// A YAML answer lists every mapping's keys in the order upstream's YAML
+/// encoder writes them (sorted, digit runs as numbers), whatever the
+/// object's field order: a GET and a list alike.
+#[tokio::test]
+async fn yaml_answers_list_keys_in_go_yaml_order() {
+    let s = harness::start().await;
+    let api: Api<ConfigMap> = s.api("default");
+    let mut cm = configmap("y", &[("app", "x")]);
+    cm.data = Some(
+        [("key10", "a"), ("key9", "b"), ("Key", "c")]
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .into(),
+    );
+    api.create(&PostParams::default(), &cm).await.unwrap();
+    let yaml = |path: &'static str| {
+        let s = &s;
+        async move {
+            let req = http::Request::get(path)
+                .header("accept", "application/yaml")
+                .body(Vec::new())
+                .unwrap();
+            let (code, text) = s.raw_text(req).await;
+            assert_eq!(code, 200, "{text}");
+            text
+        }
+    };
+    let one = yaml("/api/v1/namespaces/default/configmaps/y").await;
+    let top: Vec<&str> = one
+        .lines()
+        .filter(|l| !l.starts_with(' '))
+        .filter_map(|l| l.split_once(':').map(|(k, _)| k))
+        .collect();
+    assert_eq!(top, ["apiVersion", "data", "kind", "metadata"], "{one}");
+    assert!(
+        one.starts_with("apiVersion: v1\ndata:\n  Key: c\n  key9: b\n  key10: a\nkind: ConfigMap\nmetadata:\n  creationTimestamp:"),
+        "{one}"
+    );
+    let list = yaml("/api/v1/namespaces/default/configmaps?fieldSelector=metadata.name%3Dy").await;
+    assert!(
+        list.starts_with(
+            "apiVersion: v1\nitems:\n- data:\n    Key: c\n    key9: b\n    key10: a\n  metadata:\n"
+        ),
+        "{list}"
+    );
+    assert!(
+        list.contains("\nkind: ConfigMapList\nmetadata:\n  resourceVersion:"),
+        "{list}"
+    );
+}
