@@ -39,6 +39,16 @@ fn set_template_generation(obj: &mut Value, generation: i64) {
 
 impl Strategy for DaemonSetStrategy {
     fn default(&self, obj: &mut Value) {
+        // apps/v1 shows the internal templateGeneration as the annotation on
+        // every conversion, so a decoded DaemonSet has it before the registry
+        // sets it (0 when the client sent none): the request's manager is
+        // recorded for it, as upstream records it.
+        if obj
+            .pointer(&format!("/metadata/annotations/{GENERATION_ANNOTATION}"))
+            .is_none()
+        {
+            set_template_generation(obj, 0);
+        }
         crate::core::util::default_status(
             obj,
             json!({"currentNumberScheduled": 0, "numberMisscheduled": 0, "desiredNumberScheduled": 0, "numberReady": 0}),

@@ -1,5 +1,5 @@
-//! Services: upstream `SetDefaults_Service` plus the IP-family fields the service
-//! registry fills in, validation of type, ports, selector and cluster IPs, carrying
+//! Services: upstream `SetDefaults_Service`, the IP-family fields the service
+//! registry fills in (when the object is prepared, after admission), validation of type, ports, selector and cluster IPs, carrying
 //! allocated values (cluster IPs, node ports) across a PUT that omits them, the
 //! `spec.clusterIP` / `spec.type` field selectors and the `kubectl get svc` table.
 //!
@@ -29,6 +29,37 @@ use super::util::{
 pub struct ServiceStrategy;
 
 const TYPES: [&str; 4] = ["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"];
+
+/// The IP-family fields upstream's service registry fills in when it
+/// allocates (so after mutating admission, and outside the fields the
+/// request's manager is recorded for): on an update whose cluster IPs are
+/// unchanged, the stored service's; else the family of the cluster IP and a
+/// single-stack policy. Not for ExternalName services, which have none.
+fn init_ip_families(obj: &mut Value, old: Option<&Value>) {
+    let Some(spec) = obj.get_mut("spec").filter(|s| s.is_object()) else {
+        return;
+    };
+    if str_at(spec, "/type") == "ExternalName" {
+        return;
+    }
+    if let Some(old_spec) = old.and_then(|o| o.get("spec")) {
+        if spec.get("clusterIPs") == old_spec.get("clusterIPs") {
+            for field in ["ipFamilies", "ipFamilyPolicy"] {
+                let unset = spec.get(field).is_none_or(Value::is_null);
+                if let (true, Some(v)) = (unset, old_spec.get(field)) {
+                    spec[field] = v.clone();
+                }
+            }
+        }
+    }
+    let family = if str_at(spec, "/clusterIP").contains(':') {
+        "IPv6"
+    } else {
+        "IPv4"
+    };
+    set_default(spec, "ipFamilies", json!([family]));
+    set_default_str(spec, "ipFamilyPolicy", "SingleStack");
+}
 
 impl Strategy for ServiceStrategy {
     fn default(&self, obj: &mut Value) {
@@ -73,18 +104,16 @@ impl Strategy for ServiceStrategy {
             if !cluster_ip.is_empty() {
                 set_default(spec, "clusterIPs", json!([cluster_ip]));
             }
-            let family = if cluster_ip.contains(':') {
-                "IPv6"
-            } else {
-                "IPv4"
-            };
-            set_default(spec, "ipFamilies", json!([family]));
-            set_default_str(spec, "ipFamilyPolicy", "SingleStack");
         }
+    }
+
+    fn prepare_for_create(&self, obj: &mut Value) {
+        init_ip_families(obj, None);
     }
 
     fn prepare_for_update(&self, new: &mut Value, old: &Value) {
         service_update::prepare(new, old);
+        init_ip_families(new, Some(old));
     }
 
     fn validate(&self, obj: &Value) -> ErrorList {

@@ -19,10 +19,29 @@ fn defaults() {
     assert_eq!(spec["sessionAffinity"], "None");
     assert_eq!(spec["ports"][0]["protocol"], "TCP");
     assert_eq!(spec["ports"][0]["targetPort"], 80);
-    assert_eq!(spec["ipFamilies"], json!(["IPv4"]));
-    assert_eq!(spec["ipFamilyPolicy"], "SingleStack");
     assert_eq!(spec["internalTrafficPolicy"], "Cluster");
     assert!(spec.get("externalTrafficPolicy").is_none());
+    // The IP families are the registry's, filled when the object is prepared.
+    assert!(spec.get("ipFamilies").is_none() && spec.get("ipFamilyPolicy").is_none());
+    ServiceStrategy.prepare_for_create(&mut s);
+    assert_eq!(s["spec"]["ipFamilies"], json!(["IPv4"]));
+    assert_eq!(s["spec"]["ipFamilyPolicy"], "SingleStack");
+    // An update keeps the stored families while the cluster IPs stay.
+    let mut old = s.clone();
+    old["spec"]["clusterIPs"] = json!(["fd00::10"]);
+    old["spec"]["clusterIP"] = json!("fd00::10");
+    old["spec"]["ipFamilies"] = json!(["IPv6"]);
+    old["spec"]["ipFamilyPolicy"] = json!("PreferDualStack");
+    let mut new = svc();
+    ServiceStrategy.default(&mut new);
+    ServiceStrategy.prepare_for_update(&mut new, &old);
+    assert_eq!(new["spec"]["clusterIPs"], json!(["fd00::10"]));
+    assert_eq!(new["spec"]["ipFamilies"], json!(["IPv6"]));
+    assert_eq!(new["spec"]["ipFamilyPolicy"], "PreferDualStack");
+    let mut external = json!({"spec": {"type": "ExternalName", "externalName": "a.b"}});
+    ServiceStrategy.default(&mut external);
+    ServiceStrategy.prepare_for_create(&mut external);
+    assert!(external["spec"].get("ipFamilies").is_none());
 
     let mut np =
         json!({"spec": {"type": "NodePort", "ports": [{"port": 80, "targetPort": "http"}]}});

@@ -142,3 +142,67 @@ async fn the_creating_manager_owns_no_field_admission_added() {
     let container = &spec["f:containers"]["k:{\"name\":\"c\"}"];
     assert!(container.get("f:volumeMounts").is_none(), "{container:#}");
 }
+
+/// The manager's fields are recorded from the decoded object: a Service's IP
+/// families, which the service registry fills in after admission, are no
+/// manager's; a DaemonSet's template-generation annotation, which apps/v1
+/// shows of every decoded DaemonSet, is the creating manager's.
+#[tokio::test]
+async fn the_creating_manager_owns_what_the_decoded_object_held() {
+    let s = harness::start().await;
+    let fields = |obj: &Value| obj["metadata"]["managedFields"][0]["fieldsV1"].clone();
+    let svc = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
+                     "spec": {"selector": {"app": "a"}, "ports": [{"port": 80}]}});
+    let (code, svc) = s
+        .send_json(
+            "POST",
+            "/api/v1/namespaces/default/services",
+            serde_json::to_vec(&svc).unwrap(),
+        )
+        .await;
+    assert_eq!(code, 201, "{svc}");
+    assert_eq!(svc["spec"]["ipFamilies"], json!(["IPv4"]));
+    assert_eq!(svc["spec"]["ipFamilyPolicy"], "SingleStack");
+    let spec = &fields(&svc)["f:spec"];
+    assert!(
+        spec.get("f:ipFamilies").is_none() && spec.get("f:ipFamilyPolicy").is_none(),
+        "{spec}"
+    );
+    assert!(spec.get("f:internalTrafficPolicy").is_some(), "{spec}");
+    // A replace that leaves them out keeps the stored ones.
+    let mut again = svc.clone();
+    let spec = again["spec"].as_object_mut().unwrap();
+    spec.remove("ipFamilies");
+    spec.remove("ipFamilyPolicy");
+    let (code, replaced) = s
+        .send_json(
+            "PUT",
+            "/api/v1/namespaces/default/services/s",
+            serde_json::to_vec(&again).unwrap(),
+        )
+        .await;
+    assert_eq!(code, 200, "{replaced}");
+    assert_eq!(replaced["spec"]["ipFamilies"], json!(["IPv4"]));
+    assert_eq!(replaced["spec"]["ipFamilyPolicy"], "SingleStack");
+
+    let ds = json!({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "d"},
+        "spec": {"selector": {"matchLabels": {"app": "d"}}, "template": {
+            "metadata": {"labels": {"app": "d"}},
+            "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}});
+    let (code, ds) = s
+        .send_json(
+            "POST",
+            "/apis/apps/v1/namespaces/default/daemonsets",
+            serde_json::to_vec(&ds).unwrap(),
+        )
+        .await;
+    assert_eq!(code, 201, "{ds}");
+    assert_eq!(
+        ds["metadata"]["annotations"]["deprecated.daemonset.template.generation"],
+        "1"
+    );
+    assert_eq!(
+        fields(&ds)["f:metadata"],
+        json!({"f:annotations": {".": {}, "f:deprecated.daemonset.template.generation": {}}}),
+    );
+}
