@@ -8,7 +8,7 @@
 //! `limitranger.rs`, `serviceaccount.rs`, `podsecurity/`, `priority.rs`,
 //! `tolerations.rs` (DefaultTolerationSeconds), `storageclass.rs`
 //! (DefaultStorageClass), `quota.rs` (ResourceQuota), `noderestriction.rs`
-//! (NodeRestriction); `privileged.rs` (`--allow-privileged`); `webhooks/` (the
+//! (NodeRestriction), `nodetaint.rs` (TaintNodesByCondition); `privileged.rs` (`--allow-privileged`); `webhooks/` (the
 //! admission webhooks, and the CEL and matching they share with policies)
 //! and `policy/` (ValidatingAdmissionPolicy).
 //!
@@ -34,6 +34,7 @@ pub mod config;
 mod limitranger;
 mod namespace;
 mod noderestriction;
+mod nodetaint;
 mod podsecurity;
 mod podspec;
 pub mod policy;
@@ -148,6 +149,7 @@ const IMPLEMENTED: &[&str] = &[
     "Priority",
     "DefaultTolerationSeconds",
     "DefaultStorageClass",
+    "TaintNodesByCondition",
     "ResourceQuota",
     "MutatingAdmissionWebhook",
     "ValidatingAdmissionPolicy",
@@ -178,6 +180,7 @@ fn build(name: &str, cx: &Context, sel: &Selection) -> Option<Arc<dyn Plugin>> {
             unreachable: sel.toleration_seconds.1,
         }),
         "DefaultStorageClass" => Arc::new(storageclass::DefaultStorageClass { cx }),
+        "TaintNodesByCondition" => Arc::new(nodetaint::TaintNodesByCondition),
         "ResourceQuota" => Arc::new(quota::ResourceQuota {
             cx,
             config: sel.quota.clone(),
@@ -420,6 +423,7 @@ mod tests {
             ("Priority", true, true, &[Create, Update]),
             ("DefaultTolerationSeconds", true, false, &[Create, Update]),
             ("DefaultStorageClass", true, false, &[Create]),
+            ("TaintNodesByCondition", true, false, &[Create]),
             ("ResourceQuota", false, true, &[Create, Update]),
             ("MutatingAdmissionWebhook", true, false, all),
             ("ValidatingAdmissionPolicy", false, true, all),

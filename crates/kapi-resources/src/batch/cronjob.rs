@@ -186,8 +186,17 @@ impl Strategy for CronJobStrategy {
         set_default(spec, "suspend", json!(false));
         set_default(spec, "successfulJobsHistoryLimit", json!(3));
         set_default(spec, "failedJobsHistoryLimit", json!(1));
-        if let Some(job_spec) = child_obj(spec, "jobTemplate").and_then(|t| child_obj(t, "spec")) {
-            default_job_spec_parts(job_spec);
+        // The job template's and its pod template's ObjectMeta are non-pointer
+        // structs: Go always writes them.
+        let no_meta = || json!({"creationTimestamp": null});
+        if let Some(job_template) = child_obj(spec, "jobTemplate") {
+            set_default(job_template, "metadata", no_meta());
+            if let Some(job_spec) = child_obj(job_template, "spec") {
+                if let Some(template) = job_spec.get_mut("template").filter(|t| t.is_object()) {
+                    set_default(template, "metadata", no_meta());
+                }
+                default_job_spec_parts(job_spec);
+            }
         }
     }
 

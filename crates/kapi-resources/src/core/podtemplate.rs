@@ -25,8 +25,15 @@ pub struct ReplicationControllerStrategy;
 impl Strategy for PodTemplateStrategy {
     fn default(&self, obj: &mut Value) {
         if let Some(template) = child_obj(obj, "template") {
+            // A non-pointer ObjectMeta: Go always writes it.
+            set_default(template, "metadata", json!({"creationTimestamp": null}));
             default_pod_template(template);
         }
+    }
+
+    /// Upstream's strategy: 1 on create, +1 per template change.
+    fn tracks_generation(&self) -> bool {
+        true
     }
 
     fn validate(&self, obj: &Value) -> ErrorList {

@@ -124,6 +124,10 @@ impl Strategy for PersistentVolumeStrategy {
         if let Some(spec) = child_obj(obj, "spec") {
             set_default_str(spec, "persistentVolumeReclaimPolicy", "Retain");
             set_default(spec, "volumeMode", json!("Filesystem"));
+            // SetDefaults_HostPathVolumeSource, as for a pod's volume.
+            if let Some(host_path) = spec.get_mut("hostPath").filter(|h| h.is_object()) {
+                set_default(host_path, "type", json!(""));
+            }
         }
         if let Some(status) = child_obj(obj, "status") {
             set_default_str(status, "phase", "Pending");

@@ -146,6 +146,15 @@ impl Strategy for EndpointSliceStrategy {
             set_default(p, "name", json!(""));
             set_default(p, "protocol", json!("TCP"));
         });
+        // A non-pointer struct: Go always writes it.
+        for_each_item(obj, "endpoints", |e| {
+            set_default(e, "conditions", json!({}))
+        });
+    }
+
+    /// Upstream's strategy: 1 on create, +1 when anything but metadata changes.
+    fn tracks_generation(&self) -> bool {
+        true
     }
 
     fn validate(&self, obj: &Value) -> ErrorList {

@@ -318,6 +318,7 @@ pub static ATOMIC_STRUCTS: &[&str] = &[
     core!("NodeSelector"),
     core!("NodeSelectorTerm"),
     core!("TopologySelectorTerm"),
+    "io.k8s.api.rbac.v1.RoleRef",
 ];
 
 /// Defaults of list-map key fields (upstream's OpenAPI `default` on them), so

@@ -510,3 +510,107 @@ async fn discovery_lists_new_groups_with_short_names() {
     let (_, policy) = s.get_json("/apis/policy/v1").await;
     assert_eq!(short(&policy, "poddisruptionbudgets"), json!(["pdb"]));
 }
+
+/// What kube-apiserver's Go types and strategies add to created objects,
+/// checked against 1.28.4 by hand: non-pointer structs are always written
+/// (a CronJob's job and pod template metadata, a PodTemplate's template
+/// metadata, an endpoint's conditions), a persistent volume's `hostPath`
+/// gets its empty type, PodTemplates and EndpointSlices count generations,
+/// a binding's `roleRef` is one atomic field for its manager, and a new Node
+/// is tainted not-ready (TaintNodesByCondition, on by default).
+#[tokio::test]
+async fn created_objects_hold_what_upstream_adds() {
+    let s =
+        harness::start_configured(|o| o.admission = kapi_admission_plugins::Selection::default())
+            .await;
+    let post = |path: &'static str, body: Value| {
+        let s = &s;
+        async move {
+            let (code, out) = s
+                .send_json("POST", path, serde_json::to_vec(&body).unwrap())
+                .await;
+            assert_eq!(code, 201, "{path}: {out}");
+            out
+        }
+    };
+    let none = json!({"creationTimestamp": null});
+    let cj = post(
+        "/apis/batch/v1/namespaces/default/cronjobs",
+        json!({
+        "apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "cj"},
+        "spec": {"schedule": "*/5 * * * *", "jobTemplate": {"spec": {"template": {"spec": {
+            "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}}}),
+    )
+    .await;
+    assert_eq!(cj["spec"]["jobTemplate"]["metadata"], none, "{cj}");
+    assert_eq!(
+        cj["spec"]["jobTemplate"]["spec"]["template"]["metadata"], none,
+        "{cj}"
+    );
+
+    let pt = post(
+        "/api/v1/namespaces/default/podtemplates",
+        json!({
+        "apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "pt"},
+        "template": {"spec": {"containers": [{"name": "c", "image": "nginx"}]}}}),
+    )
+    .await;
+    assert_eq!(pt["template"]["metadata"], none, "{pt}");
+    assert_eq!(pt["metadata"]["generation"], 1, "{pt}");
+    let req = http::Request::patch("/api/v1/namespaces/default/podtemplates/pt")
+        .header("content-type", "application/merge-patch+json")
+        .body(br#"{"template":{"spec":{"activeDeadlineSeconds":5}}}"#.to_vec())
+        .unwrap();
+    let (code, pt) = s.raw(req).await;
+    assert_eq!(
+        (code, &pt["metadata"]["generation"]),
+        (200, &json!(2)),
+        "{pt}"
+    );
+
+    let es = post("/apis/discovery.k8s.io/v1/namespaces/default/endpointslices", json!({
+        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "metadata": {"name": "es"},
+        "addressType": "IPv4", "endpoints": [{"addresses": ["10.1.1.1"]}], "ports": [{"port": 80}]})).await;
+    assert_eq!(es["endpoints"][0]["conditions"], json!({}), "{es}");
+    assert_eq!(es["metadata"]["generation"], 1, "{es}");
+
+    let pv = post(
+        "/api/v1/persistentvolumes",
+        json!({
+        "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv"},
+        "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                 "hostPath": {"path": "/tmp"}}}),
+    )
+    .await;
+    assert_eq!(
+        pv["spec"]["hostPath"],
+        json!({"path": "/tmp", "type": ""}),
+        "{pv}"
+    );
+
+    let crb = post(
+        "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+        json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": "crb"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+        "subjects": [{"kind": "User", "name": "u"}]}),
+    )
+    .await;
+    let fields = &crb["metadata"]["managedFields"][0]["fieldsV1"];
+    assert_eq!(fields["f:roleRef"], json!({}), "{fields}");
+
+    let node = post(
+        "/api/v1/nodes",
+        json!({
+        "apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+        "spec": {"taints": [{"key": "a", "effect": "NoExecute"}]}}),
+    )
+    .await;
+    assert_eq!(
+        node["spec"]["taints"],
+        json!([{"key": "a", "effect": "NoExecute"},
+               {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]),
+        "{node}"
+    );
+}
