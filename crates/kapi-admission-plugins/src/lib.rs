@@ -8,7 +8,8 @@
 //! `limitranger.rs`, `serviceaccount.rs`, `podsecurity/`, `priority.rs`,
 //! `tolerations.rs` (DefaultTolerationSeconds), `storageclass.rs`
 //! (DefaultStorageClass), `quota.rs` (ResourceQuota), `noderestriction.rs`
-//! (NodeRestriction), `nodetaint.rs` (TaintNodesByCondition); `privileged.rs` (`--allow-privileged`); `webhooks/` (the
+//! (NodeRestriction), `nodetaint.rs` (TaintNodesByCondition),
+//! `storageprotection.rs` (StorageObjectInUseProtection); `privileged.rs` (`--allow-privileged`); `webhooks/` (the
 //! admission webhooks, and the CEL and matching they share with policies)
 //! and `policy/` (ValidatingAdmissionPolicy).
 //!
@@ -44,6 +45,7 @@ mod quota;
 mod quota_config;
 mod serviceaccount;
 mod storageclass;
+mod storageprotection;
 mod tolerations;
 pub mod webhooks;
 
@@ -149,6 +151,7 @@ const IMPLEMENTED: &[&str] = &[
     "Priority",
     "DefaultTolerationSeconds",
     "DefaultStorageClass",
+    "StorageObjectInUseProtection",
     "TaintNodesByCondition",
     "ResourceQuota",
     "MutatingAdmissionWebhook",
@@ -180,6 +183,7 @@ fn build(name: &str, cx: &Context, sel: &Selection) -> Option<Arc<dyn Plugin>> {
             unreachable: sel.toleration_seconds.1,
         }),
         "DefaultStorageClass" => Arc::new(storageclass::DefaultStorageClass { cx }),
+        "StorageObjectInUseProtection" => Arc::new(storageprotection::StorageObjectInUseProtection),
         "TaintNodesByCondition" => Arc::new(nodetaint::TaintNodesByCondition),
         "ResourceQuota" => Arc::new(quota::ResourceQuota {
             cx,
@@ -424,6 +428,7 @@ mod tests {
             ("DefaultTolerationSeconds", true, false, &[Create, Update]),
             ("DefaultStorageClass", true, false, &[Create]),
             ("TaintNodesByCondition", true, false, &[Create]),
+            ("StorageObjectInUseProtection", true, false, &[Create]),
             ("ResourceQuota", false, true, &[Create, Update]),
             ("MutatingAdmissionWebhook", true, false, all),
             ("ValidatingAdmissionPolicy", false, true, all),

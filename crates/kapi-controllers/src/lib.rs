@@ -11,6 +11,8 @@
 //! | `root-ca-certificate-publisher-controller` (`root-ca-cert-publisher`) | kube-controller-manager | `rootca.rs` |
 //! | `clusterrole-aggregation-controller` (`clusterrole-aggregation`) | kube-controller-manager | `clusterroles.rs` |
 //! | `resourcequota-controller` (`resourcequota`) | kube-controller-manager | `resourcequota.rs` |
+//! | `persistentvolumeclaim-protection-controller` (`pvc-protection`) | kube-controller-manager | `protection.rs` |
+//! | `persistentvolume-protection-controller` (`pv-protection`) | kube-controller-manager | `protection.rs` |
 //! | `kubernetes` Service endpoints (`--endpoint-reconciler-type`) | kube-apiserver | `kubernetes_service.rs` |
 //! | `bootstrap-signer-controller` (`bootstrapsigner`), off by default | kube-controller-manager | `bootstrap_signer.rs` |
 //! | `token-cleaner-controller` (`tokencleaner`), off by default | kube-controller-manager | `token_cleaner.rs` |
@@ -33,6 +35,7 @@ mod kubernetes_service;
 mod masterleases;
 mod namespace;
 mod perns;
+mod protection;
 mod resourcequota;
 mod rootca;
 mod serviceaccounts;
@@ -65,6 +68,11 @@ pub const CONTROLLERS: &[(&str, &str)] = &[
         "clusterrole-aggregation",
     ),
     ("resourcequota-controller", "resourcequota"),
+    (
+        "persistentvolumeclaim-protection-controller",
+        "pvc-protection",
+    ),
+    ("persistentvolume-protection-controller", "pv-protection"),
 ];
 
 /// The controllers that run only when named (not with `*`).
@@ -202,6 +210,12 @@ pub fn spawn(cx: &Arc<Context>, opts: &Options) {
     }
     if sel.enabled("resourcequota") {
         resourcequota::spawn(cx.clone());
+    }
+    if sel.enabled("pvc-protection") {
+        protection::spawn_claims(cx.clone());
+    }
+    if sel.enabled("pv-protection") {
+        protection::spawn_volumes(cx.clone());
     }
     if sel.enabled("bootstrapsigner") {
         bootstrap_signer::spawn(cx.clone());
