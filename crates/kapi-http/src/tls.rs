@@ -29,6 +29,7 @@ mod serve;
 pub mod settings;
 #[cfg(test)]
 mod tests;
+mod unread;
 
 use std::io;
 use std::path::{Path, PathBuf};

@@ -4,7 +4,8 @@
 //! Per connection: (TLS handshake bounded by [`HANDSHAKE_TIMEOUT`], then
 //! [`Coalesced`] so HTTP/2 frames leave in batches) → hyper-util
 //! auto builder (HTTP/1.1 or HTTP/2, upgrades enabled; HTTP/1 request heads
-//! bounded by [`HEADER_READ_TIMEOUT`]) → the router, wrapped so
+//! bounded by [`HEADER_READ_TIMEOUT`]) → [`KeepUnread`] (an HTTP/2 request body
+//! left unread is kept until the answer is sent, `unread.rs`) → the router, wrapped so
 //! that every request carries two extensions: `Option<PeerIdentity>` (always
 //! present; `Some` only for a verified client certificate) and
 //! `axum::extract::ConnectInfo<SocketAddr>`.
@@ -32,7 +33,6 @@ use std::time::Duration;
 
 use axum::extract::ConnectInfo;
 use axum::Router;
-use hyper::body::Incoming;
 use hyper::Request;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
@@ -44,6 +44,7 @@ use tokio::task::JoinSet;
 use tower::ServiceExt as _;
 
 use super::coalesce::Coalesced;
+use super::unread::{KeepUnread, Unread};
 use super::{PeerIdentity, ServingConfigs};
 
 /// Upper bound for a client to complete the TLS handshake.
@@ -265,7 +266,7 @@ async fn connection<Fut, S>(
     };
     let goaway = GoAway::default();
     let decide = goaway.clone();
-    let svc = app.map_request(move |mut req: Request<Incoming>| {
+    let svc = app.map_request(move |mut req: Request<Unread>| {
         if req.version() == hyper::Version::HTTP_2
             && settings.goaway_chance > 0.0
             && rand::random::<f64>() < settings.goaway_chance
@@ -290,8 +291,10 @@ async fn connection<Fut, S>(
     if settings.http1_only {
         builder = builder.http1_only();
     }
-    let conn =
-        builder.serve_connection_with_upgrades(TokioIo::new(io), TowerToHyperService::new(svc));
+    let conn = builder.serve_connection_with_upgrades(
+        TokioIo::new(io),
+        TowerToHyperService::new(KeepUnread(svc)),
+    );
     tokio::pin!(conn);
     let result = tokio::select! {
         res = conn.as_mut() => res,

@@ -163,3 +163,70 @@ async fn http2_streams_that_wait_and_streams_that_do_not_share_a_connection() {
     stop_tx.send(()).unwrap();
     let _ = tokio::time::timeout(std::time::Duration::from_secs(15), server).await;
 }
+
+/// A request answered without its body being read (a refusal before the
+/// handler reads it, a 404) gets its whole answer, and the rest of its body
+/// is read afterwards (`unread.rs`): a client still sending it is not reset
+/// (curl 7.88 fails on that reset), one that never sends it is reset with
+/// `NO_ERROR` once the wait is over, as Go's server ends such streams.
+#[tokio::test]
+async fn http2_answers_to_unread_requests_end_their_streams_cleanly() {
+    use futures::FutureExt as _;
+
+    let tmp = TempDir::new();
+    let pki = load_or_generate(&tmp.0, &[]).unwrap();
+    let config = server_config(&pki.serving_cert_pem, &pki.serving_key_pem, &[]).unwrap();
+    let app = Router::new()
+        .route(
+            "/refuse",
+            axum::routing::post(|| async { (axum::http::StatusCode::FORBIDDEN, "refused") }),
+        )
+        .fallback(|| async { (axum::http::StatusCode::NOT_FOUND, "404 page not found") });
+    let (addr, stop_tx, server) = start_tls(config, app).await;
+    let tls = connect_h2(addr, &pki).await;
+    let (client, conn) = h2::client::handshake(tls).await.unwrap();
+    tokio::spawn(conn);
+    for (path, code, sends_body) in [
+        ("/refuse", 403, true),
+        ("/nowhere", 404, true),
+        ("/refuse", 403, false),
+    ] {
+        let mut client = client.clone().ready().await.unwrap();
+        let req = http::Request::post(format!("https://localhost{path}"))
+            .header("content-type", "application/json")
+            .body(())
+            .unwrap();
+        // Headers only: the body is still to come when the answer goes.
+        let (resp, mut body_tx) = client.send_request(req, false).unwrap();
+        let resp = resp.await.expect("an answer");
+        assert_eq!(resp.status(), code, "{path}");
+        let mut body = resp.into_body();
+        let mut got = Vec::new();
+        while let Some(chunk) = body.data().await {
+            got.extend_from_slice(&chunk.expect("the whole answer"));
+        }
+        assert!(!got.is_empty(), "{path}");
+        if sends_body {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            let reset = futures::future::poll_fn(|cx| body_tx.poll_reset(cx)).now_or_never();
+            assert!(
+                reset.is_none(),
+                "{path}: reset while the client sends: {reset:?}"
+            );
+            body_tx
+                .send_data(bytes::Bytes::from_static(b"{}"), true)
+                .expect("the body is taken");
+        } else {
+            let reason = tokio::time::timeout(
+                unread::DRAIN_FOR * 5,
+                futures::future::poll_fn(|cx| body_tx.poll_reset(cx)),
+            )
+            .await
+            .expect("reset once the wait is over")
+            .unwrap();
+            assert_eq!(reason, h2::Reason::NO_ERROR, "{path}");
+        }
+    }
+    stop_tx.send(()).unwrap();
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(15), server).await;
+}
