@@ -54,6 +54,18 @@ const FIELDS: &[(&str, &str, Zero)] = &[
         Json("{}"),
     ),
     (
+        "io.k8s.api.core.v1.NodeStatus",
+        "daemonEndpoints",
+        Json(r#"{"kubeletEndpoint":{"Port":0}}"#),
+    ),
+    (
+        "io.k8s.api.core.v1.NodeStatus",
+        "nodeInfo",
+        Json(
+            r#"{"machineID":"","systemUUID":"","bootID":"","kernelVersion":"","osImage":"","containerRuntimeVersion":"","kubeletVersion":"","kubeProxyVersion":"","operatingSystem":"","architecture":""}"#,
+        ),
+    ),
+    (
         "io.k8s.api.core.v1.ReplicationControllerStatus",
         "replicas",
         Json("0"),

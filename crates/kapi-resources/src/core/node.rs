@@ -29,12 +29,40 @@ fn mirror_pod_cidrs(obj: &mut Value) {
     }
 }
 
+/// `NodeSystemInfo`'s string fields, each written even when empty.
+const NODE_INFO_FIELDS: [&str; 10] = [
+    "machineID",
+    "systemUUID",
+    "bootID",
+    "kernelVersion",
+    "osImage",
+    "containerRuntimeVersion",
+    "kubeletVersion",
+    "kubeProxyVersion",
+    "operatingSystem",
+    "architecture",
+];
+
 impl Strategy for NodeStrategy {
     fn default(&self, obj: &mut Value) {
         mirror_pod_cidrs(obj);
         let capacity = obj.pointer("/status/capacity").cloned();
         if let (Some(capacity), Some(status)) = (capacity, child_obj(obj, "status")) {
             set_default(status, "allocatable", capacity);
+        }
+        // Non-pointer structs and fields without omitempty: Go always writes them.
+        child_obj(obj, "spec");
+        if let Some(status) = child_obj(obj, "status") {
+            if let Some(daemon) = child_obj(status, "daemonEndpoints") {
+                if let Some(kubelet) = child_obj(daemon, "kubeletEndpoint") {
+                    set_default(kubelet, "Port", json!(0));
+                }
+            }
+            if let Some(info) = child_obj(status, "nodeInfo") {
+                for field in NODE_INFO_FIELDS {
+                    set_default(info, field, json!(""));
+                }
+            }
         }
     }
 
@@ -210,6 +238,16 @@ mod tests {
         let mut n = node();
         NodeStrategy.default(&mut n);
         assert_eq!(n["status"]["allocatable"], json!({"cpu": "4"}));
+        // What Go writes of an empty status.
+        let mut bare = json!({"metadata": {"name": "n"}});
+        NodeStrategy.default(&mut bare);
+        assert_eq!(bare["spec"], json!({}));
+        assert_eq!(
+            bare["status"]["daemonEndpoints"],
+            json!({"kubeletEndpoint": {"Port": 0}})
+        );
+        assert_eq!(bare["status"]["nodeInfo"]["kubeletVersion"], "");
+        assert_eq!(bare["status"]["nodeInfo"].as_object().unwrap().len(), 10);
     }
 
     #[test]

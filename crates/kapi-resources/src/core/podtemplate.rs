@@ -87,6 +87,12 @@ impl Strategy for ReplicationControllerStrategy {
         }
         set_default(spec, "replicas", json!(1));
         if let Some(template) = spec.get_mut("template").filter(|t| t.is_object()) {
+            // The template is a pointer, so absent from the zero object: its
+            // ObjectMeta's creationTimestamp (a struct Go writes as null) is
+            // a field of the decoded object the creating manager is given.
+            if let Some(meta) = template.get_mut("metadata").filter(|m| m.is_object()) {
+                set_default(meta, "creationTimestamp", Value::Null);
+            }
             default_pod_template(template);
         }
         if let Some(labels) = labels.filter(|l| l.is_object()) {

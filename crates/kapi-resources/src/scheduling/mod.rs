@@ -80,6 +80,12 @@ impl Strategy for PriorityClassStrategy {
         set_default(obj, "preemptionPolicy", json!("PreemptLowerPriority"));
     }
 
+    /// Upstream's strategy sets `generation` to 1 on create and never
+    /// changes it (the store carries it over updates).
+    fn prepare_for_create(&self, obj: &mut Value) {
+        kapi_registry::meta::meta_mut(obj).insert("generation".into(), json!(1));
+    }
+
     fn validate(&self, obj: &Value) -> ErrorList {
         let mut errs = ErrorList::new();
         let name = str_at(obj, "/metadata/name");

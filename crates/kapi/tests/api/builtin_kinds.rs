@@ -613,4 +613,48 @@ async fn created_objects_hold_what_upstream_adds() {
                {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]),
         "{node}"
     );
+    // An empty status as Go writes it; not the creating manager's fields.
+    assert_eq!(
+        node["status"]["daemonEndpoints"],
+        json!({"kubeletEndpoint": {"Port": 0}})
+    );
+    assert_eq!(node["status"]["nodeInfo"]["machineID"], "", "{node}");
+    let fields = &node["metadata"]["managedFields"][0]["fieldsV1"];
+    assert!(fields.get("f:status").is_none(), "{fields}");
+
+    // A replication controller's template is a pointer: its metadata's null
+    // creationTimestamp is a field of the creating manager, as upstream.
+    let rc = post(
+        "/api/v1/namespaces/default/replicationcontrollers",
+        json!({
+        "apiVersion": "v1", "kind": "ReplicationController", "metadata": {"name": "rc"},
+        "spec": {"replicas": 1, "template": {"metadata": {"labels": {"app": "rc"}},
+                 "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}),
+    )
+    .await;
+    assert_eq!(
+        rc["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"]["f:template"]["f:metadata"],
+        json!({".": {}, "f:creationTimestamp": {}, "f:labels": {".": {}, "f:app": {}}}),
+        "{rc}"
+    );
+
+    // A PriorityClass's generation is 1 from its creation on.
+    let pc = post(
+        "/apis/scheduling.k8s.io/v1/priorityclasses",
+        json!({
+        "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+        "metadata": {"name": "pc"}, "value": 1000}),
+    )
+    .await;
+    assert_eq!(pc["metadata"]["generation"], 1, "{pc}");
+    let req = http::Request::patch("/apis/scheduling.k8s.io/v1/priorityclasses/pc")
+        .header("content-type", "application/merge-patch+json")
+        .body(br#"{"description":"changed"}"#.to_vec())
+        .unwrap();
+    let (code, pc) = s.raw(req).await;
+    assert_eq!(
+        (code, &pc["metadata"]["generation"]),
+        (200, &json!(1)),
+        "{pc}"
+    );
 }

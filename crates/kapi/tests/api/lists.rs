@@ -283,7 +283,7 @@ async fn item_types(s: &TestServer, path: &str, accept: &str) -> Vec<(Value, Val
 #[tokio::test]
 async fn typed_list_items_carry_no_kind_of_their_own() {
     let s = harness::start().await;
-    let api = labelled(&s).await;
+    labelled(&s).await;
     let none = (Value::Null, Value::Null);
     let path = "/api/v1/namespaces/default/configmaps";
     for query in ["", "?resourceVersion=0", "?limit=2", "?labelSelector=env"] {
