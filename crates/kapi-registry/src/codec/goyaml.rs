@@ -48,31 +48,15 @@ fn key_less(a: &str, b: &str) -> bool {
         // Two non-letters: the digit runs from here compare as numbers. A
         // run with leading zeros inside a number that started with another
         // digit counts as that number continuing (both start from 1).
-        let (mut an, mut bn) = (0i64, 0i64);
-        if ar[i] == '0' || br[i] == '0' {
-            if ar[..i]
+        let inside_number = (ar[i] == '0' || br[i] == '0')
+            && ar[..i]
                 .iter()
                 .rev()
                 .take_while(|c| digit(**c))
-                .any(|c| *c != '0')
-            {
-                (an, bn) = (1, 1);
-            }
-        }
-        let mut ai = i;
-        while ai < ar.len() && digit(ar[ai]) {
-            an = an
-                .wrapping_mul(10)
-                .wrapping_add(i64::from(ar[ai] as u8 - b'0'));
-            ai += 1;
-        }
-        let mut bi = i;
-        while bi < br.len() && digit(br[bi]) {
-            bn = bn
-                .wrapping_mul(10)
-                .wrapping_add(i64::from(br[bi] as u8 - b'0'));
-            bi += 1;
-        }
+                .any(|c| *c != '0');
+        let start = i64::from(inside_number);
+        let (an, ai) = digit_run(&ar, i, start);
+        let (bn, bi) = digit_run(&br, i, start);
         if an != bn {
             return an < bn;
         }
@@ -82,6 +66,21 @@ fn key_less(a: &str, b: &str) -> bool {
         return ar[i] < br[i];
     }
     ar.len() < br.len()
+}
+
+/// The number the run of ASCII digits of `chars` from `i` makes, continuing
+/// `start` (Go's int64 arithmetic, wrapping), and where the run ends.
+fn digit_run(chars: &[char], mut i: usize, start: i64) -> (i64, usize) {
+    let mut n = start;
+    while let Some(d) = chars
+        .get(i)
+        .filter(|c| c.is_ascii_digit())
+        .and_then(|c| c.to_digit(10))
+    {
+        n = n.wrapping_mul(10).wrapping_add(i64::from(d));
+        i += 1;
+    }
+    (n, i)
 }
 
 /// A JSON value serialized with every object's keys in [`key_order`].
@@ -134,6 +133,8 @@ mod tests {
         // Digit runs as numbers.
         assert_eq!(sorted(&["a10", "a9", "a1"]), ["a1", "a9", "a10"]);
         assert_eq!(sorted(&["x-10-y", "x-2-y"]), ["x-2-y", "x-10-y"]);
+        // Equal numbers: the shorter run first.
+        assert_eq!(sorted(&["a01", "a1"]), ["a1", "a01"]);
         // A non-letter before a letter, unless right after a digit.
         assert_eq!(sorted(&["ab", "a.b", "a-b"]), ["a-b", "a.b", "ab"]);
         assert_eq!(sorted(&["1a", "1.a"]), ["1a", "1.a"]);
