@@ -293,6 +293,7 @@ pub static FACTS: &[Fact] = &[
     atomic("io.k8s.api.rbac.v1.AggregationRule", "clusterRoleSelectors"),
     // storage.k8s.io/v1, node.k8s.io/v1
     merge("io.k8s.api.storage.v1.CSINodeSpec", "drivers", "name", NAME),
+    strat("io.k8s.api.storage.v1.CSIDriverSpec", "volumeLifecycleModes", "", "", Set),
     atomic("io.k8s.api.storage.v1.StorageClass", "allowedTopologies"),
     atomic("io.k8s.api.node.v1.Scheduling", "tolerations"),
     // core/v1 storage and quota

@@ -638,6 +638,20 @@ async fn created_objects_hold_what_upstream_adds() {
         "{rc}"
     );
 
+    // A CSI driver's lifecycle modes are a set: its manager owns each value.
+    let csi = post(
+        "/apis/storage.k8s.io/v1/csidrivers",
+        json!({
+        "apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver",
+        "metadata": {"name": "csi.example.com"}, "spec": {}}),
+    )
+    .await;
+    assert_eq!(
+        csi["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"]["f:volumeLifecycleModes"],
+        json!({".": {}, "v:\"Persistent\"": {}}),
+        "{csi}"
+    );
+
     // A PriorityClass's generation is 1 from its creation on.
     let pc = post(
         "/apis/scheduling.k8s.io/v1/priorityclasses",
