@@ -324,9 +324,13 @@ impl Strategy for HpaV2Strategy {
 }
 
 impl Strategy for HpaV1Strategy {
+    /// autoscaling/v1's `SetDefaults_HorizontalPodAutoscaler`: one replica at
+    /// least and, unless asked otherwise, 80 % CPU utilization (a default, so
+    /// among the fields of the manager that sent the object).
     fn default(&self, obj: &mut Value) {
         if let Some(spec) = child_obj(obj, "spec") {
             set_default(spec, "minReplicas", json!(1));
+            set_default(spec, "targetCPUUtilizationPercentage", json!(80));
         }
     }
 

@@ -320,6 +320,7 @@ pub static ATOMIC_STRUCTS: &[&str] = &[
     core!("NodeSelectorTerm"),
     core!("TopologySelectorTerm"),
     "io.k8s.api.rbac.v1.RoleRef",
+    "io.k8s.api.autoscaling.v1.CrossVersionObjectReference",
 ];
 
 /// Defaults of list-map key fields (upstream's OpenAPI `default` on them), so

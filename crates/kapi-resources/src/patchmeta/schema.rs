@@ -10,6 +10,8 @@ use serde_json::{Map, Value};
 
 use super::KEY_DEFAULTS;
 
+const RAW_EXTENSION: &str = "io.k8s.apimachinery.pkg.runtime.RawExtension";
+
 /// Field navigation over the built-in definitions (with the table applied).
 #[derive(Clone)]
 pub struct BuiltinSchema;
@@ -48,11 +50,14 @@ impl BuiltinSchema {
         } else {
             ListType::Atomic
         };
+        // A RawExtension (an embedded object of any kind) is one value to the
+        // field manager, as upstream's untyped schema makes it.
         let struct_atomic = !is_list
-            && self
-                .def(&elem.0)
-                .and_then(|d| d.get("x-kubernetes-map-type"))
-                .is_some();
+            && (elem.0 == RAW_EXTENSION
+                || self
+                    .def(&elem.0)
+                    .and_then(|d| d.get("x-kubernetes-map-type"))
+                    .is_some());
         let map_type = match str_ext(prop, "x-kubernetes-map-type") {
             Some("atomic") => MapType::Atomic,
             _ if struct_atomic => MapType::Atomic,
@@ -143,11 +148,12 @@ impl SchemaNav for BuiltinSchema {
     }
 
     fn type_map_type(&self, ty: &TypeRef) -> MapType {
-        let atomic = self
-            .def(&ty.0)
-            .and_then(|d| d.member("x-kubernetes-map-type"))
-            .and_then(Value::as_str)
-            == Some("atomic");
+        let atomic = ty.0 == RAW_EXTENSION
+            || self
+                .def(&ty.0)
+                .and_then(|d| d.member("x-kubernetes-map-type"))
+                .and_then(Value::as_str)
+                == Some("atomic");
         if atomic {
             MapType::Atomic
         } else {

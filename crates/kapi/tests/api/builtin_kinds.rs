@@ -652,6 +652,32 @@ async fn created_objects_hold_what_upstream_adds() {
         "{csi}"
     );
 
+    // autoscaling/v1 defaults the CPU target (the sender's field); its
+    // scaleTargetRef is atomic. A ControllerRevision's data is one value.
+    let hpa = post("/apis/autoscaling/v1/namespaces/default/horizontalpodautoscalers", json!({
+        "apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "h"},
+        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"},
+                 "maxReplicas": 3}})).await;
+    assert_eq!(hpa["spec"]["targetCPUUtilizationPercentage"], 80, "{hpa}");
+    let spec = &hpa["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"];
+    assert_eq!(spec["f:scaleTargetRef"], json!({}), "{spec}");
+    assert!(
+        spec.get("f:targetCPUUtilizationPercentage").is_some(),
+        "{spec}"
+    );
+    let rev = post(
+        "/apis/apps/v1/namespaces/default/controllerrevisions",
+        json!({
+        "apiVersion": "apps/v1", "kind": "ControllerRevision", "metadata": {"name": "r"},
+        "revision": 1, "data": {"a": 1}}),
+    )
+    .await;
+    assert_eq!(
+        rev["metadata"]["managedFields"][0]["fieldsV1"]["f:data"],
+        json!({}),
+        "{rev}"
+    );
+
     // A PriorityClass's generation is 1 from its creation on.
     let pc = post(
         "/apis/scheduling.k8s.io/v1/priorityclasses",
