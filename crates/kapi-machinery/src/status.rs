@@ -419,6 +419,26 @@ impl ApiError {
         ApiError::not_acceptable(msg)
     }
 
+    /// 406 as go-restful (through which upstream serves its built-in
+    /// resources) answers an `Accept` its route produces nothing of.
+    pub fn route_not_acceptable(produces: &[&str]) -> Self {
+        let msg = format!(
+            "406: Not Acceptable\n\nAvailable representations: {}",
+            produces.join(", ")
+        );
+        ApiError::new(406, Reason::NotAcceptable, msg).with_details(Details::default())
+    }
+
+    /// 415 as go-restful answers a `Content-Type` its route does not consume.
+    pub fn route_unsupported_media_type() -> Self {
+        ApiError::new(
+            415,
+            Reason::UnsupportedMediaType,
+            "415: Unsupported Media Type",
+        )
+        .with_details(Details::default())
+    }
+
     /// 415 UnsupportedMediaType as the apiserver reports an unknown request `Content-Type`.
     pub fn unsupported_media_type(accepted: &[&str]) -> Self {
         let msg = format!(

@@ -5,7 +5,7 @@
 //! [`Coalesced`] so HTTP/2 frames leave in batches) → hyper-util
 //! auto builder (HTTP/1.1 or HTTP/2, upgrades enabled; HTTP/1 request heads
 //! bounded by [`HEADER_READ_TIMEOUT`]) → [`KeepUnread`] (an HTTP/2 request body
-//! left unread is kept until the answer is sent, `unread.rs`) → the router, wrapped so
+//! left unread is read to its end on a task of its own, `unread.rs`) → the router, wrapped so
 //! that every request carries two extensions: `Option<PeerIdentity>` (always
 //! present; `Some` only for a verified client certificate) and
 //! `axum::extract::ConnectInfo<SocketAddr>`.

@@ -53,8 +53,11 @@ const CUSTOM_PATCH_TYPES: &[&str] = &[
 ];
 
 pub async fn patch(ctx: &Ctx, body: Body, status: bool) -> Result<Response, ApiError> {
-    let kind = patch_type(ctx.content_type())?;
     let custom = ctx.entry.def.origin == kapi_registry::Origin::Custom;
+    let kind = match patch_type(ctx.content_type()) {
+        Err(_) if custom => return Err(ApiError::unsupported_media_type(CUSTOM_PATCH_TYPES)),
+        kind => kind?,
+    };
     if custom && kind == PatchType::Strategic {
         return Err(ApiError::unsupported_media_type(CUSTOM_PATCH_TYPES));
     }

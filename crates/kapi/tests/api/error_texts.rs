@@ -197,3 +197,63 @@ async fn paths_outside_every_api_are_plain_404s() {
         );
     }
 }
+
+/// Media types as kube-apiserver 1.28.4 answers them: its built-in resources
+/// are served through go-restful routes, which refuse a PATCH body no patch
+/// route consumes (415) and an `Accept` the route produces nothing of (406)
+/// with go-restful's own messages and empty details, before the handler
+/// (which still refuses what passes them, a `Table` where there is none, or
+/// a POST body it cannot decode); custom resources have no such routes.
+#[tokio::test]
+async fn media_types_are_refused_as_upstreams_routes_refuse_them() {
+    let s = seeded().await;
+    crate::crd::establish(&s, crate::crd::crontab_crd()).await;
+    const ROUTE_406: &str = "406: Not Acceptable\n\nAvailable representations: application/json, application/yaml, application/vnd.kubernetes.protobuf";
+    let collection_406 = format!("{ROUTE_406}, application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch");
+    let crs = "/apis/stable.example.com/v1/namespaces/default/crontabs";
+    let cases: Vec<(&str, String, Option<&str>, Option<&str>, u16, String)> = vec![
+        ("PATCH", format!("{CM}/target"), JSON, None, 415, "415: Unsupported Media Type".into()),
+        ("PATCH", format!("{DEPLOY}/target"), Some("text/plain"), Some("application/xml"), 415, "415: Unsupported Media Type".into()),
+        ("GET", CM.into(), None, Some("application/xml"), 406, collection_406.clone()),
+        ("GET", format!("{CM}?watch=true"), None, Some("text/html"), 406, collection_406.clone()),
+        ("GET", format!("{CM}/target"), None, Some("application/xml"), 406, ROUTE_406.into()),
+        ("GET", CM.into(), None, Some("application/*"), 406, collection_406.clone()),
+        ("GET", CM.into(), None, Some("APPLICATION/JSON"), 406, collection_406),
+        ("POST", CM.into(), JSON, Some("application/xml"), 406, ROUTE_406.into()),
+        ("POST", CM.into(), Some("text/plain"), None, 415,
+            "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf".into()),
+        ("GET", crs.into(), None, Some("application/xml"), 406,
+            "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf".into()),
+        ("PATCH", format!("{crs}/nope"), JSON, None, 415,
+            "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml".into()),
+    ];
+    for (method, path, content_type, accept, code, message) in cases {
+        let mut req = http::Request::builder().method(method).uri(&path);
+        if let Some(ct) = content_type {
+            req = req.header("content-type", ct);
+        }
+        if let Some(a) = accept {
+            req = req.header("accept", a);
+        }
+        let reply = s.exchange(req.body(b"{}".to_vec()).unwrap()).await;
+        let out = reply.json();
+        let what = format!("{method} {path} {content_type:?} {accept:?}");
+        assert_eq!(reply.code, code, "{what}: {out}");
+        assert_eq!(out["message"], message.as_str(), "{what}");
+        if message.starts_with(&code.to_string()) {
+            assert_eq!(out["details"], json!({}), "{what}: {out}");
+        }
+    }
+    // What go-restful lets through is the handler's: `*/*`, parameters.
+    for accept in [
+        "*/*",
+        "text/plain, application/json",
+        "application/json;as=Table;v=v1;g=meta.k8s.io",
+    ] {
+        let req = http::Request::get(CM)
+            .header("accept", accept)
+            .body(Vec::new())
+            .unwrap();
+        assert_eq!(s.exchange(req).await.code, 200, "{accept}");
+    }
+}
