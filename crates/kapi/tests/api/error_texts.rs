@@ -198,6 +198,16 @@ async fn paths_outside_every_api_are_plain_404s() {
     }
 }
 
+/// A request's method, path, Content-Type and Accept, and the answer's code and message.
+type MediaCase = (
+    &'static str,
+    String,
+    Option<&'static str>,
+    Option<&'static str>,
+    u16,
+    String,
+);
+
 /// Media types as kube-apiserver 1.28.4 answers them: its built-in resources
 /// are served through go-restful routes, which refuse a PATCH body no patch
 /// route consumes (415) and an `Accept` the route produces nothing of (406)
@@ -211,7 +221,7 @@ async fn media_types_are_refused_as_upstreams_routes_refuse_them() {
     const ROUTE_406: &str = "406: Not Acceptable\n\nAvailable representations: application/json, application/yaml, application/vnd.kubernetes.protobuf";
     let collection_406 = format!("{ROUTE_406}, application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch");
     let crs = "/apis/stable.example.com/v1/namespaces/default/crontabs";
-    let cases: Vec<(&str, String, Option<&str>, Option<&str>, u16, String)> = vec![
+    let cases: Vec<MediaCase> = vec![
         ("PATCH", format!("{CM}/target"), JSON, None, 415, "415: Unsupported Media Type".into()),
         ("PATCH", format!("{DEPLOY}/target"), Some("text/plain"), Some("application/xml"), 415, "415: Unsupported Media Type".into()),
         ("GET", CM.into(), None, Some("application/xml"), 406, collection_406.clone()),
