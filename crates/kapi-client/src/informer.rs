@@ -40,6 +40,16 @@ pub enum Change<T = Value> {
     Synced,
 }
 
+impl<T> Change<T> {
+    /// The object changed or gone; `None` for [`Change::Synced`].
+    pub fn object(&self) -> Option<&T> {
+        match self {
+            Change::Upsert(o) | Change::Deleted(o) => Some(o),
+            Change::Synced => None,
+        }
+    }
+}
+
 /// One event with the resource it came from.
 #[derive(Clone)]
 pub struct Event<T = Value> {

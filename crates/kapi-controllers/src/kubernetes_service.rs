@@ -25,7 +25,7 @@ use tokio::sync::mpsc;
 use super::ignore_exists;
 use super::masterleases::{self, Master};
 use crate::Context;
-use kapi_client::informer::{self, Change};
+use kapi_client::informer;
 
 const NAMESPACE: &str = "default";
 const NAME: &str = "kubernetes";
@@ -133,8 +133,8 @@ pub fn spawn(cx: Arc<Context>, reconcile_endpoints: bool) {
             }
             tokio::select! {
                 ev = rx.recv() => match ev {
-                    Some(ev) => match &ev.change {
-                        Change::Upsert(o) | Change::Deleted(o) if meta::namespace(o) == Some(NAMESPACE) => {}
+                    Some(ev) => match ev.change.object() {
+                        Some(o) if meta::namespace(o) == Some(NAMESPACE) => {}
                         _ => continue,
                     },
                     None => return,

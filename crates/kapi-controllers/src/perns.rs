@@ -13,7 +13,7 @@ use kapi_registry::meta;
 use tokio::sync::mpsc;
 
 use crate::Context;
-use kapi_client::informer::{self, Change};
+use kapi_client::informer;
 use kapi_client::queue::{run_workers, WorkQueue};
 
 /// Whether `ns` exists and is not being deleted.
@@ -52,9 +52,8 @@ where
     let q = queue.clone();
     tokio::spawn(async move {
         while let Some(ev) = rx.recv().await {
-            let obj = match &ev.change {
-                Change::Upsert(o) | Change::Deleted(o) => o,
-                Change::Synced => continue,
+            let Some(obj) = ev.change.object() else {
+                continue;
             };
             let ns = if ev.entry.def.resource == "namespaces" {
                 meta::name(obj)

@@ -23,6 +23,9 @@ use kapi_machinery::status::ApiError;
 use kapi_registry::meta;
 use kapi_registry::store::options::{ListOptions, WriteOptions};
 use kapi_registry::store::UpdateTarget;
+use kapi_resources::core::volume::{
+    PVC_PROTECTION_FINALIZER as PVC_FINALIZER, PV_PROTECTION_FINALIZER as PV_FINALIZER,
+};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
@@ -30,9 +33,6 @@ use super::CONTROLLER_MANAGER;
 use crate::Context;
 use kapi_client::informer::{self, Change};
 use kapi_client::queue::{run_workers, WorkQueue};
-
-pub const PVC_FINALIZER: &str = "kubernetes.io/pvc-protection";
-pub const PV_FINALIZER: &str = "kubernetes.io/pv-protection";
 
 /// What the object needs of its protection finalizer, if anything.
 #[derive(Debug, PartialEq, Eq)]
@@ -55,16 +55,18 @@ fn need(obj: &Value, finalizer: &str) -> Option<Need> {
 /// Claims `pod` may be using in its namespace: the claims of its
 /// `persistentVolumeClaim` volumes and of its generic ephemeral volumes.
 fn claims_of(pod: &Value) -> Vec<String> {
-    let pod_name = meta::name(pod);
     volumes(pod)
-        .filter_map(|v| {
-            if let Some(claim) = v.pointer("/persistentVolumeClaim/claimName") {
-                return claim.as_str().map(str::to_owned);
-            }
-            v.get("ephemeral")?;
-            Some(format!("{pod_name}-{}", v.get("name")?.as_str()?))
+        .filter_map(|v| match v.pointer("/persistentVolumeClaim/claimName") {
+            Some(claim) => claim.as_str().map(str::to_owned),
+            None => ephemeral_claim(pod, v),
         })
         .collect()
+}
+
+/// The claim of `pod`'s generic ephemeral volume `v`: `<pod>-<volume>`.
+fn ephemeral_claim(pod: &Value, v: &Value) -> Option<String> {
+    v.get("ephemeral")?;
+    Some(format!("{}-{}", meta::name(pod), v.get("name")?.as_str()?))
 }
 
 fn volumes(pod: &Value) -> impl Iterator<Item = &Value> {
@@ -90,12 +92,8 @@ fn pod_uses_claim(pod: &Value, claim: &Value) -> bool {
             .pointer("/persistentVolumeClaim/claimName")
             .and_then(Value::as_str)
             == Some(claim_name);
-        let ephemeral = v.get("ephemeral").is_some()
-            && !shut_down(pod)
-            && v.get("name")
-                .and_then(Value::as_str)
-                .map(|n| format!("{}-{n}", meta::name(pod)))
-                == Some(claim_name.to_owned())
+        let ephemeral = !shut_down(pod)
+            && ephemeral_claim(pod, v).as_deref() == Some(claim_name)
             && controlled_by(claim, pod);
         named || ephemeral
     })
@@ -143,9 +141,8 @@ pub fn spawn_claims(cx: Arc<Context>) {
     let q = queue.clone();
     tokio::spawn(async move {
         while let Some(ev) = rx.recv().await {
-            let obj = match &ev.change {
-                Change::Upsert(o) | Change::Deleted(o) => o,
-                Change::Synced => continue,
+            let Some(obj) = ev.change.object() else {
+                continue;
             };
             let ns = meta::namespace(obj).unwrap_or("").to_owned();
             if ev.entry.def.resource == "pods" {
@@ -246,14 +243,11 @@ async fn set_finalizer(
         .store
         .update_with(ns, name, UpdateTarget::Main, &opts, false, |cur| {
             let mut obj = cur.cloned().ok_or_else(|| ApiError::internal("gone"))?;
-            let mut list = meta::finalizers(&obj);
-            let has = list.iter().any(|f| f == finalizer);
-            match (on, has) {
-                (true, false) => list.push(finalizer.to_owned()),
-                (false, true) => list.retain(|f| f != finalizer),
-                _ => return Ok(obj),
+            if on {
+                meta::add_finalizer(&mut obj, finalizer);
+            } else {
+                meta::remove_finalizer(&mut obj, finalizer);
             }
-            meta::meta_mut(&mut obj).insert("finalizers".into(), list.into());
             Ok(obj)
         })
         .await;

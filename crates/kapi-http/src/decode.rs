@@ -19,11 +19,9 @@ pub fn decode_body(content_type: Option<&str>, body: &[u8]) -> Result<Value, Api
         "application/json" | "" => decode_json(body),
         "application/yaml" => decode_yaml(body),
         "application/vnd.kubernetes.protobuf" => decode_protobuf(body),
-        _ => Err(ApiError::unsupported_media_type(&[
-            "application/json",
-            "application/yaml",
-            "application/vnd.kubernetes.protobuf",
-        ])),
+        _ => Err(ApiError::unsupported_media_type(
+            crate::negotiate::SERIALIZER_TYPES,
+        )),
     }
 }
 

@@ -41,10 +41,10 @@ impl Accept {
     };
 }
 
-/// The media types a refusal names: the serializers' (upstream's handlers
-/// name these three whatever the resource or view — a custom resource too,
-/// though it is never served as protobuf).
-const SUPPORTED: &[&str] = &[
+/// The serializers' media types: what a body may be in, and what a refusal
+/// names (upstream's handlers name these three whatever the resource or
+/// view — a custom resource too, though it is never served as protobuf).
+pub const SERIALIZER_TYPES: &[&str] = &[
     "application/json",
     "application/yaml",
     "application/vnd.kubernetes.protobuf",
@@ -65,7 +65,7 @@ pub fn negotiate_for(
     table: bool,
 ) -> Result<Accept, ApiError> {
     let picked = pick(accept, protobuf, table);
-    picked.ok_or_else(|| ApiError::not_acceptable_types(SUPPORTED))
+    picked.ok_or_else(|| ApiError::not_acceptable_types(SERIALIZER_TYPES))
 }
 
 fn pick(accept: Option<&str>, protobuf: bool, table: bool) -> Option<Accept> {

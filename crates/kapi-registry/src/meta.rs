@@ -50,8 +50,51 @@ pub fn remove(obj: &mut Value, field: &str) -> Option<Value> {
     kapi_machinery::member::remove(meta_mut(obj), field)
 }
 
+/// Remove the object's `kind` and `apiVersion` (its TypeMeta), as an item
+/// of a typed list holds it.
+pub fn remove_type_meta(obj: &mut Value) {
+    if let Some(o) = obj.as_object_mut() {
+        o.remove("kind");
+        o.remove("apiVersion");
+    }
+}
+
 pub fn finalizers(obj: &Value) -> Vec<String> {
     string_items(meta(obj).and_then(|m| m.member("finalizers")))
+}
+
+/// Append `finalizer` to the object's finalizers unless it is there (a null
+/// list counts as none); whether that changed the object.
+pub fn add_finalizer(obj: &mut Value, finalizer: &str) -> bool {
+    let list = meta_mut(obj)
+        .entry("finalizers")
+        .or_insert_with(|| Value::Array(Vec::new()));
+    if list.is_null() {
+        *list = Value::Array(Vec::new());
+    }
+    match list.as_array_mut() {
+        Some(items) if !items.iter().any(|f| f.as_str() == Some(finalizer)) => {
+            items.push(Value::from(finalizer));
+            true
+        }
+        _ => false,
+    }
+}
+
+/// Remove `finalizer` from the object's finalizers (a list left empty goes,
+/// as Go omits it); whether that changed the object.
+pub fn remove_finalizer(obj: &mut Value, finalizer: &str) -> bool {
+    let m = meta_mut(obj);
+    let Some(list) = m.get_mut("finalizers").and_then(Value::as_array_mut) else {
+        return false;
+    };
+    let before = list.len();
+    list.retain(|f| f != finalizer);
+    let changed = list.len() != before;
+    if list.is_empty() {
+        m.remove("finalizers");
+    }
+    changed
 }
 
 /// The items of list `v` that are strings, in order (none when `v` is no list).
@@ -178,6 +221,26 @@ mod tests {
         set_str(&mut obj, "namespace", "ns");
         assert_eq!(keys(&obj), ["name", "resourceVersion", "uid", "namespace"]);
         assert_eq!(namespace(&obj), Some("ns"));
+    }
+
+    #[test]
+    fn finalizers_are_added_once_after_the_others_and_removed() {
+        let mut obj = json!({"metadata": {"name": "c"}});
+        assert!(add_finalizer(&mut obj, "a/x"));
+        assert!(!add_finalizer(&mut obj, "a/x"));
+        assert_eq!(obj["metadata"]["finalizers"], json!(["a/x"]));
+        let mut other = json!({"metadata": {"finalizers": ["a/b"]}});
+        assert!(add_finalizer(&mut other, "a/x"));
+        assert_eq!(other["metadata"]["finalizers"], json!(["a/b", "a/x"]));
+        let mut null = json!({"metadata": {"finalizers": null}});
+        assert!(add_finalizer(&mut null, "a/x"));
+        assert_eq!(null["metadata"]["finalizers"], json!(["a/x"]));
+        assert!(remove_finalizer(&mut other, "a/b"));
+        assert!(!remove_finalizer(&mut other, "a/b"));
+        assert_eq!(other["metadata"]["finalizers"], json!(["a/x"]));
+        // A list left empty goes.
+        assert!(remove_finalizer(&mut other, "a/x"));
+        assert!(other["metadata"].get("finalizers").is_none());
     }
 
     #[test]

@@ -251,12 +251,7 @@ impl ResourceDef {
         if self.list_items_carry_type() {
             return;
         }
-        for item in items {
-            if let Some(obj) = item.as_object_mut() {
-                obj.remove("kind");
-                obj.remove("apiVersion");
-            }
-        }
+        items.iter_mut().for_each(crate::meta::remove_type_meta);
     }
 
     pub fn group_resource(&self) -> kapi_machinery::status::GroupResource {

@@ -193,7 +193,7 @@ impl Collector {
         };
         if blocking.is_empty() {
             return self
-                .edit(entry, latest, |obj| remove_finalizer(obj, FOREGROUND))
+                .edit(entry, latest, |obj| meta::remove_finalizer(obj, FOREGROUND))
                 .await;
         }
         let work = blocking
@@ -234,7 +234,7 @@ impl Collector {
         if meta::uid(&current) != Some(uid) {
             return Ok(());
         }
-        self.edit(&entry, &current, |o| remove_finalizer(o, ORPHAN))
+        self.edit(&entry, &current, |o| meta::remove_finalizer(o, ORPHAN))
             .await
     }
 
@@ -347,20 +347,6 @@ fn unblock_owner_refs(obj: &mut Value) -> bool {
                 changed = true;
             }
         }
-    }
-    changed
-}
-
-fn remove_finalizer(obj: &mut Value, finalizer: &str) -> bool {
-    let m = meta::meta_mut(obj);
-    let Some(list) = m.get_mut("finalizers").and_then(Value::as_array_mut) else {
-        return false;
-    };
-    let before = list.len();
-    list.retain(|f| f != finalizer);
-    let changed = list.len() != before;
-    if list.is_empty() {
-        m.remove("finalizers");
     }
     changed
 }

@@ -16,7 +16,7 @@ pub fn to_go_yaml(value: &Value) -> Result<String, serde_saphyr::SerializeError>
 }
 
 /// Go's YAML key order ([`key_less`]) as an ordering.
-pub fn key_order(a: &str, b: &str) -> Ordering {
+fn key_order(a: &str, b: &str) -> Ordering {
     if key_less(a, b) {
         Ordering::Less
     } else if key_less(b, a) {

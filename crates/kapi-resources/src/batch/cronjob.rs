@@ -17,6 +17,7 @@ use super::cron::parse_standard;
 use super::job::JOB_SELECTOR_DOC;
 use super::{default_job_spec_parts, validate_job_spec};
 use crate::apps::container_cells;
+use crate::core::podspec::default_template_metadata;
 use crate::core::table::{
     age_cell, age_column, int_column, name_cell, name_column, since, string_column, CONTAINERS_DOC,
     IMAGES_DOC,
@@ -186,14 +187,12 @@ impl Strategy for CronJobStrategy {
         set_default(spec, "suspend", json!(false));
         set_default(spec, "successfulJobsHistoryLimit", json!(3));
         set_default(spec, "failedJobsHistoryLimit", json!(1));
-        // The job template's and its pod template's ObjectMeta are non-pointer
-        // structs: Go always writes them.
-        let no_meta = || json!({"creationTimestamp": null});
+        // The job template's and its pod template's metadata, as Go writes them.
         if let Some(job_template) = child_obj(spec, "jobTemplate") {
-            set_default(job_template, "metadata", no_meta());
+            default_template_metadata(job_template);
             if let Some(job_spec) = child_obj(job_template, "spec") {
                 if let Some(template) = job_spec.get_mut("template").filter(|t| t.is_object()) {
-                    set_default(template, "metadata", no_meta());
+                    default_template_metadata(template);
                 }
                 default_job_spec_parts(job_spec);
             }

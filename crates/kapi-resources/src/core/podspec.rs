@@ -15,6 +15,20 @@ use super::util::{child_obj, for_each_item, i64_at, set_default, set_default_str
 /// The container lists of a pod spec, in upstream's validation order.
 pub const CONTAINER_LISTS: [&str; 3] = ["containers", "initContainers", "ephemeralContainers"];
 
+/// A template's `metadata` when it has none: an `ObjectMeta` is a non-pointer
+/// struct in a template, so Go always writes it (`creationTimestamp: null`).
+pub fn default_template_metadata(template: &mut Value) {
+    set_default(template, "metadata", json!({"creationTimestamp": null}));
+}
+
+/// `SetDefaults_HostPathVolumeSource` for the `hostPath` source of `holder`
+/// (a pod's volume or a persistent volume's spec).
+pub(crate) fn default_host_path(holder: &mut Value) {
+    if let Some(host_path) = holder.get_mut("hostPath").filter(|h| h.is_object()) {
+        set_default(host_path, "type", json!(""));
+    }
+}
+
 /// `spec.template` of a workload: defaults its pod spec.
 pub fn default_pod_template(template: &mut Value) {
     if let Some(spec) = child_obj(template, "spec") {
@@ -189,9 +203,7 @@ fn default_volume(vol: &mut Value) {
     {
         set_default_str(claim, "volumeMode", "Filesystem");
     }
-    if let Some(host_path) = vol.get_mut("hostPath").filter(|h| h.is_object()) {
-        set_default(host_path, "type", json!(""));
-    }
+    default_host_path(vol);
 }
 
 fn default_field_refs(items: &mut Value) {

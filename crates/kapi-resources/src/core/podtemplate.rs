@@ -10,7 +10,7 @@ use kapi_machinery::validation::{validate_labels, ErrorList, FieldError, FieldPa
 use kapi_registry::{Column, Strategy};
 use serde_json::{json, Map, Value};
 
-use super::podspec::default_pod_template;
+use super::podspec::{default_pod_template, default_template_metadata};
 use super::podspec_validation::validate_pod_template_spec;
 use super::table::{
     age_cell, age_column, int_column, name_cell, name_column, string_column, CONTAINERS_DOC,
@@ -25,8 +25,7 @@ pub struct ReplicationControllerStrategy;
 impl Strategy for PodTemplateStrategy {
     fn default(&self, obj: &mut Value) {
         if let Some(template) = child_obj(obj, "template") {
-            // A non-pointer ObjectMeta: Go always writes it.
-            set_default(template, "metadata", json!({"creationTimestamp": null}));
+            default_template_metadata(template);
             default_pod_template(template);
         }
     }

@@ -15,6 +15,13 @@ use super::table::{age_cell, age_column, name_cell, name_column, string_column};
 use super::util::{arr_at, child_obj, obj_at, present, set_default, set_default_str, str_at};
 use crate::batch::validate_label_selector;
 
+/// The finalizer that keeps a claim while a pod uses it (put on by the
+/// StorageObjectInUseProtection admission plugin, taken off by the claim
+/// protection controller).
+pub const PVC_PROTECTION_FINALIZER: &str = "kubernetes.io/pvc-protection";
+/// The finalizer that keeps a volume while it is bound.
+pub const PV_PROTECTION_FINALIZER: &str = "kubernetes.io/pv-protection";
+
 pub struct PersistentVolumeStrategy;
 pub struct PersistentVolumeClaimStrategy;
 
@@ -124,10 +131,7 @@ impl Strategy for PersistentVolumeStrategy {
         if let Some(spec) = child_obj(obj, "spec") {
             set_default_str(spec, "persistentVolumeReclaimPolicy", "Retain");
             set_default(spec, "volumeMode", json!("Filesystem"));
-            // SetDefaults_HostPathVolumeSource, as for a pod's volume.
-            if let Some(host_path) = spec.get_mut("hostPath").filter(|h| h.is_object()) {
-                set_default(host_path, "type", json!(""));
-            }
+            super::podspec::default_host_path(spec);
         }
         if let Some(status) = child_obj(obj, "status") {
             set_default_str(status, "phase", "Pending");

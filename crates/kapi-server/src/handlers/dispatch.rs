@@ -294,13 +294,8 @@ fn check_route(
 }
 
 /// What upstream's go-restful routes of built-in resources produce: every
-/// route the serializers' types, a collection's GET (list and watch) their
-/// streams too.
-const PRODUCES: &[&str] = &[
-    "application/json",
-    "application/yaml",
-    "application/vnd.kubernetes.protobuf",
-];
+/// route the serializers' types ([`negotiate::SERIALIZER_TYPES`]), a
+/// collection's GET (list and watch) their streams too.
 const COLLECTION_PRODUCES: &[&str] = &[
     "application/json",
     "application/yaml",
@@ -308,14 +303,6 @@ const COLLECTION_PRODUCES: &[&str] = &[
     "application/json;stream=watch",
     "application/vnd.kubernetes.protobuf;stream=watch",
 ];
-/// What a PATCH route consumes.
-const PATCH_CONSUMES: &[&str] = &[
-    "application/json-patch+json",
-    "application/merge-patch+json",
-    "application/strategic-merge-patch+json",
-    "application/apply-patch+yaml",
-];
-
 /// go-restful's route matching, which upstream's built-in resources meet
 /// before their handlers (custom resources do not): a PATCH with a body
 /// whose media type (case and all) no patch route consumes is 415, an
@@ -337,7 +324,8 @@ fn restful_route(verb: Verb, headers: &axum::http::HeaderMap) -> Result<(), ApiE
             .map(|c| c.split(';').next().unwrap_or(""))
             .filter(|m| !m.is_empty())
             .unwrap_or("application/octet-stream");
-        if !PATCH_CONSUMES.contains(&media) {
+        // What a PATCH route consumes: the patch types.
+        if !super::patch::PATCH_TYPES.contains(&media) {
             return Err(ApiError::route_unsupported_media_type());
         }
     }
@@ -346,7 +334,7 @@ fn restful_route(verb: Verb, headers: &axum::http::HeaderMap) -> Result<(), ApiE
     };
     let produces = match verb {
         Verb::List | Verb::Watch => COLLECTION_PRODUCES,
-        _ => PRODUCES,
+        _ => negotiate::SERIALIZER_TYPES,
     };
     let produced = accept.split(',').any(|item| {
         let media = item.split(';').next().unwrap_or("").trim();

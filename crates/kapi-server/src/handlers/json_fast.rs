@@ -63,9 +63,8 @@ pub async fn list_json(ctx: &Ctx) -> Result<Option<Response>, ApiError> {
             if !obj.write_json(obj.kv.mod_revision, type_meta, out) {
                 // Not splicable (never for objects the store wrote): go the long way.
                 let mut v = store.decode_value(&obj.kv).unwrap_or(Value::Null);
-                if let (TypeMeta::Omit, Some(o)) = (type_meta, v.as_object_mut()) {
-                    o.remove("kind");
-                    o.remove("apiVersion");
+                if type_meta == TypeMeta::Omit {
+                    kapi_registry::meta::remove_type_meta(&mut v);
                 }
                 serde_json::to_writer(out, &v).expect("JSON values serialize");
             }

@@ -23,7 +23,7 @@ enum PatchType {
     Apply,
 }
 
-const PATCH_TYPES: &[&str] = &[
+pub(super) const PATCH_TYPES: &[&str] = &[
     "application/json-patch+json",
     "application/merge-patch+json",
     "application/strategic-merge-patch+json",
