@@ -113,9 +113,17 @@ impl Query {
         self.0.get(key).map(String::as_str)
     }
 
-    /// A boolean parameter (`true`/`1`), as upstream's query decoding.
+    /// A boolean parameter as upstream's query decoding reads one
+    /// (`Convert_Slice_string_To_bool`): absent, `0` or `false` in any case
+    /// is false; any other value, the empty one too, is true.
     pub fn flag(&self, key: &str) -> bool {
-        matches!(self.get(key), Some("true" | "1" | "True" | "TRUE"))
+        self.opt_flag(key).unwrap_or(false)
+    }
+
+    /// A `*bool` parameter: `None` when absent, else read as [`Self::flag`].
+    pub fn opt_flag(&self, key: &str) -> Option<bool> {
+        self.get(key)
+            .map(|v| !(v == "0" || v.eq_ignore_ascii_case("false")))
     }
 
     pub fn non_empty(&self, key: &str) -> Option<&str> {
@@ -157,6 +165,30 @@ mod tests {
             let want: Vec<&str> = path.split('/').collect();
             assert_eq!(segments(path).as_slice(), want.as_slice(), "{path}");
         }
+    }
+
+    #[test]
+    fn booleans_read_as_gos_query_decoding() {
+        let q = Query::parse(Some("a=abc&b=&c=0&d=FALSE&e=False&f=1&g=true"));
+        for (key, want) in [
+            ("a", true),
+            ("b", true),
+            ("c", false),
+            ("d", false),
+            ("e", false),
+            ("f", true),
+            ("g", true),
+            ("missing", false),
+        ] {
+            assert_eq!(q.flag(key), want, "{key}");
+        }
+        assert_eq!(q.opt_flag("missing"), None);
+        assert_eq!(q.opt_flag("b"), Some(true));
+        // `watch=` starts a watch, as upstream's request info decides.
+        let i = p(Method::GET, "/api/v1/configmaps", "watch=");
+        assert_eq!(i.verb, "watch");
+        let i = p(Method::GET, "/api/v1/configmaps", "watch=false");
+        assert_eq!(i.verb, "list");
     }
 
     #[test]

@@ -162,7 +162,8 @@ impl CompiledRules {
         }
     }
 
-    fn is_empty(&self) -> bool {
+    /// No rule here or below (upstream builds no CEL validator then).
+    pub(crate) fn is_empty(&self) -> bool {
         self.rules.is_empty()
             && self.properties.is_empty()
             && self.items.is_none()

@@ -206,7 +206,8 @@ impl Structural {
     /// order: OpenAPI validation (ratcheted on update), embedded resources, list
     /// types, then the CEL rules — unless an earlier error is blocking (a wrong type,
     /// missing required field, unsupported enum value, too long or too many), when the
-    /// rules are skipped with upstream's note that some were not checked.
+    /// rules are skipped with upstream's note that some were not checked (a schema
+    /// without rules gets no note).
     pub fn validate_all(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
         self.validate_all_with_warnings(obj, old).0
     }
@@ -222,7 +223,9 @@ impl Structural {
             Some(old) => self.validate_update(obj, old),
             None => self.validate(obj),
         };
-        if errs.iter().any(is_blocking) {
+        if self.cel.is_empty() {
+            // Without rules upstream has no CEL validator, and no note.
+        } else if errs.iter().any(is_blocking) {
             errs.push(FieldError::invalid(
                 &FieldPath::new("<nil>"),
                 "null",

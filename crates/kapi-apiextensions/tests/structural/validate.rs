@@ -394,6 +394,12 @@ fn validate_all_skips_rules_after_blocking_errors() {
             r#"<nil>: Invalid value: "null": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"#,
         ]
     );
+    // A schema without rules has no CEL validator upstream: no note.
+    let plain = schema(json!({"type": "object", "properties": {"s": {"type": "string"}}}));
+    assert_eq!(
+        messages(&plain.validate_all(&json!({"s": 1}), None)),
+        vec![r#"s: Invalid value: "integer": s in body must be of type string: "integer""#]
+    );
     // On update, unchanged invalid values are ratcheted and the rules run.
     let old = json!({"spec": {"n": 20}});
     assert_eq!(

@@ -139,7 +139,7 @@ impl Strategy for PriorityClassStrategy {
         vec![
             name_column(),
             int_column("Value", "value represents the integer value of this priority class. This is the actual priority that pods receive when they have the name of this class in their pod spec."),
-            Column::new("GlobalDefault", "boolean", "globalDefault specifies whether this PriorityClass should be considered as the default priority for pods that do not have any priority class. Only one PriorityClass can be marked as `globalDefault`. However, if more than one PriorityClasses exists with their `globalDefault` field set to true, the smallest value of such global default PriorityClasses will be used as the default priority."),
+            Column::new("Global-Default", "boolean", "globalDefault specifies whether this PriorityClass should be considered as the default priority for pods that do not have any priority class. Only one PriorityClass can be marked as `globalDefault`. However, if more than one PriorityClasses exists with their `globalDefault` field set to true, the smallest value of such global default PriorityClasses will be used as the default priority."),
             age_column(),
             string_column("PreemptionPolicy", "preemptionPolicy is the Policy for preempting pods with lower priority. One of Never, PreemptLowerPriority. Defaults to PreemptLowerPriority if unset."),
         ]
@@ -208,5 +208,18 @@ mod tests {
             vec!["value: Forbidden: may not be changed in an update."]
         );
         assert_eq!(PriorityClassStrategy.cells(&old)[4], "PreemptLowerPriority");
+    }
+
+    #[test]
+    fn table_columns_are_upstreams() {
+        let names: Vec<String> = PriorityClassStrategy
+            .columns()
+            .iter()
+            .map(|c| c.name.to_string())
+            .collect();
+        assert_eq!(
+            names,
+            ["Name", "Value", "Global-Default", "Age", "PreemptionPolicy"]
+        );
     }
 }

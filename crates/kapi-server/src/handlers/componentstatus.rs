@@ -3,7 +3,10 @@
 //! their secure ports (`/healthz`, certificates not verified), and each etcd
 //! server (`/health`, which must say `"health": "true"`). With the embedded store
 //! there is no etcd; the store's own health check stands in as `embedded-store`.
-//! A probe that cannot connect is `Unknown` with the error, a bad answer `False`.
+//! A probe that cannot connect or gets a bad status is `False` with the reason
+//! as its message (Go's HTTP prober reports no error then); an etcd answer that
+//! does not say healthy is `False` with the body as message and the reason as
+//! error.
 //! The API is deprecated upstream; every answer carries upstream's warning.
 
 use std::sync::Arc;
@@ -64,12 +67,14 @@ async fn status(srv: &Server, name: &str, url: Option<&str>) -> Value {
             Ok(()) => ("True", "ok".to_owned(), String::new()),
             Err(e) => ("False", String::new(), e),
         },
+        // Go's HTTP prober turns a failed request and a bad status into a
+        // failure whose message says why, with no error.
         Some(url) => match probe(url).await {
-            Err(e) => ("Unknown", String::new(), e),
-            Ok((code, body)) if !(200..400).contains(&code) => (
+            Err(e) => ("False", e, String::new()),
+            Ok((code, _)) if !(200..400).contains(&code) => (
                 "False",
-                body,
                 format!("HTTP probe failed with statuscode: {code}"),
+                String::new(),
             ),
             Ok((_, body)) if name.starts_with("etcd-") => match etcd_healthy(&body) {
                 Ok(()) => ("True", body, String::new()),

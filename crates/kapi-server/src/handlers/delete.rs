@@ -18,7 +18,7 @@ use kapi_registry::store::DeleteOutcome;
 use serde_json::{json, Value};
 
 use super::admit::RequestAdmission;
-use super::ctx::{dry_run, Ctx};
+use super::ctx::Ctx;
 use kapi_http::body::read_body;
 use kapi_http::negotiate;
 
@@ -52,11 +52,12 @@ async fn delete_options(ctx: &Ctx, body: Body) -> Result<DeleteOptions, ApiError
             None => None,
         },
     };
-    // As upstream's query decoding, a value that is no boolean is ignored.
+    // A `*bool` in the query reads as Go reads one: any value but `0` or
+    // `false` is true.
     let orphan_dependents = from_body
         .get("orphanDependents")
         .and_then(Value::as_bool)
-        .or_else(|| query("orphanDependents").and_then(|b| b.parse().ok()));
+        .or_else(|| q.and_then(|q| q.opt_flag("orphanDependents")));
     let policy = str_opt("propagationPolicy");
     let mut errs = Vec::new();
     let path = FieldPath::new("propagationPolicy");
@@ -75,6 +76,28 @@ async fn delete_options(ctx: &Ctx, body: Body) -> Result<DeleteOptions, ApiError
             None
         }
     };
+    // `ValidateDryRun`: every value must be `All`.
+    let dry_run: Vec<String> = match q {
+        Some(q) => q
+            .non_empty("dryRun")
+            .map(str::to_owned)
+            .into_iter()
+            .collect(),
+        None => from_body
+            .get("dryRun")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|v| v.as_str().unwrap_or_default().to_owned())
+            .collect(),
+    };
+    if dry_run.iter().any(|v| v != "All") {
+        errs.push(FieldError::not_supported(
+            &FieldPath::new("dryRun"),
+            Value::from(dry_run.clone()),
+            &["All"],
+        ));
+    }
     if !errs.is_empty() {
         let gk = GroupKind::new("meta.k8s.io", "DeleteOptions");
         return Err(ApiError::invalid(gk, "", &errs));
@@ -85,15 +108,8 @@ async fn delete_options(ctx: &Ctx, body: Body) -> Result<DeleteOptions, ApiError
             .and_then(Value::as_str)
             .map(str::to_owned)
     };
-    let body_dry_run = from_body
-        .get("dryRun")
-        .and_then(Value::as_array)
-        .is_some_and(|a| a.iter().any(|v| v == "All"));
     Ok(DeleteOptions {
-        dry_run: match q {
-            Some(q) => dry_run(q)?,
-            None => body_dry_run,
-        },
+        dry_run: !dry_run.is_empty(),
         grace_period,
         propagation,
         orphan_dependents,

@@ -12,29 +12,61 @@ use super::ctx::Ctx;
 use kapi_http::negotiate::{self, IncludeObject, View};
 use kapi_http::request::Query;
 
-pub fn parse_selectors(
-    ctx: &Ctx,
-) -> Result<(labels::LabelSelector, fields::FieldSelector), ApiError> {
-    let label = match ctx.query.non_empty("labelSelector") {
+/// A LIST's or a watch's query as upstream reads it into `ListOptions`: first
+/// decoded (the selectors parsed, the integers converted; what fails is a 400),
+/// then validated (`ValidateListOptions`, every violation in one 422 on
+/// `ListOptions.meta.k8s.io`), then the field selector's labels checked
+/// against the resource's (a 400).
+pub struct QueryOptions {
+    pub label: labels::LabelSelector,
+    pub field: fields::FieldSelector,
+    pub timeout_seconds: Option<i64>,
+    pub limit: Option<i64>,
+    pub rv_match: RvMatch,
+    /// `sendInitialEvents`, read as Go reads a `*bool` parameter.
+    pub send_initial_events: Option<bool>,
+}
+
+pub fn query_options(ctx: &Ctx, watch: bool) -> Result<QueryOptions, ApiError> {
+    let q = &ctx.query;
+    let label = match q.non_empty("labelSelector") {
         Some(s) => labels::parse(s).map_err(|e| ApiError::bad_request(e.message().to_owned()))?,
         None => labels::LabelSelector::everything(),
     };
-    let field = match ctx.query.non_empty("fieldSelector") {
+    let field = match q.non_empty("fieldSelector") {
         Some(s) => fields::parse(s).map_err(|e| ApiError::bad_request(e.message().to_owned()))?,
         None => fields::FieldSelector::everything(),
     };
+    // The integers in the struct's order: timeoutSeconds before limit.
+    let timeout_seconds = int_param(q, "timeoutSeconds")?;
+    let limit = int_param(q, "limit")?;
+    let send_initial_events = q.opt_flag("sendInitialEvents");
+    let rv_match = validate(q, watch, send_initial_events, ctx.srv.config.watch_list)?;
     ctx.entry.store.check_field_selector(&field)?;
-    Ok((label, field))
+    Ok(QueryOptions {
+        label,
+        field,
+        timeout_seconds,
+        limit,
+        rv_match,
+        send_initial_events,
+    })
 }
 
-/// `resourceVersionMatch`, validated with the rest of the list options as
-/// upstream's `ValidateListOptions` does (its watch rules for a watch): 422
-/// on `ListOptions.meta.k8s.io`.
-pub fn parse_rv_match(q: &Query, watch: bool) -> Result<RvMatch, ApiError> {
+/// Upstream's `ValidateListOptions` (its `validateWatchOptions` for a watch)
+/// over `resourceVersionMatch`, `resourceVersion`, `continue` and
+/// `sendInitialEvents`; the match when valid.
+fn validate(
+    q: &Query,
+    watch: bool,
+    send_initial_events: Option<bool>,
+    watch_list: bool,
+) -> Result<RvMatch, ApiError> {
     use kapi_machinery::validation::{FieldError, FieldPath};
     let path = FieldPath::new("resourceVersionMatch");
     let given = q.get("resourceVersionMatch").unwrap_or("");
     let continues = !q.get("continue").unwrap_or("").is_empty();
+    let initial = send_initial_events.is_some();
     let mut errs = Vec::new();
     let m = match given {
         "" => RvMatch::Unset,
@@ -43,10 +75,18 @@ pub fn parse_rv_match(q: &Query, watch: bool) -> Result<RvMatch, ApiError> {
         _ => RvMatch::Unset,
     };
     if watch {
-        let initial = q.get("sendInitialEvents").is_some();
-        if initial && given != "NotOlderThan" {
-            let why = "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan";
-            errs.push(FieldError::forbidden(&path, why));
+        if initial {
+            if given != "NotOlderThan" {
+                let why = "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan";
+                errs.push(FieldError::forbidden(&path, why));
+            }
+            if !watch_list {
+                let why = "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled";
+                errs.push(FieldError::forbidden(
+                    &FieldPath::new("sendInitialEvents"),
+                    why,
+                ));
+            }
         }
         if !given.is_empty() {
             if !initial {
@@ -63,22 +103,36 @@ pub fn parse_rv_match(q: &Query, watch: bool) -> Result<RvMatch, ApiError> {
                 ));
             }
         }
-    } else if !given.is_empty() {
-        if q.get("resourceVersion").unwrap_or("").is_empty() {
-            let why = "resourceVersionMatch is forbidden unless resourceVersion is provided";
-            errs.push(FieldError::forbidden(&path, why));
+    } else {
+        let rv = q.get("resourceVersion").unwrap_or("");
+        if !given.is_empty() {
+            if rv.is_empty() {
+                let why = "resourceVersionMatch is forbidden unless resourceVersion is provided";
+                errs.push(FieldError::forbidden(&path, why));
+            }
+            if continues {
+                errs.push(FieldError::forbidden(
+                    &path,
+                    "resourceVersionMatch is forbidden when continue is provided",
+                ));
+            }
+            if !matches!(given, "Exact" | "NotOlderThan") {
+                errs.push(FieldError::not_supported(
+                    &path,
+                    given,
+                    &["Exact", "NotOlderThan", ""],
+                ));
+            }
+            if given == "Exact" && rv == "0" {
+                let why = "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"";
+                errs.push(FieldError::forbidden(&path, why));
+            }
         }
-        if continues {
+        if initial {
+            let why = "sendInitialEvents is forbidden for list";
             errs.push(FieldError::forbidden(
-                &path,
-                "resourceVersionMatch is forbidden when continue is provided",
-            ));
-        }
-        if !matches!(given, "Exact" | "NotOlderThan") {
-            errs.push(FieldError::not_supported(
-                &path,
-                given,
-                &["Exact", "NotOlderThan", ""],
+                &FieldPath::new("sendInitialEvents"),
+                why,
             ));
         }
     }
@@ -101,15 +155,14 @@ pub fn int_param(q: &Query, name: &str) -> Result<Option<i64>, ApiError> {
 }
 
 pub fn list_options(ctx: &Ctx) -> Result<ListOptions, ApiError> {
-    let limit = int_param(&ctx.query, "limit")?.unwrap_or(0).max(0) as usize;
-    let (label, field) = parse_selectors(ctx)?;
+    let o = query_options(ctx, false)?;
     Ok(ListOptions {
-        label,
-        field,
-        limit,
+        label: o.label,
+        field: o.field,
+        limit: o.limit.unwrap_or(0).max(0) as usize,
         continue_token: ctx.query.non_empty("continue").map(str::to_owned),
         resource_version: ctx.query.get("resourceVersion").map(str::to_owned),
-        rv_match: parse_rv_match(&ctx.query, false)?,
+        rv_match: o.rv_match,
     })
 }
 

@@ -22,28 +22,14 @@ use kapi_registry::store::{WatchEvent, WatchEventType};
 use serde_json::{json, Map};
 
 use super::ctx::Ctx;
-use super::list::{parse_rv_match, parse_selectors};
+use super::list::query_options;
 use super::pb_fast::{self, PbView};
 use kapi_http::negotiate::{self, Format, IncludeObject, View};
 
 pub async fn watch(ctx: Ctx) -> Result<Response, ApiError> {
-    let (label, field) = parse_selectors(&ctx)?;
+    let o = query_options(&ctx, true)?;
     let pb_view = PbView::of(&ctx);
-    let send_initial_events = match ctx.query.get("sendInitialEvents") {
-        None | Some("") => None,
-        Some(v) => Some(matches!(v, "true" | "1")),
-    };
-    if send_initial_events.is_some() && !ctx.srv.config.watch_list {
-        use kapi_machinery::validation::{FieldError, FieldPath};
-        let errs = vec![FieldError::forbidden(
-            &FieldPath::new("sendInitialEvents"),
-            "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled",
-        )];
-        let gk = kapi_machinery::status::GroupKind::new("meta.k8s.io", "ListOptions");
-        return Err(ApiError::invalid(gk, "", &errs));
-    }
-    // An int64 in upstream's ListOptions: what does not parse is a bad request.
-    let timeout = match super::list::int_param(&ctx.query, "timeoutSeconds")? {
+    let timeout = match o.timeout_seconds {
         Some(secs) => Duration::from_secs(secs.max(0) as u64),
         None => ctx
             .srv
@@ -52,12 +38,12 @@ pub async fn watch(ctx: Ctx) -> Result<Response, ApiError> {
             .mul_f64(1.0 + rand::random::<f64>()),
     };
     let opts = WatchOptions {
-        label,
-        field,
+        label: o.label,
+        field: o.field,
         resource_version: ctx.query.get("resourceVersion").map(str::to_owned),
-        rv_match: parse_rv_match(&ctx.query, true)?,
+        rv_match: o.rv_match,
         allow_bookmarks: ctx.query.flag("allowWatchBookmarks"),
-        send_initial_events,
+        send_initial_events: o.send_initial_events,
         encoded_json: ctx.accept.view == View::Object && ctx.accept.format == Format::Json,
         cached_objects: pb_view.is_some(),
         timeout: Some(timeout),

@@ -23,9 +23,21 @@ async fn componentstatuses_probe_the_control_plane() {
         store,
         &json!({"type": "Healthy", "status": "True", "message": "ok"})
     );
-    for item in list["items"].as_array().unwrap() {
-        let status = item["conditions"][0]["status"].as_str().unwrap();
-        assert!(["True", "False", "Unknown"].contains(&status), "{item}");
+    // Go's HTTP prober: a probe that fails (nothing listens in the tests, or
+    // a bad status) is False with the reason as message and no error.
+    for item in [&list["items"][0], &list["items"][2]] {
+        let condition = &item["conditions"][0];
+        assert!(condition.get("error").is_none(), "{item}");
+        if condition["status"] == "False" {
+            let message = condition["message"].as_str().unwrap();
+            assert!(
+                message.starts_with("Get \"https://127.0.0.1:102")
+                    || message.starts_with("HTTP probe failed with statuscode: "),
+                "{item}"
+            );
+        } else {
+            assert_eq!(condition["status"], "True", "{item}");
+        }
     }
 
     let req = http::Request::builder()
