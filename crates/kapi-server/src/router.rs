@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use axum::extract::State;
+use axum::response::Response;
 use axum::routing::get;
 use axum::Router;
 use kapi_auth::authn::discovery as discovery_docs;
@@ -52,21 +53,14 @@ impl Server {
             )
             .route("/version", get(version.clone()))
             .route("/version/", get(version))
+            // Upstream serves both documents with a trailing slash too.
+            .route(discovery_docs::CONFIG_PATH, get(issuer_configuration))
             .route(
-                discovery_docs::CONFIG_PATH,
-                get(|State(srv): State<Arc<Server>>| async move {
-                    discovery_docs::serve_configuration(
-                        &srv.service_accounts,
-                        srv.config.external_address(),
-                    )
-                }),
+                &format!("{}/", discovery_docs::CONFIG_PATH),
+                get(issuer_configuration),
             )
-            .route(
-                discovery_docs::JWKS_PATH,
-                get(|State(srv): State<Arc<Server>>| async move {
-                    discovery_docs::serve_jwks(&srv.service_accounts, srv.config.external_address())
-                }),
-            )
+            .route(discovery_docs::JWKS_PATH, get(issuer_jwks))
+            .route(&format!("{}/", discovery_docs::JWKS_PATH), get(issuer_jwks))
             .route("/healthz", get(health::healthz))
             .route("/healthz/{*check}", get(health::healthz_one))
             .route("/livez", get(health::livez))
@@ -104,4 +98,14 @@ impl Server {
             remote,
         ))
     }
+}
+
+/// The service account issuer's discovery document.
+async fn issuer_configuration(State(srv): State<Arc<Server>>) -> Response {
+    discovery_docs::serve_configuration(&srv.service_accounts, srv.config.external_address())
+}
+
+/// The service account issuer's key set.
+async fn issuer_jwks(State(srv): State<Arc<Server>>) -> Response {
+    discovery_docs::serve_jwks(&srv.service_accounts, srv.config.external_address())
 }

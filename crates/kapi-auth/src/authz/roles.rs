@@ -403,7 +403,7 @@ pub fn cluster_roles() -> Vec<Value> {
             "system:service-account-issuer-discovery",
             vec![u(
                 "get",
-                "/.well-known/openid-configuration /openid/v1/jwks",
+                "/.well-known/openid-configuration /.well-known/openid-configuration/ /openid/v1/jwks /openid/v1/jwks/",
             )],
         ),
         cluster_role(

@@ -72,7 +72,8 @@ fn expected() -> Vec<(&'static str, Value)> {
         (
             "system:service-account-issuer-discovery",
             json!([{"verbs": ["get"],
-                "nonResourceURLs": ["/.well-known/openid-configuration", "/openid/v1/jwks"]}]),
+                "nonResourceURLs": ["/.well-known/openid-configuration",
+                    "/.well-known/openid-configuration/", "/openid/v1/jwks", "/openid/v1/jwks/"]}]),
         ),
         (
             "system:controller:replicaset-controller",
@@ -427,6 +428,12 @@ async fn service_account_issuer_discovery() {
     assert_eq!(keys[0]["kid"], header(&token)["kid"]);
     assert_eq!(keys[0]["kty"], "EC");
     assert_eq!(keys[0]["use"], "sig");
+    // Both are served with a trailing slash too, as upstream serves them.
+    let (code, _, slashed) = get_raw(&sa, "/.well-known/openid-configuration/").await;
+    assert_eq!(code, 200, "{slashed}");
+    assert_eq!(serde_json::from_str::<Value>(&slashed).unwrap(), config);
+    let (code, ct, _) = get_raw(&sa, "/openid/v1/jwks/").await;
+    assert_eq!((code, ct.as_str()), (200, "application/jwk-set+json"));
     // An ordinary user without the role is refused.
     let alice = s.client_with_token("alice-token").await;
     assert_eq!(get_raw(&alice, "/openid/v1/jwks").await.0, 403);
