@@ -172,4 +172,29 @@ mod tests {
         frozen["metadata"]["annotations"] = json!({AUTOUPDATE: "false"});
         assert_eq!(merged(frozen.clone(), &want), frozen);
     }
+
+    /// Upstream's rule builder sorts every list of a rule.
+    #[test]
+    fn every_rule_lists_its_members_sorted() {
+        let mut all = cluster_roles();
+        all.extend(super::super::controller_roles::roles());
+        for role in all.iter().filter(|r| r.get("rules").is_some()) {
+            for rule in role["rules"].as_array().unwrap() {
+                for key in [
+                    "verbs",
+                    "apiGroups",
+                    "resources",
+                    "resourceNames",
+                    "nonResourceURLs",
+                ] {
+                    let Some(list) = rule.get(key).and_then(Value::as_array) else {
+                        continue;
+                    };
+                    let mut sorted = list.clone();
+                    sorted.sort_by(|a, b| a.as_str().cmp(&b.as_str()));
+                    assert_eq!(list, &sorted, "{} {key}", role["metadata"]["name"]);
+                }
+            }
+        }
+    }
 }

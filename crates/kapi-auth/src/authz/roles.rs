@@ -26,9 +26,11 @@ fn words(s: &str) -> Vec<String> {
     v
 }
 
-/// A resource rule.
+/// A resource rule. Every list sorted, as upstream's `PolicyRuleBuilder.Rule`
+/// sorts them (the groups too: `apps` before `extensions`).
 pub(super) fn r(verbs: &str, groups: &str, resources: &str) -> Value {
-    let groups: Vec<&str> = groups.split('|').collect();
+    let mut groups: Vec<&str> = groups.split('|').collect();
+    groups.sort_unstable();
     json!({"verbs": words(verbs), "apiGroups": groups, "resources": words(resources)})
 }
 
