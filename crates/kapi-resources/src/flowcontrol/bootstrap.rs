@@ -178,7 +178,9 @@ pub fn flow_schemas() -> Vec<Value> {
             Some("ByUser"),
             vec![json!({
                 "subjects": [user("system:kube-controller-manager"), user("system:kube-scheduler"), kube_system_sa("*")],
-                "resourceRules": [election(&["kube-system"]), leases(&["*"])],
+                // Leases only: the endpoints and configmaps rule left this schema
+                // before 1.28 (it stays in workload-leader-election).
+                "resourceRules": [leases(&["*"])],
             })],
         ),
         schema(
@@ -238,4 +240,31 @@ pub fn flow_schemas() -> Vec<Value> {
             vec![everything(all_users())],
         ),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn leader_election_schemas_are_upstreams() {
+        let rules = |name: &str| {
+            let fs = flow_schemas()
+                .into_iter()
+                .find(|f| f["metadata"]["name"] == name)
+                .unwrap();
+            fs["spec"]["rules"][0]["resourceRules"].clone()
+        };
+        // The system components' leader election: leases only.
+        assert_eq!(
+            rules("system-leader-election"),
+            json!([{"verbs": ["get", "create", "update"], "apiGroups": ["coordination.k8s.io"],
+                    "resources": ["leases"], "namespaces": ["*"]}])
+        );
+        // Workloads still elect through endpoints and configmaps too.
+        assert_eq!(
+            rules("workload-leader-election").as_array().unwrap().len(),
+            2
+        );
+    }
 }
