@@ -104,6 +104,12 @@ pub fn decode_object_body_checked(
             ))
         }
     };
+    // Go decodes `null` into a struct as nothing at all: the object is empty
+    // (its kind then comes from the URL).
+    let value = match value {
+        Value::Null => Value::Object(Default::default()),
+        v => v,
+    };
     if !value.is_object() {
         let go = kapi_machinery::gojson::type_error(&value, kapi_machinery::gojson::KIND_FINDER);
         return Err(unrecognized(format!(

@@ -12,6 +12,7 @@ pub mod config_file;
 pub mod fieldpath;
 pub mod fields;
 pub mod gojson;
+pub mod gotime;
 pub mod labels;
 pub mod member;
 pub mod quantity;

@@ -237,6 +237,13 @@ impl ResourceDef {
         format!("{}/{}", self.api_version(), self.resource)
     }
 
+    /// Whether objects get kube-apiserver's core `ObjectMeta` checks
+    /// ([`crate::Strategy::core_object_meta`]): built-in kinds of its own
+    /// server only.
+    pub fn core_object_meta(&self) -> bool {
+        self.origin == Origin::Builtin && self.strategy.core_object_meta()
+    }
+
     /// Whether the items of this resource's `<Kind>List` carry their own
     /// `kind` and `apiVersion`. Upstream writes a built-in kind's list as a
     /// typed list, whose items have neither (only the list has them); a

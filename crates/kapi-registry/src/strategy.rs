@@ -145,6 +145,14 @@ pub trait Strategy: Send + Sync + 'static {
         self.validate(new)
     }
 
+    /// Whether a built-in kind's metadata gets kube-apiserver's core checks on
+    /// top of the generic ones (unqualified finalizer names refused). Most kinds
+    /// do; a few are validated with the generic `ObjectMeta` checks alone
+    /// upstream. Custom resources and CRDs never get them.
+    fn core_object_meta(&self) -> bool {
+        true
+    }
+
     /// How names are checked (`metadata.name`, `generateName`).
     fn name_rule(&self) -> ValidateNameFn {
         name_is_dns_subdomain

@@ -12,8 +12,9 @@
 //!
 //! Types with their own decoding are upstream's: `IntOrString` takes strings
 //! and numbers (else an `int32` error), `Quantity` strings and numbers (else
-//! its regular-expression error), `Time` strings; `RawExtension` and other
-//! free-form types take anything.
+//! its regular-expression error), `Time` and `MicroTime` strings that Go's
+//! `time.Parse` reads in their layouts (else its `ParseError`, unwrapped);
+//! `RawExtension` and other free-form types take anything.
 
 use kapi_machinery::member::Members;
 use serde_json::{Map, Value};
@@ -33,6 +34,8 @@ pub struct Mismatch {
     /// The Go type of the field (or of its elements).
     go_type: String,
     shape: Shape,
+    /// For [`Shape::Time`]: `time.Parse`'s error.
+    parse_error: String,
 }
 
 /// What the field is, for the unstructured converter's words.
@@ -44,6 +47,8 @@ enum Shape {
     Str,
     Scalar,
     Quantity,
+    /// A `Time` or `MicroTime` string `time.Parse` refuses.
+    Time,
 }
 
 const QUANTITY_ERROR: &str =
@@ -52,8 +57,10 @@ const QUANTITY_ERROR: &str =
 impl Mismatch {
     /// Go `encoding/json`'s words.
     pub fn json(&self) -> String {
-        if self.shape == Shape::Quantity {
-            return QUANTITY_ERROR.to_owned();
+        match self.shape {
+            Shape::Quantity => return QUANTITY_ERROR.to_owned(),
+            Shape::Time => return self.parse_error.clone(),
+            _ => {}
         }
         format!(
             "json: cannot unmarshal {} into Go struct field {}.{} of type {}",
@@ -71,6 +78,7 @@ impl Mismatch {
             Shape::Str => format!("cannot convert {kind} to string"),
             Shape::Scalar => format!("unrecognized type: {}", self.go_type),
             Shape::Quantity => QUANTITY_ERROR.to_owned(),
+            Shape::Time => self.parse_error.clone(),
         }
     }
 }
@@ -121,6 +129,16 @@ impl Path<'_> {
     }
 }
 
+/// Whether definition `name` is `metav1.MicroTime` (`Some(true)`) or
+/// `metav1.Time` (`Some(false)`).
+fn time_kind(name: &str) -> Option<bool> {
+    match name {
+        "io.k8s.apimachinery.pkg.apis.meta.v1.Time" => Some(false),
+        "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime" => Some(true),
+        _ => None,
+    }
+}
+
 /// Go's JSON name of a value's type, and the unstructured converter's.
 fn names(v: &Value) -> (&'static str, &'static str) {
     match v {
@@ -163,6 +181,7 @@ impl Walker {
                 path: path.render(),
                 go_type,
                 shape,
+                parse_error: String::new(),
             })
         };
         if let Some(name) = ref_name(schema) {
@@ -249,6 +268,12 @@ impl Walker {
             return (!(v.is_string() || v.is_number()))
                 .then(|| miss(String::new(), Shape::Quantity))
                 .flatten();
+        }
+        if let (Some(micro), Some(text)) = (time_kind(name), v.as_str()) {
+            let error = kapi_machinery::gotime::parse(text, micro).err()?;
+            let mut m = miss(String::new(), Shape::Time)?;
+            m.parse_error = error;
+            return Some(m);
         }
         let def = definition(name)?;
         if def.member("properties").is_some() {
@@ -393,5 +418,46 @@ mod tests {
             .unwrap(),
             "cannot restore slice from map"
         );
+    }
+
+    #[test]
+    fn times_are_read_as_go_reads_them() {
+        const CM: &str = "io.k8s.api.core.v1.ConfigMap";
+        const EVENT: &str = "io.k8s.api.events.v1.Event";
+        assert_eq!(
+            json_of(CM, json!({"metadata": {"creationTimestamp": "yesterday"}})).unwrap(),
+            r#"parsing time "yesterday" as "2006-01-02T15:04:05Z07:00": cannot parse "yesterday" as "2006""#
+        );
+        assert_eq!(
+            json_of(
+                CM,
+                json!({"metadata": {"managedFields": [{"time": "2026-13-01T00:00:00Z"}]}})
+            )
+            .unwrap(),
+            r#"parsing time "2026-13-01T00:00:00Z": month out of range"#
+        );
+        assert_eq!(
+            json_of(
+                CM,
+                json!({"metadata": {"creationTimestamp": "2026-12-05T07:16:11Z"}})
+            ),
+            None
+        );
+        assert_eq!(
+            json_of(CM, json!({"metadata": {"creationTimestamp": null}})),
+            None
+        );
+        // A MicroTime needs its six fractional digits.
+        assert_eq!(
+            json_of(EVENT, json!({"eventTime": "2026-12-05T07:16:11Z"})).unwrap(),
+            r#"parsing time "2026-12-05T07:16:11Z" as "2006-01-02T15:04:05.000000Z07:00": cannot parse "Z" as ".000000""#
+        );
+        assert_eq!(
+            json_of(EVENT, json!({"eventTime": "2026-12-05T07:16:11.000001Z"})),
+            None
+        );
+        // The strategic merge patch path words it the same way.
+        let m = type_mismatch(CM, &json!({"metadata": {"creationTimestamp": "bad"}})).unwrap();
+        assert_eq!(m.unstructured(), m.json());
     }
 }

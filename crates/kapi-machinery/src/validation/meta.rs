@@ -257,6 +257,29 @@ pub fn validate_finalizers(finalizers: Option<&Value>, path: &FieldPath) -> Erro
     errs
 }
 
+/// Finalizer names kube-apiserver knows without a domain.
+pub const STANDARD_FINALIZERS: [&str; 3] = ["kubernetes", "orphan", "foregroundDeletion"];
+
+/// The check kube-apiserver's own `ValidateObjectMeta` (core validation) adds
+/// for its kinds after the generic one: each finalizer name without a `/`
+/// must be a standard one.
+pub fn validate_kube_finalizer_names(meta: &Value, path: &FieldPath) -> ErrorList {
+    let Some(items) = meta.member("finalizers").and_then(Value::as_array) else {
+        return ErrorList::new();
+    };
+    let at = path.child("finalizers");
+    items
+        .iter()
+        .enumerate()
+        .filter_map(|(i, item)| Some((i, item.as_str()?)))
+        .filter(|(_, name)| !name.contains('/') && !STANDARD_FINALIZERS.contains(name))
+        .map(|(i, name)| {
+            let msg = "name is neither a standard finalizer name nor is it fully qualified";
+            FieldError::invalid(&at.index(i), name, msg)
+        })
+        .collect()
+}
+
 /// Upstream `ValidateObjectMetaAccessorUpdate`, minus the `resourceVersion` presence check
 /// (the store owns conditional vs. unconditional updates): immutable identity fields, no
 /// decremented generation, no new finalizers while deleting, then the create-time checks for

@@ -12,7 +12,7 @@
 
 use kapi_machinery::member::{self, Members};
 use kapi_machinery::status::ApiError;
-use kapi_machinery::validation::{validate_object_meta, FieldPath};
+use kapi_machinery::validation::{validate_kube_finalizer_names, validate_object_meta, FieldPath};
 use kapi_storage::{Claim, StorageError};
 use serde_json::Value;
 
@@ -84,6 +84,13 @@ impl Store {
         opts: &WriteOptions,
         admission: Option<&dyn WriteAdmission>,
     ) -> Result<Written, ApiError> {
+        // Upstream's storage refuses a create that names a revision (after
+        // validation and admission, before the write; a dry run never gets
+        // there); one that does not parse, or 0, is dropped.
+        let names_revision = opts.refuse_named_revision
+            && meta::meta_str(&input, "resourceVersion")
+                .and_then(|rv| rv.parse::<u64>().ok())
+                .is_some_and(|rv| rv != 0);
         // A name is generated only from a `generateName`; neither is invalid.
         let generated = input.is_object()
             && meta::meta_str(&input, "name").is_none_or(str::is_empty)
@@ -124,6 +131,13 @@ impl Store {
             }
             if opts.dry_run {
                 return Ok(Written::served(obj));
+            }
+            if names_revision {
+                return Err(ApiError::new(
+                    500,
+                    kapi_machinery::status::Reason::Unknown,
+                    "resourceVersion should not be set on objects to be created",
+                ));
             }
             let key = self.def.key(meta::namespace(&obj), meta::name(&obj));
             let ttl = self.def.strategy.ttl();
@@ -229,6 +243,12 @@ impl Store {
             self.def.strategy.name_rule(),
             &FieldPath::new("metadata"),
         );
+        if self.def.core_object_meta() {
+            errs.extend(validate_kube_finalizer_names(
+                m,
+                &FieldPath::new("metadata"),
+            ));
+        }
         errs.extend(self.def.strategy.validate(obj));
         if errs.is_empty() {
             Ok(())

@@ -48,6 +48,10 @@ pub struct WriteOptions {
     /// stored bytes are at hand (`Written::stored`) for an answer spliced
     /// from them.
     pub answer_protobuf: bool,
+    /// A POST: upstream's storage refuses to create an object that names a
+    /// revision (a server-side apply or an update that creates does not get
+    /// there with one).
+    pub refuse_named_revision: bool,
 }
 
 impl WriteOptions {

@@ -11,7 +11,9 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use kapi_machinery::status::ApiError;
-use kapi_machinery::validation::{validate_object_meta_update, FieldPath};
+use kapi_machinery::validation::{
+    validate_kube_finalizer_names, validate_object_meta_update, FieldPath,
+};
 use kapi_storage::{
     guaranteed_update_with_ttl, Decision, KeyValue, Outcome, StorageError, UpdateError,
 };
@@ -272,6 +274,13 @@ impl Store {
             old.get("metadata").unwrap_or(&empty),
             &FieldPath::new("metadata"),
         );
+        if self.def.core_object_meta() {
+            let meta = new.get("metadata").unwrap_or(&empty);
+            errs.extend(validate_kube_finalizer_names(
+                meta,
+                &FieldPath::new("metadata"),
+            ));
+        }
         errs.extend(match target.subresource() {
             None => self.def.strategy.validate_update(new, old),
             Some(sub) => self.def.strategy.validate_subresource_update(sub, new, old),

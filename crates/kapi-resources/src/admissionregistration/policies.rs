@@ -68,6 +68,11 @@ fn named_expressions(obj: &Value, key: &str, path: &FieldPath, errs: &mut ErrorL
 }
 
 impl Strategy for PolicyStrategy {
+    /// Validated with the generic `ObjectMeta` checks alone upstream.
+    fn core_object_meta(&self) -> bool {
+        false
+    }
+
     /// Status writes keep the stored labels, annotations, finalizers and
     /// owner references (upstream's `ResetObjectMetaForStatus`).
     fn status_metadata(&self) -> StatusMetadata {
@@ -169,6 +174,11 @@ impl Strategy for PolicyStrategy {
 const ACTIONS: &[&str] = &["Audit", "Deny", "Warn"];
 
 impl Strategy for PolicyBindingStrategy {
+    /// Validated with the generic `ObjectMeta` checks alone upstream.
+    fn core_object_meta(&self) -> bool {
+        false
+    }
+
     fn default(&self, obj: &mut Value) {
         if let Some(m) = obj
             .pointer_mut("/spec/matchResources")

@@ -153,6 +153,11 @@ fn validate_webhook(
 }
 
 impl Strategy for WebhookConfigurationStrategy {
+    /// Validated with the generic `ObjectMeta` checks alone upstream.
+    fn core_object_meta(&self) -> bool {
+        false
+    }
+
     fn default(&self, obj: &mut Value) {
         let mutating = self.mutating;
         for_each_item(obj, "webhooks", |h| {

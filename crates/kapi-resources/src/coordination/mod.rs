@@ -14,6 +14,11 @@ pub struct LeaseStrategy;
 const STRATEGIES: [&str; 1] = ["OldestEmulationVersion"];
 
 impl Strategy for LeaseStrategy {
+    /// Validated with the generic `ObjectMeta` checks alone upstream.
+    fn core_object_meta(&self) -> bool {
+        false
+    }
+
     fn validate(&self, obj: &Value) -> ErrorList {
         let path = FieldPath::new("spec");
         let mut errs = ErrorList::new();

@@ -74,6 +74,11 @@ pub fn core_zero_fields(obj: &mut Value) {
 }
 
 impl Strategy for EventStrategy {
+    /// Validated with the generic `ObjectMeta` checks alone upstream.
+    fn core_object_meta(&self) -> bool {
+        false
+    }
+
     fn default(&self, obj: &mut Value) {
         core_zero_fields(obj);
     }

@@ -15,8 +15,6 @@ use super::util::{arr_at, child_obj, set_default, set_default_str, str_at};
 
 pub struct NamespaceStrategy;
 
-const STANDARD_FINALIZERS: [&str; 3] = ["kubernetes", "orphan", "foregroundDeletion"];
-
 impl Strategy for NamespaceStrategy {
     fn default(&self, obj: &mut Value) {
         let name = str_at(obj, "/metadata/name").to_string();
@@ -84,7 +82,7 @@ impl Strategy for NamespaceStrategy {
                     .into_iter()
                     .map(|m| FieldError::invalid(&path, f, m)),
             );
-            if !f.contains('/') && !STANDARD_FINALIZERS.contains(&f) {
+            if !f.contains('/') && !kapi_machinery::validation::STANDARD_FINALIZERS.contains(&f) {
                 let msg = "name is neither a standard finalizer name nor is it fully qualified";
                 errs.push(FieldError::invalid(&path, f, msg));
             }

@@ -18,6 +18,11 @@ pub const GROUP: &str = "node.k8s.io";
 pub struct RuntimeClassStrategy;
 
 impl Strategy for RuntimeClassStrategy {
+    /// Validated with the generic `ObjectMeta` checks alone upstream.
+    fn core_object_meta(&self) -> bool {
+        false
+    }
+
     fn validate(&self, obj: &Value) -> ErrorList {
         let mut errs = ErrorList::new();
         let handler = str_at(obj, "/handler");

@@ -29,6 +29,11 @@ fn int_or_string_cell(v: Option<&Value>) -> Value {
 }
 
 impl Strategy for PodDisruptionBudgetStrategy {
+    /// Validated with the generic `ObjectMeta` checks alone upstream.
+    fn core_object_meta(&self) -> bool {
+        false
+    }
+
     fn default(&self, obj: &mut Value) {
         crate::core::util::default_status(
             obj,

@@ -41,6 +41,7 @@ pub async fn create(ctx: &Ctx, body: Body) -> Result<Response, ApiError> {
         .before_admission(&mut obj, None, &opts, UpdateTarget::Main);
     opts.answer_json = super::json_fast::fast_path_applies(ctx);
     opts.answer_protobuf = super::pb_fast::PbView::object_for(ctx);
+    opts.refuse_named_revision = true;
     adm.admit_create(&mut obj).await?;
     ctx.srv.storage_create(ctx, &mut obj, &opts, &adm).await?;
     let store = &ctx.entry.store;

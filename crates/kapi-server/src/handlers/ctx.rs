@@ -93,6 +93,7 @@ impl Ctx {
             managed_fields_set: false,
             answer_json: false,
             answer_protobuf: false,
+            refuse_named_revision: false,
         })
     }
 

@@ -142,6 +142,19 @@ fn options_and_routes() -> Vec<Row> {
         row("DELETE", format!("{CM}/target"), JSON, r#"{"gracePeriodSeconds":"x"}"#, (500, "",
             "json: cannot unmarshal string into Go struct field DeleteOptions.gracePeriodSeconds of type int64")),
         row("DELETE", format!("{CM}/target"), JSON, r#"{"preconditions":{"resourceVersion":"1"}}"#, (409, "Conflict", "")),
+        // Decoding: a null body is an empty object; times are read as Go's time.Parse reads them.
+        row("POST", CM, JSON, "null", (422, "Invalid", r#"ConfigMap "" is invalid: metadata.name: Required value: name or generateName is required"#)),
+        row("POST", CM, Some("application/yaml"), "", (422, "Invalid", r#"ConfigMap "" is invalid: metadata.name: Required value: name or generateName is required"#)),
+        row("POST", CM, JSON, r#"{"metadata":{"name":"t","creationTimestamp":"yesterday"}}"#, (400, "BadRequest",
+            r#"ConfigMap in version "v1" cannot be handled as a ConfigMap: parsing time "yesterday" as "2006-01-02T15:04:05Z07:00": cannot parse "yesterday" as "2006""#)),
+        row("POST", "/apis/events.k8s.io/v1/namespaces/default/events", JSON, r#"{"metadata":{"name":"e"},"eventTime":"2026-12-05T07:16:11Z"}"#, (400, "BadRequest",
+            r#"Event in version "v1" cannot be handled as a Event: parsing time "2026-12-05T07:16:11Z" as "2006-01-02T15:04:05.000000Z07:00": cannot parse "Z" as ".000000""#)),
+        // Storage refuses a create that names a revision, after validation, before the name's conflict.
+        row("POST", CM, JSON, r#"{"metadata":{"name":"target","resourceVersion":"5"}}"#, (500, "",
+            "resourceVersion should not be set on objects to be created")),
+        // kube-apiserver's own kinds refuse an unqualified finalizer name (core ObjectMeta validation).
+        row("POST", CM, JSON, r#"{"metadata":{"name":"f","finalizers":["custom"]}}"#, (422, "Invalid",
+            r#"ConfigMap "f" is invalid: metadata.finalizers[0]: Invalid value: "custom": name is neither a standard finalizer name nor is it fully qualified"#)),
         row("PUT", CM, JSON, "{}", (405, "MethodNotAllowed", "the server does not allow this method on the requested resource")),
         row("POST", format!("{CM}/x"), JSON, "{}", (405, "MethodNotAllowed", "the server does not allow this method on the requested resource")),
         row("DELETE", "/api/v1/namespaces", None, "", (405, "MethodNotAllowed", "the server does not allow this method on the requested resource")),
@@ -284,4 +297,47 @@ async fn media_types_are_refused_as_upstreams_routes_refuse_them() {
             .unwrap();
         assert_eq!(s.exchange(req).await.code, 200, "{accept}");
     }
+}
+
+/// What upstream keeps that the rows above refuse: an unqualified finalizer
+/// on the few kinds validated with the generic `ObjectMeta` checks alone, and
+/// a named revision on a dry-run create or a create by server-side apply.
+#[tokio::test]
+async fn what_those_refusals_leave_alone() {
+    let s = harness::start().await;
+    let lease = json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": "l", "finalizers": ["custom"]}});
+    let (code, out) = s
+        .send_json(
+            "POST",
+            "/apis/coordination.k8s.io/v1/namespaces/default/leases",
+            lease.to_string().into_bytes(),
+        )
+        .await;
+    assert_eq!(code, 201, "{out}");
+    let named = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "rv", "resourceVersion": "5"}});
+    let (code, out) = s
+        .send_json(
+            "POST",
+            &format!("{CM}?dryRun=All"),
+            named.to_string().into_bytes(),
+        )
+        .await;
+    assert_eq!(code, 201, "{out}");
+    // "0" and what does not parse are dropped.
+    for (name, rv) in [("zero", "0"), ("text", "abc")] {
+        let obj = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "resourceVersion": rv}});
+        let (code, out) = s.send_json("POST", CM, obj.to_string().into_bytes()).await;
+        assert_eq!(code, 201, "{out}");
+    }
+    let req = http::Request::builder()
+        .method("PATCH")
+        .uri(format!("{CM}/rv?fieldManager=m"))
+        .header("content-type", "application/apply-patch+yaml")
+        .body(named.to_string().into_bytes())
+        .unwrap();
+    let reply = s.exchange(req).await;
+    assert_eq!(reply.code, 201, "{}", reply.json());
 }
