@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use axum::extract::State;
+use axum::http::HeaderMap;
 use axum::response::Response;
 use axum::routing::get;
 use axum::Router;
@@ -100,12 +101,19 @@ impl Server {
     }
 }
 
-/// The service account issuer's discovery document.
-async fn issuer_configuration(State(srv): State<Arc<Server>>) -> Response {
+/// The service account issuer's discovery document (a go-restful route
+/// upstream: an `Accept` it does not produce is 406).
+async fn issuer_configuration(State(srv): State<Arc<Server>>, headers: HeaderMap) -> Response {
+    if let Err(e) = handlers::restful_accepts(&headers, &["application/json"]) {
+        return kapi_http::negotiate::error_response(&e);
+    }
     discovery_docs::serve_configuration(&srv.service_accounts, srv.config.external_address())
 }
 
-/// The service account issuer's key set.
-async fn issuer_jwks(State(srv): State<Arc<Server>>) -> Response {
+/// The service account issuer's key set (a go-restful route too).
+async fn issuer_jwks(State(srv): State<Arc<Server>>, headers: HeaderMap) -> Response {
+    if let Err(e) = handlers::restful_accepts(&headers, &["application/jwk-set+json"]) {
+        return kapi_http::negotiate::error_response(&e);
+    }
     discovery_docs::serve_jwks(&srv.service_accounts, srv.config.external_address())
 }

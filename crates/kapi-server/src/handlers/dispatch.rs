@@ -329,12 +329,26 @@ fn restful_route(verb: Verb, headers: &axum::http::HeaderMap) -> Result<(), ApiE
             return Err(ApiError::route_unsupported_media_type());
         }
     }
-    let Some(accept) = text(header::ACCEPT).filter(|a| !a.is_empty()) else {
-        return Ok(());
-    };
     let produces = match verb {
         Verb::List | Verb::Watch => COLLECTION_PRODUCES,
         _ => negotiate::SERIALIZER_TYPES,
+    };
+    restful_accepts(headers, produces)
+}
+
+/// go-restful's `Accept` check for a route producing `produces`: 406 in its
+/// words unless some media type of the header (parameters aside, `*/*` for
+/// any) is one of them; no header, or an empty one, accepts anything.
+pub(crate) fn restful_accepts(
+    headers: &axum::http::HeaderMap,
+    produces: &[&str],
+) -> Result<(), ApiError> {
+    let accept = headers
+        .get(axum::http::header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .filter(|a| !a.is_empty());
+    let Some(accept) = accept else {
+        return Ok(());
     };
     let produced = accept.split(',').any(|item| {
         let media = item.split(';').next().unwrap_or("").trim();

@@ -52,14 +52,17 @@ pub fn check_identity(ctx: &Ctx, obj: &mut Value, name_from_url: bool) -> Result
     if name_from_url {
         let url_name = ctx.name();
         match meta.member_str("name") {
+            None | Some("") => {
+                return Err(ApiError::bad_request(format!(
+                    "the name of the object ({url_name} based on URL) was undeterminable: name must be provided"
+                )))
+            }
             Some(n) if n != url_name => {
                 return Err(ApiError::bad_request(format!(
                     "the name of the object ({n}) does not match the name on the URL ({url_name})"
                 )))
             }
-            _ => {
-                meta.insert("name".into(), url_name.into());
-            }
+            Some(_) => {}
         }
     }
     Ok(())

@@ -31,6 +31,7 @@ mod watch;
 pub use ctx::{check_namespace, dry_run, Ctx};
 pub use dispatch::dispatch;
 pub(crate) use dispatch::plain_not_found;
+pub(crate) use dispatch::restful_accepts;
 pub use identity::check_identity;
 pub use kapi_http::body::{read_body, MAX_BODY};
 pub use kapi_http::request::not_found;

@@ -84,6 +84,7 @@ pub async fn patch(ctx: &Ctx, body: Body, status: bool) -> Result<Response, ApiE
     )
     .await?;
     let adm = RequestAdmission::write(ctx, "PatchOptions", &opts);
+    let ignore = super::fieldcheck::mode(ctx)? == super::fieldcheck::Mode::Ignore;
     let (out, _) = ctx
         .entry
         .store
@@ -95,7 +96,7 @@ pub async fn patch(ctx: &Ctx, body: Body, status: bool) -> Result<Response, ApiE
             false,
             |current| {
                 let current = current.expect("patch never creates");
-                let mut patched = apply(kind, current, &patch, &srv, &def)?;
+                let mut patched = apply(kind, current, &patch, ignore, &srv, &def)?;
                 srv.check_patch_types(ctx, &seen, &patched)?;
                 warnings = srv.check_patch_fields(ctx, &seen, &patched)?;
                 srv.prune_unknown(&def, &mut patched);
@@ -122,13 +123,25 @@ pub async fn patch(ctx: &Ctx, body: Body, status: bool) -> Result<Response, ApiE
     Ok(resp)
 }
 
+/// Go's map type a merge or strategic merge patch is decoded into.
+const PATCH_MAP: &str = "map[string]interface {}";
+
+/// `ignore`: the request's `fieldValidation` is `Ignore`, when upstream does
+/// not decode a merge patch into a map first.
 fn apply(
     kind: PatchType,
     current: &Value,
     patch: &Value,
+    ignore: bool,
     srv: &crate::server::Server,
     def: &kapi_registry::ResourceDef,
 ) -> Result<Value, ApiError> {
+    use kapi_machinery::gojson::type_error;
+    // Go decodes `null` as no operations (a JSON patch) or an empty map (a
+    // strategic merge patch): nothing changes.
+    if patch.is_null() && matches!(kind, PatchType::Json | PatchType::Strategic) {
+        return Ok(current.clone());
+    }
     match kind {
         PatchType::Json => {
             // As upstream: only a body that is not a list of objects is a bad
@@ -136,12 +149,12 @@ fn apply(
             let ops = match patch {
                 Value::Array(ops) => ops,
                 other => {
-                    let go = kapi_machinery::gojson::type_error(other, "[]handlers.jsonPatchOp");
+                    let go = type_error(other, "[]handlers.jsonPatchOp");
                     return Err(ApiError::bad_request(format!("error decoding patch: {go}")));
                 }
             };
             if let Some(op) = ops.iter().find(|op| !op.is_object()) {
-                let go = kapi_machinery::gojson::type_error(op, "handlers.jsonPatchOp");
+                let go = type_error(op, "handlers.jsonPatchOp");
                 return Err(ApiError::bad_request(format!("error decoding patch: {go}")));
             }
             // Upstream says no more than this about an operation that fails.
@@ -162,17 +175,30 @@ fn apply(
             Ok(doc)
         }
         PatchType::Merge => {
-            // As upstream: a list replaces the whole document, which then does
-            // not decode as an object (422); any other non-object is a bad patch.
+            // As upstream: the patch is first decoded into a map (unless the
+            // field validation is Ignore); then json-patch's MergePatch takes
+            // `null` and scalars for a bad patch, and a list for the whole
+            // new document, which does not decode as an object (422).
+            if patch.is_null() {
+                return Err(ApiError::bad_request("Invalid JSON Patch"));
+            }
+            if !patch.is_object() && !ignore {
+                let go = type_error(patch, PATCH_MAP);
+                return Err(ApiError::bad_request(format!("error decoding patch: {go}")));
+            }
             if patch.is_array() {
-                return Err(ApiError::new(
-                    422,
-                    Reason::Invalid,
-                    "patch: Invalid value: a merge patch that is a list replaces the object with a list",
-                ));
+                use kapi_machinery::validation::{FieldError, FieldPath};
+                let go = type_error(patch, kapi_machinery::gojson::KIND_FINDER);
+                let e = FieldError::invalid(
+                    &FieldPath::new("patch"),
+                    serde_json::to_string(patch).expect("JSON values serialize"),
+                    format!("couldn't get version/kind; json parse error: {go}"),
+                );
+                let gk = kapi_machinery::status::GroupKind::new("", "");
+                return Err(ApiError::invalid(gk, "", &vec![e]));
             }
             if !patch.is_object() {
-                return Err(ApiError::bad_request("merge patch must be a JSON object"));
+                return Err(ApiError::bad_request("Invalid JSON Patch"));
             }
             let mut doc = current.clone();
             json_patch::merge(&mut doc, patch);
@@ -180,6 +206,9 @@ fn apply(
         }
         PatchType::Apply => unreachable!("apply patches are handled by apply.rs"),
         PatchType::Strategic => {
+            if !patch.is_object() {
+                return Err(ApiError::bad_request(type_error(patch, PATCH_MAP)));
+            }
             let root = srv.schema_root(def);
             kapi_machinery::strategic::apply(current, patch, srv.schema.as_ref(), &root)
                 .map_err(strategic_error)

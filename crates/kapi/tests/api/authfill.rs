@@ -434,6 +434,16 @@ async fn service_account_issuer_discovery() {
     assert_eq!(serde_json::from_str::<Value>(&slashed).unwrap(), config);
     let (code, ct, _) = get_raw(&sa, "/openid/v1/jwks/").await;
     assert_eq!((code, ct.as_str()), (200, "application/jwk-set+json"));
+    // go-restful routes upstream: an Accept they do not produce is 406.
+    let req = http::Request::get("/openid/v1/jwks")
+        .header("accept", "application/json")
+        .body(Vec::new())
+        .unwrap();
+    let resp = sa
+        .send(req.map(kube::client::Body::from))
+        .await
+        .expect("transport");
+    assert_eq!(resp.status().as_u16(), 406);
     // An ordinary user without the role is refused.
     let alice = s.client_with_token("alice-token").await;
     assert_eq!(get_raw(&alice, "/openid/v1/jwks").await.0, 403);

@@ -93,6 +93,17 @@ fn patching() -> Vec<Row> {
         row("PATCH", &d, SMP, r#"{"spec":{"template":{"spec":{"containers":[{"$patch":"bogus","name":"c"}]}}}}"#, (500, "",
             "unknown patch type: bogus in map: map[$patch:bogus name:c]")),
         row("PATCH", &target, MERGE, "{", (400, "BadRequest", "error decoding patch: unexpected end of JSON input")),
+        // Non-object patches: decoded into a map first, then json-patch's MergePatch.
+        row("PATCH", &target, MERGE, "null", (400, "BadRequest", "Invalid JSON Patch")),
+        row("PATCH", &target, MERGE, r#""x""#, (400, "BadRequest",
+            "error decoding patch: json: cannot unmarshal string into Go value of type map[string]interface {}")),
+        row("PATCH", &target, MERGE, "[1]", (400, "BadRequest",
+            "error decoding patch: json: cannot unmarshal array into Go value of type map[string]interface {}")),
+        row("PATCH", format!("{target}?fieldValidation=Ignore"), MERGE, "[1]", (422, "Invalid",
+            r#" "" is invalid: patch: Invalid value: "[1]": couldn't get version/kind; json parse error: json: cannot unmarshal array into Go value of type struct { APIVersion string "json:\"apiVersion,omitempty\""; Kind string "json:\"kind,omitempty\"" }"#)),
+        row("PATCH", &target, SMP, "1", (400, "BadRequest", "json: cannot unmarshal number into Go value of type map[string]interface {}")),
+        row("PUT", &target, JSON, "{}", (400, "BadRequest",
+            "the name of the object (target based on URL) was undeterminable: name must be provided")),
         row("PATCH", &target, JSON_PATCH, r#"{"op":"remove"}"#, (400, "BadRequest",
             "error decoding patch: json: cannot unmarshal object into Go value of type []handlers.jsonPatchOp")),
         row("PATCH", &target, JSON_PATCH, r#"[{"op":"test","path":"/data/a","value":"zz"}]"#, (422, "Invalid",
@@ -340,4 +351,18 @@ async fn what_those_refusals_leave_alone() {
         .unwrap();
     let reply = s.exchange(req).await;
     assert_eq!(reply.code, 201, "{}", reply.json());
+    // A `null` JSON patch or strategic merge patch changes nothing.
+    for content_type in [
+        "application/json-patch+json",
+        "application/strategic-merge-patch+json",
+    ] {
+        let req = http::Request::builder()
+            .method("PATCH")
+            .uri(format!("{CM}/rv"))
+            .header("content-type", content_type)
+            .body(b"null".to_vec())
+            .unwrap();
+        let reply = s.exchange(req).await;
+        assert_eq!(reply.code, 200, "{content_type}: {}", reply.json());
+    }
 }

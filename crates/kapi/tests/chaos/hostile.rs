@@ -109,7 +109,9 @@ fn cases(ns: &str) -> Vec<Case> {
         case("JSON patch path without slash", "PATCH", &one, JSONPATCH, br#"[{"op":"add","path":"data","value":"1"}]"#, 422, "Invalid"),
         case("JSON patch failing test", "PATCH", &one, JSONPATCH, br#"[{"op":"test","path":"/data/k","value":"other"},{"op":"replace","path":"/data/k","value":"x"}]"#, 422, "Invalid"),
         case("JSON patch array index overflow", "PATCH", &one, JSONPATCH, br#"[{"op":"add","path":"/metadata/finalizers/99999999999999999999","value":"x"}]"#, 422, "Invalid"),
-        case("merge patch not an object", "PATCH", &one, MERGE, b"[1]", 422, "Invalid"),
+        // Decoded into a map first (fieldValidation Warn, the default): 400.
+        case("merge patch not an object", "PATCH", &one, MERGE, b"[1]", 400, "BadRequest"),
+        case("merge patch a list, unvalidated", "PATCH", &format!("{one}?fieldValidation=Ignore"), MERGE, b"[1]", 422, "Invalid"),
         case("merge patch malformed", "PATCH", &one, MERGE, b"{\"data\":", 400, "BadRequest"),
         case("SMP malformed", "PATCH", &one, SMP, b"{\"data\":", 400, "BadRequest"),
         // Upstream takes a patch value for a key the object lacks as it is, then
