@@ -206,6 +206,11 @@ impl RequestAdmission {
         self.base.dry_run
     }
 
+    /// Add a warning to the request's (one already there is not repeated).
+    pub fn add_warning(&self, text: String) {
+        self.base.warnings.add(text);
+    }
+
     /// The warnings plugins added so far.
     pub fn warnings(&self) -> Vec<String> {
         self.base.warnings.take()
@@ -298,6 +303,10 @@ impl WriteAdmission for RequestAdmission {
         let result = self.chain.admit(&mut a).await;
         *obj = a.object.take().unwrap_or_default();
         result
+    }
+
+    fn warn(&self, text: String) {
+        self.add_warning(text);
     }
 
     /// Both phases for deleting `old` (the object as stored).

@@ -48,6 +48,10 @@ pub trait WriteAdmission: Send + Sync {
     /// Service's ClusterIP and node ports).
     async fn finished(&self, _stored: Option<&Value>) {}
 
+    /// A warning for the response (the strategy's, which upstream's registry
+    /// adds to the request between validation and validating admission).
+    fn warn(&self, _text: String) {}
+
     /// Whether [`WriteAdmission::finished`] looks at the stored object (a
     /// store that has not decoded it does so only then).
     fn wants_written(&self) -> bool {

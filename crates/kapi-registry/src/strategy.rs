@@ -145,6 +145,18 @@ pub trait Strategy: Send + Sync + 'static {
         self.validate(new)
     }
 
+    /// The warnings a create sends back (upstream's `WarningsOnCreate`), on
+    /// the object as validated: what is accepted but likely a mistake.
+    fn warnings_on_create(&self, _obj: &Value) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// The warnings an update of the main resource sends back (upstream's
+    /// `WarningsOnUpdate`), on the object as validated.
+    fn warnings_on_update(&self, _new: &Value, _old: &Value) -> Vec<String> {
+        Vec::new()
+    }
+
     /// Whether a built-in kind's metadata gets kube-apiserver's core checks on
     /// top of the generic ones (unqualified finalizer names refused). Most kinds
     /// do; a few are validated with the generic `ObjectMeta` checks alone

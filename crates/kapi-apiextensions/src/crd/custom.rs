@@ -15,7 +15,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use kapi_machinery::validation::ErrorList;
+use kapi_machinery::validation::{ErrorList, STANDARD_FINALIZERS};
 use kapi_registry::{StatusMetadata, Strategy};
 use serde_json::{json, Value};
 
@@ -133,6 +133,14 @@ impl Strategy for CustomStrategy {
         self.check(new, Some(old))
     }
 
+    fn warnings_on_create(&self, obj: &Value) -> Vec<String> {
+        finalizer_warnings(obj, None)
+    }
+
+    fn warnings_on_update(&self, new: &Value, old: &Value) -> Vec<String> {
+        finalizer_warnings(new, Some(old))
+    }
+
     fn validate_subresource_update(&self, _sub: &str, new: &Value, old: &Value) -> ErrorList {
         self.check(new, Some(old))
     }
@@ -203,4 +211,32 @@ impl Strategy for CustomStrategy {
     fn deprecation_warning(&self) -> Option<String> {
         self.warning.clone()
     }
+}
+
+/// The warnings for finalizers a write adds (upstream's custom resource
+/// `generateWarningsFromObj`): a name that is not domain-qualified may clash
+/// with another controller's. The names come sorted, each once.
+fn finalizer_warnings(obj: &Value, old: Option<&Value>) -> Vec<String> {
+    let names = |o: &Value| -> std::collections::BTreeSet<String> {
+        o.pointer("/metadata/finalizers")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect()
+    };
+    let before = old.map(names).unwrap_or_default();
+    names(obj)
+        .difference(&before)
+        .filter(|f| !f.contains('/') && !STANDARD_FINALIZERS.contains(&f.as_str()))
+        .map(|f| {
+            let advice = if f.contains('.') {
+                "prefer a domain-qualified finalizer name including a path (/) to avoid accidental conflicts with other finalizer writers"
+            } else {
+                "prefer a domain-qualified finalizer name to avoid accidental conflicts with other finalizer writers"
+            };
+            format!("metadata.finalizers: {f:?}: {advice}")
+        })
+        .collect()
 }

@@ -107,6 +107,9 @@ impl Store {
                     self.prepare_create(&mut new)?;
                     self.validate_create(&new)?;
                     self.set_managed_fields(&mut new, None, &opts, None);
+                    for w in self.def.strategy.warnings_on_create(&new) {
+                        admission.warn(w);
+                    }
                     admission.validate(&mut new, None).await?;
                     if opts.dry_run {
                         return Ok((new, true));
@@ -127,6 +130,11 @@ impl Store {
                     let opts = self.before_admission(&mut new, Some(&old), opts, target);
                     admission.mutate(&mut new, Some(&old)).await?;
                     let mut new = self.prepare_update(new, &old, target)?;
+                    if target == UpdateTarget::Main {
+                        for w in self.def.strategy.warnings_on_update(&new, &old) {
+                            admission.warn(w);
+                        }
+                    }
                     admission.validate(&mut new, Some(&mut old)).await?;
                     let (decision, mut new) = self.decide_update(new, &old, &opts, target)?;
                     if opts.dry_run {

@@ -127,6 +127,9 @@ impl Store {
             self.validate_create(&obj)?;
             self.set_managed_fields(&mut obj, None, opts, None);
             if let Some(a) = admission {
+                for w in self.def.strategy.warnings_on_create(&obj) {
+                    a.warn(w);
+                }
                 a.validate(&mut obj, None).await?;
             }
             if opts.dry_run {

@@ -220,6 +220,28 @@ impl Strategy for CronJobStrategy {
         true
     }
 
+    fn warnings_on_create(&self, obj: &Value) -> Vec<String> {
+        let mut w: Vec<String> =
+            crate::core::pod_warnings::name_warning(obj, "Pod names and hostnames")
+                .into_iter()
+                .collect();
+        w.extend(super::job::job_spec_warnings(
+            obj.pointer("/spec/jobTemplate/spec"),
+            &FieldPath::new("spec").child("jobTemplate").child("spec"),
+        ));
+        w
+    }
+
+    fn warnings_on_update(&self, new: &Value, old: &Value) -> Vec<String> {
+        if new.pointer("/metadata/generation") == old.pointer("/metadata/generation") {
+            return Vec::new();
+        }
+        super::job::job_spec_warnings(
+            new.pointer("/spec/jobTemplate/spec"),
+            &FieldPath::new("spec").child("jobTemplate").child("spec"),
+        )
+    }
+
     fn columns(&self) -> Vec<Column> {
         vec![
             name_column(),

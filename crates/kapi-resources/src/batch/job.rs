@@ -382,6 +382,22 @@ impl Strategy for JobStrategy {
         true
     }
 
+    fn warnings_on_create(&self, obj: &Value) -> Vec<String> {
+        let mut w: Vec<String> =
+            crate::core::pod_warnings::name_warning(obj, "Pod names and hostnames")
+                .into_iter()
+                .collect();
+        w.extend(job_spec_warnings(obj.get("spec"), &FieldPath::new("spec")));
+        w
+    }
+
+    fn warnings_on_update(&self, new: &Value, old: &Value) -> Vec<String> {
+        if new.pointer("/metadata/generation") == old.pointer("/metadata/generation") {
+            return Vec::new();
+        }
+        job_spec_warnings(new.get("spec"), &FieldPath::new("spec"))
+    }
+
     fn selectable_fields(&self) -> &'static [&'static str] {
         &["status.successful"]
     }
@@ -430,3 +446,25 @@ pub const JOB_SELECTOR_DOC: &str = "A label query over pods that should match th
 #[cfg(test)]
 #[path = "job_tests.rs"]
 mod tests;
+
+/// A job spec's warnings (upstream's `WarningsForJobSpec`): an Indexed job
+/// too large for its completed indexes to be tracked, and its template's.
+pub(crate) fn job_spec_warnings(spec: Option<&Value>, path: &FieldPath) -> Vec<String> {
+    let Some(spec) = spec else {
+        return Vec::new();
+    };
+    let mut w = Vec::new();
+    if spec.get("completionMode").and_then(Value::as_str) == Some("Indexed") {
+        let count = |f: &str| spec.get(f).and_then(Value::as_i64).unwrap_or(0);
+        if count("completions") > 100_000 && count("parallelism") > 10_000 {
+            w.push(format!(
+                "{path}: In Indexed Jobs with a number of completions higher than 10^5 and a parallelism higher than 10^4, Kubernetes might not be able to track completedIndexes when a big number of indexes fail"
+            ));
+        }
+    }
+    w.extend(crate::core::pod_warnings::template_warnings(
+        &path.child("template"),
+        spec.get("template"),
+    ));
+    w
+}

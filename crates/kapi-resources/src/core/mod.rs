@@ -19,6 +19,7 @@ pub mod node;
 pub mod pod;
 mod pod_ephemeral;
 mod pod_table;
+pub mod pod_warnings;
 pub mod podspec;
 pub mod podspec_validation;
 pub mod podtemplate;

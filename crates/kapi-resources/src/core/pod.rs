@@ -39,6 +39,12 @@ const SELECTABLE: &[&str] = &[
 const UPDATE_FORBIDDEN: &str = "pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)";
 
 impl Strategy for PodStrategy {
+    /// Upstream skips warnings on pod updates (a high-frequency path that
+    /// humans rarely drive), so only creates warn.
+    fn warnings_on_create(&self, obj: &Value) -> Vec<String> {
+        super::pod_warnings::pod_create_warnings(obj)
+    }
+
     /// Upstream's pod status strategy keeps the stored owner references (old
     /// kubelets corrupted them).
     fn status_metadata(&self) -> StatusMetadata {

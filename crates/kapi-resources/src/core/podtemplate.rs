@@ -35,6 +35,24 @@ impl Strategy for PodTemplateStrategy {
         true
     }
 
+    fn warnings_on_create(&self, obj: &Value) -> Vec<String> {
+        crate::core::pod_warnings::workload_create_warnings(
+            obj,
+            false,
+            "/template",
+            &FieldPath::new("template"),
+        )
+    }
+
+    fn warnings_on_update(&self, new: &Value, old: &Value) -> Vec<String> {
+        crate::core::pod_warnings::workload_update_warnings(
+            new,
+            old,
+            "/template",
+            &FieldPath::new("template"),
+        )
+    }
+
     fn validate(&self, obj: &Value) -> ErrorList {
         let template = obj.get("template").unwrap_or(&Value::Null);
         validate_pod_template_spec(template, &FieldPath::new("template"))
@@ -143,6 +161,24 @@ impl Strategy for ReplicationControllerStrategy {
 
     fn tracks_generation(&self) -> bool {
         true
+    }
+
+    fn warnings_on_create(&self, obj: &Value) -> Vec<String> {
+        crate::core::pod_warnings::workload_create_warnings(
+            obj,
+            true,
+            "/spec/template",
+            &FieldPath::new("spec").child("template"),
+        )
+    }
+
+    fn warnings_on_update(&self, new: &Value, old: &Value) -> Vec<String> {
+        crate::core::pod_warnings::workload_update_warnings(
+            new,
+            old,
+            "/spec/template",
+            &FieldPath::new("spec").child("template"),
+        )
     }
 
     fn selectable_fields(&self) -> &'static [&'static str] {

@@ -145,6 +145,10 @@ impl WriteAdmission for RequestAdmission {
         self.services.is_some()
     }
 
+    fn warn(&self, text: String) {
+        self.inner.add_warning(text);
+    }
+
     async fn admit_delete(&self, old: &Value, grace: Option<i64>) -> Result<(), ApiError> {
         self.inner.admit_delete(old, grace).await
     }

@@ -239,6 +239,10 @@ impl WriteAdmission for ScaleAdmission<'_> {
             .validate(&mut scale_view(obj, self.sub), old.as_mut())
             .await
     }
+
+    fn warn(&self, text: String) {
+        self.inner.warn(text);
+    }
 }
 
 /// Set the value at JSON pointer `ptr`, creating the objects on the way (a

@@ -80,6 +80,7 @@ mod storage_flags;
 mod storage_formats;
 mod storage_protection;
 mod storage_version_hash;
+mod strategy_warnings;
 mod strict_decoding;
 mod subres_create;
 mod subres_scale;
