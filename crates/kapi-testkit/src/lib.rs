@@ -40,8 +40,23 @@ impl Etcd {
         cluster.pop().expect("one member")
     }
 
-    /// A started cluster of `n` members, all ready.
+    /// A started cluster of `n` members, all ready. A member that exits
+    /// before it is healthy (a free port taken meanwhile, as another test's
+    /// connection may take it) has the cluster started again on other ports.
     pub fn cluster(n: usize) -> Vec<Etcd> {
+        for _ in 0..3 {
+            let mut out = Self::spawn_cluster(n);
+            if out
+                .iter_mut()
+                .all(|e| e.ready_within(Duration::from_secs(30)))
+            {
+                return out;
+            }
+        }
+        panic!("an etcd cluster of {n} did not become healthy in three tries");
+    }
+
+    fn spawn_cluster(n: usize) -> Vec<Etcd> {
         let members: Vec<(String, u16, u16)> = (0..n)
             .map(|i| (format!("m{i}"), free_port(), free_port()))
             .collect();
@@ -67,9 +82,6 @@ impl Etcd {
             .collect();
         for e in &mut out {
             e.spawn();
-        }
-        for e in &out {
-            e.wait_ready(Duration::from_secs(30));
         }
         out
     }
@@ -104,16 +116,31 @@ impl Etcd {
         self.child = Some(child);
     }
 
-    fn wait_ready(&self, timeout: Duration) {
+    fn wait_ready(&mut self, timeout: Duration) {
+        if !self.ready_within(timeout) {
+            panic!("etcd {} did not become healthy", self.client_url);
+        }
+    }
+
+    /// Whether the member answers healthy within `timeout`; false at once
+    /// when its process has exited.
+    fn ready_within(&mut self, timeout: Duration) -> bool {
         let addr = self.client_url.trim_start_matches("http://").to_owned();
         let deadline = Instant::now() + timeout;
         while Instant::now() < deadline {
             if health_ok(&addr) {
-                return;
+                return true;
+            }
+            let exited = self
+                .child
+                .as_mut()
+                .is_some_and(|c| c.try_wait().ok().flatten().is_some());
+            if exited {
+                return false;
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        panic!("etcd {} did not become healthy", self.client_url);
+        false
     }
 
     /// Stop the member (SIGKILL through the watchdog); its data is kept.

@@ -16,6 +16,12 @@ use super::util::{arr_at, for_each_item, i64_at, set_default_str, str_at};
 pub struct EndpointsStrategy;
 
 impl Strategy for EndpointsStrategy {
+    /// v1 Endpoints is deprecated since 1.33 (kube-apiserver answers every
+    /// request on it with this warning).
+    fn deprecation_warning(&self) -> Option<String> {
+        Some("v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice".into())
+    }
+
     fn default(&self, obj: &mut Value) {
         for_each_item(obj, "subsets", |s| {
             for_each_item(s, "ports", |p| set_default_str(p, "protocol", "TCP"))

@@ -16,6 +16,7 @@ pub mod endpoints;
 pub mod event;
 pub mod namespace;
 pub mod node;
+pub mod object_warnings;
 pub mod pod;
 mod pod_ephemeral;
 mod pod_table;

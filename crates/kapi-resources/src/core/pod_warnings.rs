@@ -81,7 +81,7 @@ const SECCOMP_POD: &str = "seccomp.security.alpha.kubernetes.io/pod";
 const SECCOMP_CONTAINER: &str = "container.seccomp.security.alpha.kubernetes.io/";
 const APPARMOR_CONTAINER: &str = "container.apparmor.security.beta.kubernetes.io/";
 
-fn node_label_note(key: &str) -> Option<&'static str> {
+pub(crate) fn node_label_note(key: &str) -> Option<&'static str> {
     DEPRECATED_NODE_LABELS
         .iter()
         .find(|(k, _)| *k == key)
@@ -96,7 +96,7 @@ fn at(prefix: Option<&FieldPath>, name: &str) -> FieldPath {
     }
 }
 
-fn items(v: Option<&Value>) -> &[Value] {
+pub(crate) fn items(v: Option<&Value>) -> &[Value] {
     v.and_then(Value::as_array).map_or(&[], Vec::as_slice)
 }
 
@@ -252,6 +252,15 @@ fn spec_and_meta(prefix: Option<&FieldPath>, spec: &Value, meta: &Value) -> Vec<
                 ));
             }
         }
+        if let Some(spec) = v.pointer("/ephemeral/volumeClaimTemplate/spec") {
+            let path = spec_path
+                .child("volumes")
+                .index(i)
+                .child("ephemeral")
+                .child("volumeClaimTemplate")
+                .child("spec");
+            w.extend(claim_spec_warnings(spec, &path));
+        }
     }
     w.extend(projected_token_paths(volumes, &spec_path));
 
@@ -389,7 +398,7 @@ fn spec_and_meta(prefix: Option<&FieldPath>, spec: &Value, meta: &Value) -> Vec<
     w
 }
 
-fn node_selector_term(term: &Value, path: &FieldPath) -> Vec<String> {
+pub(crate) fn node_selector_term(term: &Value, path: &FieldPath) -> Vec<String> {
     let mut w = Vec::new();
     for (i, e) in items(term.get("matchExpressions")).iter().enumerate() {
         let key = text(e, "key");
@@ -404,7 +413,7 @@ fn node_selector_term(term: &Value, path: &FieldPath) -> Vec<String> {
 }
 
 /// The note for a byte quantity with a fraction of a byte.
-fn fractional(q: Option<&Value>) -> Option<String> {
+pub(crate) fn fractional(q: Option<&Value>) -> Option<String> {
     let q = Qty::from_json(q?)?;
     (q.milli % 1000 != 0).then(|| {
         format!(
@@ -510,6 +519,22 @@ fn port_warnings(containers: &[(&Value, FieldPath)]) -> Vec<String> {
                 host_ip,
                 host_port,
             });
+        }
+    }
+    w
+}
+
+/// A claim spec's warnings (upstream's `GetWarningsForPersistentVolumeClaimSpec`):
+/// a storage request or limit with a fraction of a byte.
+pub(crate) fn claim_spec_warnings(spec: &Value, path: &FieldPath) -> Vec<String> {
+    let mut w = Vec::new();
+    for list in ["requests", "limits"] {
+        let q = spec.pointer(&format!("/resources/{list}/storage"));
+        if let Some(msg) = fractional(q) {
+            w.push(format!(
+                "{}: {msg}",
+                path.child("resources").child(list).key("storage")
+            ));
         }
     }
     w

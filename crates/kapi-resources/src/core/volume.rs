@@ -127,6 +127,14 @@ fn pv_sources(spec: &Value) -> Vec<&'static str> {
 }
 
 impl Strategy for PersistentVolumeStrategy {
+    fn warnings_on_create(&self, obj: &Value) -> Vec<String> {
+        crate::core::object_warnings::volume_warnings(obj)
+    }
+
+    fn warnings_on_update(&self, new: &Value, _old: &Value) -> Vec<String> {
+        crate::core::object_warnings::volume_warnings(new)
+    }
+
     fn default(&self, obj: &mut Value) {
         if let Some(spec) = child_obj(obj, "spec") {
             set_default_str(spec, "persistentVolumeReclaimPolicy", "Retain");
@@ -328,6 +336,14 @@ fn storage_request(obj: &Value) -> Option<f64> {
 }
 
 impl Strategy for PersistentVolumeClaimStrategy {
+    fn warnings_on_create(&self, obj: &Value) -> Vec<String> {
+        crate::core::object_warnings::claim_warnings(obj)
+    }
+
+    fn warnings_on_update(&self, new: &Value, _old: &Value) -> Vec<String> {
+        crate::core::object_warnings::claim_warnings(new)
+    }
+
     fn default(&self, obj: &mut Value) {
         if let Some(spec) = child_obj(obj, "spec") {
             set_default(spec, "volumeMode", json!("Filesystem"));

@@ -150,6 +150,10 @@ fn validate_paths(http: &Value, path: &FieldPath) -> ErrorList {
 }
 
 impl Strategy for IngressStrategy {
+    fn warnings_on_create(&self, obj: &Value) -> Vec<String> {
+        crate::core::object_warnings::ingress_warnings(obj)
+    }
+
     fn default(&self, obj: &mut Value) {
         crate::core::util::default_status(obj, json!({"loadBalancer": {}}));
     }

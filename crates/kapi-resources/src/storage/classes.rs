@@ -103,6 +103,14 @@ fn validate_topologies(obj: &Value, path: &FieldPath) -> ErrorList {
 }
 
 impl Strategy for StorageClassStrategy {
+    fn warnings_on_create(&self, obj: &Value) -> Vec<String> {
+        crate::core::object_warnings::storage_class_warnings(obj)
+    }
+
+    fn warnings_on_update(&self, new: &Value, _old: &Value) -> Vec<String> {
+        crate::core::object_warnings::storage_class_warnings(new)
+    }
+
     fn default(&self, obj: &mut Value) {
         set_default(obj, "reclaimPolicy", json!("Delete"));
         set_default(obj, "volumeBindingMode", json!("Immediate"));

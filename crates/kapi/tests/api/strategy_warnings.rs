@@ -295,3 +295,135 @@ async fn custom_resources_warn_for_finalizers_they_add_without_a_domain() {
     .await;
     assert_eq!((reply.code, reply.warnings()), (200, vec![]));
 }
+
+/// v1 Endpoints is deprecated in 1.33: every request on it says so.
+#[tokio::test]
+async fn v1_endpoints_requests_carry_the_133_deprecation() {
+    let s = harness::start().await;
+    let want = ["v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice"];
+    let body = json!({"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "e"}});
+    let reply = post(&s, "/api/v1/namespaces/default/endpoints", body).await;
+    assert_eq!(
+        (reply.code, reply.warnings()),
+        (201, want.map(String::from).to_vec())
+    );
+    for path in [
+        "/api/v1/namespaces/default/endpoints/e",
+        "/api/v1/endpoints",
+    ] {
+        let reply = s
+            .exchange(http::Request::get(path).body(Vec::new()).unwrap())
+            .await;
+        assert_eq!(
+            (reply.code, reply.warnings()),
+            (200, want.map(String::from).to_vec()),
+            "{path}"
+        );
+    }
+    let reply = s
+        .exchange(
+            http::Request::get("/apis/discovery.k8s.io/v1/endpointslices")
+                .body(Vec::new())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!((reply.code, reply.warnings()), (200, vec![]));
+}
+
+/// Services, volumes, claims, storage and runtime classes warn on create
+/// and again on every update; an Ingress only on create.
+#[tokio::test]
+async fn other_kinds_warn_as_kube_apiserver_does() {
+    let s = harness::start().await;
+    let sc_anno = "metadata.annotations[volume.beta.kubernetes.io/storage-class]: deprecated since v1.8; use \"storageClassName\" attribute instead";
+    let cases = [
+        (
+            "/api/v1/namespaces/default/services",
+            json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s1",
+                "annotations": {"service.kubernetes.io/topology-aware-hints": "auto"}},
+                "spec": {"ports": [{"port": 80}], "externalName": "x.com", "externalIPs": ["010.2.3.4"]}}),
+            vec![
+                "annotation service.kubernetes.io/topology-aware-hints is deprecated, please use service.kubernetes.io/topology-mode instead".to_owned(),
+                "spec.externalIPs[0]: non-standard IP address \"010.2.3.4\" will be considered invalid in a future Kubernetes release: use \"10.2.3.4\"".to_owned(),
+                "spec.externalName is ignored when spec.type is not \"ExternalName\"".to_owned(),
+            ],
+            true,
+        ),
+        (
+            "/api/v1/namespaces/default/services",
+            json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s2"},
+                "spec": {"type": "ExternalName", "externalName": "a.b", "externalIPs": ["1.2.3.4"]}}),
+            vec!["spec.externalIPs is ignored when spec.type is \"ExternalName\"".to_owned()],
+            true,
+        ),
+        (
+            "/api/v1/namespaces/default/persistentvolumeclaims",
+            json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "c",
+                "annotations": {"volume.beta.kubernetes.io/storage-class": "x"}},
+                "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1.5"}}}}),
+            vec![
+                sc_anno.to_owned(),
+                "spec.resources.requests[storage]: fractional byte value \"1500m\" is invalid, must be an integer".to_owned(),
+            ],
+            true,
+        ),
+        (
+            "/api/v1/persistentvolumes",
+            json!({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv",
+                "annotations": {"volume.beta.kubernetes.io/storage-class": "x"}},
+                "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                    "persistentVolumeReclaimPolicy": "Recycle", "hostPath": {"path": "/x"},
+                    "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                        {"key": "beta.kubernetes.io/os", "operator": "Exists"}]}]}}}}),
+            vec![
+                sc_anno.to_owned(),
+                "spec.persistentVolumeReclaimPolicy: The Recycle reclaim policy is deprecated. Instead, the recommended approach is to use dynamic provisioning.".to_owned(),
+                "spec.nodeAffinity.required.nodeSelectorTerms[0].matchExpressions[0].key: beta.kubernetes.io/os is deprecated since v1.14; use \"kubernetes.io/os\" instead".to_owned(),
+            ],
+            true,
+        ),
+        (
+            "/apis/storage.k8s.io/v1/storageclasses",
+            json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "sc"},
+                "provisioner": "x", "allowedTopologies": [{"matchLabelExpressions": [
+                    {"key": "failure-domain.beta.kubernetes.io/zone", "values": ["a"]}]}]}),
+            vec!["allowedTopologies[0].matchLabelExpressions[0].key: deprecated since v1.17; use \"topology.kubernetes.io/zone\" instead".to_owned()],
+            true,
+        ),
+        (
+            "/apis/node.k8s.io/v1/runtimeclasses",
+            json!({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "rc"},
+                "handler": "h", "scheduling": {"nodeSelector": {"beta.kubernetes.io/arch": "x"}}}),
+            vec!["scheduling.nodeSelector: deprecated since v1.14; use \"kubernetes.io/arch\" instead".to_owned()],
+            true,
+        ),
+        (
+            "/apis/networking.k8s.io/v1/namespaces/default/ingresses",
+            json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "i",
+                "annotations": {"kubernetes.io/ingress.class": "nginx"}},
+                "spec": {"defaultBackend": {"service": {"name": "s", "port": {"number": 80}}}}}),
+            vec!["annotation \"kubernetes.io/ingress.class\" is deprecated, please use 'spec.ingressClassName' instead".to_owned()],
+            false,
+        ),
+    ];
+    for (collection, body, want, on_update) in cases {
+        let name = body["metadata"]["name"].as_str().unwrap().to_owned();
+        let reply = post(&s, collection, body).await;
+        assert_eq!(
+            reply.code,
+            201,
+            "{name}: {}",
+            String::from_utf8_lossy(&reply.body)
+        );
+        assert_eq!(reply.warnings(), want, "{name}");
+        let reply = merge(
+            &s,
+            &format!("{collection}/{name}"),
+            json!({"metadata": {"labels": {"l": "1"}}}),
+        )
+        .await;
+        assert_eq!(reply.code, 200, "{name}");
+        let again = if on_update { want } else { vec![] };
+        assert_eq!(reply.warnings(), again, "{name} on update");
+    }
+}
