@@ -175,6 +175,12 @@ pub trait Strategy: Send + Sync + 'static {
         false
     }
 
+    /// Whether an update moves `metadata.generation` (when it is tracked):
+    /// a change outside metadata and status, for most kinds.
+    fn generation_moves(&self, new: &Value, old: &Value) -> bool {
+        crate::meta::spec_part(new) != crate::meta::spec_part(old)
+    }
+
     /// Whether PUT to a missing object creates it.
     fn allow_create_on_update(&self) -> bool {
         false

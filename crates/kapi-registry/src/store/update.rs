@@ -217,8 +217,8 @@ impl Store {
         // Compared with the stored object from here on, as stored (`normalize`).
         let mut new = self.normalize(new)?;
         if self.def.strategy.tracks_generation()
-            && target != UpdateTarget::Binding
-            && meta::spec_part(&new) != meta::spec_part(old)
+            && !matches!(target, UpdateTarget::Binding | UpdateTarget::Status)
+            && self.def.strategy.generation_moves(&new, old)
         {
             let gen = meta::meta(old)
                 .and_then(|m| m.get("generation"))

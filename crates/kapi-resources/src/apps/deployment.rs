@@ -99,6 +99,19 @@ impl Strategy for DeploymentStrategy {
         true
     }
 
+    /// Annotations move it too: the controller copies them to the
+    /// ReplicaSets (upstream's `PrepareForUpdate`).
+    fn generation_moves(&self, new: &Value, old: &Value) -> bool {
+        // Go's semantic equality: no annotations and none at all are equal.
+        let annotations = |o: &Value| {
+            o.pointer("/metadata/annotations")
+                .and_then(Value::as_object)
+                .filter(|m| !m.is_empty())
+                .cloned()
+        };
+        new.get("spec") != old.get("spec") || annotations(new) != annotations(old)
+    }
+
     fn warnings_on_create(&self, obj: &Value) -> Vec<String> {
         crate::core::pod_warnings::workload_create_warnings(
             obj,

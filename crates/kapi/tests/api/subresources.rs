@@ -75,7 +75,7 @@ async fn main_update_cannot_change_status() {
 }
 
 #[tokio::test]
-async fn generation_bumps_on_spec_change_only() {
+async fn generation_bumps_on_spec_and_annotation_changes_only() {
     let s = harness::start().await;
     let api: Api<Deployment> = s.api("default");
     let d = api
@@ -101,6 +101,27 @@ async fn generation_bumps_on_spec_change_only() {
         .await
         .unwrap();
     assert_eq!(status.metadata.generation, Some(1));
+    // Annotations count too (the controller copies them to ReplicaSets),
+    // but not when a status write brings them.
+    let annotated = api
+        .patch(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {"x": "y"}}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(annotated.metadata.generation, Some(2));
+    let status = api
+        .patch_status(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {"x": "z"}}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(status.metadata.generation, Some(2));
+    assert_eq!(status.metadata.annotations.unwrap()["x"], "z");
     let scaled = api
         .patch(
             "web",
@@ -109,7 +130,7 @@ async fn generation_bumps_on_spec_change_only() {
         )
         .await
         .unwrap();
-    assert_eq!(scaled.metadata.generation, Some(2));
+    assert_eq!(scaled.metadata.generation, Some(3));
 }
 
 #[tokio::test]
