@@ -250,8 +250,10 @@ pub fn table(
     } else {
         Vec::new()
     };
-    let rows: Vec<Value> = items
-        .iter()
+    let mut ordered: Vec<&Value> = items.iter().collect();
+    strategy.sort_table_rows(&mut ordered);
+    let rows: Vec<Value> = ordered
+        .into_iter()
         .map(|obj| {
             let mut row = json!({"cells": strategy.cells(obj)});
             match include {

@@ -170,6 +170,10 @@ pub trait Strategy: Send + Sync + 'static {
         name_is_dns_subdomain
     }
 
+    /// The order of a list's table rows, when the printer sorts them
+    /// (upstream's flow schema printer does); as listed otherwise.
+    fn sort_table_rows(&self, _items: &mut [&Value]) {}
+
     /// Whether `metadata.generation` counts spec changes.
     fn tracks_generation(&self) -> bool {
         false

@@ -133,6 +133,23 @@ fn validate_rules(rules: &Value, path: &FieldPath) -> ErrorList {
 }
 
 impl Strategy for FlowSchemaStrategy {
+    /// Upstream's printer lists flow schemas in matching order: by
+    /// precedence, then name.
+    fn sort_table_rows(&self, items: &mut [&Value]) {
+        let key = |o: &Value| {
+            (
+                o.pointer("/spec/matchingPrecedence")
+                    .and_then(Value::as_i64)
+                    .unwrap_or(0),
+                o.pointer("/metadata/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned(),
+            )
+        };
+        items.sort_by_cached_key(|o| key(o));
+    }
+
     /// Status writes keep the stored metadata (upstream's flow control
     /// status strategies).
     fn status_metadata(&self) -> StatusMetadata {

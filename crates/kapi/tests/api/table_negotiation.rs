@@ -79,3 +79,43 @@ async fn create_only_resources_have_no_table() {
         );
     }
 }
+
+/// A table of flow schemas lists them in matching order (precedence, then
+/// name), as upstream's printer sorts them; the plain list stays by name.
+#[tokio::test]
+async fn flow_schema_tables_are_in_matching_order() {
+    let s = harness::start().await;
+    let req = http::Request::get("/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas")
+        .header("accept", TABLE)
+        .body(Vec::new())
+        .unwrap();
+    let table = s.exchange(req).await.json();
+    let names: Vec<&str> = table["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["cells"][0].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "exempt",
+            "probes",
+            "system-leader-election",
+            "endpoint-controller",
+            "workload-leader-election",
+            "system-node-high",
+            "system-nodes",
+            "kube-controller-manager",
+            "kube-scheduler",
+            "kube-system-service-accounts",
+            "service-accounts",
+            "global-default",
+            "catch-all",
+        ]
+    );
+    let (_, list) = s
+        .get_json("/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas")
+        .await;
+    assert_eq!(list["items"][0]["metadata"]["name"], "catch-all");
+}
