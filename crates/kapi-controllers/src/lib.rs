@@ -31,6 +31,7 @@
 mod bootstrap_signer;
 mod clusterroles;
 mod gc;
+mod identity_lease;
 mod kubernetes_service;
 mod masterleases;
 mod namespace;
@@ -173,6 +174,9 @@ pub struct Options {
     /// The cluster CA bundle the root-CA publisher puts in every namespace
     /// (PEM); without it that controller does not run.
     pub root_ca: Option<String>,
+    /// Keep this server's identity Lease in `kube-system` (the
+    /// `APIServerIdentity` gate).
+    pub identity_lease: bool,
 }
 
 impl Options {
@@ -182,6 +186,7 @@ impl Options {
             controllers: Selection::default(),
             endpoint_reconciler: true,
             root_ca: Some(root_ca.into()),
+            identity_lease: true,
         }
     }
 }
@@ -224,6 +229,9 @@ pub fn spawn(cx: &Arc<Context>, opts: &Options) {
         token_cleaner::spawn(cx.clone());
     }
     kubernetes_service::spawn(cx.clone(), opts.endpoint_reconciler);
+    if opts.identity_lease {
+        identity_lease::spawn(cx.clone());
+    }
 }
 
 /// Create what the controllers own before they start: the

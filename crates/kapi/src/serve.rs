@@ -219,6 +219,7 @@ pub async fn run(a: ServeArgs) -> Result<(), String> {
             .map_err(|e| format!("--controllers: {e}"))?,
         endpoint_reconciler: a.endpoint_reconciler_type == "lease",
         root_ca: Some(pki.ca_cert_pem.clone()),
+        identity_lease: a.feature_gates.enabled("APIServerIdentity"),
     };
     let admission = a.admission.clone();
     let proxy_client = match (&a.proxy_client_cert_file, &a.proxy_client_key_file) {

@@ -19,6 +19,8 @@ use super::value::parse_bool;
 
 /// The gates whose value changes what kapi does, and where.
 pub const HONOURED: &[&str] = &[
+    // The identity Lease in kube-system is kept while on (kapi-controllers).
+    "APIServerIdentity",
     // Aggregated discovery v2beta1 is not served while on (kapi-server discovery).
     "AggregatedDiscoveryRemoveBetaType",
     // Consistent LISTs are served from the watch cache while on (kapi-registry).

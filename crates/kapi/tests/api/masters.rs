@@ -69,3 +69,45 @@ async fn agreed(srv: &Server, want: &Value) -> Value {
     }
     panic!("both servers listed");
 }
+
+/// The server keeps its identity Lease in kube-system, as kube-apiserver
+/// does with `APIServerIdentity` on: named after the host, held by the name
+/// and a UUID of this start, labelled, an hour long, renewed.
+#[tokio::test]
+async fn the_server_keeps_its_identity_lease() {
+    let s = crate::harness::start().await;
+    let leases: kube::Api<k8s_openapi::api::coordination::v1::Lease> = s.api("kube-system");
+    let lp =
+        kube::api::ListParams::default().labels("apiserver.kubernetes.io/identity=kube-apiserver");
+    let mut found = None;
+    for _ in 0..100 {
+        let list = leases.list(&lp).await.unwrap();
+        if let Some(l) = list.items.into_iter().next() {
+            found = Some(l);
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let lease = found.expect("an identity lease");
+    let name = lease.metadata.name.clone().unwrap();
+    assert!(
+        name.starts_with("apiserver-") && name.len() == "apiserver-".len() + 26,
+        "{name}"
+    );
+    let labels = lease.metadata.labels.clone().unwrap();
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    assert_eq!(labels["kubernetes.io/hostname"], host.trim());
+    let spec = lease.spec.unwrap();
+    assert_eq!(spec.lease_duration_seconds, Some(3600));
+    let holder = spec.holder_identity.unwrap();
+    assert!(holder.starts_with(&format!("{name}_")), "{holder}");
+    assert!(spec.renew_time.is_some());
+    let managers: Vec<String> = lease
+        .metadata
+        .managed_fields
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|m| m.manager)
+        .collect();
+    assert_eq!(managers, ["kube-apiserver"]);
+}
