@@ -51,6 +51,8 @@ use kapi_machinery::status::ApiError;
 use kapi_registry::apis::Apis;
 use kapi_storage::slot::BackendSlot;
 
+pub use identity_lease::{apiserver_id, hostname};
+
 /// The field manager of writes made by kube-controller-manager's controllers.
 const CONTROLLER_MANAGER: &str = "kube-controller-manager";
 

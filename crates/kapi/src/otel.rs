@@ -265,31 +265,10 @@ fn tonic_channel(host: &str) -> Result<tonic::transport::Channel, String> {
     Ok(endpoint.timeout(Duration::from_secs(10)).connect_lazy())
 }
 
-/// Upstream's `APIServerID` with the `APIServerIdentity` gate on (the
-/// default): `apiserver-` and a UUID hashed (SHA-256, version 5 bits) from the
-/// host name, the same for every start on the host.
+/// Upstream's `APIServerID` (the tracing resource's `service.instance.id`):
+/// the identity Lease's name, from the host name.
 pub fn apiserver_id() -> String {
-    use sha2::Digest as _;
-    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_owned())
-        .unwrap_or_default();
-    let mut h = sha2::Sha256::new();
-    h.update([0u8; 16]);
-    h.update(hostname.as_bytes());
-    let sum = h.finalize();
-    let mut u = [0u8; 16];
-    u.copy_from_slice(&sum[..16]);
-    u[6] = (u[6] & 0x0f) | 0x50;
-    u[8] = (u[8] & 0x3f) | 0x80;
-    let hex: String = u.iter().map(|b| format!("{b:02x}")).collect();
-    format!(
-        "apiserver-{}-{}-{}-{}-{}",
-        &hex[0..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..32]
-    )
+    kapi_controllers::apiserver_id(&kapi_controllers::hostname())
 }
 
 #[cfg(test)]

@@ -136,10 +136,12 @@ fn the_file_is_named_and_the_gate_checked() {
 }
 
 #[test]
-fn the_server_id_is_a_name_based_uuid() {
+fn the_server_id_is_the_identity_lease_name() {
     let id = apiserver_id();
     assert_eq!(id, apiserver_id());
-    let uuid = id.strip_prefix("apiserver-").unwrap();
-    assert_eq!(uuid.len(), 36);
-    assert_eq!(&uuid[14..15], "5");
+    let hash = id.strip_prefix("apiserver-").unwrap();
+    assert_eq!(hash.len(), 26);
+    assert!(hash
+        .chars()
+        .all(|c| c.is_ascii_lowercase() || ('2'..='7').contains(&c)));
 }
