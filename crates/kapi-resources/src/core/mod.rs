@@ -32,6 +32,7 @@ pub mod secret;
 pub mod service;
 pub mod serviceaccount;
 pub mod table;
+mod tls_pair;
 pub mod util;
 pub mod volume;
 

@@ -427,3 +427,53 @@ async fn other_kinds_warn_as_kube_apiserver_does() {
         assert_eq!(reply.warnings(), again, "{name} on update");
     }
 }
+
+/// A TLS secret whose certificate and key do not load as a pair is stored,
+/// with Go's `tls.X509KeyPair` error as a warning, on create and update.
+#[tokio::test]
+async fn tls_secrets_that_are_not_a_pair_warn() {
+    let s = harness::start().await;
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = rcgen::CertificateParams::new(vec!["a".into()])
+        .unwrap()
+        .self_signed(&key)
+        .unwrap();
+    let other = rcgen::KeyPair::generate().unwrap();
+    let path = "/api/v1/namespaces/default/secrets";
+    let cases = [
+        ("good", cert.pem(), key.serialize_pem(), vec![]),
+        (
+            "other",
+            cert.pem(),
+            other.serialize_pem(),
+            vec!["tls: private key does not match public key"],
+        ),
+        (
+            "junk",
+            "abc".to_owned(),
+            key.serialize_pem(),
+            vec!["tls: failed to find any PEM data in certificate input"],
+        ),
+    ];
+    for (name, crt, k, want) in cases {
+        let body = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name},
+            "type": "kubernetes.io/tls", "stringData": {"tls.crt": crt, "tls.key": k}});
+        let reply = post(&s, path, body).await;
+        assert_eq!(
+            (reply.code, reply.warnings()),
+            (201, want.iter().map(|w| w.to_string()).collect()),
+            "{name}"
+        );
+        let reply = merge(
+            &s,
+            &format!("{path}/{name}"),
+            json!({"metadata": {"labels": {"a": "b"}}}),
+        )
+        .await;
+        assert_eq!(
+            (reply.code, reply.warnings()),
+            (200, want.iter().map(|w| w.to_string()).collect()),
+            "{name} update"
+        );
+    }
+}
