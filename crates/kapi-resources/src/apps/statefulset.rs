@@ -148,22 +148,30 @@ impl Strategy for StatefulSetStrategy {
         true
     }
 
+    /// The template's warnings, then each claim template's (upstream names
+    /// a claim's fields without its `spec` on create).
     fn warnings_on_create(&self, obj: &Value) -> Vec<String> {
-        crate::core::pod_warnings::workload_create_warnings(
+        let mut w = crate::core::pod_warnings::workload_create_warnings(
             obj,
             false,
             "/spec/template",
             &FieldPath::new("spec").child("template"),
-        )
+        );
+        w.extend(claim_template_warnings(obj, None));
+        w
     }
 
+    /// The template's when the generation moved; the claim templates'
+    /// always (upstream names their fields under `Spec` on update).
     fn warnings_on_update(&self, new: &Value, old: &Value) -> Vec<String> {
-        crate::core::pod_warnings::workload_update_warnings(
+        let mut w = crate::core::pod_warnings::workload_update_warnings(
             new,
             old,
             "/spec/template",
             &FieldPath::new("spec").child("template"),
-        )
+        );
+        w.extend(claim_template_warnings(new, Some("Spec")));
+        w
     }
 
     fn columns(&self) -> Vec<Column> {
@@ -289,6 +297,27 @@ fn typed_claim(pvc: &mut Value) {
         rest.into_iter()
             .filter(|(k, _)| k != "kind" && k != "apiVersion"),
     );
+}
+
+/// Each claim template's spec warnings, its path under `child` when given.
+fn claim_template_warnings(obj: &Value, child: Option<&str>) -> Vec<String> {
+    let templates = obj
+        .pointer("/spec/volumeClaimTemplates")
+        .and_then(Value::as_array);
+    let mut w = Vec::new();
+    for (i, t) in templates.into_iter().flatten().enumerate() {
+        let Some(spec) = t.get("spec") else {
+            continue;
+        };
+        let mut path = FieldPath::new("spec")
+            .child("volumeClaimTemplates")
+            .index(i);
+        if let Some(c) = child {
+            path = path.child(c);
+        }
+        w.extend(crate::core::pod_warnings::claim_spec_warnings(spec, &path));
+    }
+    w
 }
 
 #[cfg(test)]

@@ -477,3 +477,34 @@ async fn tls_secrets_that_are_not_a_pair_warn() {
         );
     }
 }
+
+/// A StatefulSet's claim templates warn on every write, the template only
+/// when the generation moves (paths as kube-apiserver names them: without
+/// the claim's `spec` on create, under `Spec` on update).
+#[tokio::test]
+async fn stateful_set_claim_templates_warn_on_every_write() {
+    let s = harness::start().await;
+    let path = "/apis/apps/v1/namespaces/default/statefulsets";
+    let mut t = template(json!({"containers": [{"name": "c", "image": "i"}]}));
+    t["spec"]["terminationGracePeriodSeconds"] = json!(-1);
+    let body = json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "ss"},
+        "spec": {"serviceName": "s", "selector": {"matchLabels": {"a": "b"}}, "template": t,
+            "volumeClaimTemplates": [{"metadata": {"name": "d"}, "spec": {"accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": "1.5"}}}}]}});
+    let grace = "spec.template.spec.terminationGracePeriodSeconds: must be >= 0; negative values are invalid and will be treated as 1";
+    let frac = |at: &str| {
+        format!("spec.volumeClaimTemplates[0]{at}.resources.requests[storage]: fractional byte value \"1500m\" is invalid, must be an integer")
+    };
+    let reply = post(&s, path, body).await;
+    assert_eq!(reply.code, 201, "{}", String::from_utf8_lossy(&reply.body));
+    assert_eq!(reply.warnings(), [grace.to_owned(), frac("")]);
+    let reply = merge(
+        &s,
+        &format!("{path}/ss"),
+        json!({"metadata": {"labels": {"q": "1"}}}),
+    )
+    .await;
+    assert_eq!(reply.warnings(), [frac(".Spec")]);
+    let reply = merge(&s, &format!("{path}/ss"), json!({"spec": {"replicas": 3}})).await;
+    assert_eq!(reply.warnings(), [grace.to_owned(), frac(".Spec")]);
+}
