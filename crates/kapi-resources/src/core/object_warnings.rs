@@ -26,7 +26,7 @@ fn str_at<'a>(obj: &'a Value, pointer: &str) -> &'a str {
 
 /// An IPv4 address as Go's sloppy parser reads it: four decimal parts,
 /// leading zeros allowed.
-fn sloppy_v4(value: &str) -> Option<Ipv4Addr> {
+pub(crate) fn sloppy_v4(value: &str) -> Option<Ipv4Addr> {
     let parts: Vec<u8> = value
         .split('.')
         .map(|p| {
@@ -68,6 +68,93 @@ fn canonical_v6(v6: &Ipv6Addr) -> String {
     v6.to_string()
 }
 
+/// Upstream's `GetWarningsForCIDR`: a CIDR with bits set beyond its prefix
+/// (ambiguous: a subnet or one address?), one a strict parser refuses
+/// (leading zeros), or an IPv6 one not in RFC 5952 form.
+pub fn cidr_warnings(path: &FieldPath, value: &str) -> Vec<String> {
+    let Some((ip_text, len_text)) = value.split_once('/') else {
+        return Vec::new();
+    };
+    let Ok(len) = len_text.parse::<u8>() else {
+        return Vec::new();
+    };
+    let (ip, strict) = match ip_text.parse::<IpAddr>() {
+        Ok(ip) => (ip, true),
+        Err(_) => match sloppy_v4(ip_text) {
+            Some(v4) => (IpAddr::V4(v4), false),
+            None => return Vec::new(),
+        },
+    };
+    let bits: u8 = if ip.is_ipv4() { 32 } else { 128 };
+    if len > bits {
+        return Vec::new();
+    }
+    let network = match ip {
+        IpAddr::V4(v4) => {
+            let mask = u32::MAX.checked_shl(u32::from(32 - len)).unwrap_or(0);
+            IpAddr::V4(Ipv4Addr::from(u32::from(v4) & mask))
+        }
+        IpAddr::V6(v6) => {
+            let mask = u128::MAX.checked_shl(u32::from(128 - len)).unwrap_or(0);
+            IpAddr::V6(Ipv6Addr::from(u128::from(v6) & mask))
+        }
+    };
+    let mut w = Vec::new();
+    if network != ip {
+        w.push(format!(
+            "{path}: CIDR value {value:?} is ambiguous in this context (should be \"{network}/{len}\" or \"{ip}/{bits}\"?)"
+        ));
+    }
+    if !strict {
+        w.push(format!(
+            "{path}: non-standard CIDR value {value:?} will be considered invalid in a future Kubernetes release: use \"{network}/{len}\""
+        ));
+    }
+    if w.is_empty() {
+        if let IpAddr::V6(v6) = ip {
+            let canonical = format!("{v6}/{len}");
+            if canonical != value {
+                w.push(format!(
+                    "{path}: IPv6 CIDR value {value:?} should be in RFC 5952 canonical format ({canonical:?})"
+                ));
+            }
+        }
+    }
+    w
+}
+
+/// A NetworkPolicy's warnings: its IP blocks' CIDRs, ingress then egress.
+pub fn network_policy_warnings(np: &Value) -> Vec<String> {
+    let mut w = Vec::new();
+    for (rules, peers) in [("ingress", "from"), ("egress", "to")] {
+        for (i, rule) in items(np.pointer(&format!("/spec/{rules}")))
+            .iter()
+            .enumerate()
+        {
+            for (j, peer) in items(rule.get(peers)).iter().enumerate() {
+                let Some(block) = peer.get("ipBlock").filter(|b| b.is_object()) else {
+                    continue;
+                };
+                let path = FieldPath::new("spec")
+                    .child(rules)
+                    .index(i)
+                    .child(peers)
+                    .index(j)
+                    .child("ipBlock");
+                if let Some(cidr) = block.get("cidr").and_then(Value::as_str) {
+                    w.extend(cidr_warnings(&path.child("cidr"), cidr));
+                }
+                for (k, except) in items(block.get("except")).iter().enumerate() {
+                    if let Some(cidr) = except.as_str() {
+                        w.extend(cidr_warnings(&path.child("except").index(k), cidr));
+                    }
+                }
+            }
+        }
+    }
+    w
+}
+
 /// A Service's warnings, on create and on update.
 pub fn service_warnings(svc: &Value) -> Vec<String> {
     let mut w = Vec::new();
@@ -94,6 +181,17 @@ pub fn service_warnings(svc: &Value) -> Vec<String> {
     let lb_ip = str_at(svc, "/spec/loadBalancerIP");
     if !lb_ip.is_empty() {
         w.extend(ip_warnings(&spec.child("loadBalancerIP"), lb_ip));
+    }
+    for (i, cidr) in items(svc.pointer("/spec/loadBalancerSourceRanges"))
+        .iter()
+        .enumerate()
+    {
+        if let Some(cidr) = cidr.as_str() {
+            w.extend(cidr_warnings(
+                &spec.child("loadBalancerSourceRanges").index(i),
+                cidr,
+            ));
+        }
     }
     let external_name_type = str_at(svc, "/spec/type") == "ExternalName";
     if external_name_type && !external_ips.is_empty() {
@@ -257,5 +355,27 @@ mod tests {
             ["spec.loadBalancerIP: IPv6 address \"2001:DB8:0:0:0:0:0:1\" should be in RFC 5952 canonical format (\"2001:db8::1\")"]
         );
         assert!(ip("not an address").is_empty());
+    }
+
+    fn cidr(value: &str) -> Vec<String> {
+        cidr_warnings(&FieldPath::new("cidr"), value)
+    }
+
+    #[test]
+    fn cidrs_with_host_bits_or_in_a_non_standard_form_are_named() {
+        assert!(cidr("10.0.0.0/8").is_empty());
+        assert!(cidr("2001:db8::/32").is_empty());
+        assert_eq!(
+            cidr("10.0.0.1/8"),
+            ["cidr: CIDR value \"10.0.0.1/8\" is ambiguous in this context (should be \"10.0.0.0/8\" or \"10.0.0.1/32\"?)"]
+        );
+        assert_eq!(
+            cidr("010.0.0.0/8"),
+            ["cidr: non-standard CIDR value \"010.0.0.0/8\" will be considered invalid in a future Kubernetes release: use \"10.0.0.0/8\""]
+        );
+        assert_eq!(
+            cidr("2001:DB8::/32"),
+            ["cidr: IPv6 CIDR value \"2001:DB8::/32\" should be in RFC 5952 canonical format (\"2001:db8::/32\")"]
+        );
     }
 }

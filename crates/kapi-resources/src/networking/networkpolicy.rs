@@ -111,11 +111,16 @@ fn validate_peer(peer: &Value, path: &FieldPath) -> ErrorList {
 
 pub(crate) const CIDR_MSG: &str = "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)";
 
-/// An address and prefix length as `u128` bits (IPv4 in the low 32), or `None`.
+/// An address and prefix length as `u128` bits (IPv4 in the low 32), or `None`;
+/// read as Go's sloppy parser reads them (IPv4 parts may have leading zeros).
 pub(crate) fn parse_cidr(s: &str) -> Option<(bool, u128, u32)> {
     let (ip, bits) = s.split_once('/')?;
     let bits: u32 = bits.parse().ok()?;
-    match ip.parse::<std::net::IpAddr>().ok()? {
+    let ip = ip
+        .parse::<std::net::IpAddr>()
+        .ok()
+        .or_else(|| crate::core::object_warnings::sloppy_v4(ip).map(std::net::IpAddr::V4))?;
+    match ip {
         std::net::IpAddr::V4(v4) if bits <= 32 => Some((true, u32::from(v4).into(), bits)),
         std::net::IpAddr::V6(v6) if bits <= 128 => Some((false, u128::from(v6), bits)),
         _ => None,
@@ -178,6 +183,14 @@ fn validate_rules(obj: &Value, key: &str, peers: &str, path: &FieldPath) -> Erro
 }
 
 impl Strategy for NetworkPolicyStrategy {
+    fn warnings_on_create(&self, obj: &Value) -> Vec<String> {
+        crate::core::object_warnings::network_policy_warnings(obj)
+    }
+
+    fn warnings_on_update(&self, new: &Value, _old: &Value) -> Vec<String> {
+        crate::core::object_warnings::network_policy_warnings(new)
+    }
+
     fn default(&self, obj: &mut Value) {
         let Some(spec) = child_obj(obj, "spec") else {
             return;

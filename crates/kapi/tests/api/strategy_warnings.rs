@@ -508,3 +508,37 @@ async fn stateful_set_claim_templates_warn_on_every_write() {
     let reply = merge(&s, &format!("{path}/ss"), json!({"spec": {"replicas": 3}})).await;
     assert_eq!(reply.warnings(), [grace.to_owned(), frac(".Spec")]);
 }
+
+/// CIDRs with bits set past their prefix, or in a form a strict parser
+/// refuses, warn (1.33's `GetWarningsForCIDR`): a NetworkPolicy's IP blocks,
+/// a Service's load balancer source ranges.
+#[tokio::test]
+async fn ambiguous_cidrs_warn() {
+    let s = harness::start().await;
+    let body = json!({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": {"name": "np"},
+        "spec": {"podSelector": {}, "ingress": [{"from": [{"ipBlock": {"cidr": "10.0.0.1/8", "except": ["10.1.0.0/16", "010.2.0.0/16"]}}]}],
+            "egress": [{"to": [{"ipBlock": {"cidr": "2001:DB8::/32"}}]}]}});
+    let reply = post(
+        &s,
+        "/apis/networking.k8s.io/v1/namespaces/default/networkpolicies",
+        body,
+    )
+    .await;
+    assert_eq!(reply.code, 201, "{}", String::from_utf8_lossy(&reply.body));
+    assert_eq!(
+        reply.warnings(),
+        [
+            "spec.ingress[0].from[0].ipBlock.cidr: CIDR value \"10.0.0.1/8\" is ambiguous in this context (should be \"10.0.0.0/8\" or \"10.0.0.1/32\"?)",
+            "spec.ingress[0].from[0].ipBlock.except[1]: non-standard CIDR value \"010.2.0.0/16\" will be considered invalid in a future Kubernetes release: use \"10.2.0.0/16\"",
+            "spec.egress[0].to[0].ipBlock.cidr: IPv6 CIDR value \"2001:DB8::/32\" should be in RFC 5952 canonical format (\"2001:db8::/32\")",
+        ]
+    );
+    let body = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "lb"},
+        "spec": {"type": "LoadBalancer", "ports": [{"port": 80}], "loadBalancerSourceRanges": ["192.168.1.1/24"]}});
+    let reply = post(&s, "/api/v1/namespaces/default/services", body).await;
+    assert_eq!(reply.code, 201, "{}", String::from_utf8_lossy(&reply.body));
+    assert_eq!(
+        reply.warnings(),
+        ["spec.loadBalancerSourceRanges[0]: CIDR value \"192.168.1.1/24\" is ambiguous in this context (should be \"192.168.1.0/24\" or \"192.168.1.1/32\"?)"]
+    );
+}
