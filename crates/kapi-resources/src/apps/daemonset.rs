@@ -136,23 +136,12 @@ impl Strategy for DaemonSetStrategy {
         true
     }
 
-    fn warnings_on_create(&self, obj: &Value) -> Vec<String> {
-        crate::core::pod_warnings::workload_create_warnings(
-            obj,
-            false,
-            "/spec/template",
-            &FieldPath::new("spec").child("template"),
-        )
-    }
-
-    fn warnings_on_update(&self, new: &Value, old: &Value) -> Vec<String> {
-        crate::core::pod_warnings::workload_update_warnings(
-            new,
-            old,
-            "/spec/template",
-            &FieldPath::new("spec").child("template"),
-        )
-    }
+    crate::core::pod_warnings::template_warning_methods!(
+        false,
+        "/spec/template",
+        "spec",
+        "template"
+    );
 
     fn columns(&self) -> Vec<Column> {
         vec![

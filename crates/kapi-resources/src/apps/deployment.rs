@@ -112,23 +112,12 @@ impl Strategy for DeploymentStrategy {
         new.get("spec") != old.get("spec") || annotations(new) != annotations(old)
     }
 
-    fn warnings_on_create(&self, obj: &Value) -> Vec<String> {
-        crate::core::pod_warnings::workload_create_warnings(
-            obj,
-            true,
-            "/spec/template",
-            &FieldPath::new("spec").child("template"),
-        )
-    }
-
-    fn warnings_on_update(&self, new: &Value, old: &Value) -> Vec<String> {
-        crate::core::pod_warnings::workload_update_warnings(
-            new,
-            old,
-            "/spec/template",
-            &FieldPath::new("spec").child("template"),
-        )
-    }
+    crate::core::pod_warnings::template_warning_methods!(
+        true,
+        "/spec/template",
+        "spec",
+        "template"
+    );
 
     fn columns(&self) -> Vec<Column> {
         vec![

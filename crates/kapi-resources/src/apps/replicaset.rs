@@ -60,23 +60,12 @@ impl Strategy for ReplicaSetStrategy {
         true
     }
 
-    fn warnings_on_create(&self, obj: &Value) -> Vec<String> {
-        crate::core::pod_warnings::workload_create_warnings(
-            obj,
-            true,
-            "/spec/template",
-            &FieldPath::new("spec").child("template"),
-        )
-    }
-
-    fn warnings_on_update(&self, new: &Value, old: &Value) -> Vec<String> {
-        crate::core::pod_warnings::workload_update_warnings(
-            new,
-            old,
-            "/spec/template",
-            &FieldPath::new("spec").child("template"),
-        )
-    }
+    crate::core::pod_warnings::template_warning_methods!(
+        true,
+        "/spec/template",
+        "spec",
+        "template"
+    );
 
     // No selectable fields beyond metadata: upstream's apps/v1 has no field
     // label conversion for ReplicaSets, so `status.replicas` is refused.

@@ -147,6 +147,25 @@ pub fn template_warnings(path: &FieldPath, template: Option<&Value>) -> Vec<Stri
     )
 }
 
+/// The two warning methods of a workload strategy (inside its `impl
+/// Strategy`): its name warns when it becomes pod names (`names_pods`), its
+/// template at `pointer` (a JSON pointer) on create and on an update that
+/// moves the generation, named from the field path segments given.
+macro_rules! template_warning_methods {
+    ($names_pods:expr, $pointer:literal, $first:literal $(, $rest:literal)*) => {
+        fn warnings_on_create(&self, obj: &serde_json::Value) -> Vec<String> {
+            let path = kapi_machinery::validation::FieldPath::new($first)$(.child($rest))*;
+            $crate::core::pod_warnings::workload_create_warnings(obj, $names_pods, $pointer, &path)
+        }
+
+        fn warnings_on_update(&self, new: &serde_json::Value, old: &serde_json::Value) -> Vec<String> {
+            let path = kapi_machinery::validation::FieldPath::new($first)$(.child($rest))*;
+            $crate::core::pod_warnings::workload_update_warnings(new, old, $pointer, &path)
+        }
+    };
+}
+pub(crate) use template_warning_methods;
+
 /// A workload's warnings on create: its name (when `names_pods`) and its
 /// template at `template` (a JSON pointer) whose field path is `path`.
 pub fn workload_create_warnings(

@@ -35,23 +35,7 @@ impl Strategy for PodTemplateStrategy {
         true
     }
 
-    fn warnings_on_create(&self, obj: &Value) -> Vec<String> {
-        crate::core::pod_warnings::workload_create_warnings(
-            obj,
-            false,
-            "/template",
-            &FieldPath::new("template"),
-        )
-    }
-
-    fn warnings_on_update(&self, new: &Value, old: &Value) -> Vec<String> {
-        crate::core::pod_warnings::workload_update_warnings(
-            new,
-            old,
-            "/template",
-            &FieldPath::new("template"),
-        )
-    }
+    crate::core::pod_warnings::template_warning_methods!(false, "/template", "template");
 
     fn validate(&self, obj: &Value) -> ErrorList {
         let template = obj.get("template").unwrap_or(&Value::Null);
@@ -163,23 +147,12 @@ impl Strategy for ReplicationControllerStrategy {
         true
     }
 
-    fn warnings_on_create(&self, obj: &Value) -> Vec<String> {
-        crate::core::pod_warnings::workload_create_warnings(
-            obj,
-            true,
-            "/spec/template",
-            &FieldPath::new("spec").child("template"),
-        )
-    }
-
-    fn warnings_on_update(&self, new: &Value, old: &Value) -> Vec<String> {
-        crate::core::pod_warnings::workload_update_warnings(
-            new,
-            old,
-            "/spec/template",
-            &FieldPath::new("spec").child("template"),
-        )
-    }
+    crate::core::pod_warnings::template_warning_methods!(
+        true,
+        "/spec/template",
+        "spec",
+        "template"
+    );
 
     fn selectable_fields(&self) -> &'static [&'static str] {
         &["status.replicas"]
