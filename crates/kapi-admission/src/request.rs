@@ -206,11 +206,6 @@ impl RequestAdmission {
         self.base.dry_run
     }
 
-    /// Add a warning to the request's (one already there is not repeated).
-    pub fn add_warning(&self, text: String) {
-        self.base.warnings.add(text);
-    }
-
     /// The warnings plugins added so far.
     pub fn warnings(&self) -> Vec<String> {
         self.base.warnings.take()
@@ -305,8 +300,9 @@ impl WriteAdmission for RequestAdmission {
         result
     }
 
+    /// Added to the request's warnings (one already there is not repeated).
     fn warn(&self, text: String) {
-        self.add_warning(text);
+        self.base.warnings.add(text);
     }
 
     /// Both phases for deleting `old` (the object as stored).

@@ -67,14 +67,6 @@ fn base32_lower(bytes: &[u8]) -> String {
     out
 }
 
-fn micro_time_now() -> String {
-    time::OffsetDateTime::now_utc()
-        .format(&time::macros::format_description!(
-            "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:6]Z"
-        ))
-        .unwrap_or_default()
-}
-
 /// The lease as this server holds it, renewed now.
 fn lease(name: &str, holder: &str, host: &str) -> Value {
     json!({
@@ -82,7 +74,7 @@ fn lease(name: &str, holder: &str, host: &str) -> Value {
         "metadata": {"name": name, "namespace": NAMESPACE,
                      "labels": {IDENTITY_LABEL: IDENTITY, HOSTNAME_LABEL: host}},
         "spec": {"holderIdentity": holder, "leaseDurationSeconds": DURATION_SECONDS,
-                 "renewTime": micro_time_now()},
+                 "renewTime": kapi_registry::meta::now_micro_rfc3339()},
     })
 }
 
@@ -132,7 +124,7 @@ async fn renew_lease(cx: &Context, name: &str, holder: &str, host: &str) -> Resu
                 let mut next = cur.clone();
                 next["spec"]["holderIdentity"] = desired["spec"]["holderIdentity"].clone();
                 next["spec"]["leaseDurationSeconds"] = json!(DURATION_SECONDS);
-                next["spec"]["renewTime"] = json!(micro_time_now());
+                next["spec"]["renewTime"] = json!(kapi_registry::meta::now_micro_rfc3339());
                 let labels = kapi_registry::meta::meta_mut(&mut next)
                     .entry("labels")
                     .or_insert_with(|| json!({}));

@@ -135,6 +135,16 @@ pub fn now_rfc3339() -> String {
     })
 }
 
+/// Now, as upstream formats `metav1.MicroTime` (RFC 3339, six fractional
+/// digits, UTC).
+pub fn now_micro_rfc3339() -> String {
+    time::OffsetDateTime::now_utc()
+        .format(&time::macros::format_description!(
+            "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:6]Z"
+        ))
+        .unwrap_or_default()
+}
+
 /// The RFC 3339 text (seconds, UTC) of `seconds` after the Unix epoch.
 fn rfc3339_of(seconds: u64) -> String {
     rfc3339_text(

@@ -153,7 +153,10 @@ pub async fn id_layer<N: Next>(
     let mut resp = next.run(req).await;
     if let (Some((audit, mut ev)), 401) = (failed, resp.status().as_u16()) {
         ev.insert("stage".into(), "ResponseStarted".into());
-        ev.insert("stageTimestamp".into(), micro_time().into());
+        ev.insert(
+            "stageTimestamp".into(),
+            kapi_registry::meta::now_micro_rfc3339().into(),
+        );
         audit.sink.send(Value::Object(ev));
     }
     if let Ok(mut v) = HeaderValue::from_str(&id) {
@@ -210,15 +213,6 @@ fn resource_attrs(kind: &Kind) -> Option<ResourceAttrs<'_>> {
         namespace: i.namespace.as_deref().unwrap_or(""),
         name: i.name.as_deref().unwrap_or(""),
     })
-}
-
-fn micro_time() -> String {
-    let fmt = time::macros::format_description!(
-        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:6]Z"
-    );
-    time::OffsetDateTime::now_utc()
-        .format(&fmt)
-        .unwrap_or_default()
 }
 
 fn user_json(u: &UserInfo) -> Value {
@@ -278,7 +272,10 @@ impl Event {
             }
         }
         extra(&mut ev);
-        ev.insert("stageTimestamp".into(), micro_time().into());
+        ev.insert(
+            "stageTimestamp".into(),
+            kapi_registry::meta::now_micro_rfc3339().into(),
+        );
         Some(Value::Object(ev))
     }
 }
@@ -354,7 +351,10 @@ fn base_event(req: &Request, kind: &Kind, user: &UserInfo, level: Level) -> Map<
         }
         ev.insert("objectRef".into(), Value::Object(r));
     }
-    ev.insert("requestReceivedTimestamp".into(), micro_time().into());
+    ev.insert(
+        "requestReceivedTimestamp".into(),
+        kapi_registry::meta::now_micro_rfc3339().into(),
+    );
     ev
 }
 

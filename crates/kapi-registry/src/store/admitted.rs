@@ -107,9 +107,7 @@ impl Store {
                     self.prepare_create(&mut new)?;
                     self.validate_create(&new)?;
                     self.set_managed_fields(&mut new, None, &opts, None);
-                    for w in self.def.strategy.warnings_on_create(&new) {
-                        admission.warn(w);
-                    }
+                    self.warn(admission, &new, None);
                     admission.validate(&mut new, None).await?;
                     if opts.dry_run {
                         return Ok((new, true));
@@ -131,9 +129,7 @@ impl Store {
                     admission.mutate(&mut new, Some(&old)).await?;
                     let mut new = self.prepare_update(new, &old, target)?;
                     if target == UpdateTarget::Main {
-                        for w in self.def.strategy.warnings_on_update(&new, &old) {
-                            admission.warn(w);
-                        }
+                        self.warn(admission, &new, Some(&old));
                     }
                     admission.validate(&mut new, Some(&mut old)).await?;
                     let (decision, mut new) = self.decide_update(new, &old, &opts, target)?;

@@ -127,9 +127,7 @@ impl Store {
             self.validate_create(&obj)?;
             self.set_managed_fields(&mut obj, None, opts, None);
             if let Some(a) = admission {
-                for w in self.def.strategy.warnings_on_create(&obj) {
-                    a.warn(w);
-                }
+                self.warn(a, &obj, None);
                 a.validate(&mut obj, None).await?;
             }
             if opts.dry_run {
@@ -235,6 +233,20 @@ impl Store {
         self.def.strategy.prepare_for_create(obj);
         self.def.strategy.default(obj);
         Ok(())
+    }
+
+    /// The strategy's warnings on a create (`old` is `None`) or an update of
+    /// the main resource, handed to the request's admission, which sends
+    /// them back: upstream adds them after validation, before validating
+    /// admission.
+    pub(super) fn warn(&self, admission: &dyn WriteAdmission, new: &Value, old: Option<&Value>) {
+        let warnings = match old {
+            None => self.def.strategy.warnings_on_create(new),
+            Some(old) => self.def.strategy.warnings_on_update(new, old),
+        };
+        for w in warnings {
+            admission.warn(w);
+        }
     }
 
     pub(crate) fn validate_create(&self, obj: &Value) -> Result<(), ApiError> {

@@ -136,7 +136,7 @@ impl Strategy for DaemonSetStrategy {
         true
     }
 
-    crate::core::pod_warnings::template_warning_methods!(
+    crate::core::workload_warnings::template_warning_methods!(
         false,
         "/spec/template",
         "spec",

@@ -112,7 +112,7 @@ impl Strategy for DeploymentStrategy {
         new.get("spec") != old.get("spec") || annotations(new) != annotations(old)
     }
 
-    crate::core::pod_warnings::template_warning_methods!(
+    crate::core::workload_warnings::template_warning_methods!(
         true,
         "/spec/template",
         "spec",

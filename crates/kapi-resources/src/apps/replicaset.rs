@@ -60,7 +60,7 @@ impl Strategy for ReplicaSetStrategy {
         true
     }
 
-    crate::core::pod_warnings::template_warning_methods!(
+    crate::core::workload_warnings::template_warning_methods!(
         true,
         "/spec/template",
         "spec",

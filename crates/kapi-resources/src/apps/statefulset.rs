@@ -151,7 +151,7 @@ impl Strategy for StatefulSetStrategy {
     /// The template's warnings, then each claim template's (upstream names
     /// a claim's fields without its `spec` on create).
     fn warnings_on_create(&self, obj: &Value) -> Vec<String> {
-        let mut w = crate::core::pod_warnings::workload_create_warnings(
+        let mut w = crate::core::workload_warnings::workload_create_warnings(
             obj,
             false,
             "/spec/template",
@@ -164,7 +164,7 @@ impl Strategy for StatefulSetStrategy {
     /// The template's when the generation moved; the claim templates'
     /// always (upstream names their fields under `Spec` on update).
     fn warnings_on_update(&self, new: &Value, old: &Value) -> Vec<String> {
-        let mut w = crate::core::pod_warnings::workload_update_warnings(
+        let mut w = crate::core::workload_warnings::workload_update_warnings(
             new,
             old,
             "/spec/template",

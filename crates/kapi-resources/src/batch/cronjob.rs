@@ -233,7 +233,7 @@ impl Strategy for CronJobStrategy {
     }
 
     fn warnings_on_update(&self, new: &Value, old: &Value) -> Vec<String> {
-        if new.pointer("/metadata/generation") == old.pointer("/metadata/generation") {
+        if !crate::core::workload_warnings::generation_moved(new, old) {
             return Vec::new();
         }
         super::job::job_spec_warnings(

@@ -392,7 +392,7 @@ impl Strategy for JobStrategy {
     }
 
     fn warnings_on_update(&self, new: &Value, old: &Value) -> Vec<String> {
-        if new.pointer("/metadata/generation") == old.pointer("/metadata/generation") {
+        if !crate::core::workload_warnings::generation_moved(new, old) {
             return Vec::new();
         }
         job_spec_warnings(new.get("spec"), &FieldPath::new("spec"))

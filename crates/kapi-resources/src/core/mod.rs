@@ -35,6 +35,7 @@ pub mod table;
 mod tls_pair;
 pub mod util;
 pub mod volume;
+pub mod workload_warnings;
 
 pub use configmap::ConfigMapStrategy;
 pub use endpoints::EndpointsStrategy;

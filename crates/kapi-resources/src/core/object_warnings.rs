@@ -10,6 +10,7 @@ use kapi_machinery::validation::FieldPath;
 use serde_json::Value;
 
 use super::pod_warnings::{claim_spec_warnings, items, node_label_note, node_selector_term};
+use super::util::str_at;
 
 const BETA_STORAGE_CLASS: &str = "volume.beta.kubernetes.io/storage-class";
 const MOUNT_OPTIONS: &str = "volume.beta.kubernetes.io/mount-options";
@@ -20,9 +21,24 @@ fn annotation<'a>(obj: &'a Value, key: &str) -> Option<&'a Value> {
     obj.pointer("/metadata/annotations")?.get(key)
 }
 
-fn str_at<'a>(obj: &'a Value, pointer: &str) -> &'a str {
-    obj.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+/// The two warning methods of a strategy whose updates warn as its creates
+/// do, on the new object (inside its `impl Strategy`): `$f` gives them.
+macro_rules! warning_methods {
+    ($f:path) => {
+        fn warnings_on_create(&self, obj: &serde_json::Value) -> Vec<String> {
+            $f(obj)
+        }
+
+        fn warnings_on_update(
+            &self,
+            new: &serde_json::Value,
+            _old: &serde_json::Value,
+        ) -> Vec<String> {
+            $f(new)
+        }
+    };
 }
+pub(crate) use warning_methods;
 
 /// An IPv4 address as Go's sloppy parser reads it: four decimal parts,
 /// leading zeros allowed.
@@ -45,7 +61,7 @@ pub fn ip_warnings(path: &FieldPath, value: &str) -> Vec<String> {
     let standard = match value.parse::<IpAddr>() {
         Ok(IpAddr::V6(v6)) => match v6.to_ipv4_mapped() {
             Some(v4) => Err(v4.to_string()),
-            None => Ok(canonical_v6(&v6)),
+            None => Ok(v6.to_string()),
         },
         Ok(IpAddr::V4(_)) => Ok(value.to_owned()),
         Err(_) => match sloppy_v4(value) {
@@ -62,10 +78,6 @@ pub fn ip_warnings(path: &FieldPath, value: &str) -> Vec<String> {
         )],
         Ok(_) => Vec::new(),
     }
-}
-
-fn canonical_v6(v6: &Ipv6Addr) -> String {
-    v6.to_string()
 }
 
 /// Upstream's `GetWarningsForCIDR`: a CIDR with bits set beyond its prefix

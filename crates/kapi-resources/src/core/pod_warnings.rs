@@ -2,15 +2,16 @@
 //! `GetWarningsForPod` and `GetWarningsForPodTemplate`): what validation lets
 //! through but is likely a mistake — deprecated node labels and annotations,
 //! removed volume plugins, duplicates that hide one another, fractional byte
-//! quantities, ports that overlap. The workloads warn for their templates on
-//! create and on an update that changes the spec (a new generation), and for
-//! a name that is not a DNS label (it becomes part of pod names).
+//! quantities, ports that overlap — and for a name that is not a DNS label.
+//! When the workloads holding a template warn is `workload_warnings.rs`.
 
 use std::collections::{BTreeSet, HashMap};
 
 use kapi_machinery::quantity::Qty;
 use kapi_machinery::validation::{is_dns1123_label, FieldPath};
 use serde_json::Value;
+
+use super::util::str_at;
 
 /// Node labels kube-apiserver warns about, with what to use instead.
 const DEPRECATED_NODE_LABELS: &[(&str, &str)] = &[
@@ -100,10 +101,6 @@ pub(crate) fn items(v: Option<&Value>) -> &[Value] {
     v.and_then(Value::as_array).map_or(&[], Vec::as_slice)
 }
 
-fn text<'a>(v: &'a Value, key: &str) -> &'a str {
-    v.get(key).and_then(Value::as_str).unwrap_or("")
-}
-
 /// The warning for a name that is not a DNS label, on the kinds whose names
 /// become pod names (`what`: "Pod names and hostnames").
 pub fn name_warning(obj: &Value, what: &str) -> Option<String> {
@@ -147,57 +144,6 @@ pub fn template_warnings(path: &FieldPath, template: Option<&Value>) -> Vec<Stri
     )
 }
 
-/// The two warning methods of a workload strategy (inside its `impl
-/// Strategy`): its name warns when it becomes pod names (`names_pods`), its
-/// template at `pointer` (a JSON pointer) on create and on an update that
-/// moves the generation, named from the field path segments given.
-macro_rules! template_warning_methods {
-    ($names_pods:expr, $pointer:literal, $first:literal $(, $rest:literal)*) => {
-        fn warnings_on_create(&self, obj: &serde_json::Value) -> Vec<String> {
-            let path = kapi_machinery::validation::FieldPath::new($first)$(.child($rest))*;
-            $crate::core::pod_warnings::workload_create_warnings(obj, $names_pods, $pointer, &path)
-        }
-
-        fn warnings_on_update(&self, new: &serde_json::Value, old: &serde_json::Value) -> Vec<String> {
-            let path = kapi_machinery::validation::FieldPath::new($first)$(.child($rest))*;
-            $crate::core::pod_warnings::workload_update_warnings(new, old, $pointer, &path)
-        }
-    };
-}
-pub(crate) use template_warning_methods;
-
-/// A workload's warnings on create: its name (when `names_pods`) and its
-/// template at `template` (a JSON pointer) whose field path is `path`.
-pub fn workload_create_warnings(
-    obj: &Value,
-    names_pods: bool,
-    template: &str,
-    path: &FieldPath,
-) -> Vec<String> {
-    let mut out: Vec<String> = names_pods
-        .then(|| name_warning(obj, "Pod names and hostnames"))
-        .flatten()
-        .into_iter()
-        .collect();
-    out.extend(template_warnings(path, obj.pointer(template)));
-    out
-}
-
-/// A workload's warnings on update: its template's, when the update
-/// changed the spec (the generation moved).
-pub fn workload_update_warnings(
-    new: &Value,
-    old: &Value,
-    template: &str,
-    path: &FieldPath,
-) -> Vec<String> {
-    let generation = |o: &Value| o.pointer("/metadata/generation").and_then(Value::as_i64);
-    if generation(new) == generation(old) {
-        return Vec::new();
-    }
-    template_warnings(path, new.pointer(template))
-}
-
 fn spec_and_meta(prefix: Option<&FieldPath>, spec: &Value, meta: &Value) -> Vec<String> {
     let mut w = Vec::new();
     let spec_path = at(prefix, "spec");
@@ -238,7 +184,7 @@ fn spec_and_meta(prefix: Option<&FieldPath>, spec: &Value, meta: &Value) -> Vec<
         .enumerate()
     {
         let path = spec_path.child("topologySpreadConstraints").index(i);
-        let key = text(t, "topologyKey");
+        let key = str_at(t, "/topologyKey");
         if let Some(msg) = node_label_note(key) {
             w.push(format!("{}: {key} is {msg}", path.child("topologyKey")));
         }
@@ -286,7 +232,7 @@ fn spec_and_meta(prefix: Option<&FieldPath>, spec: &Value, meta: &Value) -> Vec<
     // Duplicates that hide one another.
     let mut seen = BTreeSet::new();
     for (i, a) in items(spec.get("hostAliases")).iter().enumerate() {
-        let ip = text(a, "ip");
+        let ip = str_at(a, "/ip");
         if !seen.insert(ip) {
             w.push(format!(
                 "{}: duplicate ip {ip:?}",
@@ -297,7 +243,7 @@ fn spec_and_meta(prefix: Option<&FieldPath>, spec: &Value, meta: &Value) -> Vec<
     let pull = items(spec.get("imagePullSecrets"));
     let mut seen = BTreeSet::new();
     for (i, s) in pull.iter().enumerate() {
-        let name = text(s, "name");
+        let name = str_at(s, "/name");
         if pull.len() > 1 && !seen.insert(name) {
             w.push(format!(
                 "{}: duplicate name {name:?}",
@@ -306,7 +252,7 @@ fn spec_and_meta(prefix: Option<&FieldPath>, spec: &Value, meta: &Value) -> Vec<
         }
     }
     for (i, s) in pull.iter().enumerate() {
-        if text(s, "name").is_empty() {
+        if str_at(s, "/name").is_empty() {
             w.push(format!(
                 "{}: invalid empty name \"\"",
                 spec_path.child("imagePullSecrets").index(i).child("name")
@@ -331,7 +277,7 @@ fn spec_and_meta(prefix: Option<&FieldPath>, spec: &Value, meta: &Value) -> Vec<
 
     let containers = containers_with_paths(spec, &spec_path);
     for (c, path) in &containers {
-        let name = text(c, "name");
+        let name = str_at(c, "/name");
         let own = |field: &str| {
             c.get("securityContext")
                 .and_then(|s| s.get(field))
@@ -420,7 +366,7 @@ fn spec_and_meta(prefix: Option<&FieldPath>, spec: &Value, meta: &Value) -> Vec<
 pub(crate) fn node_selector_term(term: &Value, path: &FieldPath) -> Vec<String> {
     let mut w = Vec::new();
     for (i, e) in items(term.get("matchExpressions")).iter().enumerate() {
-        let key = text(e, "key");
+        let key = str_at(e, "/key");
         if let Some(msg) = node_label_note(key) {
             w.push(format!(
                 "{}: {key} is {msg}",
@@ -467,12 +413,12 @@ fn env_warnings(c: &Value, path: &FieldPath) -> Vec<String> {
     }
     let mut seen = BTreeSet::new();
     for (i, e) in env.iter().enumerate() {
-        let name = text(e, "name");
+        let name = str_at(e, "/name");
         if seen.insert(name) {
             continue;
         }
         let reference = format!("$({name})");
-        let value = text(e, "value");
+        let value = str_at(e, "/value");
         let hides = e.get("valueFrom").is_some_and(|v| !v.is_null())
             || value == reference
             || !value.contains(&reference);
@@ -500,14 +446,14 @@ fn port_warnings(containers: &[(&Value, FieldPath)]) -> Vec<String> {
     for (c, path) in containers {
         for (i, p) in items(c.get("ports")).iter().enumerate() {
             let here = path.child("ports").index(i);
-            let host_ip = text(p, "hostIP").to_owned();
+            let host_ip = str_at(p, "/hostIP").to_owned();
             let host_port = p.get("hostPort").and_then(Value::as_i64).unwrap_or(0);
             let container_port = p.get("containerPort").and_then(Value::as_i64).unwrap_or(0);
-            let protocol = text(p, "protocol");
+            let protocol = str_at(p, "/protocol");
             if !host_ip.is_empty() && host_port == 0 {
                 w.push(format!(
                     "{here}: hostIP set without hostPort: {{Name:{} HostPort:{host_port} ContainerPort:{container_port} Protocol:{protocol} HostIP:{host_ip}}}",
-                    text(p, "name")
+                    str_at(p, "/name")
                 ));
             }
             let others = all
@@ -591,7 +537,7 @@ fn projected_token_paths(volumes: &[Value], spec_path: &FieldPath) -> Vec<String
                     .iter()
                     .enumerate()
                 {
-                    let p = text(item, "path");
+                    let p = str_at(item, "/path");
                     if tokens.contains(p) {
                         w.push(format!(
                             "{}: has duplicated path with ServiceAccountToken {p:?}",
@@ -617,99 +563,5 @@ fn projected_token_paths(volumes: &[Value], spec_path: &FieldPath) -> Vec<String
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn template(spec: Value) -> Vec<String> {
-        let t = json!({"metadata": {}, "spec": spec});
-        template_warnings(&FieldPath::new("spec").child("template"), Some(&t))
-    }
-
-    #[test]
-    fn env_defined_twice_warns_unless_it_builds_on_the_first() {
-        let w = template(json!({"containers": [{"name": "c", "env": [
-            {"name": "A", "value": "1"}, {"name": "A", "value": "2"},
-            {"name": "B", "value": "1"}, {"name": "B", "value": "$(B)x"},
-            {"name": "C", "value": "1"}, {"name": "C", "value": "$(C)"}]}]}));
-        assert_eq!(
-            w,
-            [
-                "spec.template.spec.containers[0].env[1]: hides previous definition of \"A\", which may be dropped when using apply",
-                "spec.template.spec.containers[0].env[5]: hides previous definition of \"C\", which may be dropped when using apply",
-            ]
-        );
-    }
-
-    #[test]
-    fn ports_are_compared_across_containers_init_containers_first() {
-        let w = template(json!({
-            "containers": [{"name": "c", "ports": [
-                {"containerPort": 80, "protocol": "TCP"},
-                {"containerPort": 80, "protocol": "TCP"},
-                {"containerPort": 81, "protocol": "TCP", "hostIP": "1.2.3.4"},
-                {"containerPort": 82, "protocol": "TCP", "hostPort": 82},
-                {"containerPort": 82, "protocol": "TCP", "hostPort": 82, "hostIP": "1.1.1.1"}]}],
-            "initContainers": [{"name": "i", "ports": [
-                {"containerPort": 80, "protocol": "TCP", "hostPort": 8080}]}]}));
-        let p = "spec.template.spec";
-        assert_eq!(
-            w,
-            [
-                format!("{p}.containers[0].ports[0]: overlapping port definition with {p}.initContainers[0].ports[0]"),
-                format!("{p}.containers[0].ports[1]: overlapping port definition with {p}.initContainers[0].ports[0]"),
-                format!("{p}.containers[0].ports[1]: duplicate port definition with {p}.containers[0].ports[0]"),
-                format!("{p}.containers[0].ports[2]: hostIP set without hostPort: {{Name: HostPort:0 ContainerPort:81 Protocol:TCP HostIP:1.2.3.4}}"),
-                format!("{p}.containers[0].ports[4]: dangerously ambiguous port definition with {p}.containers[0].ports[3]"),
-            ]
-        );
-    }
-
-    #[test]
-    fn fractional_bytes_are_named_in_canonical_form() {
-        let w = template(json!({"containers": [{"name": "c", "resources": {
-            "limits": {"memory": "100m", "ephemeral-storage": "1.5", "cpu": "1.5"},
-            "requests": {"memory": "1Gi"}}}]}));
-        assert_eq!(
-            w,
-            [
-                "spec.template.spec.containers[0].resources.limits[memory]: fractional byte value \"100m\" is invalid, must be an integer",
-                "spec.template.spec.containers[0].resources.limits[ephemeral-storage]: fractional byte value \"1500m\" is invalid, must be an integer",
-            ]
-        );
-    }
-
-    #[test]
-    fn a_pod_names_its_fields_from_the_root_and_warns_for_its_name() {
-        let pod = json!({"metadata": {"name": "a.b", "annotations": {SECCOMP_POD: "x"}},
-            "spec": {"nodeSelector": {"beta.kubernetes.io/os": "linux"},
-                     "terminationGracePeriodSeconds": -1,
-                     "volumes": [{"name": "g", "gitRepo": {"repository": "r"}}]}});
-        assert_eq!(
-            pod_create_warnings(&pod),
-            [
-                "metadata.name: this is used in the Pod's hostname, which can result in surprising behavior; a DNS label is recommended: [must not contain dots]",
-                "spec.nodeSelector[beta.kubernetes.io/os]: deprecated since v1.14; use \"kubernetes.io/os\" instead",
-                "spec.volumes[0].gitRepo: deprecated in v1.11",
-                "metadata.annotations[seccomp.security.alpha.kubernetes.io/pod]: non-functional in v1.27+; use the \"seccompProfile\" field instead",
-                "spec.terminationGracePeriodSeconds: must be >= 0; negative values are invalid and will be treated as 1",
-            ]
-        );
-    }
-
-    #[test]
-    fn an_update_warns_only_when_the_generation_moves() {
-        let t = json!({"spec": {"template": {"spec": {"terminationGracePeriodSeconds": -1}}}});
-        let mut new = t.clone();
-        new["metadata"] = json!({"generation": 2});
-        let mut old = t;
-        old["metadata"] = json!({"generation": 2});
-        let path = FieldPath::new("spec").child("template");
-        assert!(workload_update_warnings(&new, &old, "/spec/template", &path).is_empty());
-        old["metadata"]["generation"] = json!(1);
-        assert_eq!(
-            workload_update_warnings(&new, &old, "/spec/template", &path).len(),
-            1
-        );
-    }
-}
+#[path = "pod_warnings_tests.rs"]
+mod tests;

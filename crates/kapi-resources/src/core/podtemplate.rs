@@ -35,7 +35,7 @@ impl Strategy for PodTemplateStrategy {
         true
     }
 
-    crate::core::pod_warnings::template_warning_methods!(false, "/template", "template");
+    crate::core::workload_warnings::template_warning_methods!(false, "/template", "template");
 
     fn validate(&self, obj: &Value) -> ErrorList {
         let template = obj.get("template").unwrap_or(&Value::Null);
@@ -147,7 +147,7 @@ impl Strategy for ReplicationControllerStrategy {
         true
     }
 
-    crate::core::pod_warnings::template_warning_methods!(
+    crate::core::workload_warnings::template_warning_methods!(
         true,
         "/spec/template",
         "spec",

@@ -74,15 +74,9 @@ fn docker_config_error(value: &Value) -> Option<String> {
 }
 
 impl Strategy for SecretStrategy {
-    /// A TLS secret whose certificate and key are not a pair is stored with
-    /// the reason as a warning (upstream's `warningsForSecret`).
-    fn warnings_on_create(&self, obj: &Value) -> Vec<String> {
-        tls_warnings(obj)
-    }
-
-    fn warnings_on_update(&self, new: &Value, _old: &Value) -> Vec<String> {
-        tls_warnings(new)
-    }
+    // A TLS secret whose certificate and key are not a pair is stored with
+    // the reason as a warning (upstream's `warningsForSecret`).
+    crate::core::object_warnings::warning_methods!(tls_warnings);
 
     fn default(&self, obj: &mut Value) {
         if !obj.is_object() {
@@ -198,13 +192,11 @@ fn tls_warnings(obj: &Value) -> Vec<String> {
         return Vec::new();
     }
     let bytes = |key: &str| {
-        obj.pointer(&format!(
-            "/data/{}",
-            key.replace('~', "~0").replace('/', "~1")
-        ))
-        .and_then(Value::as_str)
-        .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok())
-        .unwrap_or_default()
+        obj.get("data")
+            .and_then(|d| d.get(key))
+            .and_then(Value::as_str)
+            .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok())
+            .unwrap_or_default()
     };
     super::tls_pair::key_pair_error(&bytes("tls.crt"), &bytes("tls.key"))
         .into_iter()

@@ -62,13 +62,7 @@ fn init_ip_families(obj: &mut Value, old: Option<&Value>) {
 }
 
 impl Strategy for ServiceStrategy {
-    fn warnings_on_create(&self, obj: &Value) -> Vec<String> {
-        crate::core::object_warnings::service_warnings(obj)
-    }
-
-    fn warnings_on_update(&self, new: &Value, _old: &Value) -> Vec<String> {
-        crate::core::object_warnings::service_warnings(new)
-    }
+    crate::core::object_warnings::warning_methods!(crate::core::object_warnings::service_warnings);
 
     fn default(&self, obj: &mut Value) {
         super::util::default_status(obj, json!({"loadBalancer": {}}));

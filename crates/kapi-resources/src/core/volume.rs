@@ -127,13 +127,7 @@ fn pv_sources(spec: &Value) -> Vec<&'static str> {
 }
 
 impl Strategy for PersistentVolumeStrategy {
-    fn warnings_on_create(&self, obj: &Value) -> Vec<String> {
-        crate::core::object_warnings::volume_warnings(obj)
-    }
-
-    fn warnings_on_update(&self, new: &Value, _old: &Value) -> Vec<String> {
-        crate::core::object_warnings::volume_warnings(new)
-    }
+    crate::core::object_warnings::warning_methods!(crate::core::object_warnings::volume_warnings);
 
     fn default(&self, obj: &mut Value) {
         if let Some(spec) = child_obj(obj, "spec") {
@@ -336,13 +330,7 @@ fn storage_request(obj: &Value) -> Option<f64> {
 }
 
 impl Strategy for PersistentVolumeClaimStrategy {
-    fn warnings_on_create(&self, obj: &Value) -> Vec<String> {
-        crate::core::object_warnings::claim_warnings(obj)
-    }
-
-    fn warnings_on_update(&self, new: &Value, _old: &Value) -> Vec<String> {
-        crate::core::object_warnings::claim_warnings(new)
-    }
+    crate::core::object_warnings::warning_methods!(crate::core::object_warnings::claim_warnings);
 
     fn default(&self, obj: &mut Value) {
         if let Some(spec) = child_obj(obj, "spec") {

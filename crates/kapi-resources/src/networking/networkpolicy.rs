@@ -183,13 +183,9 @@ fn validate_rules(obj: &Value, key: &str, peers: &str, path: &FieldPath) -> Erro
 }
 
 impl Strategy for NetworkPolicyStrategy {
-    fn warnings_on_create(&self, obj: &Value) -> Vec<String> {
-        crate::core::object_warnings::network_policy_warnings(obj)
-    }
-
-    fn warnings_on_update(&self, new: &Value, _old: &Value) -> Vec<String> {
-        crate::core::object_warnings::network_policy_warnings(new)
-    }
+    crate::core::object_warnings::warning_methods!(
+        crate::core::object_warnings::network_policy_warnings
+    );
 
     fn default(&self, obj: &mut Value) {
         let Some(spec) = child_obj(obj, "spec") else {

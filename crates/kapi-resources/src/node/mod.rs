@@ -18,13 +18,9 @@ pub const GROUP: &str = "node.k8s.io";
 pub struct RuntimeClassStrategy;
 
 impl Strategy for RuntimeClassStrategy {
-    fn warnings_on_create(&self, obj: &Value) -> Vec<String> {
-        crate::core::object_warnings::runtime_class_warnings(obj)
-    }
-
-    fn warnings_on_update(&self, new: &Value, _old: &Value) -> Vec<String> {
-        crate::core::object_warnings::runtime_class_warnings(new)
-    }
+    crate::core::object_warnings::warning_methods!(
+        crate::core::object_warnings::runtime_class_warnings
+    );
 
     /// Validated with the generic `ObjectMeta` checks alone upstream.
     fn core_object_meta(&self) -> bool {

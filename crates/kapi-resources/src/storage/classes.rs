@@ -103,13 +103,9 @@ fn validate_topologies(obj: &Value, path: &FieldPath) -> ErrorList {
 }
 
 impl Strategy for StorageClassStrategy {
-    fn warnings_on_create(&self, obj: &Value) -> Vec<String> {
-        crate::core::object_warnings::storage_class_warnings(obj)
-    }
-
-    fn warnings_on_update(&self, new: &Value, _old: &Value) -> Vec<String> {
-        crate::core::object_warnings::storage_class_warnings(new)
-    }
+    crate::core::object_warnings::warning_methods!(
+        crate::core::object_warnings::storage_class_warnings
+    );
 
     fn default(&self, obj: &mut Value) {
         set_default(obj, "reclaimPolicy", json!("Delete"));

@@ -146,7 +146,7 @@ impl WriteAdmission for RequestAdmission {
     }
 
     fn warn(&self, text: String) {
-        self.inner.add_warning(text);
+        self.inner.warn(text);
     }
 
     async fn admit_delete(&self, old: &Value, grace: Option<i64>) -> Result<(), ApiError> {
