@@ -218,13 +218,7 @@ impl Strategy for CustomStrategy {
 /// with another controller's. The names come sorted, each once.
 fn finalizer_warnings(obj: &Value, old: Option<&Value>) -> Vec<String> {
     let names = |o: &Value| -> std::collections::BTreeSet<String> {
-        o.pointer("/metadata/finalizers")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .map(str::to_owned)
-            .collect()
+        kapi_registry::meta::finalizers(o).into_iter().collect()
     };
     let before = old.map(names).unwrap_or_default();
     names(obj)
